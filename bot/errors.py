@@ -1,0 +1,85 @@
+"""The exception tree of gpubot.
+
+Errors from libraries (kubernetes ApiException, asyncssh errors, OSError) are translated at the
+client boundary into these, so that every layer above can show ``user_message`` to a person
+without leaking a traceback, a token or a host key.
+
+    GpubotError
+    ├── UsageError            bad command line / slash-command input (exit 2)
+    │   └── InvalidNameError  a name that is not a valid Kubernetes name
+    ├── ConfigError           bad settings; the bot refuses to start
+    ├── ScenarioError         a scenario file that cannot be loaded (names the file)
+    ├── RunbookError          a runbook file that does not validate (file:line)
+    ├── ProbeError            a read failed; the report marks it skipped
+    │   ├── KubeApiError      the Kubernetes API answered an error or did not answer
+    │   │   └── NotFoundError the object does not exist
+    │   └── NodeProbeError    SSH to a node failed (refused, timeout, auth, host key)
+    └── ActionError           a remediation step failed
+"""
+
+from __future__ import annotations
+
+
+class GpubotError(Exception):
+    """Base of every error gpubot raises on purpose; ``str()`` is safe to show a user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.user_message = message
+
+
+class UsageError(GpubotError):
+    """The input cannot be run: wrong arguments, unknown subcommand."""
+
+
+class InvalidNameError(UsageError):
+    """A name that Kubernetes would reject; it never reaches an API call or a shell."""
+
+
+class ConfigError(GpubotError):
+    """The configuration is invalid; raised at start-up, never mid-request."""
+
+
+class ScenarioError(GpubotError):
+    """A scenario file is malformed; the message names the file and the problem."""
+
+
+class RunbookError(GpubotError):
+    """One or more runbook files are invalid; ``problems`` holds ``file:line: what`` lines."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems) if problems else "invalid runbook")
+        self.problems = problems
+
+
+class ProbeError(GpubotError):
+    """A read-only probe could not get its facts."""
+
+
+class KubeApiError(ProbeError):
+    """The Kubernetes API failed (5xx, 429 after retries, timeout, connection refused)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFoundError(KubeApiError):
+    """The requested object does not exist (HTTP 404)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=404)
+
+
+class NodeProbeError(ProbeError):
+    """SSH to a node failed; ``reason`` is one of refused, timeout, auth, host-key, error."""
+
+    def __init__(self, node: str, reason: str, detail: str = "") -> None:
+        text = f"node {node}: ssh {reason}" + (f" ({detail})" if detail else "")
+        super().__init__(text)
+        self.node = node
+        self.reason = reason
+
+
+class ActionError(GpubotError):
+    """A remediation step failed; the message says what state things were left in."""

@@ -1,0 +1,101 @@
+"""The diagnosis result every command returns and every view renders.
+
+A report is plain data: the CLI prints it as text or JSON, Slack renders it as Block Kit, tests
+read its codes. The JSON shape is a public contract (see README):
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["critical", "warning", "info"]
+SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Remediation:
+    """An action a finding offers; it only ever runs behind a confirmation."""
+
+    action: str
+    params: dict[str, str]
+    summary: str
+
+
+@dataclass
+class Finding:
+    """One diagnosis result with a stable code from ``findings.md``."""
+
+    code: str
+    severity: Severity
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    explanation: str = ""
+    next_steps: list[str] = field(default_factory=list)
+    remediations: list[Remediation] = field(default_factory=list)
+    #: lower sorts first among findings of equal severity: how likely this is the root cause
+    rank: int = 50
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("rank")
+        return data
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A probe that could not run, and why; the rest of the report still stands."""
+
+    what: str
+    why: str
+
+
+@dataclass
+class Report:
+    """Everything one command found."""
+
+    command: str
+    target: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    elapsed_ms: int = 0
+    cluster: str = ""
+    #: per-node rows for node-status (logical beside physical); empty for other commands
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: preformatted guidance text (``runbook NAME``, ``help``); empty for diagnoses
+    text: str = ""
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+    def skip(self, what: str, why: str) -> None:
+        self.skipped.append(Skipped(what, why))
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def sort(self) -> None:
+        """Most likely root cause first: severity, then the finding's own rank (stable)."""
+        self.findings.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.rank))
+
+    def verdict(self) -> str:
+        """A one-line summary for headers: the top finding's title, or 'no problem found'."""
+        if not self.findings:
+            return "no problem found"
+        return self.findings[0].title
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "command": self.command,
+            "target": self.target,
+            "cluster": self.cluster,
+            "findings": [f.to_dict() for f in self.findings],
+            "skipped": [asdict(s) for s in self.skipped],
+            "elapsed_ms": self.elapsed_ms,
+        }
+        if self.nodes:
+            data["nodes"] = self.nodes
+        if self.text:
+            data["text"] = self.text
+        return data

@@ -1,0 +1,241 @@
+"""One typed, frozen settings object, loaded once from the environment and an optional YAML file.
+
+Nothing else in gpubot reads ``os.environ``. Secrets are wrapped in ``Secret`` so that they never
+show in ``repr``, logs, exceptions or Slack messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.errors import ConfigError
+
+ENV_PREFIX = "GPUBOT_"
+
+
+class Secret:
+    """A secret string; its repr and str never reveal the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('***')" if self._value else "Secret('')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """How to reach one cluster."""
+
+    #: name users type after ``--cluster``
+    name: str
+    #: kubeconfig file; empty = default loading rules (KUBECONFIG, ~/.kube/config)
+    kubeconfig: str = ""
+    #: context inside the kubeconfig; empty = current context
+    context: str = ""
+    #: use the pod's service account instead of a kubeconfig
+    in_cluster: bool = False
+    #: node name -> "host:port" for SSH, overriding the node's InternalIP:22 (the simulator uses it)
+    ssh_targets: Mapping[str, str] = field(default_factory=dict)
+    #: known_hosts file for this cluster's nodes; empty = the global ``ssh_known_hosts``
+    ssh_known_hosts: str = ""
+    #: private key for this cluster's nodes; empty = the global ``ssh_key_path``
+    ssh_key_path: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting gpubot has; each field says what it is for."""
+
+    #: Slack bot token (xoxb-…); needed by ``serve``
+    slack_bot_token: Secret = field(default_factory=lambda: Secret(""))
+    #: Slack app-level token (xapp-…); needed for Socket Mode
+    slack_app_token: Secret = field(default_factory=lambda: Secret(""))
+    #: Slack signing secret; needed for HTTP mode
+    slack_signing_secret: Secret = field(default_factory=lambda: Secret(""))
+    #: "socket" (default: no inbound URL needed) or "http"
+    slack_mode: str = "socket"
+    #: Web API base URL; only tests point it elsewhere
+    slack_api_url: str = "https://slack.com/api/"
+    #: port of the HTTP server (Slack events in HTTP mode, health and metrics in both)
+    http_port: int = 8080
+    #: address the HTTP server binds
+    http_host: str = "0.0.0.0"
+    #: clusters by name; the first is the default
+    clusters: tuple[ClusterConfig, ...] = (ClusterConfig(name="default"),)
+    #: Slack channel id -> default cluster name for commands typed there
+    channel_clusters: Mapping[str, str] = field(default_factory=dict)
+    #: SSH user for node probes
+    ssh_user: str = "root"
+    #: SSH private key file
+    ssh_key_path: str = ""
+    #: known_hosts file; host keys are always checked strictly
+    ssh_known_hosts: str = ""
+    #: at most this many nodes are probed over SSH at once
+    ssh_concurrency: int = 16
+    #: seconds one node may take for all its commands before it is reported unreachable
+    ssh_deadline_s: float = 10.0
+    #: seconds one Kubernetes API request may take
+    api_timeout_s: float = 10.0
+    #: page size for list calls (lists are never unbounded)
+    page_size: int = 500
+    #: directory of runbook YAML files; empty = the packaged runbooks
+    runbook_dir: str = ""
+    #: SQLite file for pending actions and the audit trail
+    state_path: str = "gpubot-state.db"
+    #: seconds an offered remediation stays clickable
+    action_ttl_s: int = 900
+    #: action name (or "*" for all) -> Slack user ids / user-group ids allowed to approve it
+    approvers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the requester of an action may not approve it
+    two_person_rule: bool = False
+    #: every action reports what it would do and changes nothing
+    dry_run: bool = False
+    #: serve reads from a watch-fed cache in the long-running bot
+    cache_enabled: bool = True
+    #: seconds without a watch event after which cached reads fall back to the API
+    cache_staleness_s: float = 120.0
+    #: seconds to wait for a node to become Ready after a kubelet restart
+    node_ready_timeout_s: float = 120.0
+    #: log level name
+    log_level: str = "INFO"
+
+    def cluster(self, name: str | None) -> ClusterConfig:
+        """The cluster called ``name``, or the default one."""
+        if not name:
+            return self.clusters[0]
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        known = ", ".join(c.name for c in self.clusters)
+        raise ConfigError(f"unknown cluster {name!r}; configured: {known}")
+
+
+_SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret"}
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    try:
+        if name in _SECRET_FIELDS:
+            return value if isinstance(value, Secret) else Secret(str(value).strip())
+        if isinstance(default, bool):
+            return value if isinstance(value, bool) else str(value).strip().lower() in _BOOL_TRUE
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, str):
+            return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setting {name}: expected {type(default).__name__}, got {value!r}") from None
+    return value
+
+
+def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("setting clusters: expected a non-empty list of {name, kubeconfig, context}")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or not item.get("name"):
+            raise ConfigError("setting clusters: every entry needs a name")
+        allowed = {f.name for f in fields(ClusterConfig)}
+        unknown = set(item) - allowed
+        if unknown:
+            raise ConfigError(f"setting clusters[{item['name']}]: unknown keys {sorted(unknown)}")
+        out.append(ClusterConfig(**{k: (dict(v) if k == "ssh_targets" else v) for k, v in item.items()}))
+    return tuple(out)
+
+
+def load_settings(
+    *, env: Mapping[str, str] | None = None, config_file: str | None = None, **overrides: Any
+) -> Settings:
+    """Build settings from (lowest first) defaults, a YAML file, the environment, then overrides.
+
+    ``GPUBOT_CONFIG`` names the YAML file. ``GPUBOT_<FIELD>`` sets a field;
+    ``GPUBOT_<SECRET>_FILE`` reads a secret from a mounted file.
+    """
+    env = dict(os.environ if env is None else env)
+    values: dict[str, Any] = {}
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if path:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
+        except yaml.YAMLError:
+            raise ConfigError(f"config file {path}: not valid YAML") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path}: must be a mapping")
+        values.update(loaded)
+    defaults = Settings()
+    known = {f.name: getattr(defaults, f.name) for f in fields(Settings)}
+    for fname in known:
+        key = ENV_PREFIX + fname.upper()
+        if key in env:
+            values[fname] = env[key]
+        if fname in _SECRET_FIELDS and key + "_FILE" in env:
+            try:
+                values[fname] = Path(env[key + "_FILE"]).read_text(encoding="utf-8").strip()
+            except OSError:
+                raise ConfigError(f"{key}_FILE: cannot read the file it names") from None
+    values.update(overrides)
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
+    result: dict[str, Any] = {}
+    for fname, value in values.items():
+        if fname == "clusters":
+            result[fname] = value if isinstance(value, tuple) else _clusters(value)
+        elif fname in ("approvers",):
+            if not isinstance(value, Mapping):
+                raise ConfigError("setting approvers: expected a mapping of action -> list of ids")
+            result[fname] = {str(k): tuple(str(x) for x in v) for k, v in value.items()}
+        elif fname == "channel_clusters":
+            if not isinstance(value, Mapping):
+                raise ConfigError("setting channel_clusters: expected a mapping of channel -> cluster")
+            result[fname] = {str(k): str(v) for k, v in value.items()}
+        else:
+            result[fname] = _coerce(fname, value, known[fname])
+    settings = replace(defaults, **result)
+    _check(settings)
+    return settings
+
+
+def _check(s: Settings) -> None:
+    if s.slack_mode not in ("socket", "http"):
+        raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
+    if s.ssh_concurrency < 1:
+        raise ConfigError("setting ssh_concurrency: must be at least 1")
+    if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0:
+        raise ConfigError("settings ssh_deadline_s and api_timeout_s must be positive")
+    if not 1 <= s.page_size <= 10000:
+        raise ConfigError("setting page_size: must be between 1 and 10000")
+    names = [c.name for c in s.clusters]
+    if len(set(names)) != len(names):
+        raise ConfigError("setting clusters: duplicate cluster names")
+    for channel, cluster in s.channel_clusters.items():
+        if cluster not in names:
+            raise ConfigError(f"setting channel_clusters[{channel}]: unknown cluster {cluster!r}")

@@ -1,0 +1,380 @@
+"""Load and validate scenario files.
+
+Hand-written and generated scenarios go through this one loader. Every problem is reported as
+``FILE: where: what`` so a user converting a real cluster's ``kubectl get -o yaml`` output knows
+what to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.errors import ScenarioError
+
+SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
+DRIVER_INSTALLS = ("host", "operator")
+_GPU_NUMERIC = ("utilization_gpu", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
+
+
+@dataclass
+class GpuFacts:
+    """One card as nvidia-smi sees it; a ``None`` value renders as ``[N/A]``."""
+
+    index: int
+    uuid: str
+    name: str
+    utilization_gpu: float | None = 0
+    memory_used_mib: float | None = 0
+    memory_total_mib: float | None = 0
+    temperature_c: float | None = 0
+    power_w: float | None = 0
+    #: a field name -> raw text to print instead (e.g. "[Not Supported]")
+    raw: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProcessFacts:
+    pid: int
+    name: str
+    gpu_uuid: str
+    used_memory_mib: float | None = 0
+
+
+@dataclass
+class DevFile:
+    name: str
+    mtime: str
+
+
+@dataclass
+class NodeFacts:
+    """What SSH to one node shows."""
+
+    name: str
+    address: str = ""
+    ssh: str = "ok"
+    kubelet: str = "active"
+    driver: str = ""
+    cuda: str = ""
+    driver_install: str = "host"
+    gpus: list[GpuFacts] = field(default_factory=list)
+    processes: list[ProcessFacts] = field(default_factory=list)
+    checkpoint: str | None = None
+    dev_nvidia: list[DevFile] = field(default_factory=list)
+    #: simulated extra latency per command (benchmarks)
+    latency_ms: float = 0.0
+    #: the kubelet fails to start again after a stop/restart (fault injection for actions)
+    kubelet_fails_start: bool = False
+
+
+@dataclass
+class ContainerFacts:
+    """What exec into one container shows; key is namespace/pod/container."""
+
+    namespace: str
+    pod: str
+    container: str
+    nvidia_smi: str = "ok"
+    dev_nvidia: list[DevFile] = field(default_factory=list)
+    pid1: str = "sleep"
+    torch: dict[str, Any] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    driver: str | None = None
+
+
+@dataclass
+class ApiFault:
+    """An injected API fault: requests whose path contains ``match`` get ``status`` or a delay."""
+
+    match: str = ""
+    status: int | None = None
+    delay_s: float = 0.0
+    times: int | None = None
+    rate: float = 1.0
+    verb: str | None = None
+
+
+@dataclass
+class Expectation:
+    run: str
+    codes: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Scenario:
+    name: str
+    summary: str
+    version: str
+    objects: list[dict[str, Any]]
+    nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    containers: dict[str, ContainerFacts] = field(default_factory=dict)
+    api_faults: list[ApiFault] = field(default_factory=list)
+    expect: list[Expectation] = field(default_factory=list)
+    source: str = "<memory>"
+
+
+class _Problems:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[str] = []
+
+    def add(self, where: str, what: str) -> None:
+        self.items.append(f"{self.source}: {where}: {what}")
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise ScenarioError("\n".join(self.items))
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario file; raise ScenarioError naming the file and every problem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "yaml"
+        raise ScenarioError(f"{p}: {where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return scenario_from_dict(data, source=str(p))
+
+
+def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
+    """Build a Scenario from parsed YAML (also used by the generator)."""
+    problems = _Problems(source)
+    if not isinstance(data, dict):
+        problems.add("top level", "must be a mapping with scenario, kubernetes, nodes")
+        problems.raise_if_any()
+    name = data.get("scenario")
+    if not isinstance(name, str) or not name:
+        problems.add("scenario", "missing or not a string")
+    kube = data.get("kubernetes")
+    objects: list[dict[str, Any]] = []
+    version = "v1.28.0"
+    if not isinstance(kube, dict):
+        problems.add("kubernetes", "missing or not a mapping")
+    else:
+        version = str(kube.get("version") or version)
+        raw_objects = kube.get("objects")
+        if raw_objects is None and isinstance(kube.get("items"), list):
+            raw_objects = kube["items"]
+        if isinstance(raw_objects, dict) and raw_objects.get("kind") == "List":
+            raw_objects = raw_objects.get("items")
+        if not isinstance(raw_objects, list):
+            problems.add("kubernetes.objects", "missing or not a list")
+        else:
+            objects = _flatten_lists(raw_objects)
+            for i, obj in enumerate(objects):
+                _check_object(obj, f"kubernetes.objects[{i}]", problems)
+    nodes = _load_nodes(data.get("nodes") or {}, problems)
+    containers = _load_containers(data.get("containers") or {}, problems)
+    faults = _load_faults((data.get("api") or {}).get("faults") or [], problems)
+    expect = _load_expect(data.get("expect") or [], problems)
+    problems.raise_if_any()
+    return Scenario(
+        name=str(name),
+        summary=str(data.get("summary") or ""),
+        version=version,
+        objects=objects,
+        nodes=nodes,
+        containers=containers,
+        api_faults=faults,
+        expect=expect,
+        source=source,
+    )
+
+
+def _flatten_lists(items: list[Any]) -> list[dict[str, Any]]:
+    """Accept ``kind: List`` documents (kubectl -o yaml) anywhere in the object list."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, dict) and item.get("kind") == "List" and isinstance(item.get("items"), list):
+            out.extend(_flatten_lists(item["items"]))
+        else:
+            out.append(item)
+    return out
+
+
+def _check_object(obj: Any, where: str, problems: _Problems) -> None:
+    if not isinstance(obj, dict):
+        problems.add(where, "must be a mapping (a Kubernetes object)")
+        return
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str):
+            problems.add(where, f"missing {key}")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        problems.add(where, "missing metadata.name")
+
+
+def _num(value: Any, where: str, problems: _Problems) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        problems.add(where, f"must be a number or null, got {value!r}")
+        return None
+    return value
+
+
+def _devs(raw: Any, where: str, problems: _Problems) -> list[DevFile]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.add(where, "must be a list of {name, mtime}")
+        return []
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "name" not in item:
+            problems.add(f"{where}[{i}]", "must have name and mtime")
+            continue
+        out.append(DevFile(name=str(item["name"]), mtime=str(item.get("mtime", "2026-01-01T00:00:00Z"))))
+    return out
+
+
+def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
+    if not isinstance(raw, dict):
+        problems.add("nodes", "must be a mapping of node name -> facts")
+        return {}
+    nodes: dict[str, NodeFacts] = {}
+    for name, facts in raw.items():
+        where = f"nodes.{name}"
+        if not isinstance(facts, dict):
+            problems.add(where, "must be a mapping")
+            continue
+        ssh = str(facts.get("ssh", "ok"))
+        if ssh not in SSH_MODES:
+            problems.add(f"{where}.ssh", f"unknown mode {ssh!r}; use one of {', '.join(SSH_MODES)}")
+        install = str(facts.get("driver_install", "host"))
+        if install not in DRIVER_INSTALLS:
+            problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
+        gpus = []
+        for i, g in enumerate(facts.get("gpus") or []):
+            gw = f"{where}.gpus[{i}]"
+            if not isinstance(g, dict) or "uuid" not in g:
+                problems.add(gw, "must be a mapping with at least index and uuid")
+                continue
+            values = {k: _num(g.get(k, 0), f"{gw}.{k}", problems) for k in _GPU_NUMERIC}
+            gpus.append(
+                GpuFacts(
+                    index=int(g.get("index", i)),
+                    uuid=str(g["uuid"]),
+                    name=str(g.get("name", "NVIDIA GPU")),
+                    raw={str(k): str(v) for k, v in (g.get("raw") or {}).items()},
+                    **values,
+                )
+            )
+        procs = []
+        for i, p in enumerate(facts.get("processes") or []):
+            pw = f"{where}.processes[{i}]"
+            if not isinstance(p, dict) or "pid" not in p:
+                problems.add(pw, "must be a mapping with pid, name, gpu_uuid, used_memory_mib")
+                continue
+            procs.append(
+                ProcessFacts(
+                    pid=int(p["pid"]),
+                    name=str(p.get("name", "")),
+                    gpu_uuid=str(p.get("gpu_uuid", "")),
+                    used_memory_mib=_num(p.get("used_memory_mib", 0), f"{pw}.used_memory_mib", problems),
+                )
+            )
+        checkpoint = facts.get("checkpoint")
+        if checkpoint is not None and not isinstance(checkpoint, str):
+            problems.add(f"{where}.checkpoint", "must be the file's text (a string)")
+            checkpoint = None
+        nodes[str(name)] = NodeFacts(
+            name=str(name),
+            address=str(facts.get("address", "")),
+            ssh=ssh,
+            kubelet=str(facts.get("kubelet", "active")),
+            driver=str(facts.get("driver", "")),
+            cuda=str(facts.get("cuda", "")),
+            driver_install=install,
+            gpus=gpus,
+            processes=procs,
+            checkpoint=checkpoint,
+            dev_nvidia=_devs(facts.get("dev_nvidia"), f"{where}.dev_nvidia", problems),
+            latency_ms=float(facts.get("latency_ms", 0) or 0),
+            kubelet_fails_start=bool(facts.get("kubelet_fails_start", False)),
+        )
+    return nodes
+
+
+def _load_containers(raw: Any, problems: _Problems) -> dict[str, ContainerFacts]:
+    if not isinstance(raw, dict):
+        problems.add("containers", "must be a mapping of namespace/pod/container -> facts")
+        return {}
+    out: dict[str, ContainerFacts] = {}
+    for key, facts in raw.items():
+        where = f"containers.{key}"
+        parts = str(key).split("/")
+        if len(parts) != 3 or not all(parts):
+            problems.add(where, "key must be namespace/pod/container")
+            continue
+        if not isinstance(facts, dict):
+            problems.add(where, "must be a mapping")
+            continue
+        torch = facts.get("torch")
+        if torch is not None and not isinstance(torch, dict):
+            problems.add(f"{where}.torch", "must be a mapping (version, cuda, available, device_count)")
+            torch = None
+        out[str(key)] = ContainerFacts(
+            namespace=parts[0],
+            pod=parts[1],
+            container=parts[2],
+            nvidia_smi=str(facts.get("nvidia_smi", "ok")),
+            dev_nvidia=_devs(facts.get("dev_nvidia"), f"{where}.dev_nvidia", problems),
+            pid1=str(facts.get("pid1", "sleep")),
+            torch=torch,
+            env={str(k): str(v) for k, v in (facts.get("env") or {}).items()},
+            driver=str(facts["driver"]) if facts.get("driver") else None,
+        )
+    return out
+
+
+def _load_faults(raw: Any, problems: _Problems) -> list[ApiFault]:
+    if not isinstance(raw, list):
+        problems.add("api.faults", "must be a list")
+        return []
+    out = []
+    for i, f in enumerate(raw):
+        where = f"api.faults[{i}]"
+        if not isinstance(f, dict):
+            problems.add(where, "must be a mapping (match, status, delay_s, times, rate)")
+            continue
+        rate = float(f.get("rate", 1.0))
+        if not 0.0 <= rate <= 1.0:
+            problems.add(f"{where}.rate", "must be between 0 and 1")
+        out.append(
+            ApiFault(
+                match=str(f.get("match", "")),
+                status=int(f["status"]) if f.get("status") is not None else None,
+                delay_s=float(f.get("delay_s", 0.0)),
+                times=int(f["times"]) if f.get("times") is not None else None,
+                rate=rate,
+                verb=str(f["verb"]).upper() if f.get("verb") else None,
+            )
+        )
+    return out
+
+
+def _load_expect(raw: Any, problems: _Problems) -> list[Expectation]:
+    if not isinstance(raw, list):
+        problems.add("expect", "must be a list of {run, codes, absent}")
+        return []
+    out = []
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or not isinstance(e.get("run"), str):
+            problems.add(f"expect[{i}]", "must have a run string")
+            continue
+        out.append(
+            Expectation(run=e["run"], codes=list(e.get("codes") or []), absent=list(e.get("absent") or []))
+        )
+    return out
