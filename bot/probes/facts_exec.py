@@ -1,0 +1,1 @@
+"""Registered probes (facts_exec)."""
