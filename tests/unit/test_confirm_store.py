@@ -1,0 +1,468 @@
+"""The SQLite store and audit trail: state transitions, single use under races, restarts, immutability."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import re
+import sqlite3
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import bot.confirm
+from bot.confirm import (
+    PendingAction,
+    SqliteAuditLog,
+    SqlitePendingStore,
+    format_audit,
+    new_action_id,
+    open_state,
+    parse_since,
+)
+from bot.confirm.audit import AuditEntry
+from bot.errors import ConfigError, UsageError
+
+T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
+
+
+def make(now: datetime = T0, ttl_s: int = 900, **kw: object) -> PendingAction:
+    fields: dict[str, object] = {
+        "id": new_action_id(),
+        "action": "kubelet.restart",
+        "params": {"node": "gpu-1"},
+        "cluster": "prod",
+        "requested_by": "U0REQUEST",
+        "created_at": now,
+        "expires_at": now + timedelta(seconds=ttl_s),
+        "channel": "C0CHAN",
+        "finding_code": "KUBELET_CHECKPOINT_ZOMBIE",
+    }
+    fields.update(kw)
+    return PendingAction(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "gpubot.db"
+
+
+@pytest.fixture
+def state(db_path: Path) -> tuple[SqlitePendingStore, SqliteAuditLog]:
+    store, audit = open_state(db_path)
+    yield store, audit
+    store.db.close()
+
+
+@pytest.fixture
+def store(state: tuple[SqlitePendingStore, SqliteAuditLog]) -> SqlitePendingStore:
+    return state[0]
+
+
+@pytest.fixture
+def audit(state: tuple[SqlitePendingStore, SqliteAuditLog]) -> SqliteAuditLog:
+    return state[1]
+
+
+# -- records and transitions ----------------------------------------------------------------
+
+
+def test_create_and_get_round_trip(store: SqlitePendingStore) -> None:
+    record = store.create(make(params={"node": "gpu-1", "namespace": "ml"}))
+    got = store.get(record.id)
+    assert got == record
+    assert got is not None and got.created_at.tzinfo is not None
+    assert got.state == "pending" and got.approved_by is None and got.target == "node/gpu-1"
+    assert store.get(new_action_id()) is None
+
+
+def test_ids_are_never_reused(store: SqlitePendingStore) -> None:
+    record = store.create(make())
+    with pytest.raises(sqlite3.IntegrityError):
+        store.create(make(id=record.id))
+
+
+def test_naive_times_are_refused() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        make(now=datetime(2026, 11, 30, 10, 0, 0))
+
+
+def test_claim_moves_pending_to_running_once(store: SqlitePendingStore) -> None:
+    record = store.create(make())
+    first = store.claim(record.id, approver="U0APPROVE", now=T0 + timedelta(seconds=5))
+    assert first.claimed and first.state == "running"
+    assert first.action is not None and first.action.approved_by == "U0APPROVE"
+    second = store.claim(record.id, approver="U0OTHER", now=T0 + timedelta(seconds=6))
+    assert second.status == "already_taken" and second.state == "running"
+    assert store.get(record.id).approved_by == "U0APPROVE"  # type: ignore[union-attr]
+
+
+def test_claim_unknown_id(store: SqlitePendingStore) -> None:
+    result = store.claim(new_action_id(), approver="U0APPROVE", now=T0)
+    assert result.status == "unknown" and result.action is None and result.state is None
+
+
+@pytest.mark.parametrize("late_by_s", [0, 1, 86400])
+def test_claim_after_expiry_expires_the_record(store: SqlitePendingStore, late_by_s: int) -> None:
+    record = store.create(make(ttl_s=60))
+    result = store.claim(record.id, approver="U0APPROVE", now=T0 + timedelta(seconds=60 + late_by_s))
+    assert result.status == "expired" and result.state == "expired"
+    after = store.get(record.id)
+    assert after is not None and after.state == "expired" and after.approved_by is None
+    assert after.finished_at is not None
+    # and it stays dead
+    again = store.claim(record.id, approver="U0APPROVE", now=T0)
+    assert again.status == "already_taken" and again.state == "expired"
+
+
+def test_claim_just_before_expiry_succeeds(store: SqlitePendingStore) -> None:
+    record = store.create(make(ttl_s=60))
+    assert store.claim(record.id, approver="U0A", now=T0 + timedelta(seconds=59, microseconds=999999)).claimed
+
+
+def test_finish_only_from_running(store: SqlitePendingStore) -> None:
+    record = store.create(make())
+    assert store.finish(record.id, "succeeded", "done") is None  # still pending
+    store.claim(record.id, approver="U0A", now=T0)
+    done = store.finish(
+        record.id, "succeeded", "kubelet restarted; node Ready", now=T0 + timedelta(minutes=1)
+    )
+    assert done is not None and done.state == "succeeded"
+    assert done.result_summary == "kubelet restarted; node Ready"
+    assert done.finished_at == T0 + timedelta(minutes=1)
+    assert store.finish(record.id, "failed", "again") is None
+    assert store.get(record.id).state == "succeeded"  # type: ignore[union-attr]
+    with pytest.raises(ValueError):
+        store.finish(record.id, "pending", "no")
+
+
+def test_set_message_remembers_where_the_offer_is(store: SqlitePendingStore) -> None:
+    record = store.create(make())
+    store.set_message(record.id, channel="C0OTHER", message_ts="1700000000.000100", thread_ts="1700000000.0")
+    got = store.get(record.id)
+    assert got is not None
+    assert (got.channel, got.message_ts, got.thread_ts) == ("C0OTHER", "1700000000.000100", "1700000000.0")
+
+
+def test_expire_overdue_only_touches_overdue_pending(store: SqlitePendingStore) -> None:
+    old = store.create(make(ttl_s=60))
+    fresh = store.create(make(ttl_s=3600))
+    running = store.create(make(ttl_s=60))
+    store.claim(running.id, approver="U0A", now=T0)
+    expired = store.expire_overdue(T0 + timedelta(seconds=120))
+    assert [r.id for r in expired] == [old.id]
+    assert expired[0].state == "expired"
+    assert store.get(fresh.id).state == "pending"  # type: ignore[union-attr]
+    assert store.get(running.id).state == "running"  # type: ignore[union-attr]
+    assert store.expire_overdue(T0 + timedelta(seconds=120)) == []
+
+
+def test_list_filters_orders_and_limits(store: SqlitePendingStore) -> None:
+    records = [store.create(make(now=T0 + timedelta(seconds=i))) for i in range(5)]
+    store.claim(records[1].id, approver="U0A", now=T0)
+    assert [r.id for r in store.list()] == [r.id for r in reversed(records)]
+    assert [r.id for r in store.list(limit=2)] == [records[4].id, records[3].id]
+    assert [r.id for r in store.list(states=["running"])] == [records[1].id]
+    assert store.list(states=[]) == []
+    with pytest.raises(ValueError):
+        store.list(states=["bogus"])
+
+
+# -- SQLite specifics -----------------------------------------------------------------------
+
+
+def test_file_is_in_wal_mode(store: SqlitePendingStore, db_path: Path) -> None:
+    store.create(make())
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()
+
+
+def test_in_memory_database_is_refused() -> None:
+    with pytest.raises(ConfigError, match="in-memory"):
+        open_state(":memory:")
+
+
+def test_unopenable_path_is_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match="cannot open"):
+        open_state(blocker / "sub" / "state.db")
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    store, _ = open_state(db_path)
+    store.db.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ConfigError, match="newer"):
+        open_state(db_path)
+
+
+def test_restart_keeps_pending_and_interrupts_running(db_path: Path) -> None:
+    store, audit = open_state(db_path)
+    waiting = store.create(make())
+    cut_off = store.create(make())
+    store.claim(cut_off.id, approver="U0A", now=T0)
+    audit.append("offer", action_id=waiting.id, ts=T0)
+    store.db.close()  # the bot dies
+
+    store2, audit2 = open_state(db_path)
+    try:
+        interrupted = store2.mark_interrupted_on_start(now=T0 + timedelta(minutes=2))
+        assert [r.id for r in interrupted] == [cut_off.id]
+        assert interrupted[0].state == "interrupted" and interrupted[0].approved_by == "U0A"
+        assert store2.get(waiting.id).state == "pending"  # type: ignore[union-attr]
+        assert store2.claim(waiting.id, approver="U0A", now=T0 + timedelta(minutes=2)).claimed
+        # an interrupted record is never picked up again
+        assert store2.claim(cut_off.id, approver="U0A", now=T0).state == "interrupted"
+        # the next start interrupts the one claimed just now, and only that one
+        assert [r.id for r in store2.mark_interrupted_on_start()] == [waiting.id]
+        assert [e.event for e in audit2.query()] == ["offer"]
+    finally:
+        store2.db.close()
+
+
+# -- races ----------------------------------------------------------------------------------
+
+
+def _click_together(store: SqlitePendingStore, action_id: str, clickers: int) -> Counter[str]:
+    barrier = threading.Barrier(clickers)
+    results: list[str] = []
+    lock = threading.Lock()
+
+    def click(n: int) -> None:
+        barrier.wait(timeout=30)
+        status = store.claim(action_id, approver=f"U{n:04d}", now=T0).status
+        with lock:
+            results.append(status)
+
+    threads = [threading.Thread(target=click, args=(n,)) for n in range(clickers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    return Counter(results)
+
+
+def test_fifty_threads_claiming_at_once_claim_once(store: SqlitePendingStore) -> None:
+    for _ in range(3):
+        action_id = store.create(make()).id
+        assert _click_together(store, action_id, 50) == {"claimed": 1, "already_taken": 49}
+        record = store.get(action_id)
+        assert record is not None and record.state == "running" and record.approved_by is not None
+
+
+def _replica(path: str, ids: list[str], name: str, barrier: object, out: object) -> None:
+    store, _ = open_state(path)
+    barrier.wait(timeout=60)  # type: ignore[attr-defined]
+    won = [i for i in ids if store.claim(i, approver=name, now=T0).claimed]
+    out.put((name, won))  # type: ignore[attr-defined]
+    store.db.close()
+
+
+def test_two_processes_racing_on_the_same_ids_claim_each_once(db_path: Path) -> None:
+    store, _ = open_state(db_path)
+    ids = [store.create(make()).id for _ in range(40)]
+    store.db.close()
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_replica, args=(str(db_path), ids, name, barrier, out))
+        for name in ("UREPA", "UREPB")
+    ]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    won = results["UREPA"] + results["UREPB"]
+    assert sorted(won) == sorted(ids)  # every id claimed exactly once across both replicas
+    store, _ = open_state(db_path)
+    try:
+        for action_id in ids:
+            record = store.get(action_id)
+            assert record is not None and record.state == "running"
+            assert action_id in results[record.approved_by]  # type: ignore[index]
+    finally:
+        store.db.close()
+
+
+# -- audit trail ----------------------------------------------------------------------------
+
+
+def test_audit_append_and_query(audit: SqliteAuditLog) -> None:
+    a = audit.append(
+        "offer",
+        action_id="x1",
+        action="kubelet.restart",
+        actor="U0R",
+        cluster="prod",
+        target="node/gpu-1",
+        detail={"params": {"node": "gpu-1"}},
+        outcome="offered",
+        ts=T0,
+    )
+    audit.append(
+        "refuse",
+        action_id="x1",
+        actor="U0X",
+        detail={"reason": "no"},
+        outcome="refused",
+        ts=T0 + timedelta(minutes=5),
+    )
+    audit.append("offer", action_id="x2", ts=T0 + timedelta(hours=2))
+    entries = audit.query()
+    assert [e.event for e in entries] == ["offer", "refuse", "offer"]
+    assert entries[0] == a and entries[0].detail == {"params": {"node": "gpu-1"}}
+    assert [e.id for e in entries] == sorted(e.id for e in entries)
+    assert [e.action_id for e in audit.query(since=T0 + timedelta(minutes=5))] == ["x1", "x2"]
+    assert [e.event for e in audit.query(action_id="x1")] == ["offer", "refuse"]
+    assert [e.action_id for e in audit.query(limit=2)] == ["x1", "x2"]  # the newest two, oldest first
+    with pytest.raises(ValueError):
+        audit.append("delete-everything")
+
+
+def test_audit_survives_restart(db_path: Path) -> None:
+    _, audit = open_state(db_path)
+    audit.append("offer", action_id="x1", ts=T0)
+    audit.db.close()
+    _, audit2 = open_state(db_path)
+    try:
+        assert [e.action_id for e in audit2.query()] == ["x1"]
+    finally:
+        audit2.db.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE audit SET outcome = 'ok'", "DELETE FROM audit", "DELETE FROM audit WHERE id = 1"],
+)
+def test_audit_rows_cannot_be_changed_or_deleted(
+    audit: SqliteAuditLog, db_path: Path, statement: str
+) -> None:
+    audit.append("refuse", action_id="x1", detail={"reason": "not an approver"}, outcome="refused", ts=T0)
+    conn = sqlite3.connect(db_path)
+    try:
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute(statement)
+        conn.rollback()
+        assert conn.execute("SELECT count(*), max(outcome) FROM audit").fetchone() == (1, "refused")
+    finally:
+        conn.close()
+
+
+def test_no_code_updates_or_deletes_audit_rows() -> None:
+    package = Path(bot.confirm.__file__).parent
+    forbidden = re.compile(r"\b(UPDATE\s+audit|DELETE\s+FROM\s+audit|DROP\s+TRIGGER)\b", re.IGNORECASE)
+    for source in package.glob("*.py"):
+        assert not forbidden.search(source.read_text(encoding="utf-8")), source
+
+
+# -- gpubot audit: --since and output -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("30m", T0 - timedelta(minutes=30)),
+        ("2h", T0 - timedelta(hours=2)),
+        ("7d", T0 - timedelta(days=7)),
+        ("45s", T0 - timedelta(seconds=45)),
+        ("1w", T0 - timedelta(days=7)),
+        ("2026-11-30T00:00:00Z", datetime(2026, 11, 30, tzinfo=UTC)),
+        ("2026-11-30T08:00:00+08:00", datetime(2026, 11, 30, tzinfo=UTC)),
+        ("2026-11-30T00:00:00", datetime(2026, 11, 30, tzinfo=UTC)),
+        ("2026-11-30", datetime(2026, 11, 30, tzinfo=UTC)),
+    ],
+)
+def test_parse_since(text: str, expected: datetime) -> None:
+    assert parse_since(text, T0) == expected
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "5y", "-1h", "1.5h", "2026-13-01", "x" * 500])
+def test_parse_since_rejects_bad_input_in_one_line(text: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_since(text, T0)
+    message = str(info.value)
+    assert message.startswith("--since:") and "\n" not in message and len(message) < 200
+
+
+def _entries() -> list[AuditEntry]:
+    return [
+        AuditEntry(
+            1,
+            T0,
+            "offer",
+            "abcdefghijkl",
+            "kubelet.restart",
+            "U0R",
+            "prod",
+            "node/gpu-1",
+            {"params": {"node": "gpu-1"}},
+            "offered",
+        ),
+        AuditEntry(
+            2,
+            T0 + timedelta(seconds=3),
+            "refuse",
+            "abcdefghijkl",
+            "kubelet.restart",
+            "U0X",
+            "prod",
+            "node/gpu-1",
+            {"reason": "U0X is not an approver for kubelet.restart"},
+            "refused",
+        ),
+    ]
+
+
+def test_format_audit_json_lines() -> None:
+    lines = format_audit(_entries(), as_json=True).splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["ts"] == "2026-11-30T10:00:00.000000Z" and first["event"] == "offer"
+    assert second["detail"]["reason"] == "U0X is not an approver for kubelet.restart"
+    assert set(first) == {
+        "id",
+        "ts",
+        "event",
+        "action_id",
+        "action",
+        "actor",
+        "cluster",
+        "target",
+        "outcome",
+        "detail",
+    }
+    assert format_audit([], as_json=True) == ""
+
+
+def test_format_audit_human_table() -> None:
+    lines = format_audit(_entries(), as_json=False).splitlines()
+    assert lines[0].split() == [
+        "time",
+        "event",
+        "action",
+        "actor",
+        "cluster",
+        "target",
+        "outcome",
+        "id",
+        "detail",
+    ]
+    assert lines[2].startswith("2026-11-30T10:00:03Z  refuse")
+    assert lines[2].endswith("U0X is not an approver for kubelet.restart")
+    assert "abcdefgh " in lines[1] and "abcdefghi" not in lines[1]
+    assert lines[1].index("kubelet.restart") == lines[2].index("kubelet.restart")  # aligned columns
+    assert format_audit([], as_json=False) == "no audit entries"
