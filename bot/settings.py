@@ -121,6 +121,8 @@ class Settings:
     node_ready_timeout_s: float = 120.0
     #: log level name
     log_level: str = "INFO"
+    #: seconds ``serve`` waits for in-flight diagnoses after SIGTERM before cancelling them
+    shutdown_grace_s: float = 25.0
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The cluster called ``name``, or the default one."""
