@@ -1,0 +1,254 @@
+"""Observe GPU nodes over SSH: one connection per node, read-only commands, a hard deadline.
+
+``observe_node`` runs the fixed read commands of ``bot.probes.ssh.READ_COMMANDS`` over a single
+connection and turns their output into a ``NodeObservation``. ``observe_nodes`` does that for
+many nodes at once, bounded by a semaphore, so that one silent node costs at most its deadline
+and never delays the report on the others.
+
+Retry policy: only ``TransientSshError`` (the node accepted and then dropped the connection, as
+sshd does under ``MaxStartups`` throttling) is retried. A refused connection is not: the port is
+fixed, nothing listens on it, and retrying only spends the deadline. A timeout is not: the
+deadline *is* the budget. Auth and host-key failures are never retried.
+
+This module must never run anything but ``READ_COMMANDS``, and never change a node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+import asyncssh
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from bot.errors import NodeProbeError
+from bot.probes.checkpoint import Checkpoint, CheckpointError, parse_checkpoint
+from bot.probes.devices import LS_DEV_NVIDIA, DevEntry, device_time_skew, parse_ls
+from bot.probes.nvidia_smi import (
+    APPS_QUERY,
+    GPU_QUERY,
+    SUMMARY,
+    GpuRow,
+    ProcRow,
+    parse_apps_query,
+    parse_cuda_version,
+    parse_driver_version,
+    parse_gpu_query,
+    parse_proc_driver_version,
+)
+from bot.probes.ssh import (
+    CAT_CHECKPOINT,
+    DRIVER_VERSION,
+    KUBELET_ACTIVE,
+    OPERATOR_PREFIX,
+    READ_COMMANDS,
+    CommandResult,
+    SshTarget,
+    TransientSshError,
+    open_connection,
+    run_command,
+)
+
+#: channels opened at once on one connection; below OpenSSH's default MaxSessions (10)
+CHANNELS_PER_NODE = 4
+#: connection attempts when the node drops the connection (see the module docstring)
+CONNECT_ATTEMPTS = 3
+NOT_FOUND = 127
+
+
+@dataclass
+class NodeObservation:
+    """What the read commands showed on one node."""
+
+    node: str
+    gpus: list[GpuRow] = field(default_factory=list)
+    processes: list[ProcRow] = field(default_factory=list)
+    #: None = the file does not exist (or could not be read: see checkpoint_error)
+    checkpoint: Checkpoint | None = None
+    checkpoint_error: str = ""
+    dev_nvidia: list[DevEntry] = field(default_factory=list)
+    #: ``systemctl is-active kubelet`` output (active, inactive, failed, ...)
+    kubelet: str = ""
+    driver_version: str = ""
+    cuda_version: str = ""
+    #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root
+    driver_path: Literal["host", "operator"] = "host"
+    #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
+    nvidia_smi_error: str = ""
+    #: anything odd worth showing beside the facts (unreadable lines, failed commands)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def device_skew(self) -> timedelta | None:
+        return device_time_skew(self.dev_nvidia)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:300]
+
+
+async def _connect(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(TransientSshError),
+        stop=stop_after_attempt(CONNECT_ATTEMPTS),
+        wait=wait_exponential(multiplier=0.05, max=0.5),
+        reraise=True,
+    ):
+        with attempt:
+            return await open_connection(target, timeout=timeout)
+    raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
+
+
+async def _run_all(
+    conn: asyncssh.SSHClientConnection, node: str, commands: list[str]
+) -> dict[str, CommandResult]:
+    gate = asyncio.Semaphore(CHANNELS_PER_NODE)
+
+    async def one(command: str) -> CommandResult:
+        async with gate:
+            return await run_command(conn, command, allowed=READ_COMMANDS, node=node)
+
+    results = await asyncio.gather(*(one(c) for c in commands))
+    return dict(zip(commands, results, strict=True))
+
+
+def _read_nvidia_smi(
+    obs: NodeObservation, gpu: CommandResult, apps: CommandResult, summary: CommandResult
+) -> None:
+    if gpu.exit_status == 0:
+        obs.gpus = parse_gpu_query(gpu.stdout, problems=obs.notes)
+    else:
+        obs.nvidia_smi_error = _first_line(gpu.stdout) or _first_line(gpu.stderr) or f"exit {gpu.exit_status}"
+        obs.notes.append(f"nvidia-smi GPU query failed (exit {gpu.exit_status}): {obs.nvidia_smi_error}")
+    if apps.exit_status == 0:
+        obs.processes = parse_apps_query(apps.stdout, problems=obs.notes)
+    elif gpu.exit_status == 0:
+        obs.notes.append(
+            f"nvidia-smi process query failed (exit {apps.exit_status}): {_first_line(apps.stdout)}"
+        )
+    if summary.exit_status == 0:
+        obs.cuda_version = parse_cuda_version(summary.stdout) or ""
+        obs.driver_version = parse_driver_version(summary.stdout) or ""
+
+
+def _read_rest(obs: NodeObservation, results: Mapping[str, CommandResult]) -> None:
+    cat = results[CAT_CHECKPOINT]
+    if cat.exit_status == 0:
+        try:
+            obs.checkpoint = parse_checkpoint(cat.stdout)
+        except CheckpointError as exc:
+            obs.checkpoint_error = str(exc)
+    elif "No such file" not in cat.stderr:
+        obs.checkpoint_error = f"cannot read the checkpoint: {_first_line(cat.stderr) or cat.exit_status}"
+    ls = results[LS_DEV_NVIDIA]
+    obs.dev_nvidia = parse_ls(ls.stdout)
+    if ls.exit_status != 0 and not obs.dev_nvidia:
+        obs.notes.append(f"no /dev/nvidia* files: {_first_line(ls.stderr)}")
+    obs.kubelet = _first_line(results[KUBELET_ACTIVE].stdout) or "unknown"
+    version = results[DRIVER_VERSION]
+    from_proc = parse_proc_driver_version(version.stdout) if version.exit_status == 0 else None
+    if from_proc:
+        if obs.driver_version and obs.driver_version != from_proc:
+            obs.notes.append(f"nvidia-smi reports driver {obs.driver_version}, the kernel module {from_proc}")
+        obs.driver_version = from_proc
+    elif version.exit_status != 0:
+        obs.notes.append("no NVIDIA kernel module loaded (/proc/driver/nvidia/version missing)")
+
+
+async def _observe(target: SshTarget, deadline: float) -> NodeObservation:
+    started = time.monotonic()
+    conn = await _connect(target, timeout=deadline)
+    async with conn:
+        obs = NodeObservation(node=target.node)
+        smi = [GPU_QUERY, APPS_QUERY, SUMMARY]
+        rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION]
+        results = await _run_all(conn, target.node, smi + rest)
+        if results[GPU_QUERY].exit_status == NOT_FOUND:
+            # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
+            operator = await _run_all(conn, target.node, [OPERATOR_PREFIX + c for c in smi])
+            if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
+                obs.driver_path = "operator"
+                results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
+            else:
+                obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
+        _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
+        _read_rest(obs, results)
+    obs.elapsed_s = time.monotonic() - started
+    return obs
+
+
+async def observe_node(target: SshTarget, *, deadline: float) -> NodeObservation:
+    """Everything the read commands show on one node, within ``deadline`` seconds."""
+    try:
+        async with asyncio.timeout(deadline):
+            return await _observe(target, deadline)
+    except TimeoutError:
+        raise NodeProbeError(target.node, "timeout", f"no complete answer within {deadline:g}s") from None
+
+
+async def observe_nodes(
+    targets: Mapping[str, SshTarget], *, concurrency: int = 16, deadline: float = 10.0
+) -> dict[str, NodeObservation | NodeProbeError]:
+    """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(target: SshTarget) -> NodeObservation | NodeProbeError:
+        async with gate:
+            try:
+                return await observe_node(target, deadline=deadline)
+            except NodeProbeError as exc:
+                return exc
+            except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
+                return NodeProbeError(target.node, "error", type(exc).__name__)
+
+    names = list(targets)
+    results = await asyncio.gather(*(one(targets[n]) for n in names))
+    return dict(zip(names, results, strict=True))
+
+
+def _split_host_port(value: str) -> tuple[str, int]:
+    text = value.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.lstrip(":")
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    else:
+        host, port = text, ""
+    if not host:
+        raise ValueError(f"no host in {value!r}")
+    return host, int(port) if port else 22
+
+
+def ssh_target_for(
+    node_name: str,
+    node_obj: dict[str, Any] | None,
+    *,
+    user: str,
+    key_path: str,
+    known_hosts: str,
+    overrides: Mapping[str, str],
+) -> SshTarget:
+    """Where to SSH for ``node_name``: an override "host:port", else the node's InternalIP:22."""
+    if node_name in overrides:
+        try:
+            host, port = _split_host_port(overrides[node_name])
+        except ValueError:
+            raise NodeProbeError(node_name, "error", f"bad ssh target {overrides[node_name]!r}") from None
+        return SshTarget(node_name, host, port, user, key_path, known_hosts)
+    addresses = ((node_obj or {}).get("status") or {}).get("addresses") or []
+    by_type: dict[str, str] = {}
+    for entry in addresses:
+        if isinstance(entry, dict) and entry.get("type") and entry.get("address"):
+            by_type.setdefault(str(entry["type"]), str(entry["address"]))
+    host = by_type.get("InternalIP")
+    if not host:
+        raise NodeProbeError(
+            node_name, "error", "the node has no InternalIP address and no ssh target is set"
+        )
+    return SshTarget(node_name, host, 22, user, key_path, known_hosts)

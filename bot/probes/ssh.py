@@ -1,0 +1,170 @@
+"""The SSH client boundary: strict host-key checking, key-only auth, allow-listed commands.
+
+Everything gpubot runs on a node goes through ``run_command``, which refuses (before anything is
+sent) a command that is not in the caller's allow-list. Probes pass ``READ_COMMANDS``; the
+actions package passes its own write list. Command strings are constants: no user text, node
+name or pod name is ever interpolated into one.
+
+asyncssh and socket errors are translated here into ``NodeProbeError`` with a ``reason`` of
+``refused``, ``timeout``, ``auth``, ``host-key`` or ``error``; their messages never include key
+material. This module must never disable host-key checking, accept an unknown host key, use an
+ssh-agent or a password, or read ~/.ssh/config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from dataclasses import dataclass
+
+import asyncssh
+
+from bot.errors import NodeProbeError
+from bot.probes.checkpoint import CHECKPOINT_PATH
+from bot.probes.devices import LS_DEV_NVIDIA
+from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
+
+#: how the GPU Operator's containerised driver exposes its binaries on the host
+OPERATOR_PREFIX = "chroot /run/nvidia/driver "
+
+CAT_CHECKPOINT = f"cat {CHECKPOINT_PATH}"
+KUBELET_ACTIVE = "systemctl is-active kubelet"
+DRIVER_VERSION = "cat /proc/driver/nvidia/version"
+NVIDIA_SMI_COMMANDS: tuple[str, ...] = (GPU_QUERY, APPS_QUERY, SUMMARY)
+
+#: every command a probe may run on a node, exactly as sent
+READ_COMMANDS: frozenset[str] = frozenset(
+    {
+        *NVIDIA_SMI_COMMANDS,
+        *(OPERATOR_PREFIX + c for c in NVIDIA_SMI_COMMANDS),
+        CAT_CHECKPOINT,
+        LS_DEV_NVIDIA,
+        KUBELET_ACTIVE,
+        DRIVER_VERSION,
+    }
+)
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and as whom to reach one node; ``known_hosts`` is required (strict checking)."""
+
+    node: str
+    host: str
+    port: int
+    user: str
+    key_path: str
+    known_hosts: str
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    stdout: str
+    stderr: str
+    exit_status: int
+
+
+class TransientSshError(NodeProbeError):
+    """The peer accepted the connection and then dropped it (reset, lost mid-handshake).
+
+    sshd does this when it throttles unauthenticated connections (``MaxStartups``), so one
+    retry can succeed; the other reasons cannot change within a probe's deadline.
+    """
+
+    def __init__(self, node: str, detail: str = "") -> None:
+        super().__init__(node, "error", detail)
+
+
+def _translate(node: str, exc: BaseException) -> NodeProbeError:
+    """Our error for a library error, with a detail that never carries key material."""
+    if isinstance(exc, NodeProbeError):
+        return exc
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return NodeProbeError(node, "host-key", "host key not in known_hosts or does not match")
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return NodeProbeError(node, "auth", "the node rejected the key")
+    if isinstance(exc, ConnectionRefusedError) or _all_refused(exc):
+        return NodeProbeError(node, "refused", "connection refused")
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | asyncssh.TimeoutError):
+        return NodeProbeError(node, "timeout", "no answer in time")
+    if isinstance(exc, ConnectionResetError | asyncssh.ConnectionLost):
+        return TransientSshError(node, "connection dropped by the node")
+    if isinstance(exc, asyncssh.DisconnectError):
+        return NodeProbeError(node, "error", f"disconnected: {exc.reason}"[:200])
+    if isinstance(exc, asyncssh.KeyImportError):
+        return NodeProbeError(node, "error", "the client key cannot be read")
+    if isinstance(exc, OSError):
+        return NodeProbeError(node, "error", exc.strerror or type(exc).__name__)
+    return NodeProbeError(node, "error", type(exc).__name__)
+
+
+def _all_refused(exc: BaseException) -> bool:
+    """asyncio reports a refusal on every address of a name as one plain OSError."""
+    return isinstance(exc, OSError) and (
+        exc.errno == errno.ECONNREFUSED or (exc.errno is None and "[Errno 111]" in str(exc))
+    )
+
+
+async def open_connection(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
+    """Connect and authenticate within ``timeout`` seconds, or raise NodeProbeError."""
+    if not target.known_hosts:
+        # asyncssh treats known_hosts=None as "accept anything"; an empty setting must not get there
+        raise NodeProbeError(target.node, "host-key", "no known_hosts file configured")
+    if not target.key_path:
+        raise NodeProbeError(target.node, "auth", "no SSH key configured")
+    try:
+        async with asyncio.timeout(timeout):
+            return await asyncssh.connect(
+                target.host,
+                target.port,
+                username=target.user,
+                known_hosts=target.known_hosts,
+                client_keys=[target.key_path],
+                config=None,
+                agent_path=None,
+                password=None,
+                password_auth=False,
+                kbdint_auth=False,
+                gss_host=None,
+                host_based_auth=False,
+                preferred_auth="publickey",
+                connect_timeout=timeout,
+                login_timeout=timeout,
+            )
+    except (asyncssh.Error, OSError, TimeoutError, ValueError) as exc:
+        raise _translate(target.node, exc) from None
+
+
+async def run_command(
+    conn: asyncssh.SSHClientConnection,
+    command: str,
+    *,
+    allowed: frozenset[str],
+    node: str = "",
+    timeout: float | None = None,
+) -> CommandResult:
+    """Run one allow-listed command; ``ValueError`` (nothing sent) for any other.
+
+    A non-zero exit is a result, not an error: the caller reads it (127 = not installed).
+    """
+    if command not in allowed:
+        raise ValueError(f"command not in the allow-list: {command!r}")
+    name = node or str(conn.get_extra_info("peername", ("?",))[0])
+    try:
+        async with asyncio.timeout(timeout):
+            result = await conn.run(command, check=False, stdin=asyncssh.DEVNULL)
+    except (asyncssh.Error, OSError, TimeoutError) as exc:
+        raise _translate(name, exc) from None
+    return CommandResult(
+        stdout=_text(result.stdout),
+        stderr=_text(result.stderr),
+        exit_status=result.exit_status if result.exit_status is not None else -1,
+    )
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

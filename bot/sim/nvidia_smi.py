@@ -1,0 +1,449 @@
+"""Render what ``nvidia-smi`` would print for a simulated node, from scenario facts.
+
+The simulator's SSH servers call ``render`` with the argument list of an ``nvidia-smi`` command
+line, so that the bot's parsers are tested against the real tool's syntax: any
+``--query-gpu`` field list, ``--query-compute-apps``, ``--format=csv[,noheader][,nounits]``,
+``-L``, ``-q [-x]`` and the default table. It is pure text generation: it must never run a
+process or touch a file.
+"""
+
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.sim.scenario import GpuFacts, ProcessFacts
+
+NA = "[N/A]"
+USAGE_ERROR = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One queryable field: its header text, unit, and where its value comes from."""
+
+    header: str
+    unit: str
+    #: the GpuFacts attribute (or a synthetic key) whose value it prints
+    source: str
+    #: how a number is printed
+    fmt: str = "int"
+
+
+def _gpu_field(name: str, unit: str, source: str, fmt: str = "int") -> _Field:
+    header = f"{name} [{unit}]" if unit else name
+    return _Field(header, unit, source, fmt)
+
+
+# Field names as ``nvidia-smi --help-query-gpu`` lists them; aliases map to the same facts.
+_GPU_FIELDS: dict[str, _Field] = {
+    "timestamp": _gpu_field("timestamp", "", "timestamp", "text"),
+    "driver_version": _gpu_field("driver_version", "", "driver", "text"),
+    "count": _gpu_field("count", "", "count", "text"),
+    "name": _gpu_field("name", "", "name", "text"),
+    "serial": _gpu_field("serial", "", "serial", "text"),
+    "uuid": _gpu_field("uuid", "", "uuid", "text"),
+    "index": _gpu_field("index", "", "index", "text"),
+    "pci.bus_id": _gpu_field("pci.bus_id", "", "bus_id", "text"),
+    "pstate": _gpu_field("pstate", "", "pstate", "text"),
+    "compute_mode": _gpu_field("compute_mode", "", "compute_mode", "text"),
+    "persistence_mode": _gpu_field("persistence_mode", "", "persistence_mode", "text"),
+    "fan.speed": _gpu_field("fan.speed", "%", "fan", "text"),
+    "utilization.gpu": _gpu_field("utilization.gpu", "%", "utilization_gpu"),
+    "utilization.memory": _gpu_field("utilization.memory", "%", "utilization_memory"),
+    "memory.total": _gpu_field("memory.total", "MiB", "memory_total_mib"),
+    "memory.used": _gpu_field("memory.used", "MiB", "memory_used_mib"),
+    "memory.free": _gpu_field("memory.free", "MiB", "memory_free_mib"),
+    "temperature.gpu": _gpu_field("temperature.gpu", "", "temperature_c"),
+    "power.draw": _gpu_field("power.draw", "W", "power_w", "2f"),
+    "power.limit": _gpu_field("power.limit", "W", "power_limit", "2f"),
+    "enforced.power.limit": _gpu_field("enforced.power.limit", "W", "power_limit", "2f"),
+    "clocks.sm": _gpu_field("clocks.sm", "MHz", "clock_sm"),
+    "vbios_version": _gpu_field("vbios_version", "", "vbios", "text"),
+}
+_GPU_ALIASES = {
+    "gpu_name": "name",
+    "gpu_uuid": "uuid",
+    "gpu_serial": "serial",
+    "pci.bus_id": "pci.bus_id",
+    "gpu_bus_id": "pci.bus_id",
+    "temperature.gpu": "temperature.gpu",
+    "clocks.current.sm": "clocks.sm",
+}
+
+_APP_FIELDS: dict[str, _Field] = {
+    "timestamp": _gpu_field("timestamp", "", "timestamp", "text"),
+    "gpu_name": _gpu_field("gpu_name", "", "gpu_name", "text"),
+    "gpu_bus_id": _gpu_field("gpu_bus_id", "", "gpu_bus_id", "text"),
+    "gpu_serial": _gpu_field("gpu_serial", "", "gpu_serial", "text"),
+    "gpu_uuid": _gpu_field("gpu_uuid", "", "gpu_uuid", "text"),
+    "pid": _gpu_field("pid", "", "pid", "text"),
+    "process_name": _gpu_field("process_name", "", "name", "text"),
+    "used_gpu_memory": _gpu_field("used_gpu_memory", "MiB", "used_memory_mib"),
+}
+_APP_ALIASES = {"name": "process_name", "used_memory": "used_gpu_memory"}
+
+#: GpuFacts.raw may be keyed by the nvidia-smi field name or by the GpuFacts attribute
+_RAW_ATTR = {
+    "utilization.gpu": "utilization_gpu",
+    "memory.used": "memory_used_mib",
+    "memory.total": "memory_total_mib",
+    "temperature.gpu": "temperature_c",
+    "power.draw": "power_w",
+}
+
+
+def _bus_id(gpu: GpuFacts) -> str:
+    return f"00000000:{(0x1A + gpu.index) % 256:02X}:00.0"
+
+
+def _number(value: float, fmt: str) -> str:
+    return f"{value:.2f}" if fmt == "2f" else str(int(round(value)))
+
+
+def _gpu_value(gpu: GpuFacts, source: str, *, driver: str, count: int) -> float | str | None:
+    """The value of one field for one card; None prints as [N/A]."""
+    synthetic: dict[str, Callable[[], float | str | None]] = {
+        "timestamp": lambda: time.strftime("%Y/%m/%d %H:%M:%S.000", time.gmtime()),
+        "driver": lambda: driver or None,
+        "count": lambda: str(count),
+        "serial": lambda: f"{1560000000000 + gpu.index}",
+        "index": lambda: str(gpu.index),
+        "bus_id": lambda: _bus_id(gpu),
+        "pstate": lambda: "P0" if (gpu.utilization_gpu or 0) > 0 else "P8",
+        "compute_mode": lambda: "Default",
+        "persistence_mode": lambda: "Enabled",
+        "fan": lambda: None,
+        "utilization_memory": lambda: None if gpu.utilization_gpu is None else min(gpu.utilization_gpu, 100),
+        "memory_free_mib": lambda: (
+            None
+            if gpu.memory_total_mib is None or gpu.memory_used_mib is None
+            else max(gpu.memory_total_mib - gpu.memory_used_mib, 0)
+        ),
+        "power_limit": lambda: 300.0,
+        "clock_sm": lambda: 1530 if (gpu.utilization_gpu or 0) > 0 else 135,
+        "vbios": lambda: "88.00.4F.00.09",
+    }
+    if source in synthetic:
+        return synthetic[source]()
+    value = getattr(gpu, source)
+    return value if value is None or isinstance(value, str) else float(value)
+
+
+def _cell(value: float | str | None, spec: _Field, *, units: bool) -> str:
+    if value is None:
+        return NA
+    if isinstance(value, str):
+        return value
+    text = _number(value, spec.fmt)
+    return f"{text} {spec.unit}" if units and spec.unit else text
+
+
+@dataclass(frozen=True)
+class _Format:
+    header: bool = True
+    units: bool = True
+
+
+def _parse_format(value: str) -> _Format | None:
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts or parts[0] != "csv" or any(p not in ("csv", "noheader", "nounits") for p in parts):
+        return None
+    return _Format(header="noheader" not in parts, units="nounits" not in parts)
+
+
+@dataclass
+class _Args:
+    query_gpu: str | None = None
+    query_apps: str | None = None
+    fmt: str | None = None
+    ids: str | None = None
+    list_gpus: bool = False
+    query: bool = False
+    xml: bool = False
+
+
+def _parse_args(args: list[str]) -> _Args | None:
+    """Read the options this emulation knows; None when the real tool would print usage."""
+    out = _Args()
+    valued = {
+        "--query-gpu": "query_gpu",
+        "--query-compute-apps": "query_apps",
+        "--format": "fmt",
+        "--id": "ids",
+        "-i": "ids",
+    }
+    flags = {
+        "-L": "list_gpus",
+        "--list-gpus": "list_gpus",
+        "-q": "query",
+        "--query": "query",
+        "-x": "xml",
+        "--xml-format": "xml",
+    }
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in valued:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            setattr(out, valued[name], value)
+        elif arg in flags:
+            setattr(out, flags[arg], True)
+        else:
+            return None
+        i += 1
+    return out
+
+
+def _select(gpus: list[GpuFacts], ids: str | None) -> list[GpuFacts] | None:
+    if ids is None:
+        return list(gpus)
+    chosen = []
+    for wanted in ids.split(","):
+        match = [g for g in gpus if str(g.index) == wanted or g.uuid == wanted or _bus_id(g) == wanted]
+        if not match:
+            return None
+        chosen.extend(match)
+    return chosen
+
+
+def _resolve(names: list[str], table: dict[str, _Field], aliases: dict[str, str]) -> list[str] | str:
+    """Canonical field names, or the first unknown name."""
+    out = []
+    for raw in names:
+        name = aliases.get(raw, raw)
+        if name not in table:
+            return raw
+        out.append(name)
+    return out
+
+
+def _query_gpu(
+    fields: str, fmt: _Format, gpus: list[GpuFacts], driver: str, count: int
+) -> tuple[str, str, int]:
+    names = [f.strip() for f in fields.split(",")]
+    resolved = _resolve(names, _GPU_FIELDS, _GPU_ALIASES)
+    if isinstance(resolved, str):
+        return f'Field "{resolved}" is not a valid field to query.\n\n', "", 2
+    lines = []
+    if fmt.header:
+        lines.append(", ".join(_GPU_FIELDS[n].header for n in resolved))
+    for gpu in gpus:
+        cells = []
+        for n in resolved:
+            spec = _GPU_FIELDS[n]
+            raw = gpu.raw.get(n, gpu.raw.get(_RAW_ATTR.get(n, spec.source)))
+            if raw is not None:
+                cells.append(raw)
+            else:
+                cells.append(
+                    _cell(_gpu_value(gpu, spec.source, driver=driver, count=count), spec, units=fmt.units)
+                )
+        lines.append(", ".join(cells))
+    return "".join(line + "\n" for line in lines), "", 0
+
+
+def _query_apps(
+    fields: str, fmt: _Format, gpus: list[GpuFacts], processes: list[ProcessFacts]
+) -> tuple[str, str, int]:
+    names = [f.strip() for f in fields.split(",")]
+    resolved = _resolve(names, _APP_FIELDS, _APP_ALIASES)
+    if isinstance(resolved, str):
+        return f'Field "{resolved}" is not a valid field to query.\n\n', "", 2
+    by_uuid = {g.uuid: g for g in gpus}
+    lines = []
+    if fmt.header:
+        lines.append(", ".join(_APP_FIELDS[n].header for n in resolved))
+    for proc in processes:
+        gpu = by_uuid.get(proc.gpu_uuid)
+        if gpu is None:
+            continue
+        values: dict[str, float | str | None] = {
+            "timestamp": time.strftime("%Y/%m/%d %H:%M:%S.000", time.gmtime()),
+            "gpu_name": gpu.name,
+            "gpu_bus_id": _bus_id(gpu),
+            "gpu_serial": f"{1560000000000 + gpu.index}",
+            "gpu_uuid": gpu.uuid,
+            "pid": str(proc.pid),
+            "name": proc.name,
+            "used_memory_mib": None if proc.used_memory_mib is None else float(proc.used_memory_mib),
+        }
+        lines.append(
+            ", ".join(_cell(values[_APP_FIELDS[n].source], _APP_FIELDS[n], units=fmt.units) for n in resolved)
+        )
+    return "".join(line + "\n" for line in lines), "", 0
+
+
+def _list(gpus: list[GpuFacts]) -> str:
+    return "".join(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n" for g in gpus)
+
+
+def _text(value: float | None, unit: str, fmt: str = "int") -> str:
+    return "N/A" if value is None else f"{_number(value, fmt)} {unit}".strip()
+
+
+def _xml(gpus: list[GpuFacts], processes: list[ProcessFacts], driver: str, cuda: str) -> str:
+    root = ET.Element("nvidia_smi_log")
+    ET.SubElement(root, "timestamp").text = time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime())
+    ET.SubElement(root, "driver_version").text = driver or "N/A"
+    ET.SubElement(root, "cuda_version").text = cuda or "N/A"
+    ET.SubElement(root, "attached_gpus").text = str(len(gpus))
+    for gpu in gpus:
+        node = ET.SubElement(root, "gpu", id=_bus_id(gpu))
+        ET.SubElement(node, "product_name").text = gpu.name
+        ET.SubElement(node, "uuid").text = gpu.uuid
+        ET.SubElement(node, "minor_number").text = str(gpu.index)
+        mem = ET.SubElement(node, "fb_memory_usage")
+        free = (
+            None
+            if gpu.memory_total_mib is None or gpu.memory_used_mib is None
+            else max(gpu.memory_total_mib - gpu.memory_used_mib, 0)
+        )
+        ET.SubElement(mem, "total").text = _text(gpu.memory_total_mib, "MiB")
+        ET.SubElement(mem, "used").text = _text(gpu.memory_used_mib, "MiB")
+        ET.SubElement(mem, "free").text = _text(free, "MiB")
+        ET.SubElement(ET.SubElement(node, "utilization"), "gpu_util").text = _text(gpu.utilization_gpu, "%")
+        ET.SubElement(ET.SubElement(node, "temperature"), "gpu_temp").text = _text(gpu.temperature_c, "C")
+        power = ET.SubElement(node, "gpu_power_readings")
+        ET.SubElement(power, "power_draw").text = _text(gpu.power_w, "W", "2f")
+        procs = ET.SubElement(node, "processes")
+        for proc in processes:
+            if proc.gpu_uuid != gpu.uuid:
+                continue
+            info = ET.SubElement(procs, "process_info")
+            ET.SubElement(info, "pid").text = str(proc.pid)
+            ET.SubElement(info, "type").text = "C"
+            ET.SubElement(info, "process_name").text = proc.name
+            ET.SubElement(info, "used_memory").text = _text(proc.used_memory_mib, "MiB")
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n' + body + "\n"
+
+
+def _query_text(gpus: list[GpuFacts], driver: str, cuda: str) -> str:
+    lines = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        f"Timestamp                                 : {time.strftime('%a %b %d %H:%M:%S %Y', time.gmtime())}",
+        f"Driver Version                            : {driver or 'N/A'}",
+        f"CUDA Version                              : {cuda or 'N/A'}",
+        "",
+        f"Attached GPUs                             : {len(gpus)}",
+    ]
+    for gpu in gpus:
+        lines += [
+            f"GPU {_bus_id(gpu)}",
+            f"    Product Name                          : {gpu.name}",
+            f"    GPU UUID                              : {gpu.uuid}",
+            f"    Minor Number                          : {gpu.index}",
+            "    FB Memory Usage",
+            f"        Total                             : {_text(gpu.memory_total_mib, 'MiB')}",
+            f"        Used                              : {_text(gpu.memory_used_mib, 'MiB')}",
+            "    Utilization",
+            f"        Gpu                               : {_text(gpu.utilization_gpu, '%')}",
+            "    Temperature",
+            f"        GPU Current Temp                  : {_text(gpu.temperature_c, 'C')}",
+            "    GPU Power Readings",
+            f"        Power Draw                        : {_text(gpu.power_w, 'W', '2f')}",
+        ]
+    return "\n".join(lines) + "\n\n"
+
+
+def _table(gpus: list[GpuFacts], processes: list[ProcessFacts], driver: str, cuda: str) -> str:
+    """The default output, laid out like the 535-series driver prints it."""
+    width = 85
+    rule = "+" + "-" * (width + 2) + "+"
+
+    def row(text: str) -> str:
+        return f"| {text:<{width}} |"
+
+    version = driver or "N/A"
+    out = [
+        time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime()),
+        rule,
+        row(f"NVIDIA-SMI {version}   Driver Version: {version}   CUDA Version: {cuda or 'N/A'}"),
+        "|-----------------------------------------+----------------------+----------------------+",
+        "| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                      |               MIG M. |",
+        "|=========================================+======================+======================|",
+    ]
+    for gpu in gpus:
+        temp = "N/A" if gpu.temperature_c is None else f"{int(round(gpu.temperature_c))}C"
+        power = "N/A" if gpu.power_w is None else f"{int(round(gpu.power_w))}W"
+        used = "N/A" if gpu.memory_used_mib is None else f"{int(round(gpu.memory_used_mib))}MiB"
+        total = "N/A" if gpu.memory_total_mib is None else f"{int(round(gpu.memory_total_mib))}MiB"
+        util = "N/A" if gpu.utilization_gpu is None else f"{int(round(gpu.utilization_gpu))}%"
+        pstate = "P0" if (gpu.utilization_gpu or 0) > 0 else "P8"
+        out += [
+            f"| {gpu.index:>3}  {gpu.name[:20]:<20}           On  | {_bus_id(gpu)} Off |{'0':>21} |",
+            f"| N/A  {temp:>4}    {pstate}  {power + ' / 300W':>22} | {used + ' / ' + total:>20} |"
+            f" {util:>7}      Default |",
+            "|                                         |                      |                  N/A |",
+            "+-----------------------------------------+----------------------+----------------------+",
+        ]
+    out += [
+        "",
+        rule,
+        row("Processes:"),
+        row(" GPU   GI   CI        PID   Type   Process name                            GPU Memory"),
+        row("       ID   ID                                                             Usage"),
+        "|" + "=" * (width + 2) + "|",
+    ]
+    by_uuid = {g.uuid: g for g in gpus}
+    shown = [p for p in processes if p.gpu_uuid in by_uuid]
+    if not shown:
+        out.append(row(" No running processes found"))
+    for proc in shown:
+        mem = "N/A" if proc.used_memory_mib is None else f"{int(round(proc.used_memory_mib))}MiB"
+        index = by_uuid[proc.gpu_uuid].index
+        out.append(row(f"{index:>4}   N/A  N/A  {proc.pid:>9}      C   {proc.name[:38]:<38}{mem:>10}"))
+    out.append(rule)
+    return "\n".join(out) + "\n"
+
+
+def render(
+    args: list[str],
+    gpus: list[GpuFacts],
+    processes: list[ProcessFacts],
+    driver: str,
+    cuda: str,
+) -> tuple[str, str, int]:
+    """What ``nvidia-smi ARGS`` prints: ``(stdout, stderr, exit status)``."""
+    parsed = _parse_args(args)
+    if parsed is None:
+        return USAGE_ERROR, "", 2
+    if not gpus:
+        return "No devices were found\n", "", 6
+    selected = _select(gpus, parsed.ids)
+    if selected is None:
+        return f"No devices were found matching the id {parsed.ids!r}.\n", "", 6
+    if parsed.query_gpu is not None or parsed.query_apps is not None:
+        if parsed.query_gpu is not None and parsed.query_apps is not None:
+            return USAGE_ERROR, "", 2
+        if parsed.fmt is None:
+            return "'--format' option is required.\n", "", 2
+        fmt = _parse_format(parsed.fmt)
+        if fmt is None:
+            return f'"{parsed.fmt}" is not a valid format.\n', "", 2
+        if parsed.query_gpu is not None:
+            return _query_gpu(parsed.query_gpu, fmt, selected, driver, len(gpus))
+        return _query_apps(parsed.query_apps or "", fmt, selected, processes)
+    if parsed.fmt is not None:
+        return USAGE_ERROR, "", 2
+    if parsed.list_gpus:
+        return _list(selected), "", 0
+    if parsed.query:
+        if parsed.xml:
+            return _xml(selected, processes, driver, cuda), "", 0
+        return _query_text(selected, driver, cuda), "", 0
+    if parsed.xml:
+        return USAGE_ERROR, "", 2
+    return _table(selected, processes, driver, cuda), "", 0
