@@ -1,0 +1,112 @@
+"""Structured logs (one JSON object per line) and the Prometheus metrics of the running bot.
+
+Log lines carry fields, not prose, so a log pipeline can count outcomes per command and user.
+The formatter removes every configured secret value from the final line, whatever logger or
+library wrote it (defence in depth: secrets are also wrapped in ``Secret``). This module never
+logs request bodies and never holds a secret in a form that could be printed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterable
+from typing import IO, Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from bot.settings import Secret
+
+REDACTED = "[redacted]"
+#: shorter "secrets" would redact ordinary words; real Slack tokens are far longer
+_MIN_SECRET = 8
+_STANDARD_ATTRS = set(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg, and the record's extra fields."""
+
+    def __init__(self, secrets: Iterable[Secret | str] = ()) -> None:
+        super().__init__()
+        values = (s.get() if isinstance(s, Secret) else s for s in secrets)
+        # longest first, so a secret containing another is removed whole
+        self._secrets = sorted({v for v in values if len(v) >= _MIN_SECRET}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for value in self._secrets:
+            text = text.replace(value, REDACTED)
+        return text
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": self.redact(record.getMessage()),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                data[key] = value
+        if record.exc_info:
+            data["exc"] = self.redact(self.formatException(record.exc_info))
+        return self.redact(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def configure_logging(
+    level: str = "INFO", *, secrets: Iterable[Secret | str] = (), stream: IO[str] | None = None
+) -> logging.Handler:
+    """Send every logger's records, as JSON lines, to ``stream`` (stderr); returns the handler."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter(secrets))
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_gpubot", False)]:
+        root.removeHandler(old)
+    handler._gpubot = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    return handler
+
+
+def log_event(logger: logging.Logger, event: str, /, *, level: int = logging.INFO, **fields: Any) -> None:
+    """Log ``event`` with ``fields`` as top-level JSON keys (``extra`` cannot shadow record attrs)."""
+    safe = {(k if k not in _STANDARD_ATTRS else f"{k}_"): v for k, v in fields.items()}
+    logger.log(level, event, extra=safe)
+
+
+class Metrics:
+    """The bot's Prometheus metrics, in their own registry so tests can build many apps."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.commands = Counter(
+            "commands_total",
+            "Slash commands handled, by subcommand and outcome (ok, problem, usage, error).",
+            ["subcommand", "outcome"],
+            registry=self.registry,
+        )
+        self.command_duration = Histogram(
+            "command_duration_seconds",
+            "Time from ack to the posted answer, by subcommand.",
+            ["subcommand"],
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60),
+            registry=self.registry,
+        )
+        self.probe_errors = Counter(
+            "probe_errors_total",
+            "Probes that could not run (reported as skipped), by probe kind.",
+            ["probe"],
+            registry=self.registry,
+        )
+        self.ack_seconds = Histogram(
+            "slack_ack_seconds",
+            "Time from receiving a Slack request to acknowledging it.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3),
+            registry=self.registry,
+        )
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition format and its content type, for ``/metrics``."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

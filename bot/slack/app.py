@@ -1,0 +1,170 @@
+"""The Bolt ``AsyncApp``: the ``/gpu`` slash command and the remediation buttons.
+
+Listeners only ack and hand work to a tracked background task, so the ack goes back within
+milliseconds whatever the cluster does (Slack allows 3 s). Bad input is answered in the ack
+itself, as an ephemeral usage line. Retries are recognised and never run a second diagnosis. This
+module holds no diagnosis logic and never executes a remediation: clicks go to an injected hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.middleware.authorization.async_single_team_authorization import AsyncSingleTeamAuthorization
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.errors import ConfigError, GpubotError
+from bot.observability import Metrics, log_event
+from bot.settings import Settings
+from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
+from bot.slack.dedupe import RecentKeys, request_key
+from bot.slack.hooks import DiagnosisService, RemediateHook, RemediationOffers
+from bot.slack.parse import parse_slash
+from bot.slack.runner import Answerer, SlashRequest
+from bot.slack.tasks import TaskTracker
+
+log = logging.getLogger("gpubot.slack")
+
+COMMAND = "/gpu"
+#: matches ``remediate`` and ``remediate:N`` (buttons in one block need distinct action ids)
+REMEDIATE_PATTERN = re.compile(rf"^{REMEDIATE_ACTION}(:\d+)?$")
+SHUTTING_DOWN = "gpubot is restarting; please try again in a minute."
+
+
+@dataclass
+class SlackBot:
+    """The Bolt app plus what outlives a request: background tasks, dedupe memory, metrics."""
+
+    app: AsyncApp
+    service: DiagnosisService
+    metrics: Metrics
+    tasks: TaskTracker = field(default_factory=TaskTracker)
+    recent: RecentKeys = field(default_factory=RecentKeys)
+
+    async def start(self) -> None:
+        """Check the bot token once (a bad token fails here, not at the first command) and warm
+        Bolt's authorization cache so the first ack does not wait for ``auth.test``."""
+        try:
+            result = await self.app.client.auth_test()
+        except SlackApiError as exc:
+            error = exc.response.get("error", "error")
+            raise ConfigError(f"Slack rejected the bot token ({error})") from None
+        for middleware in getattr(self.app, "_async_middleware_list", []):
+            if isinstance(middleware, AsyncSingleTeamAuthorization):
+                middleware.auth_test_result = result
+        await self.service.start()
+
+    async def drain(self, timeout: float) -> int:
+        """Finish in-flight answers (bounded), then return how many had to be cancelled."""
+        return await self.tasks.drain(timeout)
+
+
+def create_app(
+    settings: Settings,
+    service: DiagnosisService,
+    *,
+    metrics: Metrics | None = None,
+    offers: RemediationOffers | None = None,
+    on_remediate: RemediateHook | None = None,
+    client: AsyncWebClient | None = None,
+) -> SlackBot:
+    """Build the Slack app for ``settings``; the caller picks the transport (``transport.serve``).
+
+    ``offers`` registers remediation buttons (none: buttons show as "not enabled");
+    ``on_remediate`` receives clicks. ``client`` overrides the Web API client (tests).
+    """
+    metrics = metrics or Metrics()
+    web = client or AsyncWebClient(
+        token=settings.slack_bot_token.get() or None,
+        base_url=settings.slack_api_url,
+        logger=logging.getLogger("gpubot.slack.web"),
+    )
+    http_mode = settings.slack_mode == "http"
+    app = AsyncApp(
+        client=web,
+        signing_secret=settings.slack_signing_secret.get() if http_mode else "",
+        request_verification_enabled=http_mode,
+        # the listener itself only acks and spawns a task, so answering after it returns costs
+        # nothing and keeps Bolt from starting untracked tasks of its own
+        process_before_response=True,
+        logger=logging.getLogger("gpubot.slack.bolt"),
+        name="gpubot",
+    )
+    bot = SlackBot(app=app, service=service, metrics=metrics)
+    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
+
+    @app.command(COMMAND)
+    async def on_gpu(ack: AsyncAck, body: dict[str, Any]) -> None:
+        received = time.monotonic()
+        text = str(body.get("text") or "")
+        channel = str(body.get("channel_id") or "")
+        user = str(body.get("user_id") or "")
+        try:
+            inv = parse_slash(text, channel_id=channel, settings=settings)
+        except GpubotError as exc:
+            await ack(response_type="ephemeral", text=exc.user_message)
+            metrics.commands.labels(subcommand=_first_word(text), outcome="usage").inc()
+            log_event(log, "command", command=_first_word(text), user=user, channel=channel, outcome="usage")
+            return
+        if not bot.recent.first(request_key("command", body)):
+            await ack()
+            log_event(log, "duplicate request ignored", command=inv.command, user=user, channel=channel)
+            return
+        if bot.tasks.closing:
+            await ack(response_type="ephemeral", text=SHUTTING_DOWN)
+            return
+        await ack()
+        req = SlashRequest(
+            user_id=user,
+            channel_id=channel,
+            team_id=str(body.get("team_id") or ""),
+            text=text,
+            response_url=str(body.get("response_url") or ""),
+            received=received,
+        )
+        bot.tasks.spawn(answerer.answer(inv, req), name=f"gpu-{inv.command}")
+
+    @app.action(REMEDIATE_PATTERN)
+    async def on_remediate_click(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
+            return
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        message_ts = str((body.get("container") or {}).get("message_ts") or "")
+        response_url = str(body.get("response_url") or "")
+        offer = str(action.get("value") or "")
+        log_event(log, "remediation clicked", user=user, channel=channel, offer=offer[:64])
+        if on_remediate is None:
+            if response_url:
+                bot.tasks.spawn(_say_not_enabled(response_url), name="remediate-not-enabled")
+            return
+        bot.tasks.spawn(
+            on_remediate(offer, user, channel, message_ts, response_url),
+            name="remediate",
+        )
+
+    return bot
+
+
+async def _say_not_enabled(response_url: str) -> None:
+    from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+    await AsyncWebhookClient(response_url).send(
+        text=NOT_ENABLED, response_type="ephemeral", replace_original=False
+    )
+
+
+def _first_word(text: str) -> str:
+    """A bounded label for metrics: only known words, so user text cannot blow up cardinality."""
+    from bot.commands import USAGE
+
+    word = text.split(maxsplit=1)[0] if text.split() else "help"
+    return word if word in USAGE else "unknown"

@@ -1,0 +1,217 @@
+"""What happens after the ack: run the command, then post the answer where it was asked.
+
+Order in the channel: a "diagnosing…" placeholder at once, the full answer as a thread reply, the
+placeholder updated to the verdict, and the whole report attached as a file when the message had
+to be cut. Where the bot may not post (a DM, a private channel it is not in), the answer goes
+through the command's ``response_url`` instead. Help and runbooks answer only the asker
+(ephemeral). This module renders nothing itself and never runs a remediation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.commands import Invocation
+from bot.errors import GpubotError
+from bot.observability import Metrics, log_event
+from bot.report import Report
+from bot.slack import blocks as B
+from bot.slack import limits as L
+from bot.slack.hooks import DiagnosisService, OfferContext, RemediationOffers
+from bot.slack.plaintext import full_text
+
+log = logging.getLogger("gpubot.slack")
+
+#: response_url accepts at most five messages; keep one for errors
+MAX_EPHEMERAL_PAGES = 4
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class SlashRequest:
+    """The parts of a slash-command payload the answer needs."""
+
+    user_id: str
+    channel_id: str
+    team_id: str
+    text: str
+    response_url: str
+    #: ``time.monotonic()`` when the request arrived
+    received: float
+
+
+def target_words(inv: Invocation) -> str:
+    if inv.name:
+        return f"{inv.kind.lower()} {inv.namespace}/{inv.name}"
+    if inv.command == "node-status":
+        return "nodes " + ", ".join(inv.nodes) if inv.nodes else "all nodes"
+    return inv.command
+
+
+def outcome_of(report: Report) -> str:
+    return "problem" if any(f.severity in ("critical", "warning") for f in report.findings) else "ok"
+
+
+class Answerer:
+    """Runs one invocation through the service and posts the result."""
+
+    def __init__(
+        self,
+        *,
+        client: AsyncWebClient,
+        service: DiagnosisService,
+        metrics: Metrics,
+        offers: RemediationOffers | None = None,
+    ) -> None:
+        self._client = client
+        self._service = service
+        self._metrics = metrics
+        self._offers = offers
+
+    async def answer(self, inv: Invocation, req: SlashRequest) -> None:
+        started = time.monotonic()
+        outcome = "error"
+        report: Report | None = None
+        try:
+            if inv.command in ("help", "runbook"):
+                report = await self._service.run(inv)
+                await self._answer_text(report, req)
+            else:
+                report = await self._diagnose(inv, req)
+            outcome = outcome_of(report)
+        except GpubotError as exc:
+            outcome = "usage"
+            await self._ephemeral(req, exc.user_message)
+        except Exception:
+            log.exception("command failed", extra={"command": inv.command, "channel": req.channel_id})
+            await self._ephemeral(req, "gpubot hit an internal error; the operators can find it in the logs.")
+        finally:
+            seconds = time.monotonic() - started
+            self._metrics.commands.labels(subcommand=inv.command, outcome=outcome).inc()
+            self._metrics.command_duration.labels(subcommand=inv.command).observe(seconds)
+            for skipped in report.skipped if report else []:
+                self._metrics.probe_errors.labels(probe=skipped.what.split(" ")[0].split(":")[0][:40]).inc()
+            log_event(
+                log,
+                "command",
+                command=inv.command,
+                user=req.user_id,
+                channel=req.channel_id,
+                cluster=(report.cluster if report and report.cluster else inv.cluster),
+                duration_ms=int(seconds * 1000),
+                outcome=outcome,
+                findings=report.codes() if report else [],
+                skipped=len(report.skipped) if report else 0,
+            )
+
+    async def _diagnose(self, inv: Invocation, req: SlashRequest) -> Report:
+        progress = B.render_progress(target_words(inv), req.user_id, req.text)
+        parent_ts = await self._post(req.channel_id, progress)
+        if parent_ts is None:
+            await self._ephemeral(req, progress.text)
+        try:
+            report = await self._service.run(inv)
+        except GpubotError as exc:
+            if parent_ts:
+                failed = B.render_progress_failed(progress, exc.user_message)
+                await self._update(req.channel_id, parent_ts, failed)
+            raise
+        except Exception:
+            if parent_ts:
+                failed = B.render_progress_failed(progress, "internal error; see the bot's logs")
+                await self._update(req.channel_id, parent_ts, failed)
+            raise
+        offer_ids = await self._offer_ids(report, inv, req)
+        rendered = B.render_report(report, offer_ids=offer_ids)
+        if parent_ts is None:
+            await self._webhook(req, rendered, response_type="in_channel")
+            return report
+        await self._post(req.channel_id, rendered, thread_ts=parent_ts)
+        await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
+        if rendered.truncated:
+            await self._attach(req.channel_id, parent_ts, report)
+        return report
+
+    async def _offer_ids(self, report: Report, inv: Invocation, req: SlashRequest) -> B.OfferIds | None:
+        if self._offers is None:
+            return None
+        ctx = OfferContext(req.user_id, req.channel_id, req.team_id, report.cluster or inv.cluster, inv)
+        ids: dict[tuple[int, int], str] = {}
+        for i, finding in enumerate(report.findings):
+            for j, rem in enumerate(finding.remediations[: B.MAX_BUTTONS_PER_FINDING]):
+                offered: Any = self._offers.offer_remediation(report, finding, rem, ctx)
+                if inspect.isawaitable(offered):
+                    offered = await offered
+                if offered:
+                    ids[(i, j)] = str(offered)
+        return ids
+
+    async def _answer_text(self, report: Report, req: SlashRequest) -> None:
+        topic = str(report.target.get("topic", ""))
+        title = "gpubot help" if report.command == "help" else f"runbook {topic}".strip()
+        pages = B.paginate_text(report.text or "(nothing to show)", title=title)
+        for page in pages[:MAX_EPHEMERAL_PAGES]:
+            await self._webhook(req, page, response_type="ephemeral")
+        if len(pages) > MAX_EPHEMERAL_PAGES:
+            await self._ephemeral(req, "The rest did not fit; `gpubot runbook` in a terminal shows it all.")
+
+    async def _post(self, channel: str, msg: B.Rendered, *, thread_ts: str | None = None) -> str | None:
+        """chat.postMessage; ``None`` when the bot may not post there (then ``response_url`` is used)."""
+        try:
+            kwargs: dict[str, Any] = {"channel": channel, "text": msg.text, "blocks": msg.blocks}
+            if thread_ts:
+                kwargs["thread_ts"] = thread_ts
+            resp = await self._client.chat_postMessage(**kwargs)
+            return str(resp.get("ts") or "") or None
+        except SlackApiError as exc:
+            log_event(log, "slack post failed", level=logging.WARNING, channel=channel, error=_error(exc))
+            return None
+
+    async def _update(self, channel: str, ts: str, msg: B.Rendered) -> None:
+        try:
+            await self._client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+        except SlackApiError as exc:
+            log_event(log, "slack update failed", level=logging.WARNING, channel=channel, error=_error(exc))
+
+    async def _attach(self, channel: str, thread_ts: str, report: Report) -> None:
+        name = _FILE_UNSAFE.sub("-", f"gpubot-{report.command}-{report.target.get('name', 'report')}")[:80]
+        try:
+            await self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                content=full_text(report),
+                filename=name + ".txt",
+                title="Full report",
+            )
+        except SlackApiError as exc:
+            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=_error(exc))
+
+    async def _webhook(self, req: SlashRequest, msg: B.Rendered, *, response_type: str) -> None:
+        if not req.response_url:
+            return
+        hook = AsyncWebhookClient(req.response_url)
+        resp = await hook.send(
+            text=msg.text, blocks=msg.blocks, response_type=response_type, replace_original=False
+        )
+        if resp.status_code != 200:
+            log_event(log, "response_url failed", level=logging.WARNING, status=resp.status_code)
+
+    async def _ephemeral(self, req: SlashRequest, text: str) -> None:
+        msg = B.Rendered(blocks=[B.section(L.escape_mrkdwn(text))], text=L.clip(text, L.MAX_FALLBACK_TEXT))
+        await self._webhook(req, msg, response_type="ephemeral")
+
+
+def _error(exc: SlackApiError) -> str:
+    try:
+        return str(exc.response.get("error", "unknown"))
+    except Exception:  # noqa: BLE001 - a malformed response must not hide the original failure
+        return "unknown"

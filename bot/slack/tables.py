@@ -1,0 +1,66 @@
+"""The compact monospace table of ``node-status``: logical allocation beside the physical cards.
+
+Rows come from ``Report.nodes`` (plain dicts filled by the engine). Every field may be missing or
+``None`` when a probe was skipped, so each cell falls back to ``-``; this module never raises on
+odd data and never reads anything but the rows it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        value = f"{value:.0f}"
+    return f"{value}{unit}"
+
+
+def short_resource(name: str) -> str:
+    """``tke.cloud.tencent.com/qgpu-core`` → ``qgpu-core``; ``nvidia.com/gpu`` → ``gpu``."""
+    return name.rsplit("/", 1)[-1]
+
+
+def _logical(logical: Any) -> str:
+    if not isinstance(logical, Mapping) or not logical:
+        return "-"
+    parts = []
+    for resource, numbers in sorted(logical.items()):
+        if isinstance(numbers, Mapping):
+            req = _cell(numbers.get("requested"))
+            alloc = _cell(numbers.get("allocatable", numbers.get("capacity")))
+            parts.append(f"{short_resource(str(resource))} {req}/{alloc}")
+    return ", ".join(parts) or "-"
+
+
+def _gpu_line(gpu: Any) -> str:
+    if not isinstance(gpu, Mapping):
+        return f"  {str(gpu)[:80]}"
+    mem = f"{_cell(gpu.get('memory_used_mib'))}/{_cell(gpu.get('memory_total_mib'))}"
+    return (
+        f"  {_cell(gpu.get('index')):<3} {_cell(gpu.get('utilization'), '%'):>5} {mem:>13} "
+        f"{_cell(gpu.get('temperature_c'), 'C'):>5} {_cell(gpu.get('power_w'), 'W'):>6}  "
+        f"{_cell(gpu.get('verdict'))}"
+    )
+
+
+def node_table_lines(nodes: list[dict[str, Any]]) -> list[str]:
+    """One line per node (name, Ready, cordoned, SSH, requested/allocatable), then its cards."""
+    width = max([len(str(n.get("node", ""))) for n in nodes] + [4])
+    lines = [f"{'NODE':<{width}}  READY  CORDON  SSH      LOGICAL requested/allocatable"]
+    for row in nodes:
+        ssh = _cell(row.get("ssh"))
+        lines.append(
+            f"{_cell(row.get('node')):<{width}}  {_cell(row.get('ready')):<5}  "
+            f"{_cell(row.get('cordoned')):<6}  {ssh[:8]:<8} {_logical(row.get('logical'))}"
+        )
+        gpus = row.get("gpus")
+        if isinstance(gpus, list) and gpus:
+            lines.append("  GPU  UTIL      MEM(MiB)  TEMP  POWER  VERDICT")
+            lines.extend(_gpu_line(g) for g in gpus)
+    return lines

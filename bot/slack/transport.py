@@ -1,0 +1,138 @@
+"""How Slack reaches the app: Socket Mode (default) or HTTP (``POST /slack/events``).
+
+Both modes also serve the health and metrics endpoints on ``http_port``. In HTTP mode Bolt's
+request verification checks ``X-Slack-Signature`` and rejects stale timestamps before any
+listener runs. Shutdown stops new work first, then gives in-flight answers a bounded time. This
+module moves requests; it never interprets them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
+from slack_sdk.socket_mode.request import SocketModeRequest
+
+from bot.errors import ConfigError
+from bot.observability import Metrics, log_event
+from bot.settings import Settings
+from bot.slack.app import SlackBot
+from bot.slack.health import add_health_routes
+
+log = logging.getLogger("gpubot.slack")
+
+EVENTS_PATH = "/slack/events"
+#: Slack payloads are small; refuse anything much larger before reading it
+MAX_BODY = 256 * 1024
+
+
+def check_slack_settings(settings: Settings) -> None:
+    """Fail at start, naming the missing setting (never its value), if the mode cannot work."""
+    problems = []
+    if not settings.slack_bot_token:
+        problems.append("GPUBOT_SLACK_BOT_TOKEN (the bot token, xoxb-…) is not set")
+    elif not settings.slack_bot_token.get().startswith("xoxb-"):
+        problems.append("GPUBOT_SLACK_BOT_TOKEN does not look like a bot token (it should start with xoxb-)")
+    if settings.slack_mode == "socket":
+        if not settings.slack_app_token:
+            problems.append("Socket Mode needs GPUBOT_SLACK_APP_TOKEN (an app-level token, xapp-…)")
+        elif not settings.slack_app_token.get().startswith("xapp-"):
+            problems.append("GPUBOT_SLACK_APP_TOKEN does not look like an app-level token (xapp-…)")
+    elif settings.slack_mode == "http" and not settings.slack_signing_secret:
+        problems.append("HTTP mode needs GPUBOT_SLACK_SIGNING_SECRET to verify requests")
+    if not 0 <= settings.http_port <= 65535:
+        problems.append("setting http_port: must be between 0 and 65535")
+    if problems:
+        raise ConfigError("cannot start the Slack bot: " + "; ".join(problems))
+
+
+class TimedSocketModeHandler(AsyncSocketModeHandler):
+    """Bolt's Socket Mode handler, plus the ack latency metric."""
+
+    def __init__(self, app: Any, app_token: str, metrics: Metrics) -> None:
+        super().__init__(app, app_token, logger=logging.getLogger("gpubot.slack.socket"))
+        self._metrics = metrics
+
+    async def handle(self, client: Any, req: SocketModeRequest) -> None:
+        start = time.time()
+        resp = await run_async_bolt_app(self.app, req)
+        self._metrics.ack_seconds.observe(time.time() - start)
+        await send_async_response(client, req, resp, start)
+
+
+class SlackServer:
+    """The running transports of one bot: an aiohttp site and, in Socket Mode, the WebSocket."""
+
+    def __init__(self, bot: SlackBot, settings: Settings) -> None:
+        self.bot = bot
+        self.settings = settings
+        self.socket: TimedSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+        self.web_app = self._build()
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when ``http_port`` is 0)."""
+        return self._port
+
+    def _build(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY)
+        checks = [self._service_ready, self._accepting, self._socket_up]
+        add_health_routes(app, metrics=self.bot.metrics, checks=checks)
+        if self.settings.slack_mode == "http":
+            app.router.add_post(EVENTS_PATH, self._events)
+        return app
+
+    async def _events(self, request: web.Request) -> web.Response:
+        start = time.monotonic()
+        bolt_req = await to_bolt_request(request)
+        bolt_resp = await self.bot.app.async_dispatch(bolt_req)
+        self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+        if bolt_resp.status == 401:
+            log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
+        return await to_aiohttp_response(bolt_resp)
+
+    async def _service_ready(self) -> tuple[bool, str]:
+        return self.bot.service.ready(), "service"
+
+    async def _accepting(self) -> tuple[bool, str]:
+        return not self.bot.tasks.closing, "shutting-down"
+
+    async def _socket_up(self) -> tuple[bool, str]:
+        if self.socket is None:
+            return True, "socket-mode"
+        return await self.socket.client.is_connected(), "socket-mode"
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.web_app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        self._port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
+        if self.settings.slack_mode == "socket":
+            token = self.settings.slack_app_token.get()
+            self.socket = TimedSocketModeHandler(self.bot.app, token, self.bot.metrics)
+            await self.socket.connect_async()
+        log_event(log, "slack app started", mode=self.settings.slack_mode, port=self._port)
+
+    async def stop(self, grace_s: float) -> int:
+        """Stop taking commands, let in-flight answers finish (at most ``grace_s``), close all.
+
+        Returns how many answers had to be cancelled.
+        """
+        if self.socket is not None:
+            # no new envelopes; acks for a command already received were sent before this
+            await self.socket.close_async()
+        cancelled = await self.bot.drain(grace_s)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        log_event(log, "slack app stopped", cancelled=cancelled)
+        return cancelled
