@@ -1,0 +1,105 @@
+"""``pods/exec`` over WebSocket, speaking the ``v4``/``v5.channel.k8s.io`` subprotocols.
+
+The official client's ``kubernetes.stream.stream`` and ``kubectl exec`` (1.30+ uses WebSocket
+v5) both connect here. Each binary frame starts with a channel byte: 1 stdout, 2 stderr,
+3 the final Status JSON (whose causes carry the exit code). Validation happens before the
+upgrade, so a missing pod or container is an ordinary HTTP Status error. Output comes from
+``exec_commands``; this module only frames it and never runs anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from bot.sim.exec_commands import ExecTarget, answer
+from bot.sim.kube_status import status_response
+from bot.sim.scenario import Scenario
+
+SUBPROTOCOLS = (
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+)
+STDOUT, STDERR, ERROR, CLOSE = 1, 2, 3, 255
+
+ExecLogEntry = tuple[str, str, str, tuple[str, ...], int]
+
+
+def exit_status(code: int) -> dict[str, Any]:
+    """The Status the kubelet sends on channel 3 when the command ends."""
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: error executing command [exit {code}]",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
+
+
+def _pick_container(pod: dict[str, Any], requested: str | None) -> tuple[str | None, str | None]:
+    """(container, error message) the way the API chooses the exec target."""
+    name = pod["metadata"]["name"]
+    spec = pod.get("spec") or {}
+    names = [c.get("name") for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])]
+    if requested:
+        if requested not in names:
+            return None, f"container {requested} is not valid for pod {name}"
+        return requested, None
+    main = [c.get("name") for c in spec.get("containers") or []]
+    default = (pod["metadata"].get("annotations") or {}).get("kubectl.kubernetes.io/default-container")
+    if default in main:
+        return default, None
+    if len(main) == 1:
+        return main[0], None
+    choices = " ".join(map(str, main))
+    return None, f"a container name must be specified for pod {name}, choose one of: [{choices}]"
+
+
+async def handle_exec(
+    request: web.Request,
+    scenario: Scenario,
+    pod: dict[str, Any],
+    log: Callable[[ExecLogEntry], None],
+) -> web.StreamResponse:
+    """Serve one exec request for an existing pod (the caller already returned 404 otherwise)."""
+    query = request.query
+    argv = query.getall("command", [])
+    name = pod["metadata"]["name"]
+    if not argv:
+        return status_response(400, "you must specify at least 1 command", name=name, kind="pods")
+    container, problem = _pick_container(pod, query.get("container"))
+    if container is None:
+        return status_response(400, problem or "invalid container", name=name, kind="pods")
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return status_response(400, f"pod {name} does not have a host assigned", name=name, kind="pods")
+    phase = (pod.get("status") or {}).get("phase")
+    if phase in ("Succeeded", "Failed"):
+        message = f"cannot exec into a container in a completed pod; current phase is {phase}"
+        return status_response(400, message, name=name, kind="pods")
+    ws = web.WebSocketResponse(protocols=SUBPROTOCOLS, heartbeat=None, autoclose=True)
+    if not ws.can_prepare(request).ok:
+        return status_response(
+            400, "Upgrade request required: this simulator serves exec over WebSocket only", name=name
+        )
+    await ws.prepare(request)
+    target = ExecTarget.resolve(scenario, pod, container)
+    stdout, stderr, code = answer(target, list(argv))
+    log((pod["metadata"].get("namespace", ""), name, container, tuple(argv), code))
+    if query.get("stdout", "true").lower() in ("true", "1") and stdout:
+        await ws.send_bytes(bytes([STDOUT]) + stdout.encode())
+    if query.get("stderr", "true").lower() in ("true", "1") and stderr:
+        await ws.send_bytes(bytes([STDERR]) + stderr.encode())
+    await ws.send_bytes(bytes([ERROR]) + json.dumps(exit_status(code)).encode())
+    await ws.close()
+    async for msg in ws:  # pragma: no cover - drains a late client frame
+        if msg.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
+            break
+    return ws

@@ -1,0 +1,267 @@
+"""The simulated Kubernetes API server: real HTTP that kubectl and the official client accept.
+
+It routes ``/api`` and ``/apis`` URLs to the store (``kube_rest``), watch streams
+(``kube_watch``), exec (``exec_ws``) and discovery (``kube_discovery``); on the way it counts
+requests and bytes, applies injected faults and records every write, so a test can prove that a
+probe never wrote. Any bearer token is accepted and there is no TLS: it must only ever listen on
+a loopback address in tests, demos and benchmarks, never stand in for a real cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from bot.sim import kube_discovery as discovery
+from bot.sim import kube_rest as rest
+from bot.sim.exec_ws import ExecLogEntry, handle_exec
+from bot.sim.faults import FaultSet
+from bot.sim.kube_status import status_response
+from bot.sim.kube_watch import WatchHub, serve_watch
+from bot.sim.scenario import Scenario
+from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_TYPES: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.plural): rt for rt in RESOURCE_TYPES}
+
+
+@dataclass
+class WriteRecord:
+    """One write request as it arrived, and how it ended."""
+
+    verb: str  # HTTP method: POST, PUT, PATCH, DELETE
+    path: str
+    body: Any  # parsed JSON, or None
+    time: float
+    query: dict[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    status: int = 0
+    grace_period_seconds: int | None = None
+
+
+@dataclass
+class RequestStats:
+    """Request and byte counts, so benchmarks can show how much a command read."""
+
+    requests: int = 0
+    bytes_sent: int = 0
+    per_path: Counter[str] = field(default_factory=Counter)
+
+    def reset(self) -> None:
+        self.requests = 0
+        self.bytes_sent = 0
+        self.per_path.clear()
+
+
+def _not_found_path() -> web.Response:
+    return status_response(404, "the server could not find the requested resource")
+
+
+class KubeApiServer:
+    """An aiohttp Kubernetes API over one scenario; ``url`` is set by ``start``."""
+
+    def __init__(self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.scenario = scenario
+        self.host = host
+        self.port = port
+        self.url = ""
+        self.store = ObjectStore(scenario.objects)
+        self.faults = FaultSet(scenario.api_faults)
+        self.writes: list[WriteRecord] = []
+        self.stats = RequestStats()
+        #: (namespace, pod, container, argv, exit code) for every exec
+        self.exec_log: list[ExecLogEntry] = []
+        self._hub = WatchHub()
+        self._runner: web.AppRunner | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, shutdown_timeout=1.0)
+        await site.start()
+        # aiohttp has no public getter for the bound port; the runner lists bound addresses
+        self.port = int(self._runner.addresses[0][1])
+        self.url = f"http://{self.host}:{self.port}"
+
+    async def stop(self) -> None:
+        self._hub.close_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- middleware: stats, faults ------------------------------------------------------------
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        self.stats.requests += 1
+        self.stats.per_path[request.path] += 1
+        fault = self.faults.match(request.method, request.path_qs)
+        if fault is not None:
+            if fault.delay_s:
+                await asyncio.sleep(fault.delay_s)
+            if fault.status:
+                return self._count(status_response(fault.status, f"injected fault ({fault.status})"))
+        return self._count(await handler(request))
+
+    def _count(self, response: web.StreamResponse) -> web.StreamResponse:
+        if isinstance(response, web.Response) and isinstance(response.body, bytes | bytearray):
+            self.stats.bytes_sent += len(response.body)
+        return response
+
+    def _add_bytes(self, n: int) -> None:
+        self.stats.bytes_sent += n
+
+    # -- routing ----------------------------------------------------------------------------------
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        simple = self._non_resource(parts)
+        if simple is not None:
+            return simple
+        if parts[:2] == ["api", "v1"]:
+            group_version, rest_parts = "v1", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group_version, rest_parts = f"{parts[1]}/{parts[2]}", parts[3:]
+        else:
+            return _not_found_path()
+        watch = request.query.get("watch", "").lower() in ("true", "1")
+        if rest_parts[:1] == ["watch"]:
+            watch, rest_parts = True, rest_parts[1:]
+        target = self._target(group_version, rest_parts)
+        if target is None:
+            return _not_found_path()
+        raw = await request.read() if request.method in _WRITE_METHODS else b""
+        record = None
+        if request.method in _WRITE_METHODS and target.sub != "exec":
+            record = WriteRecord(
+                verb=request.method,
+                path=request.path,
+                body=None,
+                time=time.time(),
+                query=dict(request.query),
+                content_type=request.content_type,
+            )
+            self.writes.append(record)
+        try:
+            body = rest.parse_body(raw) if raw else None
+            if record is not None:
+                record.body = body
+                if request.method == "DELETE":
+                    record.grace_period_seconds = rest.grace_period(request, body)
+            response = await self._serve(request, target, watch, body)
+        except rest.RestError as exc:
+            response = exc.response
+        if record is not None:
+            record.status = response.status
+        return response
+
+    def _non_resource(self, parts: list[str]) -> web.StreamResponse | None:
+        """Discovery and health endpoints; None for resource URLs."""
+        if not parts:
+            return rest.json_response({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz"]})
+        if parts in (["healthz"], ["livez"], ["readyz"]):
+            return web.Response(text="ok")
+        if parts == ["version"]:
+            return rest.json_response(discovery.version_info(self.scenario.version))
+        if parts == ["api"]:
+            return rest.json_response(discovery.api_versions(f"{self.host}:{self.port}"))
+        if parts == ["apis"]:
+            return rest.json_response(discovery.api_group_list())
+        doc: dict[str, Any] | None = None
+        if parts == ["api", "v1"]:
+            doc = discovery.resource_list("v1")
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = discovery.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+        elif parts[0] not in ("api", "apis"):
+            return _not_found_path()  # /openapi/v2, /openapi/v3 and the rest: not served
+        else:
+            return None
+        return rest.json_response(doc) if doc is not None else _not_found_path()
+
+    def _target(self, group_version: str, parts: list[str]) -> rest.Target | None:
+        if not parts or len(parts) > 5:
+            return None
+        if parts[0] == "namespaces" and len(parts) >= 3 and (group_version, parts[2]) in _TYPES:
+            rtype = _TYPES[(group_version, parts[2])]
+            if not rtype.namespaced:
+                return None
+            name = parts[3] if len(parts) > 3 else None
+            sub = parts[4] if len(parts) > 4 else None
+            return self._checked(rest.Target(rtype, parts[1], name, sub))
+        found = _TYPES.get((group_version, parts[0]))
+        if found is None or len(parts) > 3:
+            return None
+        rtype = found
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        if rtype.namespaced and name is not None:
+            return None
+        return self._checked(rest.Target(rtype, None, name, sub))
+
+    @staticmethod
+    def _checked(target: rest.Target) -> rest.Target | None:
+        if target.sub is not None and target.sub not in target.rtype.subresources:
+            return None
+        return target
+
+    async def _serve(
+        self, request: web.Request, target: rest.Target, watch: bool, body: Any
+    ) -> web.StreamResponse:
+        method, store = request.method, self.store
+        if target.name is None:
+            if method == "GET" and watch:
+                return await self._watch(request, target)
+            if method == "GET":
+                return rest.list_objects(request, store, target)
+            if method == "POST" and (target.namespace is not None or not target.rtype.namespaced):
+                return rest.create_object(request, store, target, body)
+            return status_response(405, f"the server does not allow this method on {target.rtype.plural}")
+        if target.sub == "exec":
+            pod = rest.existing(store, target)
+            return await handle_exec(request, self.scenario, pod, self.exec_log.append)
+        if target.sub == "log":
+            rest.existing(store, target)
+            return web.Response(text="", content_type="text/plain")
+        if method == "GET":
+            return rest.get_object(store, target)
+        if method == "PUT":
+            return rest.replace_object(request, store, target, body)
+        if method == "PATCH":
+            return rest.patch_object(request, store, target, body)
+        if method == "DELETE" and target.sub is None:
+            return rest.delete_object(request, store, target, body)
+        return status_response(405, f"the server does not allow this method on {target.rtype.plural}")
+
+    async def _watch(self, request: web.Request, target: rest.Target) -> web.StreamResponse:
+        match, _hints = rest.selectors(request, target.rtype)
+        rv_text = request.query.get("resourceVersion", "")
+        timeout_text = request.query.get("timeoutSeconds")
+        try:
+            rv = int(rv_text) if rv_text not in ("", "0") else None
+            timeout_s = float(timeout_text) if timeout_text else None
+        except ValueError:
+            return status_response(400, f"invalid resourceVersion or timeoutSeconds: {rv_text!r}")
+        return await serve_watch(
+            request,
+            store=self.store,
+            hub=self._hub,
+            rtype=target.rtype,
+            namespace=target.namespace,
+            match=match,
+            rv=rv,
+            timeout_s=timeout_s,
+            count_bytes=self._add_bytes,
+        )
