@@ -1,0 +1,100 @@
+"""Run a fixed read command inside a container through the API's ``pods/exec`` (WebSocket).
+
+Only commands from ``EXEC_COMMANDS`` may run: they are constants, never built from user text; the
+pod, namespace and container names are validated and passed as API parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
+
+from bot.errors import KubeApiError, NotFoundError
+
+TORCH_PROBE = (
+    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
+    "torch.cuda.device_count())"
+)
+
+#: name -> argv; the only things gpubot ever runs in a container
+EXEC_COMMANDS: dict[str, list[str]] = {
+    "nvidia_smi": ["nvidia-smi"],
+    "dev_nvidia": ["sh", "-c", "ls -l --time-style=full-iso /dev/nvidia*"],
+    "driver_version": ["cat", "/proc/driver/nvidia/version"],
+    "pid1": ["cat", "/proc/1/comm"],
+    "torch": ["python", "-c", TORCH_PROBE],
+    "env": ["env"],
+}
+_ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
+
+
+def _exit_code(status_text: str | None) -> int:
+    """Read the exit code from the error channel's Status document."""
+    if not status_text:
+        return 0
+    try:
+        status = json.loads(status_text) if isinstance(status_text, str) else status_text
+    except ValueError:
+        return 1
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            try:
+                return int(cause.get("message", 1))
+            except ValueError:
+                return 1
+    return 1
+
+
+class PodExec:
+    """Executes allow-listed commands in containers; one dedicated ApiClient (stream() patches it)."""
+
+    def __init__(self, api_client: client.ApiClient, *, timeout: float = 15.0) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self.timeout = timeout
+
+    async def run(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[str, str, int]:
+        if tuple(argv) not in _ALLOWED:
+            raise ValueError("command is not on the exec allow-list")
+
+        def do() -> tuple[str, str, int]:
+            try:
+                resp = stream(
+                    self._core.connect_get_namespaced_pod_exec,
+                    pod,
+                    namespace,
+                    container=container,
+                    command=argv,
+                    stderr=True,
+                    stdin=False,
+                    stdout=True,
+                    tty=False,
+                    _preload_content=False,
+                    _request_timeout=self.timeout,
+                )
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
+                raise KubeApiError(f"exec in {namespace}/{pod}: API error {exc.status}", status=exc.status) from None
+            except Exception as exc:  # noqa: BLE001 - websocket errors vary by library version
+                raise KubeApiError(f"exec in {namespace}/{pod}/{container}: {type(exc).__name__}") from None
+            out: list[str] = []
+            err: list[str] = []
+            try:
+                resp.run_forever(timeout=self.timeout)
+                out.append(resp.read_stdout() or "")
+                err.append(resp.read_stderr() or "")
+                code = _exit_code(resp.read_channel(3))
+            finally:
+                resp.close()
+            return "".join(out), "".join(err), code
+
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(do), timeout=self.timeout + 5)
+        except TimeoutError:
+            raise KubeApiError(f"exec in {namespace}/{pod}/{container}: timed out") from None

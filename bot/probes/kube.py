@@ -1,0 +1,225 @@
+"""The one facade for Kubernetes reads: get and paginated list, nothing else.
+
+Every diagnosis reads the cluster through ``KubeReads``; the one-shot CLI uses ``KubeReader``
+(paginated API lists), the long-running bot may put the watch-fed cache in front of it. This module
+must never write: it calls only ``read_*``/``list_*`` methods of the official client.
+
+The synchronous official client runs in a thread pool (``asyncio.to_thread``); responses are
+read raw (``_preload_content=False``) and parsed as JSON, so every object is the plain dict the API
+served (camelCase keys), the same shape the simulator's scenario files hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from bot.errors import KubeApiError, NotFoundError
+
+Obj = dict[str, Any]
+
+#: kinds whose objects ``get_object`` can read, with the API class and method stem
+_READERS: dict[str, tuple[str, str, bool]] = {
+    "Pod": ("CoreV1Api", "read_namespaced_pod", True),
+    "Node": ("CoreV1Api", "read_node", False),
+    "Namespace": ("CoreV1Api", "read_namespace", False),
+    "ReplicaSet": ("AppsV1Api", "read_namespaced_replica_set", True),
+    "Deployment": ("AppsV1Api", "read_namespaced_deployment", True),
+    "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", True),
+    "DaemonSet": ("AppsV1Api", "read_namespaced_daemon_set", True),
+    "Job": ("BatchV1Api", "read_namespaced_job", True),
+}
+
+
+class KubeReads(Protocol):
+    """What diagnoses may read; implemented by the API reader and by the watch-fed cache."""
+
+    async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj: ...
+
+    async def list_pods(
+        self, namespace: str = "", *, label_selector: str = "", field_selector: str = ""
+    ) -> list[Obj]: ...
+
+    async def list_nodes(self, *, label_selector: str = "") -> list[Obj]: ...
+
+    async def list_namespaces(self) -> list[Obj]: ...
+
+    async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]: ...
+
+    async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]: ...
+
+    async def list_deployments(self, *, label_selector: str = "") -> list[Obj]: ...
+
+    async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]: ...
+
+
+@dataclass
+class ReadStats:
+    """Counts of API requests made, for reports and benchmarks."""
+
+    requests: int = 0
+    bytes_received: int = 0
+    by_call: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, call: str, size: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.bytes_received += size
+            self.by_call[call] = self.by_call.get(call, 0) + 1
+
+
+def _transient(exc: BaseException) -> bool:
+    """Retry what a second try can fix: 429, 5xx and connection/timeouts; never 4xx."""
+    if isinstance(exc, KubeApiError):
+        return exc.status is None or exc.status == 429 or exc.status >= 500
+    return False
+
+
+def _api_error(exc: BaseException, what: str) -> KubeApiError:
+    """Translate client errors into ours; the message never carries credentials."""
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        reason = ""
+        try:
+            body = json.loads(exc.body or "{}")
+            reason = str(body.get("message") or "")[:200]
+        except (ValueError, TypeError, AttributeError):
+            reason = str(exc.reason or "")
+        if status == 404:
+            return NotFoundError(f"{what}: not found")
+        return KubeApiError(f"{what}: API error {status} {reason}".strip(), status=status)
+    if isinstance(exc, urllib3.exceptions.HTTPError | OSError | TimeoutError):
+        return KubeApiError(f"{what}: API unreachable ({type(exc).__name__})")
+    return KubeApiError(f"{what}: {type(exc).__name__}")
+
+
+class KubeReader:
+    """Reads from the API server: get, and lists paginated with ``limit``/``continue``."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        page_size: int = 500,
+        timeout: float = 10.0,
+        attempts: int = 3,
+    ) -> None:
+        self._client = api_client
+        self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
+        self._batch = client.BatchV1Api(api_client)
+        self.page_size = page_size
+        self.timeout = timeout
+        self.attempts = attempts
+        self.stats = ReadStats()
+
+    def _api(self, name: str) -> Any:
+        return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """One request with bounded retries on transient failures; returns the parsed body."""
+        kwargs.update(_preload_content=False, _request_timeout=self.timeout)
+
+        def do() -> Obj:
+            try:
+                resp = fn(*args, **kwargs)
+                data = resp.data
+            except Exception as exc:  # noqa: BLE001 - translated at this boundary
+                raise _api_error(exc, what) from None
+            self.stats.record(getattr(fn, "__name__", what), len(data))
+            try:
+                parsed = json.loads(data)
+            except ValueError:
+                raise KubeApiError(f"{what}: API answered something that is not JSON") from None
+            if not isinstance(parsed, dict):
+                raise KubeApiError(f"{what}: API answered an unexpected document")
+            return parsed
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential(multiplier=0.2, max=2.0),
+            retry=retry_if_exception(_transient),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await asyncio.to_thread(do)
+        raise KubeApiError(f"{what}: no attempt made")  # pragma: no cover - tenacity always attempts
+
+    async def _list(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Obj]:
+        """Walk every page; never one unbounded request."""
+        items: list[Obj] = []
+        token = ""
+        while True:
+            page_kwargs = dict(kwargs, limit=self.page_size)
+            if token:
+                page_kwargs["_continue"] = token
+            body = await self._call(what, fn, *args, **page_kwargs)
+            kind = str(body.get("kind", "")).removesuffix("List")
+            for item in body.get("items") or []:
+                if kind and "kind" not in item:
+                    item["kind"] = kind
+                items.append(item)
+            token = str((body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
+    async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
+        """Read one object; raises NotFoundError when it does not exist."""
+        api_name, method, namespaced = _READERS[kind]
+        fn = getattr(self._api(api_name), method)
+        what = f"{kind.lower()} {namespace + '/' if namespaced else ''}{name}"
+        obj = await (self._call(what, fn, name, namespace) if namespaced else self._call(what, fn, name))
+        obj.setdefault("kind", kind)
+        return obj
+
+    async def list_pods(
+        self, namespace: str = "", *, label_selector: str = "", field_selector: str = ""
+    ) -> list[Obj]:
+        sel = {"label_selector": label_selector, "field_selector": field_selector}
+        sel = {k: v for k, v in sel.items() if v}
+        if namespace:
+            return await self._list(f"pods in {namespace}", self._core.list_namespaced_pod, namespace, **sel)
+        return await self._list("pods", self._core.list_pod_for_all_namespaces, **sel)
+
+    async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
+        sel = {"label_selector": label_selector} if label_selector else {}
+        return await self._list("nodes", self._core.list_node, **sel)
+
+    async def list_namespaces(self) -> list[Obj]:
+        return await self._list("namespaces", self._core.list_namespace)
+
+    async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]:
+        sel = {"field_selector": field_selector} if field_selector else {}
+        if namespace:
+            return await self._list(
+                f"events in {namespace}", self._core.list_namespaced_event, namespace, **sel
+            )
+        return await self._list("events", self._core.list_event_for_all_namespaces, **sel)
+
+    async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
+        sel = {"label_selector": label_selector} if label_selector else {}
+        return await self._list("daemonsets", self._apps.list_daemon_set_for_all_namespaces, **sel)
+
+    async def list_deployments(self, *, label_selector: str = "") -> list[Obj]:
+        sel = {"label_selector": label_selector} if label_selector else {}
+        return await self._list("deployments", self._apps.list_deployment_for_all_namespaces, **sel)
+
+    async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
+        sel = {"label_selector": label_selector} if label_selector else {}
+        return await self._list(
+            f"replicasets in {namespace}", self._apps.list_namespaced_replica_set, namespace, **sel
+        )
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,54 @@
+"""Slim pod records: the few fields node-level checks need, nothing else.
+
+Node checks (capacity, leaks, zombies, Terminating holders) look at every pod on a set of nodes;
+keeping only these fields bounds memory at cluster scale, and the watch-fed cache stores the same
+records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.engine.logic.resources import pod_gpu_requests
+
+
+@dataclass(frozen=True, slots=True)
+class SlimPod:
+    name: str
+    namespace: str
+    uid: str
+    node: str
+    phase: str
+    deletion_timestamp: str | None
+    owner: str = ""
+    gpu: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def live(self) -> bool:
+        """Counts against node allocatable: not finished (Terminating pods still hold resources)."""
+        return self.phase not in ("Succeeded", "Failed")
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def slim(pod: dict[str, Any]) -> SlimPod:
+    meta = pod.get("metadata") or {}
+    owners = meta.get("ownerReferences") or []
+    owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners if o.get("controller")), "")
+    return SlimPod(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        phase=str((pod.get("status") or {}).get("phase") or "Pending"),
+        deletion_timestamp=meta.get("deletionTimestamp"),
+        owner=owner,
+        gpu=pod_gpu_requests(pod),
+    )

@@ -1,0 +1,114 @@
+"""The application service: runs one validated invocation and returns a Report.
+
+The CLI and the Slack app both call ``Service.run``; neither holds diagnosis logic. The service
+owns the per-cluster clients (API reader, exec) and the loaded runbooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from bot.commands import USAGE, Invocation
+from bot.engine.context import Context
+from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
+from bot.engine.runner import run_diagnosis
+from bot.errors import UsageError
+from bot.probes.exec import PodExec
+from bot.probes.kube import KubeReader, KubeReads
+from bot.probes.kube_client import new_api_client
+from bot.report import Report
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DIAGNOSES = ("why-pending", "node-status", "nvml", "verify")
+
+
+@dataclass
+class _ClusterClients:
+    reads: KubeReads
+    reader: KubeReader
+    exec: PodExec
+
+
+class Service:
+    """Holds what stays warm between commands: runbooks and per-cluster clients."""
+
+    def __init__(self, settings: Settings, *, runbooks: RunbookSet | None = None) -> None:
+        self.settings = settings
+        self.runbooks = runbooks if runbooks is not None else load_runbooks(settings.runbook_dir or None)
+        self._clients: dict[str, _ClusterClients] = {}
+        self._ready = False
+
+    async def start(self) -> None:
+        """Create the default cluster's clients so the first command does not pay for it."""
+        self._clients_for(self.settings.cluster(None).name)
+        self._ready = True
+
+    def ready(self) -> bool:
+        return self._ready
+
+    def _clients_for(self, cluster_name: str) -> _ClusterClients:
+        clients = self._clients.get(cluster_name)
+        if clients is None:
+            cluster = self.settings.cluster(cluster_name)
+            reader = KubeReader(
+                new_api_client(cluster), page_size=self.settings.page_size, timeout=self.settings.api_timeout_s
+            )
+            clients = _ClusterClients(reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
+            self._clients[cluster_name] = clients
+        return clients
+
+    def reads_for(self, cluster_name: str) -> KubeReader:
+        """The API reader of a cluster (benchmarks read its request counters)."""
+        return self._clients_for(self.settings.cluster(cluster_name).name).reader
+
+    async def run(self, inv: Invocation) -> Report:
+        """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
+        if inv.command == "help":
+            return Report(command="help", target={}, text=self.help_text())
+        if inv.command == "runbook":
+            return self._runbook(inv)
+        cluster = self.settings.cluster(inv.cluster or None)
+        clients = self._clients_for(cluster.name)
+        runbook = self.runbooks.diagnosis(inv.command)
+        ctx = Context(
+            inv=inv,
+            settings=self.settings,
+            cluster=cluster,
+            kube=clients.reads,
+            exec_fn=clients.exec.run,
+            report=Report(command=inv.command, target=inv.target(), cluster=cluster.name),
+        )
+        started = time.perf_counter()
+        report = await run_diagnosis(runbook, self.runbooks, ctx)
+        report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+        return report
+
+    def help_text(self) -> str:
+        lines = ["gpubot: why is my GPU workload not running, and what to do about it.", ""]
+        for command, usage in USAGE.items():
+            rb = self.runbooks.diagnoses.get(command)
+            summary = f" — {rb.summary}" if rb is not None and rb.summary else ""
+            lines.append(f"  {usage}{summary}")
+        lines += ["", "Guides (gpubot runbook NAME):"]
+        lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
+        return "\n".join(lines)
+
+    def _runbook(self, inv: Invocation) -> Report:
+        if not inv.topic:
+            lines = ["Runbooks:"] + [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
+            lines += [f"  {c} (diagnosis): {rb.summary}" for c, rb in sorted(self.runbooks.diagnoses.items())]
+            return Report(command="runbook", target={}, text="\n".join(lines))
+        guide = self.runbooks.guides.get(inv.topic)
+        if guide is None:
+            names = ", ".join(sorted(self.runbooks.guides))
+            raise UsageError(f"unknown runbook {inv.topic!r}; available: {names}")
+        return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))
+
+    async def close(self) -> None:
+        for clients in self._clients.values():
+            clients.reader.close()
+        self._clients.clear()

@@ -1,0 +1,48 @@
+"""Every ``expect`` block of every scenario in the repo, run through the CLI with --scenario --json.
+
+The scenario files are the data; this test only reads them. A listed code must appear, an
+absent one must not, and the JSON must follow the CLI contract.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.sim.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+CASES = [
+    pytest.param(path, i, exp, id=f"{path.stem}:{exp.run.split()[0]}:{i}")
+    for path in SCENARIOS
+    for i, exp in enumerate(load_scenario(path).expect)
+]
+
+
+def test_scenarios_exist() -> None:
+    assert len(SCENARIOS) >= 5
+    assert len(CASES) >= 5
+
+
+@pytest.mark.parametrize(("path", "index", "exp"), CASES)
+def test_expect_block(path: Path, index: int, exp, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = shlex.split(exp.run) + ["--scenario", str(path), "--json"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) >= {"command", "target", "findings", "skipped", "elapsed_ms"}
+    codes = [f["code"] for f in report["findings"]]
+    for f in report["findings"]:
+        assert set(f) >= {"code", "severity", "title", "evidence", "explanation", "next_steps", "remediations"}
+        assert f["severity"] in ("critical", "warning", "info")
+        assert "{" not in f["title"], f"unfilled placeholder in {f['title']!r}"
+    missing = [c for c in exp.codes if c not in codes]
+    unexpected = [c for c in exp.absent if c in codes]
+    assert not missing, f"{path.name}: {exp.run}: missing {missing}; got {codes}"
+    assert not unexpected, f"{path.name}: {exp.run}: must not report {unexpected}; got {codes}"
