@@ -91,8 +91,12 @@ def _utcnow() -> datetime:
 
 def error_text(exc: BaseException) -> str:
     """One line that says what failed: our own errors' user message, else type and message."""
-    text = exc.user_message if isinstance(exc, GpubotError) else f"{type(exc).__name__}: {exc}"
-    line = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    message = str(exc).strip()
+    if isinstance(exc, GpubotError):
+        message = exc.user_message.strip()
+    elif message:
+        message = f"{type(exc).__name__}: {message}"
+    line = message.splitlines()[0] if message else type(exc).__name__
     return line if len(line) <= 300 else line[:300] + "…"
 
 

@@ -8,6 +8,7 @@ import re
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def state(db_path: Path) -> tuple[SqlitePendingStore, SqliteAuditLog]:
+def state(db_path: Path) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
     store, audit = open_state(db_path)
     yield store, audit
     store.db.close()
