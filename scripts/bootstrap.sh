@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Create .venv and install gpubot with its dev extras, only when something changed.
+# Sourced by the other scripts; needs only python3 (>= 3.11) and pip.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+py="${PYTHON:-python3}"
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+fi
+stamp="$venv/.gpubot-installed"
+if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev]"
+  touch "$stamp"
+fi
+export PATH="$venv/bin:$PATH"
