@@ -176,12 +176,23 @@ def _all_containers(pod: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     yield from spec.get("containers") or []
 
 
-def _qgpu_core_valid(value: Decimal) -> bool:
-    if value != value.to_integral_value() or value <= 0:
+def _plain_int(raw: Any) -> int | None:
+    """qGPU values are plain integers: ``1Gi`` or ``5e1`` are valid quantities but wrong here."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str) and re.fullmatch(r"\s*\+?\d{1,9}\s*", raw):
+        return int(raw)
+    return None
+
+
+def _qgpu_core_valid(value: int) -> bool:
+    if value <= 0:
         return False
-    if value <= 100:
-        return value % 5 == 0
-    return value % 100 == 0
+    return value % 5 == 0 if value <= 100 else value % 100 == 0
 
 
 def _container_problems(container: Mapping[str, Any]) -> list[SpecProblem]:
@@ -215,13 +226,11 @@ def _qgpu_problems(name: str, sections: Mapping[str, Mapping[str, Any]]) -> list
         short = resource.rsplit("/", 1)[1]
         present = {s: v[resource] for s, v in sections.items() if resource in v}
         for section, raw in present.items():
-            quantity = _quantity_or_none(raw)
-            if quantity is None:
-                problems.append(bad(f"{section}.{short} {raw!r} is not a quantity"))
-            elif resource == QGPU_CORE and not _qgpu_core_valid(quantity):
+            number = _plain_int(raw)
+            if resource == QGPU_CORE and (number is None or not _qgpu_core_valid(number)):
                 problems.append(bad(
                     f"{section}.{short} {raw} must be 5-100 in steps of 5, or N×100 for whole cards"))
-            elif resource == QGPU_MEMORY and (quantity <= 0 or quantity != quantity.to_integral_value()):
+            elif resource == QGPU_MEMORY and (number is None or number <= 0):
                 problems.append(bad(f"{section}.{short} {raw} must be a positive whole number of GiB"))
         if len(present) == 2:
             values = [_quantity_or_none(v) for v in present.values()]

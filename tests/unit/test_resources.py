@@ -1,0 +1,226 @@
+"""Quantities, effective GPU requests, spec problems and node GPU capacity."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from bot.engine.logic.resources import (
+    QGPU_CORE,
+    QGPU_MEMORY,
+    container_gpu_resources,
+    gpu_family,
+    is_gpu_node,
+    is_gpu_resource,
+    node_gpu_capacity,
+    parse_quantity,
+    pod_gpu_requests,
+    pod_requests,
+    spec_problems,
+)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("100m", Decimal("0.1")),
+        ("1", Decimal(1)),
+        ("1.5", Decimal("1.5")),
+        (".5", Decimal("0.5")),
+        ("1Gi", Decimal(2**30)),
+        ("16Ki", Decimal(16 * 1024)),
+        ("512Mi", Decimal(512 * 2**20)),
+        ("1e3", Decimal(1000)),
+        ("1E3", Decimal(1000)),
+        ("2E", Decimal(2 * 10**18)),  # E alone is the exa suffix, not an exponent
+        ("1k", Decimal(1000)),
+        ("1M", Decimal(10**6)),
+        ("250n", Decimal("0.00000025")),
+        ("0", Decimal(0)),
+        ("+3", Decimal(3)),
+        (" 20 ", Decimal(20)),
+        (20, Decimal(20)),
+        (0.5, Decimal("0.5")),
+    ],
+)
+def test_parse_quantity(text: Any, expected: Decimal) -> None:
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1Z", "1e", "1.2.3", "Gi", "1 Gi", "1gi", True, float("nan")])
+def test_parse_quantity_rejects(text: Any) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    "name,family",
+    [
+        ("nvidia.com/gpu", "nvidia"),
+        ("nvidia.com/gpu.shared", "nvidia"),
+        ("nvidia.com/mig-1g.5gb", "nvidia"),
+        ("nvidia.com/mig-3g.40gb", "nvidia"),
+        (QGPU_CORE, "qgpu"),
+        (QGPU_MEMORY, "qgpu"),
+        ("amd.com/gpu", "amd"),
+        ("gpu.intel.com/i915", "intel"),
+        ("cpu", None),
+        ("memory", None),
+        ("nvidia.com/gpux", None),
+        ("example.com/nvidia.com/gpu", None),
+    ],
+)
+def test_gpu_resources(name: str, family: str | None) -> None:
+    assert gpu_family(name) == family
+    assert is_gpu_resource(name) is (family is not None)
+
+
+def _c(
+    name: str = "c",
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = requests
+    if limits is not None:
+        resources["limits"] = limits
+    return {"name": name, "resources": resources, **extra}
+
+
+def _pod(*containers: dict[str, Any], init: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": list(containers)}
+    if init is not None:
+        spec["initContainers"] = init
+    return {"metadata": {"name": "p", "namespace": "ai"}, "spec": spec}
+
+
+def test_requests_default_to_limits() -> None:
+    assert container_gpu_resources(_c(limits={"nvidia.com/gpu": 1, "cpu": "2"})) == {"nvidia.com/gpu": 1.0}
+    both = _c(requests={"cpu": "500m"}, limits={"cpu": "2", QGPU_CORE: 20, QGPU_MEMORY: "5"})
+    assert container_gpu_resources(both) == {QGPU_CORE: 20.0, QGPU_MEMORY: 5.0}
+    assert pod_requests(_pod(both))["cpu"] == Decimal("0.5")  # an explicit request wins over the limit
+
+
+def test_pod_request_sums_containers_and_takes_max_with_init() -> None:
+    pod = _pod(
+        _c("a", limits={"nvidia.com/gpu": 1}),
+        _c("b", limits={"nvidia.com/gpu": 2}),
+        init=[_c("warm", limits={"nvidia.com/gpu": 4}), _c("fetch", requests={"cpu": "1"})],
+    )
+    assert pod_gpu_requests(pod) == {"nvidia.com/gpu": 4.0}
+    smaller_init = _pod(
+        _c("a", limits={"nvidia.com/gpu": 1}),
+        _c("b", limits={"nvidia.com/gpu": 2}),
+        init=[_c("warm", limits={"nvidia.com/gpu": 1})],
+    )
+    assert pod_gpu_requests(smaller_init) == {"nvidia.com/gpu": 3.0}
+
+
+def test_sidecar_init_containers_add_to_the_pod() -> None:
+    sidecar = _c("proxy", requests={"cpu": "1"}, restartPolicy="Always")
+    pod = _pod(_c("app", requests={"cpu": "2"}), init=[sidecar, _c("setup", requests={"cpu": "2.5"})])
+    # app+sidecar = 3; setup runs beside the sidecar = 3.5
+    assert pod_requests(pod)["cpu"] == Decimal("3.5")
+
+
+def test_pod_without_gpu_and_with_zero_gpu() -> None:
+    assert pod_gpu_requests(_pod(_c(requests={"cpu": "1"}))) == {}
+    assert pod_gpu_requests(_pod(_c(limits={"nvidia.com/gpu": 0}))) == {}
+    assert pod_gpu_requests({}) == {}
+
+
+def test_unparseable_values_are_skipped_not_raised() -> None:
+    assert container_gpu_resources(_c(limits={QGPU_CORE: "lots"})) == {}
+
+
+def _codes(pod: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(p.code, p.container) for p in spec_problems(pod)]
+
+
+def test_mixed_gpu_resources() -> None:
+    pod = _pod(_c("torch", limits={"nvidia.com/gpu": 1, QGPU_CORE: 20, QGPU_MEMORY: 5}))
+    problems = spec_problems(pod)
+    assert [(p.code, p.container) for p in problems] == [("SPEC_MIXED_GPU_RESOURCES", "torch")]
+    assert "nvidia.com/gpu" in problems[0].detail and QGPU_CORE in problems[0].detail
+    mig = _pod(_c("torch", limits={"nvidia.com/mig-1g.5gb": 1, QGPU_CORE: 20}))
+    assert ("SPEC_MIXED_GPU_RESOURCES", "torch") in _codes(mig)
+    # Different containers may use different kinds.
+    assert _codes(_pod(_c("a", limits={"nvidia.com/gpu": 1}), _c("b", limits={QGPU_CORE: 20}))) == []
+
+
+def test_zero_cpu_memory_from_field_notes() -> None:
+    pod = _pod(_c("torch", requests={"cpu": "0", "memory": "0"}, limits={"cpu": "0", "memory": "1Gi"}))
+    problems = spec_problems(pod)
+    assert [p.code for p in problems] == ["SPEC_ZERO_CPU_MEMORY"] * 3
+    assert [p.detail for p in problems] == [
+        "requests.cpu is '0'",
+        "requests.memory is '0'",
+        "limits.cpu is '0'",
+    ]
+    assert _codes(_pod(_c(requests={"cpu": "0m"}))) == [("SPEC_ZERO_CPU_MEMORY", "c")]
+    assert _codes(_pod(_c(requests={"cpu": "100m", "memory": "1Gi"}))) == []
+
+
+@pytest.mark.parametrize("core", [5, 20, 95, 100, 200, 300, "50"])
+def test_valid_qgpu_core(core: Any) -> None:
+    assert _codes(_pod(_c(limits={QGPU_CORE: core, QGPU_MEMORY: 5}))) == []
+
+
+@pytest.mark.parametrize("core", [0, 3, 21, 101, 150, 250, "12.5", "-5", "x"])
+def test_invalid_qgpu_core(core: Any) -> None:
+    assert _codes(_pod(_c(limits={QGPU_CORE: core, QGPU_MEMORY: 5}))) == [("SPEC_QGPU_INVALID", "c")]
+
+
+@pytest.mark.parametrize("memory", [0, "1.5", "-1", "1Gi"])
+def test_invalid_qgpu_memory(memory: Any) -> None:
+    assert _codes(_pod(_c(limits={QGPU_CORE: 20, QGPU_MEMORY: memory}))) == [("SPEC_QGPU_INVALID", "c")]
+
+
+def test_qgpu_requests_must_equal_limits() -> None:
+    pod = _pod(_c(requests={QGPU_CORE: 10}, limits={QGPU_CORE: 20, QGPU_MEMORY: 4}))
+    problems = spec_problems(pod)
+    assert [p.code for p in problems] == ["SPEC_QGPU_INVALID"]
+    assert "requests 10 differ from limits 20" in problems[0].detail
+    same = _pod(_c(requests={QGPU_CORE: "20"}, limits={QGPU_CORE: 20, QGPU_MEMORY: 4}))
+    assert _codes(same) == []
+
+
+def test_qgpu_memory_without_core() -> None:
+    problems = spec_problems(_pod(_c(limits={QGPU_MEMORY: 4})))
+    assert [p.detail for p in problems] == ["qgpu-memory is set without qgpu-core"]
+
+
+def test_init_containers_are_checked_too() -> None:
+    pod = _pod(_c("app", limits={QGPU_CORE: 20}), init=[_c("init", requests={"memory": "0"})])
+    assert _codes(pod) == [("SPEC_ZERO_CPU_MEMORY", "init")]
+
+
+def _node(capacity: dict[str, Any], allocatable: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "n"},
+        "status": {"capacity": capacity, "allocatable": allocatable or capacity},
+    }
+
+
+def test_node_gpu_capacity() -> None:
+    node = _node(
+        {"cpu": "96", QGPU_CORE: "200", QGPU_MEMORY: "62", "nvidia.com/gpu": "2"},
+        {"cpu": "95", QGPU_CORE: "200", QGPU_MEMORY: "60"},
+    )
+    assert node_gpu_capacity(node) == {
+        "nvidia.com/gpu": (2.0, 0.0),
+        QGPU_CORE: (200.0, 200.0),
+        QGPU_MEMORY: (62.0, 60.0),
+    }
+    assert is_gpu_node(node)
+
+
+def test_is_gpu_node() -> None:
+    assert not is_gpu_node(_node({"cpu": "8", "memory": "32Gi"}))
+    assert is_gpu_node(_node({"nvidia.com/gpu": "0"}))  # plugin registered, no healthy device
+    assert not is_gpu_node({})
+    assert node_gpu_capacity({}) == {}
