@@ -1,0 +1,470 @@
+"""Validation of runbook documents, one file at a time and then across the whole directory.
+
+Every problem becomes one ``FILE:LINE: what is wrong`` line, so an operator editing a ConfigMap
+sees all mistakes at once. Unknown keys are errors (a typo must not silently drop a field), and
+probe/check names are checked against the registry, so a runbook can only name code that
+exists. This module must never execute, import or format anything a runbook contains.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from bot.engine.runbook_model import (
+    SEVERITIES,
+    FindingTemplate,
+    GuideSection,
+    GuideTable,
+    RemediationTemplate,
+    Runbook,
+    RunbookSet,
+)
+from bot.engine.runbook_text import MAX_TITLE, placeholder_problems, template_fields
+from bot.engine.yaml_marks import Parsed, YamlPath
+from bot.registry import ACTION_NAMES, Registry
+from bot.report import Severity
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+_KEYS: dict[str, tuple[set[str], set[str]]] = {
+    # kind: (required, optional)
+    "findings": ({"kind", "findings"}, {"placeholders"}),
+    "diagnosis": (
+        {"kind", "name", "command", "summary", "probes", "checks", "emits"},
+        {"usage", "tables", "guidance"},
+    ),
+    "guidance": ({"kind", "name", "title", "summary", "sections"}, {"covers", "see_also"}),
+}
+_FINDING_KEYS = ({"severity", "title", "explanation", "next_steps"}, {"rank", "remediations", "docs"})
+_REMEDIATION_KEYS = ({"action", "summary"}, set[str]())
+_SECTION_KEYS = ({"heading"}, {"text", "examples", "table"})
+_TABLE_KEYS = ({"columns", "rows"}, set[str]())
+
+
+@dataclass
+class Doc:
+    """One parsed file and the problems found in it."""
+
+    source: str
+    parsed: Parsed
+    problems: list[str] = field(default_factory=list)
+
+    def err(self, path: YamlPath, message: str) -> None:
+        self.problems.append(f"{self.source}:{self.parsed.line(path)}: {message}")
+
+    def at(self, path: YamlPath) -> int:
+        return self.parsed.line(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# small typed readers: each reports a problem and returns a safe default
+
+
+def _keys(
+    doc: Doc, obj: Mapping[Any, Any], path: YamlPath, spec: tuple[set[str], set[str]], what: str
+) -> None:
+    required, optional = spec
+    allowed = required | optional
+    for key in obj:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; allowed: {', '.join(sorted(allowed))}"
+            doc.err((*path, str(key)), f"unknown key '{key}' in {what}{hint}")
+    for key in sorted(required - set(obj)):
+        doc.err(path, f"{what} is missing required key '{key}'")
+
+
+def _text(doc: Doc, obj: Mapping[Any, Any], key: str, path: YamlPath, *, one_line: bool = False) -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        doc.err((*path, key), f"'{key}' must be text, not {_type(value)}")
+        return ""
+    if not value.strip():
+        doc.err((*path, key), f"'{key}' is empty")
+    if one_line and "\n" in value.strip():
+        doc.err((*path, key), f"'{key}' must be one line")
+    return value
+
+
+def _text_list(doc: Doc, obj: Mapping[Any, Any], key: str, path: YamlPath) -> list[str]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        doc.err((*path, key), f"'{key}' must be a list, not {_type(value)}")
+        return []
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            doc.err((*path, key, i), f"'{key}' item {i + 1} must be non-empty text, not {_type(item)}")
+        else:
+            out.append(item)
+    return out
+
+
+def _type(value: object) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "text", bool: "true/false"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _placeholders(doc: Doc, text: str, path: YamlPath, declared: frozenset[str]) -> None:
+    for problem in placeholder_problems(text):
+        doc.err(path, problem)
+    if declared:
+        for name in template_fields(text):
+            if name not in declared:
+                close = difflib.get_close_matches(name, sorted(declared), n=1)
+                hint = f"; did you mean '{{{close[0]}}}'?" if close else ""
+                doc.err(path, f"unknown placeholder '{{{name}}}' (not in the catalogue's placeholders){hint}")
+
+
+# ---------------------------------------------------------------------------------------------
+# per kind
+
+
+def read_catalogue(doc: Doc, data: Mapping[Any, Any]) -> tuple[dict[str, FindingTemplate], frozenset[str]]:
+    """The finding templates of a ``kind: findings`` document (duplicates reported by the caller)."""
+    names = _text_list(doc, data, "placeholders", ())
+    for i, name in enumerate(names):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            doc.err(("placeholders", i), f"placeholder name '{name}' is not a plain identifier")
+    declared = frozenset(names)
+    entries = data.get("findings")
+    catalogue: dict[str, FindingTemplate] = {}
+    if entries is None:
+        return catalogue, declared
+    if not isinstance(entries, dict):
+        doc.err(("findings",), f"'findings' must be a mapping of code -> entry, not {_type(entries)}")
+        return catalogue, declared
+    for code, entry in entries.items():
+        path: YamlPath = ("findings", str(code))
+        if not isinstance(code, str) or not _CODE.match(code):
+            doc.err(path, f"finding code '{code}' must be UPPER_SNAKE_CASE")
+            continue
+        if not isinstance(entry, dict):
+            doc.err(path, f"finding {code} must be a mapping, not {_type(entry)}")
+            continue
+        template = _read_finding(doc, code, entry, path, declared)
+        if template is not None:
+            catalogue[code] = template
+    return catalogue, declared
+
+
+def _read_finding(
+    doc: Doc, code: str, entry: Mapping[Any, Any], path: YamlPath, declared: frozenset[str]
+) -> FindingTemplate | None:
+    _keys(doc, entry, path, _FINDING_KEYS, f"finding {code}")
+    severity = entry.get("severity")
+    if severity not in SEVERITIES:
+        doc.err(
+            (*path, "severity"),
+            f"severity of {code} must be one of {', '.join(SEVERITIES)}, not {severity!r}",
+        )
+        severity = "info"
+    rank = entry.get("rank", 50)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= 100:
+        doc.err((*path, "rank"), f"rank of {code} must be a whole number from 0 to 100, not {rank!r}")
+        rank = 50
+    title = _text(doc, entry, "title", path, one_line=True)
+    if len(title.strip()) > MAX_TITLE:
+        doc.err((*path, "title"), f"title of {code} is {len(title.strip())} characters; at most {MAX_TITLE}")
+    explanation = _text(doc, entry, "explanation", path)
+    steps = _text_list(doc, entry, "next_steps", path)
+    _placeholders(doc, title, (*path, "title"), declared)
+    _placeholders(doc, explanation, (*path, "explanation"), declared)
+    for i, step in enumerate(steps):
+        _placeholders(doc, step, (*path, "next_steps", i), declared)
+    remediations: list[RemediationTemplate] = []
+    raw = entry.get("remediations") or []
+    if not isinstance(raw, list):
+        doc.err((*path, "remediations"), f"'remediations' must be a list, not {_type(raw)}")
+        raw = []
+    for i, item in enumerate(raw):
+        rpath = (*path, "remediations", i)
+        if not isinstance(item, dict):
+            doc.err(rpath, f"remediation {i + 1} of {code} must be a mapping with action and summary")
+            continue
+        _keys(doc, item, rpath, _REMEDIATION_KEYS, f"a remediation of {code}")
+        action = item.get("action")
+        if not isinstance(action, str) or action not in ACTION_NAMES:
+            close = difflib.get_close_matches(str(action), sorted(ACTION_NAMES), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(ACTION_NAMES))}"
+            doc.err((*rpath, "action"), f"unknown action '{action}' in {code}{hint}")
+            continue
+        summary = _text(doc, item, "summary", rpath, one_line=True)
+        _placeholders(doc, summary, (*rpath, "summary"), declared)
+        remediations.append(RemediationTemplate(action, summary.strip()))
+    docs = _text(doc, entry, "docs", path, one_line=True).strip()
+    return FindingTemplate(
+        code=code,
+        severity=cast(Severity, severity),
+        title=title.strip(),
+        explanation=explanation,
+        next_steps=steps,
+        remediations=remediations,
+        rank=rank,
+        docs=docs,
+        source=doc.source,
+        line=doc.at(path),
+    )
+
+
+def read_diagnosis(doc: Doc, data: Mapping[Any, Any], registry: Registry) -> Runbook:
+    rb = Runbook(
+        kind="diagnosis", name=_name(doc, data, guide=False), source=doc.source, line=doc.at(("name",))
+    )
+    rb.summary = _text(doc, data, "summary", (), one_line=True).strip()
+    rb.usage = _text(doc, data, "usage", (), one_line=True).strip()
+    rb.command = _text(doc, data, "command", (), one_line=True).strip()
+    if rb.command and not _DNS_LABEL.match(rb.command):
+        doc.err(("command",), f"command '{rb.command}' must be lowercase letters, digits and '-'")
+    rb.probes = _text_list(doc, data, "probes", ())
+    rb.checks = _text_list(doc, data, "checks", ())
+    rb.emits = _text_list(doc, data, "emits", ())
+    rb.guidance = _text_list(doc, data, "guidance", ())
+    rb.tables = _tables(doc, data)
+    for i, name in enumerate(rb.probes):
+        spec = registry.probes.get(name)
+        if spec is None:
+            doc.err(("probes", i), f"unknown probe '{name}'{_suggest(name, registry.probes)}")
+            continue
+        for need in spec.needs:
+            if need not in rb.probes:
+                doc.err(("probes", i), f"probe '{name}' needs probe '{need}', which is not in probes")
+    for i, name in enumerate(rb.checks):
+        check = registry.checks.get(name)
+        if check is None:
+            doc.err(("checks", i), f"unknown check '{name}'{_suggest(name, registry.checks)}")
+            continue
+        for need in check.needs:
+            if need not in rb.probes:
+                doc.err(("checks", i), f"check '{name}' needs probe '{need}', which is not in probes")
+        for table in check.tables:
+            if table not in rb.tables:
+                doc.err(("checks", i), f"check '{name}' reads table '{table}', which is not in tables")
+    _no_repeats(doc, ("probes", "checks", "emits", "guidance"), rb)
+    return rb
+
+
+def _tables(doc: Doc, data: Mapping[Any, Any]) -> dict[str, list[dict[str, Any]]]:
+    raw = data.get("tables")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        doc.err(("tables",), f"'tables' must be a mapping of name -> rows, not {_type(raw)}")
+        return {}
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for name, rows in raw.items():
+        path: YamlPath = ("tables", str(name))
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            doc.err(path, f"table name '{name}' must be lower_snake_case")
+            continue
+        if not isinstance(rows, list) or not rows:
+            doc.err(path, f"table '{name}' must be a non-empty list of rows")
+            continue
+        good: list[dict[str, Any]] = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict) or not row:
+                doc.err((*path, i), f"row {i + 1} of table '{name}' must be a mapping")
+                continue
+            for key, value in row.items():
+                if not isinstance(key, str):
+                    doc.err((*path, i, str(key)), f"column names of table '{name}' must be text")
+                elif not _cell_ok(value):
+                    doc.err(
+                        (*path, i, key), f"cell '{key}' of table '{name}' must be a value or a list of values"
+                    )
+            good.append(row)
+        tables[name] = good
+    return tables
+
+
+def _cell_ok(value: object) -> bool:
+    scalar = (str, int, float, bool, type(None))
+    if isinstance(value, list):
+        return all(isinstance(v, scalar) for v in value)
+    return isinstance(value, scalar)
+
+
+def read_guidance(doc: Doc, data: Mapping[Any, Any]) -> Runbook:
+    rb = Runbook(
+        kind="guidance", name=_name(doc, data, guide=True), source=doc.source, line=doc.at(("name",))
+    )
+    rb.title = _text(doc, data, "title", (), one_line=True).strip()
+    rb.summary = _text(doc, data, "summary", (), one_line=True).strip()
+    rb.covers = _text_list(doc, data, "covers", ())
+    rb.see_also = _text_list(doc, data, "see_also", ())
+    raw = data.get("sections")
+    if raw is not None and (not isinstance(raw, list) or not raw):
+        doc.err(("sections",), "'sections' must be a non-empty list")
+        raw = []
+    for i, item in enumerate(raw or []):
+        path: YamlPath = ("sections", i)
+        if not isinstance(item, dict):
+            doc.err(path, f"section {i + 1} must be a mapping with a heading")
+            continue
+        _keys(doc, item, path, _SECTION_KEYS, f"section {i + 1}")
+        heading = _text(doc, item, "heading", path, one_line=True).strip()
+        text = _text(doc, item, "text", path)
+        examples = _text_list(doc, item, "examples", path)
+        table = _guide_table(doc, item.get("table"), (*path, "table"))
+        if not (text or examples or table):
+            doc.err(path, f"section '{heading}' has no text, examples or table")
+        rb.sections.append(GuideSection(heading, text.strip(), tuple(examples), table))
+    return rb
+
+
+def _guide_table(doc: Doc, raw: object, path: YamlPath) -> GuideTable | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        doc.err(path, "'table' must be a mapping with columns and rows")
+        return None
+    _keys(doc, raw, path, _TABLE_KEYS, "a table")
+    columns = _text_list(doc, raw, "columns", path)
+    rows_raw = raw.get("rows")
+    if not isinstance(rows_raw, list) or not rows_raw:
+        doc.err((*path, "rows"), "'rows' must be a non-empty list of rows")
+        return None
+    rows: list[tuple[str, ...]] = []
+    for i, row in enumerate(rows_raw):
+        if not isinstance(row, list) or not all(isinstance(c, str | int | float) for c in row):
+            doc.err((*path, "rows", i), f"row {i + 1} must be a list of cells")
+        elif len(row) != len(columns):
+            doc.err(
+                (*path, "rows", i), f"row {i + 1} has {len(row)} cells; the table has {len(columns)} columns"
+            )
+        else:
+            rows.append(tuple(str(c) for c in row))
+    return GuideTable(tuple(columns), tuple(rows))
+
+
+def _name(doc: Doc, data: Mapping[Any, Any], *, guide: bool) -> str:
+    name = _text(doc, data, "name", (), one_line=True).strip()
+    if not name:
+        return ""
+    if len(name) > 63 or not _DNS_LABEL.match(name):
+        doc.err(
+            ("name",), f"name '{name}' must be a DNS-1123 label (lowercase letters, digits, '-', at most 63)"
+        )
+    if guide and not name.startswith("guide-"):
+        doc.err(("name",), f"guidance name '{name}' must start with 'guide-'")
+    if not guide and name.startswith("guide-"):
+        doc.err(("name",), f"name '{name}': the 'guide-' prefix is reserved for guidance runbooks")
+    return name
+
+
+def _suggest(name: str, known: Mapping[str, object]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _no_repeats(doc: Doc, keys: tuple[str, ...], rb: Runbook) -> None:
+    for key in keys:
+        seen: set[str] = set()
+        for i, item in enumerate(cast(list[str], getattr(rb, key))):
+            if item in seen:
+                doc.err((key, i), f"'{item}' is listed twice in {key}")
+            seen.add(item)
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole directory
+
+
+def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[RunbookSet, list[str]]:
+    """Validate each document, then the references between them; return the set and all problems."""
+    rs = RunbookSet(directory=directory)
+    catalogue_doc: Doc | None = None
+    runbooks: list[tuple[Doc, Runbook]] = []
+    for doc in docs:
+        for line, problem in doc.parsed.problems:
+            doc.problems.append(f"{doc.source}:{line}: {problem}")
+        data = doc.parsed.value
+        if not isinstance(data, dict):
+            doc.err((), f"a runbook file must be one YAML mapping with 'kind', not {_type(data)}")
+            continue
+        kind = data.get("kind")
+        if kind not in _KEYS:
+            doc.err(("kind",), f"kind must be one of {', '.join(sorted(_KEYS))}, not {kind!r}")
+            continue
+        _keys(
+            doc,
+            data,
+            (),
+            _KEYS[kind],
+            "the findings catalogue" if kind == "findings" else f"a {kind} runbook",
+        )
+        for dup in doc.parsed.duplicates:
+            what = "finding code" if kind == "findings" and dup.path == ("findings",) else "key"
+            doc.problems.append(
+                f"{doc.source}:{dup.line}: duplicate {what} '{dup.key}' (first at line {dup.first_line})"
+            )
+        if kind == "findings":
+            if catalogue_doc is not None:
+                doc.err(("kind",), f"a second findings catalogue; the first is {catalogue_doc.source}")
+                continue
+            catalogue_doc = doc
+            rs.catalogue, rs.placeholders = read_catalogue(doc, data)
+        elif kind == "diagnosis":
+            runbooks.append((doc, read_diagnosis(doc, data, registry)))
+        else:
+            runbooks.append((doc, read_guidance(doc, data)))
+    _cross_check(rs, runbooks, catalogue_doc)
+    problems = [p for doc in docs for p in doc.problems]
+    if catalogue_doc is None:
+        problems.insert(
+            0, f"{directory}: no findings catalogue (a file with 'kind: findings', e.g. findings.yaml)"
+        )
+    return rs, problems
+
+
+def _cross_check(rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_doc: Doc | None) -> None:
+    names: dict[str, Runbook] = {}
+    for doc, rb in runbooks:
+        if rb.name in names:
+            first = names[rb.name]
+            doc.err(("name",), f"runbook name '{rb.name}' is already used by {first.source}:{first.line}")
+        elif rb.name:
+            names[rb.name] = rb
+            if rb.kind == "guidance":
+                rs.guides[rb.name] = rb
+        if rb.kind == "diagnosis" and rb.command:
+            if rb.command in rs.diagnoses:
+                first = rs.diagnoses[rb.command]
+                doc.err(
+                    ("command",), f"command '{rb.command}' already has a runbook: {first.source}:{first.line}"
+                )
+            else:
+                rs.diagnoses[rb.command] = rb
+    for doc, rb in runbooks:
+        if catalogue_doc is not None:
+            for i, code in enumerate(rb.emits):
+                if code not in rs.catalogue:
+                    doc.err(
+                        ("emits", i),
+                        f"code '{code}' is not in the findings catalogue{_suggest(code, rs.catalogue)}",
+                    )
+        for key in ("guidance", "see_also"):
+            for i, ref in enumerate(cast(list[str], getattr(rb, key))):
+                if ref not in rs.guides:
+                    doc.err((key, i), f"no guidance runbook named '{ref}'{_suggest(ref, rs.guides)}")
+    if catalogue_doc is not None:
+        for template in rs.catalogue.values():
+            if template.docs and template.docs not in rs.guides:
+                catalogue_doc.err(
+                    ("findings", template.code, "docs"),
+                    f"docs of {template.code}: no guidance runbook named '{template.docs}'"
+                    + _suggest(template.docs, rs.guides),
+                )

@@ -1,0 +1,169 @@
+"""Parse YAML into plain Python values while remembering the line of every key and item.
+
+Runbook validation must say ``file:line: what is wrong``, and it must treat a duplicated key as
+an error; ``yaml.safe_load`` forgets line numbers and silently keeps the last duplicate. So this
+module composes the node graph (``yaml.compose`` with the safe loader) and converts it itself,
+recording where each mapping key and sequence item came from.
+
+It must never construct anything but YAML core-schema scalars, lists and dicts: a tag the safe
+constructor does not know (``!!python/object``…) or a merge key is reported as a problem, never
+honoured. Alias expansion is bounded, so a "billion laughs" document costs a problem line, not
+the bot's memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+#: a location inside a document: mapping keys (as ``str``) and sequence indexes
+YamlPath = tuple[str | int, ...]
+
+#: the most nodes one document may expand to (aliases count every time they are used)
+MAX_NODES = 200_000
+
+
+class YamlSyntaxError(Exception):
+    """The text is not YAML; ``line`` is 1-based (0 when the parser gave no position)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class DuplicateKey:
+    """A key that appears twice in one mapping; both lines are 1-based."""
+
+    path: YamlPath
+    key: str
+    line: int
+    first_line: int
+
+
+@dataclass
+class Parsed:
+    """A document as plain values, plus where each part of it was written."""
+
+    value: Any
+    #: 1-based line of each mapping key and sequence item, by path; ``()`` is the document start
+    lines: dict[YamlPath, int] = field(default_factory=dict)
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+    #: (line, problem) for content that was not converted (unknown tags, recursive aliases…)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+
+    def line(self, path: YamlPath) -> int:
+        """The line of ``path``, or of its nearest recorded ancestor (the document start last)."""
+        probe = tuple(path)
+        while probe:
+            if probe in self.lines:
+                return self.lines[probe]
+            probe = probe[:-1]
+        return self.lines.get((), 1)
+
+
+def parse_yaml(text: str) -> Parsed:
+    """Parse one YAML document; raise ``YamlSyntaxError`` when it is not well-formed YAML."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 0
+        what = " ".join(p for p in (exc.context, exc.problem) if p) or "malformed YAML"
+        raise YamlSyntaxError(line, what) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - PyYAML raises marked errors for text input
+        raise YamlSyntaxError(0, str(exc)) from None
+    parsed = Parsed(value=None)
+    if root is None:
+        return parsed
+    parsed.lines[()] = root.start_mark.line + 1
+    converter = _Converter(parsed)
+    parsed.value = converter.convert(root, ())
+    return parsed
+
+
+class _Converter:
+    """Walks a composed node graph once, producing values and recording marks."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed = parsed
+        self.scalars = SafeConstructor()
+        self.count = 0
+        self.active: set[int] = set()
+        self.too_big = False
+
+    def convert(self, node: Node, path: YamlPath) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            if not self.too_big:
+                self.too_big = True
+                self.parsed.problems.append(
+                    (node.start_mark.line + 1, f"document expands to more than {MAX_NODES} nodes")
+                )
+            return None
+        if isinstance(node, ScalarNode):
+            return self._scalar(node)
+        if id(node) in self.active:
+            self.parsed.problems.append((node.start_mark.line + 1, "recursive alias"))
+            return None
+        self.active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                return self._sequence(node, path)
+            if isinstance(node, MappingNode):
+                return self._mapping(node, path)
+        finally:
+            self.active.discard(id(node))
+        return None  # pragma: no cover - composer yields only the three node kinds
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        if node.tag == "tag:yaml.org,2002:merge":
+            self.parsed.problems.append((node.start_mark.line + 1, "merge keys ('<<') are not supported"))
+            return "<<"
+        try:
+            return self.scalars.construct_object(node, deep=True)
+        except ConstructorError as exc:
+            problem = exc.problem or "cannot construct this value"
+            self.parsed.problems.append((node.start_mark.line + 1, f"unsupported value: {problem}"))
+            return None
+
+    def _sequence(self, node: SequenceNode, path: YamlPath) -> list[Any]:
+        if node.tag != "tag:yaml.org,2002:seq":
+            self.parsed.problems.append((node.start_mark.line + 1, f"unsupported tag {node.tag}"))
+        items: list[Any] = []
+        for index, child in enumerate(node.value):
+            child_path = (*path, index)
+            self.parsed.lines[child_path] = child.start_mark.line + 1
+            items.append(self.convert(child, child_path))
+        return items
+
+    def _mapping(self, node: MappingNode, path: YamlPath) -> dict[Any, Any]:
+        if node.tag != "tag:yaml.org,2002:map":
+            self.parsed.problems.append((node.start_mark.line + 1, f"unsupported tag {node.tag}"))
+        result: dict[Any, Any] = {}
+        first_lines: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, ScalarNode):
+                self.parsed.problems.append((line, "a mapping key must be a plain scalar"))
+                continue
+            key = self._scalar(key_node)
+            try:
+                hash(key)
+            except TypeError:
+                self.parsed.problems.append((line, "a mapping key must be a plain scalar"))
+                continue
+            child_path = (*path, str(key))
+            if key in first_lines:
+                self.parsed.duplicates.append(DuplicateKey(path, str(key), line, first_lines[key]))
+                # keep the first definition: later ones are the error being reported
+                continue
+            first_lines[key] = line
+            self.parsed.lines[child_path] = line
+            result[key] = self.convert(value_node, child_path)
+        return result
