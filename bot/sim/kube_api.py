@@ -88,9 +88,11 @@ class KubeApiServer:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, shutdown_timeout=1.0)
+        site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         # aiohttp has no public getter for the bound port; the runner lists bound addresses
         self.port = int(self._runner.addresses[0][1])
