@@ -113,8 +113,11 @@ class QgpuAllocFailure:
 class Reason:
     """One histogram entry: ``count`` nodes failed for ``text``."""
 
+    #: how many nodes failed for this reason; 0 when the text carried no count
     count: int
+    #: the reason without its count, whitespace collapsed, trailing period removed
     text: str
+    #: one of CATEGORIES
     category: str
     #: the resource of an ``Insufficient <resource>`` reason
     resource: str | None = None
@@ -297,7 +300,12 @@ def parse_scheduling_message(message: str) -> ParsedSchedulingMessage:
         body = _trim(" ".join(text.split()))
         if _NO_NODES.search(body):
             return ParsedSchedulingMessage(0, [], preemption, body, raw, prefilter_category="not_ready")
+        if _ITEM_START.match(body):
+            # A histogram pasted without its "0/N nodes are available:" head.
+            return ParsedSchedulingMessage(None, _parse_histogram(body), preemption, None, raw)
         category = _category(body) if body else "unrecognised"
+        if category in ("qgpu_alloc_failed", "insufficient_gpu", "insufficient_other"):
+            return ParsedSchedulingMessage(None, [classify_reason(0, body)], preemption, None, raw)
         if category == "unrecognised" or not body:
             reasons = [Reason(0, body, "unrecognised")] if body else []
             return ParsedSchedulingMessage(None, reasons, preemption, None, raw)
