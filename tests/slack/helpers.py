@@ -1,0 +1,210 @@
+"""Shared pieces of the Slack tests: signed requests, payloads, fake services, a running app."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+
+from bot.commands import Invocation
+from bot.observability import Metrics
+from bot.report import Finding, Remediation, Report
+from bot.settings import Settings, load_settings
+from bot.slack.app import SlackBot, create_app
+from bot.slack.hooks import DiagnosisService, RemediateHook, RemediationOffers
+from bot.slack.transport import SlackServer
+from tests.slack.mock_slack_api import MockSlackApi
+
+BOT_TOKEN = "xoxb-1111-2222-testbottokenvalue"
+APP_TOKEN = "xapp-1-A0TEST-3333-testapptokenvalue"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+_ids = itertools.count(1)
+
+
+def sign(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
+    """Headers exactly as Slack builds them: ``v0=`` + HMAC-SHA256 of ``v0:{ts}:{body}``."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+def slash_payload(
+    mock: MockSlackApi, text: str, *, channel: str = "C0GPU", user: str = "U0ALICE"
+) -> dict[str, str]:
+    n = next(_ids)
+    return {
+        "token": "legacy-verification-token",
+        "team_id": "T0TEST",
+        "team_domain": "test",
+        "channel_id": channel,
+        "channel_name": "gpu-ops",
+        "user_id": user,
+        "user_name": "alice",
+        "command": "/gpu",
+        "text": text,
+        "api_app_id": "A0TEST",
+        "is_enterprise_install": "false",
+        "response_url": mock.response_url(f"cmd{n}"),
+        "trigger_id": f"{n}.1234.trigger{n}",
+    }
+
+
+def action_payload(mock: MockSlackApi, value: str, *, user: str = "U0BOB") -> dict[str, Any]:
+    n = next(_ids)
+    return {
+        "type": "block_actions",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "user": {"id": user, "username": "bob", "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "token": "legacy-verification-token",
+        "container": {"type": "message", "message_ts": "1700000000.000002", "channel_id": "C0GPU"},
+        "trigger_id": f"{n}.5678.click{n}",
+        "channel": {"id": "C0GPU", "name": "gpu-ops"},
+        "message": {"ts": "1700000000.000002", "text": "report"},
+        "response_url": mock.response_url(f"act{n}"),
+        "actions": [
+            {
+                "type": "button",
+                "action_id": "remediate:0",
+                "block_id": "remediate-0-0",
+                "value": value,
+                "action_ts": f"1700000001.{n:06d}",
+                "text": {"type": "plain_text", "text": "pod.delete"},
+            }
+        ],
+    }
+
+
+def form(payload: dict[str, str]) -> str:
+    return urlencode(payload)
+
+
+def interaction_form(payload: dict[str, Any]) -> str:
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def settings_for(
+    mock: MockSlackApi, *, mode: str = "http", base: Settings | None = None, **extra: Any
+) -> Settings:
+    values: dict[str, Any] = {
+        "slack_bot_token": BOT_TOKEN,
+        "slack_app_token": APP_TOKEN,
+        "slack_signing_secret": SIGNING_SECRET,
+        "slack_mode": mode,
+        "slack_api_url": mock.api_url,
+        "http_host": "127.0.0.1",
+        "http_port": 0,
+        "shutdown_grace_s": 5.0,
+        **extra,
+    }
+    if base is not None:
+        values = {
+            "clusters": base.clusters,
+            "ssh_user": base.ssh_user,
+            "state_path": base.state_path,
+            **values,
+        }
+    return load_settings(env={}, **values)
+
+
+class FakeService:
+    """A stand-in service: answers a fixed report, optionally waiting on a gate first."""
+
+    def __init__(self, report: Report | None = None, *, gate: asyncio.Event | None = None) -> None:
+        self.report = report or sample_report()
+        self.gate = gate
+        self.runs: list[tuple[Invocation, float]] = []
+        self.started = False
+        self.closed = False
+
+    async def run(self, inv: Invocation) -> Report:
+        self.runs.append((inv, time.monotonic()))
+        if self.gate is not None:
+            await self.gate.wait()
+        if inv.command in ("help", "runbook"):
+            return Report(command=inv.command, target=inv.target(), text="gpubot help\n  why-pending POD")
+        return self.report
+
+    async def start(self) -> None:
+        self.started = True
+
+    def ready(self) -> bool:
+        return self.started
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def sample_report() -> Report:
+    report = Report(
+        command="why-pending",
+        target={"kind": "Pod", "name": "train-0", "namespace": "ai"},
+        cluster="sim",
+        elapsed_ms=812,
+    )
+    report.add(
+        Finding(
+            code="CHECKPOINT_ZOMBIE",
+            severity="critical",
+            title="kubelet checkpoint holds devices of deleted pods",
+            evidence=["PodUID 9a15d2b5 (gone) holds GPU-9b341c59"],
+            explanation="The device plugin still counts these cards as allocated.",
+            next_steps=["Clear the checkpoint behind a cordon"],
+            remediations=[
+                Remediation("checkpoint.clear", {"node": "tcs-10-29-25-5"}, "Cordon, stop kubelet…")
+            ],
+        )
+    )
+    report.skip("ssh tcs-10-29-25-6", "timeout")
+    return report
+
+
+@dataclass
+class Running:
+    bot: SlackBot
+    server: SlackServer
+    service: DiagnosisService
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}"
+
+
+@asynccontextmanager
+async def running_app(
+    settings: Settings,
+    service: DiagnosisService,
+    *,
+    offers: RemediationOffers | None = None,
+    on_remediate: RemediateHook | None = None,
+) -> AsyncIterator[Running]:
+    bot = create_app(settings, service, metrics=Metrics(), offers=offers, on_remediate=on_remediate)
+    server = SlackServer(bot, settings)
+    await bot.start()
+    await server.start()
+    try:
+        yield Running(bot, server, service)
+    finally:
+        await server.stop(settings.shutdown_grace_s)
+        await service.close()
+
+
+async def post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str, float]:
+    """POST and return (status, text, monotonic time the response arrived)."""
+    async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as resp:
+        text = await resp.text()
+        return resp.status, text, time.monotonic()

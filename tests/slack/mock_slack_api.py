@@ -1,0 +1,191 @@
+"""A local Slack: the Web API, upload URLs, ``response_url`` and a Socket Mode WebSocket.
+
+One aiohttp server on 127.0.0.1 port 0 that records every request it gets (method, token, body,
+arrival time), answers ``ok`` like Slack does, and can send Socket Mode envelopes to a connected
+client and collect its acks. Tests point the SDK's ``base_url`` here (``slack_api_url``) and put
+``mock.response_url(...)`` in the payloads they send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import WSMsgType, web
+
+
+@dataclass
+class Call:
+    """One recorded request."""
+
+    method: str
+    body: dict[str, Any]
+    token: str = ""
+    at: float = field(default_factory=time.monotonic)
+    raw: bytes = b""
+
+
+class MockSlackApi:
+    """Start with ``await mock.start()``; ``calls`` holds everything received, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        #: Web API method -> Slack error string to answer instead of ok
+        self.failures: dict[str, str] = {}
+        self.socket_acks: list[dict[str, Any]] = []
+        self.socket_connections = 0
+        self._ts = itertools.count(1)
+        self._ws: web.WebSocketResponse | None = None
+        self._ws_ready = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> MockSlackApi:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_post("/response/{hook}", self._response)
+        app.router.add_get("/socket", self._socket)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._ws is not None and not self._ws.closed:
+            await self._ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base}/api/"
+
+    def response_url(self, hook: str) -> str:
+        return f"{self.base}/response/{hook}"
+
+    # -- queries -----------------------------------------------------------------------------
+    def of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for(self, predicate: Callable[[], Any], *, timeout: float = 10.0) -> Any:
+        """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout}s; calls so far: {[c.method for c in self.calls]}"
+                )
+            await asyncio.sleep(0.01)
+
+    # -- handlers ----------------------------------------------------------------------------
+    async def _read(self, request: web.Request) -> tuple[dict[str, Any], bytes]:
+        raw = await request.read()
+        body: dict[str, Any] = dict(parse_qsl(request.query_string))
+        ctype = request.headers.get("Content-Type", "")
+        if "json" in ctype and raw:
+            body.update(json.loads(raw))
+        elif raw and "multipart" not in ctype:
+            body.update(parse_qsl(raw.decode("utf-8", "replace")))
+        for key in ("blocks", "attachments", "files"):
+            if isinstance(body.get(key), str):
+                with contextlib.suppress(ValueError):
+                    body[key] = json.loads(body[key])
+        return body, raw
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        body, raw = await self._read(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") or str(body.get("token", ""))
+        self.calls.append(Call(method, body, token, raw=raw))
+        if method in self.failures:
+            return web.json_response({"ok": False, "error": self.failures[method]})
+        return web.json_response(self._answer(method, body))
+
+    def _answer(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {
+                "ok": True,
+                "url": "https://test.slack.com/",
+                "team": "test",
+                "user": "gpubot",
+                "team_id": "T0TEST",
+                "user_id": "U0BOT",
+                "bot_id": "B0BOT",
+                "is_enterprise_install": False,
+            }
+        if method == "chat.postMessage":
+            ts = f"1700000000.{next(self._ts):06d}"
+            return {
+                "ok": True,
+                "channel": body.get("channel"),
+                "ts": ts,
+                "message": {"text": body.get("text"), "ts": ts, "thread_ts": body.get("thread_ts")},
+            }
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
+        if method == "chat.update":
+            return {
+                "ok": True,
+                "channel": body.get("channel"),
+                "ts": body.get("ts"),
+                "text": body.get("text"),
+            }
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._ts):06d}"
+            return {"ok": True, "upload_url": f"{self.base}/upload/{file_id}", "file_id": file_id}
+        if method == "files.completeUploadExternal":
+            files = body.get("files") or []
+            return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+        return {"ok": True}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        self.calls.append(Call("upload", {"file_id": request.match_info["file_id"]}, raw=raw))
+        return web.Response(text=f"OK - {len(raw)}")
+
+    async def _response(self, request: web.Request) -> web.Response:
+        body, raw = await self._read(request)
+        self.calls.append(Call("response_url", {**body, "hook": request.match_info["hook"]}, raw=raw))
+        return web.Response(text="ok")
+
+    # -- Socket Mode -------------------------------------------------------------------------
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self.socket_connections += 1
+        self._ws = ws
+        await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0TEST"}})
+        self._ws_ready.set()
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT:
+                self.socket_acks.append(json.loads(msg.data))
+            elif msg.type == WSMsgType.ERROR:
+                break
+        return ws
+
+    async def send_envelope(self, envelope: dict[str, Any], *, timeout: float = 10.0) -> None:
+        """Send a Socket Mode envelope to the connected client (waits for the connection)."""
+        await asyncio.wait_for(self._ws_ready.wait(), timeout)
+        assert self._ws is not None
+        await self._ws.send_json(envelope)

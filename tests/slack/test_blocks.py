@@ -1,0 +1,228 @@
+"""Block Kit rendering: every Slack limit holds, whatever the report holds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.report import Finding, Remediation, Report
+from bot.slack import blocks as B
+from bot.slack import limits as L
+from bot.slack.plaintext import full_text
+
+
+def _walk_text_objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    if isinstance(node, dict):
+        if node.get("type") in ("mrkdwn", "plain_text") and "text" in node:
+            found.append((path, node))
+        for key, value in node.items():
+            found += _walk_text_objects(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _walk_text_objects(value, f"{path}[{i}]")
+    return found
+
+
+def assert_within_limits(rendered: B.Rendered) -> None:
+    blocks = rendered.blocks
+    assert 1 <= len(blocks) <= L.MAX_BLOCKS
+    assert len(json.dumps(blocks, ensure_ascii=False)) <= B.MAX_MESSAGE_JSON
+    assert 0 < len(rendered.text) <= L.MAX_FALLBACK_TEXT
+    block_ids = [b["block_id"] for b in blocks if "block_id" in b]
+    assert len(block_ids) == len(set(block_ids)), "block_id must be unique in a message"
+    for path, obj in _walk_text_objects(blocks):
+        assert 0 < len(obj["text"]) <= L.MAX_SECTION_TEXT, path
+    for block in blocks:
+        if block["type"] == "header":
+            assert block["text"]["type"] == "plain_text"
+            assert len(block["text"]["text"]) <= L.MAX_HEADER
+        if block["type"] == "section":
+            text = block["text"]["text"]
+            assert text.count("```") % 2 == 0, "a code block must always close"
+        if block["type"] == "context":
+            assert len(block["elements"]) <= L.MAX_CONTEXT_ELEMENTS
+        if block["type"] == "actions":
+            assert len(block["elements"]) <= L.MAX_ACTIONS_ELEMENTS
+            action_ids = [e["action_id"] for e in block["elements"]]
+            assert len(action_ids) == len(set(action_ids))
+            for button in block["elements"]:
+                assert len(button["text"]["text"]) <= L.MAX_BUTTON_TEXT
+                assert len(button["value"]) <= L.MAX_BUTTON_VALUE
+                assert len(button["action_id"]) <= L.MAX_ID
+                confirm = button["confirm"]
+                assert len(confirm["title"]["text"]) <= L.MAX_CONFIRM_TITLE
+                assert len(confirm["text"]["text"]) <= L.MAX_CONFIRM_TEXT
+                assert len(confirm["confirm"]["text"]) <= L.MAX_CONFIRM_BUTTON
+                assert len(confirm["deny"]["text"]) <= L.MAX_CONFIRM_BUTTON
+                assert confirm["style"] == "danger"
+
+
+def huge_report() -> Report:
+    report = Report(
+        command="why-pending",
+        target={"kind": "Pod", "name": "p" * 250, "namespace": "ai"},
+        cluster="c" * 300,
+        elapsed_ms=12345,
+    )
+    severities = ["critical", "warning", "info"]
+    for i in range(200):
+        report.add(
+            Finding(
+                code=f"CODE_{i}",
+                severity=severities[i % 3],  # type: ignore[arg-type]
+                title=f"finding {i} " + "t" * 400,
+                # 200 findings × 100 B = 20 kB of evidence, plus one 20 kB line below
+                evidence=[f"evidence {i} <!channel> & ``` " + "e" * 60],
+                explanation="x" * 5000,
+                next_steps=[f"step {k} " + "s" * 900 for k in range(5)],
+                remediations=[
+                    Remediation(f"action.{k}" + "a" * 80, {"node": "n" * 100}, "blast radius " * 60)
+                    for k in range(30)
+                ],
+            )
+        )
+    report.findings[0].evidence.append("E" * 20000)
+    for n in range(100):
+        report.skip(f"ssh node-{n}", "timeout " * 10)
+    return report
+
+
+def test_200_findings_and_20kb_evidence_respect_every_limit() -> None:
+    report = huge_report()
+    assert sum(len(e) for f in report.findings for e in f.evidence) >= 20000
+    offer_ids = {(i, j): f"offer-{i}-{j}-" + "v" * 2100 for i in range(200) for j in range(30)}
+    rendered = B.render_report(report, offer_ids=offer_ids)
+    assert_within_limits(rendered)
+    assert rendered.truncated and rendered.omitted > 150
+    assert "did not fit" in json.dumps(rendered.blocks)
+    # the top finding is always shown, with its buttons
+    assert any(b.get("block_id") == "finding-0" for b in rendered.blocks)
+    assert any(b["type"] == "actions" for b in rendered.blocks)
+    # nothing is lost: the attached text holds every finding and all the evidence
+    text = full_text(report)
+    assert all(f"CODE_{i}:" in text for i in range(200))
+    assert "E" * 20000 in text
+
+
+def test_same_report_without_offer_hook_says_not_enabled() -> None:
+    rendered = B.render_report(huge_report(), offer_ids=None)
+    assert_within_limits(rendered)
+    assert not any(b["type"] == "actions" for b in rendered.blocks)
+    assert B.NOT_ENABLED in json.dumps(rendered.blocks)
+
+
+def test_user_controlled_text_is_escaped() -> None:
+    report = Report(command="why-pending", target={"name": "p", "namespace": "ai"}, cluster="sim")
+    report.add(
+        Finding(
+            "SCHED_UNRECOGNISED",
+            "warning",
+            "odd <!here> message",
+            evidence=["<https://evil.example|click> & more"],
+            next_steps=["<@U123> do it"],
+        )
+    )
+    blocks = B.render_report(report).blocks
+    # plain_text (the header) shows text literally; mrkdwn would turn these into pings and links
+    dumped = json.dumps([o for _, o in _walk_text_objects(blocks) if o["type"] == "mrkdwn"])
+    assert "<!here>" not in dumped and "<https://evil" not in dumped and "<@U123>" not in dumped
+    assert "&lt;!here&gt;" in dumped
+
+
+def test_small_report_is_not_truncated_and_has_markers_and_footer() -> None:
+    report = Report(
+        command="why-pending",
+        target={"kind": "Pod", "name": "p", "namespace": "ai"},
+        cluster="prod",
+        elapsed_ms=1500,
+    )
+    report.add(Finding("POD_STATUS", "warning", "image pull back-off", evidence=["ErrImagePull"]))
+    report.add(Finding("POD_RUNNING", "info", "context"))
+    report.skip("ssh n1", "auth")
+    rendered = B.render_report(report)
+    assert not rendered.truncated
+    assert rendered.blocks[0]["text"]["text"] == "🟠 pod ai/p: image pull back-off"
+    dumped = json.dumps(rendered.blocks, ensure_ascii=False)
+    assert "🔵" in dumped and "```\\nErrImagePull\\n```" in dumped
+    footer = rendered.blocks[-1]["elements"][0]["text"]
+    assert "prod" in footer and "1.5 s" in footer and "ssh n1 (auth)" in footer
+
+
+def test_node_status_table_is_monospace_and_bounded() -> None:
+    nodes = []
+    for n in range(300):
+        nodes.append(
+            {
+                "node": f"gpu-node-{n}",
+                "ready": n % 7 != 0,
+                "cordoned": n % 5 == 0,
+                "ssh": "ok" if n % 3 else "timeout",
+                "logical": {
+                    "tke.cloud.tencent.com/qgpu-core": {"capacity": 200, "allocatable": 200, "requested": 100}
+                },
+                "gpus": [
+                    {
+                        "index": g,
+                        "utilization": 3.0,
+                        "memory_used_mib": 0,
+                        "memory_total_mib": 32510,
+                        "temperature_c": 33,
+                        "power_w": 30.1,
+                        "verdict": "idle",
+                    }
+                    for g in range(8)
+                ],
+            }
+        )
+    nodes.append({"node": "weird", "gpus": [None, "x"], "logical": None})
+    report = Report(command="node-status", target={"nodes": []}, cluster="sim", nodes=nodes)
+    rendered = B.render_report(report)
+    assert_within_limits(rendered)
+    assert rendered.truncated
+    assert "```" in rendered.blocks[1]["text"]["text"] and "gpu-node-0" in rendered.blocks[1]["text"]["text"]
+    assert "qgpu-core 100/200" in rendered.blocks[1]["text"]["text"]
+    assert rendered.blocks[0]["text"]["text"].startswith("✅ all nodes")
+
+
+def test_long_help_text_is_paginated_within_limits() -> None:
+    text = "\n".join(f"line {i} " + "w" * 150 for i in range(2000))
+    pages = B.paginate_text(text, title="runbook long")
+    assert len(pages) > 1
+    for page in pages:
+        assert_within_limits(page)
+    joined = "\n".join(b["text"]["text"] for p in pages for b in p.blocks if b["type"] == "section")
+    assert "line 1999 " in joined
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    titles=st.lists(st.text(min_size=1, max_size=400), min_size=0, max_size=60),
+    evidence=st.lists(st.text(max_size=3000), max_size=5),
+    summary=st.text(max_size=600),
+)
+def test_any_text_stays_within_limits(titles: list[str], evidence: list[str], summary: str) -> None:
+    report = Report(command="nvml", target={"name": "p", "namespace": "n"}, cluster="x")
+    for i, title in enumerate(titles):
+        report.add(
+            Finding(
+                f"C{i}",
+                "info",
+                title,
+                evidence=evidence,
+                remediations=[Remediation("pod.delete", {"pod": title[:300]}, summary)],
+            )
+        )
+    rendered = B.render_report(report, offer_ids={(i, 0): "id" for i in range(len(titles))})
+    assert_within_limits(rendered)
+
+
+def test_clip_helpers() -> None:
+    assert L.clip("abcdef", 4) == "abc…"
+    assert L.clip("abc", 4) == "abc"
+    block = L.code_block("a&b\n" * 2000, 500)
+    assert len(block) <= 500 and block.endswith("```") and block.count("```") == 2
+    assert L.split_chunks(["a" * 10, "b" * 10, "c" * 10], 21) == ["a" * 10 + "\n" + "b" * 10, "c" * 10]
