@@ -234,7 +234,10 @@ def ssh_target_for(
     known_hosts: str,
     overrides: Mapping[str, str],
 ) -> SshTarget:
-    """Where to SSH for ``node_name``: an override "host:port", else the node's InternalIP:22."""
+    """Where to SSH for ``node_name``: an override "host:port", else the node's InternalIP:22.
+
+    Raises NodeProbeError only for an override that is not "host[:port]" (a configuration error).
+    """
     if node_name in overrides:
         try:
             host, port = _split_host_port(overrides[node_name])
@@ -246,9 +249,7 @@ def ssh_target_for(
     for entry in addresses:
         if isinstance(entry, dict) and entry.get("type") and entry.get("address"):
             by_type.setdefault(str(entry["type"]), str(entry["address"]))
-    host = by_type.get("InternalIP")
-    if not host:
-        raise NodeProbeError(
-            node_name, "error", "the node has no InternalIP address and no ssh target is set"
-        )
+    # no InternalIP (rare: some bare-metal setups): the Hostname address, then the node name,
+    # which resolve on most clusters; if they do not, the connection fails for this node only
+    host = by_type.get("InternalIP") or by_type.get("Hostname") or node_name
     return SshTarget(node_name, host, 22, user, key_path, known_hosts)

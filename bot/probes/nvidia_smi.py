@@ -92,15 +92,18 @@ def _text(value: str) -> str:
 
 
 def _split(line: str, expected: int, text_at: int) -> list[str] | None:
-    """Split on ", " and put back commas that belonged to the free-text field at ``text_at``."""
-    parts = line.split(", ")
+    """Split on commas and put back those that belonged to the free-text field at ``text_at``.
+
+    nvidia-smi separates with ", "; splitting on "," and trimming also reads a trailing empty
+    field and hand-edited output.
+    """
+    parts = [p.strip() for p in line.split(",")]
     if len(parts) < expected:
         return None
     extra = len(parts) - expected
     if extra:
-        parts = (
-            parts[:text_at] + [", ".join(parts[text_at : text_at + extra + 1])] + parts[text_at + extra + 1 :]
-        )
+        merged = ", ".join(parts[text_at : text_at + extra + 1])
+        parts = parts[:text_at] + [merged] + parts[text_at + extra + 1 :]
     return parts
 
 
@@ -110,7 +113,7 @@ def parse_gpu_query(text: str, *, problems: list[str] | None = None) -> list[Gpu
     for line in text.splitlines():
         if not line.strip():
             continue
-        parts = _split(line.strip(), len(GPU_FIELDS), GPU_FIELDS.index("name"))
+        parts = _split(line, len(GPU_FIELDS), GPU_FIELDS.index("name"))
         if parts is None:
             if problems is not None:
                 problems.append(f"unreadable nvidia-smi GPU line: {line.strip()[:200]}")

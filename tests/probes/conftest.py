@@ -1,0 +1,28 @@
+"""Fixtures for probe tests: simulated SSH fleets started on demand and always stopped."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from bot.sim.scenario import Scenario
+from bot.sim.ssh_server import SshFleet
+
+StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
+
+
+@pytest.fixture
+async def start_fleet(tmp_path: Path) -> AsyncIterator[StartFleet]:
+    fleets: list[SshFleet] = []
+
+    async def start(scenario: Scenario) -> SshFleet:
+        fleet = SshFleet(scenario, tmp_path / f"fleet{len(fleets)}")
+        fleets.append(fleet)
+        await fleet.start()
+        return fleet
+
+    yield start
+    for fleet in fleets:
+        await fleet.stop()
