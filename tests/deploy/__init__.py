@@ -1,0 +1,1 @@
+"""Tests of the deployment artefacts: Kustomize manifests, RBAC, container image, security scan."""
