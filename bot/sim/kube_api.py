@@ -238,7 +238,7 @@ class KubeApiServer:
             rest.existing(store, target)
             return web.Response(text="", content_type="text/plain")
         if method == "GET":
-            return rest.get_object(store, target)
+            return rest.get_object(request, store, target)
         if method == "PUT":
             return rest.replace_object(request, store, target, body)
         if method == "PATCH":

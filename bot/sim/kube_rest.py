@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.sim.kube_status import not_found, status_response, success
+from bot.sim.kube_table import table, wants_table
 from bot.sim.patch import PatchError, apply_patch
 from bot.sim.selectors import SelectorError, matcher, parse_field_selector, parse_label_selector
 from bot.sim.store import GENERATION_KINDS, Key, ObjectStore, ResourceType, dumps
@@ -110,6 +111,8 @@ def list_objects(request: web.Request, store: ObjectStore, target: Target) -> we
         meta["continue"] = encode_continue(rv, page.last_key)
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
+    if wants_table(request.headers.get("Accept", "")):
+        return web.Response(body=table(rtype, page.entries, meta), content_type="application/json")
     head = {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta}
     body = dumps(head)[:-1] + b',"items":[' + b",".join(e.raw for e in page.entries) + b"]}"
     return web.Response(body=body, content_type="application/json")
@@ -124,11 +127,14 @@ def existing(store: ObjectStore, target: Target) -> dict[str, Any]:
     return entry.obj
 
 
-def get_object(store: ObjectStore, target: Target) -> web.Response:
+def get_object(request: web.Request, store: ObjectStore, target: Target) -> web.Response:
     assert target.name is not None
     entry = store.get(target.rtype, target.namespace or "", target.name)
     if entry is None:
         raise RestError(not_found(target.rtype.plural, target.name, target.rtype.group))
+    if target.sub is None and wants_table(request.headers.get("Accept", "")):
+        meta = {"resourceVersion": entry.obj["metadata"]["resourceVersion"]}
+        return web.Response(body=table(target.rtype, [entry], meta), content_type="application/json")
     return web.Response(body=entry.raw, content_type="application/json")
 
 

@@ -24,7 +24,8 @@ def test_get_pods_json_and_table(kube: SimKube) -> None:
     items = json.loads(kubectl(kube, "get", "pods", "-A", "-o", "json").stdout)["items"]
     assert sorted(p["metadata"]["name"] for p in items) == [DEMO, "qgpu-manager-7xk2p", "qgpu-manager-m9q4d"]
     lines = kubectl(kube, "get", "pods", "-A").stdout.splitlines()
-    assert lines[0].split()[:2] == ["NAMESPACE", "NAME"] and len(lines) == 4
+    assert lines[0].split() == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert lines[1].split()[:4] == ["ai", DEMO, "1/1", "Running"] and len(lines) == 4
     nodes = kubectl(kube, "get", "nodes").stdout
     assert "tcs-10-29-25-5" in nodes and "tcs-10-29-25-6" in nodes
     on_node = kubectl(
@@ -71,6 +72,7 @@ def test_describe_node_and_pod(start_kube: Callable[..., SimKube]) -> None:
 def test_cordon_uncordon_label(kube: SimKube) -> None:
     assert "cordoned" in kubectl(kube, "cordon", "tcs-10-29-25-5").stdout
     assert kube.server.store.find("Node", "tcs-10-29-25-5")["spec"].get("unschedulable") is True
+    assert "Ready,SchedulingDisabled" in kubectl(kube, "get", "node", "tcs-10-29-25-5").stdout
     kubectl(kube, "uncordon", "tcs-10-29-25-5")
     assert not kube.server.store.find("Node", "tcs-10-29-25-5")["spec"].get("unschedulable")
     kubectl(
