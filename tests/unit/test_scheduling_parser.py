@@ -314,3 +314,50 @@ def test_grammar_fragments_never_crash(text: str) -> None:
         assert reason.count >= 0
         if reason.qgpu is not None:
             reason.qgpu.describe()
+
+
+def test_logic_package_exports_are_pinned() -> None:
+    # Checks and probes import these names; removing one is a breaking change.
+    import bot.engine.logic as logic
+
+    expected = {
+        "parse_scheduling_message",
+        "parse_event_messages",
+        "failed_scheduling_events",
+        "decode_qgpu",
+        "ParsedSchedulingMessage",
+        "Reason",
+        "TaintRef",
+        "QgpuAllocFailure",
+        "CardState",
+        "tolerates",
+        "untolerated_taints",
+        "node_taints",
+        "suggest_toleration",
+        "toleration_yaml",
+        "taint_str",
+        "UNSCHEDULABLE_TAINT",
+        "UNSCHEDULABLE_TAINT_KEY",
+        "node_matches",
+        "MatchResult",
+        "describe_selection",
+        "matching_nodes",
+        "parse_quantity",
+        "is_gpu_resource",
+        "gpu_family",
+        "pod_gpu_requests",
+        "pod_requests",
+        "container_gpu_resources",
+        "container_requests",
+        "spec_problems",
+        "SpecProblem",
+        "node_gpu_capacity",
+        "is_gpu_node",
+        "GPU_RESOURCE_PATTERNS",
+        "QGPU_CORE",
+        "QGPU_MEMORY",
+        "classify",
+        "PodState",
+    }
+    assert set(logic.__all__) == expected
+    assert all(hasattr(logic, name) for name in logic.__all__)
