@@ -30,6 +30,8 @@ class Emission:
     rank: int | None = None
     #: extra next steps specific to this case, shown before the catalogue's
     next_steps: list[str] = field(default_factory=list)
+    #: overrides the catalogue severity when the check knows this instance is the cause
+    severity: str | None = None
 
 
 #: runs a fixed read command in a container: (namespace, pod, container, argv) -> (stdout, stderr, exit)
@@ -58,10 +60,11 @@ class Context:
         remediations: list[Remediation] | None = None,
         rank: int | None = None,
         next_steps: list[str] | None = None,
+        severity: str | None = None,
         **params: Any,
     ) -> None:
         self.emissions.append(
-            Emission(code, dict(params), list(evidence or []), remediations, rank, list(next_steps or []))
+            Emission(code, dict(params), list(evidence or []), remediations, rank, list(next_steps or []), severity)
         )
 
     def skip(self, what: str, why: str) -> None:

@@ -73,7 +73,7 @@ def _keys(
     allowed = required | optional
     for key in obj:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.75)
             hint = f"; did you mean '{close[0]}'?" if close else f"; allowed: {', '.join(sorted(allowed))}"
             doc.err((*path, str(key)), f"unknown key '{key}' in {what}{hint}")
     for key in sorted(required - set(obj)):
@@ -124,7 +124,7 @@ def _placeholders(doc: Doc, text: str, path: YamlPath, declared: frozenset[str])
     if declared:
         for name in template_fields(text):
             if name not in declared:
-                close = difflib.get_close_matches(name, sorted(declared), n=1)
+                close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.75)
                 hint = f"; did you mean '{{{close[0]}}}'?" if close else ""
                 doc.err(path, f"unknown placeholder '{{{name}}}' (not in the catalogue's placeholders){hint}")
 
@@ -198,7 +198,7 @@ def _read_finding(
         _keys(doc, item, rpath, _REMEDIATION_KEYS, f"a remediation of {code}")
         action = item.get("action")
         if not isinstance(action, str) or action not in ACTION_NAMES:
-            close = difflib.get_close_matches(str(action), sorted(ACTION_NAMES), n=1)
+            close = difflib.get_close_matches(str(action), sorted(ACTION_NAMES), n=1, cutoff=0.75)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(ACTION_NAMES))}"
             doc.err((*rpath, "action"), f"unknown action '{action}' in {code}{hint}")
             continue
@@ -366,7 +366,7 @@ def _name(doc: Doc, data: Mapping[Any, Any], *, guide: bool) -> str:
 
 
 def _suggest(name: str, known: Mapping[str, object]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 

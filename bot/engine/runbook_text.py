@@ -212,12 +212,14 @@ def render_table(
     gap = 2
     budget = max(ncols * 8, width - len(indent) - gap * (ncols - 1))
     widths = list(natural)
-    while sum(widths) > budget:
-        squeezable = [i for i in range(ncols) if widths[i] > floors[i]]
-        if not squeezable:
-            break
-        widest = max(squeezable, key=lambda i: widths[i])
-        widths[widest] -= 1
+    # squeeze above the floors first; cut words only when the width leaves no other way
+    for limits in (floors, [8] * ncols):
+        while sum(widths) > budget:
+            squeezable = [i for i in range(ncols) if widths[i] > limits[i]]
+            if not squeezable:
+                break
+            widest = max(squeezable, key=lambda i: widths[i])
+            widths[widest] -= 1
     lines = _table_row(header, widths, gap, indent)
     lines.append(indent + (" " * gap).join("-" * w for w in widths))
     for row in body:

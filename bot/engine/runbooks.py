@@ -115,12 +115,13 @@ def list_guides(rs: RunbookSet) -> list[tuple[str, str]]:
 def render_guide_text(rb: Runbook, *, width: int = 100) -> str:
     """A guidance runbook as plain text: title, summary, sections with examples and tables."""
     width = max(40, width)
-    title = rb.title or rb.name
-    lines = [title, "=" * min(len(title), width)]
+    lines = wrap_paragraphs(rb.title or rb.name, width)
+    lines.append("=" * max(len(line) for line in lines))
     if rb.summary:
         lines += wrap_paragraphs(rb.summary, width)
     for section in rb.sections:
-        lines += ["", section.heading, "-" * min(len(section.heading), width)]
+        heading = wrap_paragraphs(section.heading, width)
+        lines += ["", *heading, "-" * max(len(line) for line in heading)]
         if section.text:
             lines += wrap_paragraphs(section.text, width)
         if section.examples:
@@ -139,7 +140,7 @@ def render_guide_text(rb: Runbook, *, width: int = 100) -> str:
                 lines.append("")
             lines += render_table(section.table.columns, section.table.rows, width=width, indent="  ")
     if rb.see_also:
-        lines += ["", "See also: " + ", ".join(rb.see_also)]
+        lines += ["", *wrap_paragraphs("See also: " + ", ".join(rb.see_also), width)]
     if any(s.examples for s in rb.sections):
         lines += [""] + wrap_paragraphs(
             "(Commands above are for you to read and run yourself; gpubot never runs them.)", width

@@ -58,7 +58,7 @@ def word(emission: Emission, runbooks: RunbookSet) -> Finding:
         ]
     return Finding(
         code=emission.code,
-        severity=tpl.severity,  # type: ignore[arg-type]
+        severity=(emission.severity or tpl.severity),  # type: ignore[arg-type]
         title=render_template(tpl.title, params)[:150],
         evidence=emission.evidence,
         explanation=render_template(tpl.explanation, params),

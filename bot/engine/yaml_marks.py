@@ -121,10 +121,20 @@ class _Converter:
             self.active.discard(id(node))
         return None  # pragma: no cover - composer yields only the three node kinds
 
-    def _scalar(self, node: ScalarNode) -> Any:
+    def _unsupported(self, node: Node) -> bool:
+        """Report a tag the safe constructor would not build as plain data."""
+        if node.tag in SafeConstructor.yaml_constructors and node.tag != "tag:yaml.org,2002:merge":
+            return False
         if node.tag == "tag:yaml.org,2002:merge":
-            self.parsed.problems.append((node.start_mark.line + 1, "merge keys ('<<') are not supported"))
-            return "<<"
+            problem = "merge keys ('<<') are not supported"
+        else:
+            problem = f"unsupported tag '{node.tag}': only plain YAML values are allowed"
+        self.parsed.problems.append((node.start_mark.line + 1, problem))
+        return True
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        if self._unsupported(node):
+            return "<<" if node.tag == "tag:yaml.org,2002:merge" else None
         try:
             return self.scalars.construct_object(node, deep=True)
         except ConstructorError as exc:
@@ -132,9 +142,9 @@ class _Converter:
             self.parsed.problems.append((node.start_mark.line + 1, f"unsupported value: {problem}"))
             return None
 
-    def _sequence(self, node: SequenceNode, path: YamlPath) -> list[Any]:
-        if node.tag != "tag:yaml.org,2002:seq":
-            self.parsed.problems.append((node.start_mark.line + 1, f"unsupported tag {node.tag}"))
+    def _sequence(self, node: SequenceNode, path: YamlPath) -> list[Any] | None:
+        if self._unsupported(node):
+            return None
         items: list[Any] = []
         for index, child in enumerate(node.value):
             child_path = (*path, index)
@@ -142,9 +152,9 @@ class _Converter:
             items.append(self.convert(child, child_path))
         return items
 
-    def _mapping(self, node: MappingNode, path: YamlPath) -> dict[Any, Any]:
-        if node.tag != "tag:yaml.org,2002:map":
-            self.parsed.problems.append((node.start_mark.line + 1, f"unsupported tag {node.tag}"))
+    def _mapping(self, node: MappingNode, path: YamlPath) -> dict[Any, Any] | None:
+        if self._unsupported(node):
+            return None
         result: dict[Any, Any] = {}
         first_lines: dict[Any, int] = {}
         for key_node, value_node in node.value:

@@ -3,6 +3,6 @@
 Importing this package registers every built-in check.
 """
 
-from bot.engine.checks import capacity, physical, pod, qgpu, scheduling, spec
+from bot.engine.checks import capacity, container, node, physical, pod, qgpu, scheduling, spec, working
 
-__all__ = ["capacity", "physical", "pod", "qgpu", "scheduling", "spec"]
+__all__ = ["capacity", "container", "node", "physical", "pod", "qgpu", "scheduling", "spec", "working"]

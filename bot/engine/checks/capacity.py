@@ -63,4 +63,5 @@ def terminating(ctx: Context) -> None:
             remediations=[Remediation("pod.delete", {"namespace": p.namespace, "pod": p.name},
                                       f"Delete {p.ref} again gracefully (30 s, never --force)") for p in mine[:3]],
             rank=16 if is_cause else 40,
+            severity="critical" if is_cause else None,
         )

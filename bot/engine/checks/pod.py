@@ -39,7 +39,7 @@ def status(ctx: Context) -> None:
     ref = pod_ref(t.pod)
     if state.display_status == "Running" and state.ready:
         node = state.node or "?"
-        ctx.emit("POD_RUNNING", pod=ref, node=node, evidence=[f"{ref} Running on {node}"], rank=90)
+        ctx.emit("POD_RUNNING", pod=ref, node=node, evidence=[f"{ref} Running on {node}"], rank=1)
         return
     rows = {str(r.get("status")): r for r in ctx.tables.get("pod_status", [])}
     key = state.display_status

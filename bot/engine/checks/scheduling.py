@@ -37,6 +37,7 @@ def scheduler_message(ctx: Context) -> None:
     ref = pod_ref(pod)
     known = {"untolerated_taint", "node_selector", "unschedulable"}  # computed by their own checks
     unrecognised = []
+    qgpu_lines: list[str] = []
     for reason in msg.reasons:
         line = f"{reason.count} {reason.text}" if reason.count else reason.text
         if reason.category == "insufficient_gpu":
@@ -59,17 +60,15 @@ def scheduler_message(ctx: Context) -> None:
                 rank=30,
             )
         elif reason.category == "qgpu_alloc_failed" and reason.qgpu is not None:
-            ctx.emit(
-                "SCHED_QGPU_ALLOC_FAILED",
-                pod=ref,
-                count=reason.count,
-                evidence=[line, reason.qgpu.describe()],
-                rank=15,
-            )
+            qgpu_lines += [line, "  " + reason.qgpu.describe()]
         elif reason.category in known:
             continue
         elif reason.category == "unrecognised":
             unrecognised.append(line)
+    if qgpu_lines:
+        # One finding for all nodes: each histogram entry is a group of nodes with the same card state.
+        count = sum(r.count for r in msg.reasons if r.category == "qgpu_alloc_failed")
+        ctx.emit("SCHED_QGPU_ALLOC_FAILED", pod=ref, count=count, evidence=qgpu_lines, rank=15)
     if msg.prefilter and not msg.reasons:
         unrecognised.append(msg.prefilter)
     if unrecognised:
