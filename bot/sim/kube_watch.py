@@ -19,6 +19,8 @@ from bot.sim.store import Change, ObjectStore, ResourceType, dumps
 
 #: the longest a watch stays open when the client gives no timeoutSeconds
 DEFAULT_TIMEOUT_S = 1800.0
+#: how often an idle watch checks that its client is still connected (aiohttp does not cancel it)
+_LIVENESS_S = 2.0
 
 
 def event_line(change: Change) -> bytes:
@@ -87,9 +89,11 @@ async def serve_watch(
             if left <= 0:
                 break
             try:
-                got: Change | None = await asyncio.wait_for(queue.get(), left)
+                got: Change | None = await asyncio.wait_for(queue.get(), min(left, _LIVENESS_S))
             except TimeoutError:
-                break
+                if request.transport is None or request.transport.is_closing():
+                    break
+                continue
             if got is None:
                 break
             if wanted(got):
