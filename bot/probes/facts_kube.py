@@ -106,6 +106,8 @@ async def target(ctx: Context) -> None:
     inv = ctx.inv
     t = TargetFacts(kind=inv.kind, name=inv.name, namespace=inv.namespace)
     ctx.facts["kube.target"] = t
+    if not inv.kind:
+        return  # node-status has no target; node.physical needs this probe only for the others
     try:
         if inv.kind == "Pod":
             t.pod = await ctx.kube.get_object("Pod", inv.name, inv.namespace)

@@ -109,17 +109,15 @@ def chain_evidence(ctx: Context, facts: ExecFacts, view: ContainerView) -> list[
 
 
 def _problems(view: ContainerView) -> list[str]:
-    """Broken links no specific code covers: no devices, no nvidia-smi, framework sees no GPU."""
+    """Broken links no specific code covers: no devices, nvidia-smi failing, framework sees no GPU."""
     out = []
     if not view.devices:
         out.append("no /dev/nvidia* device files in the container")
     smi = view.out("nvidia_smi")
-    if not smi.ok:
-        if smi.exit_code == 127:
-            out.append("nvidia-smi is not in the image (exit 127)")
-        elif NVML_UNKNOWN not in smi.text:
-            first = next((ln.strip() for ln in smi.text.splitlines() if ln.strip()), f"exit {smi.exit_code}")
-            out.append(f"nvidia-smi fails: {first[:200]}")
+    # nvidia-smi missing from the image (exit 127) is shown in the chain but breaks nothing
+    if smi.ran and not smi.ok and smi.exit_code != 127 and NVML_UNKNOWN not in smi.text:
+        first = next((ln.strip() for ln in smi.text.splitlines() if ln.strip()), f"exit {smi.exit_code}")
+        out.append(f"nvidia-smi fails: {first[:200]}")
     t = view.torch
     if t is not None and t.cuda is not None and (not t.available or t.device_count < 1):
         out.append(f"torch (CUDA {t.cuda}) sees no GPU: is_available {t.available}, "
@@ -137,7 +135,8 @@ def nvml(ctx: Context) -> None:
     if facts is None:
         return
     t = target(ctx)
-    owned = bool(t is not None and t.owners)
+    refs = (((t.pod if t else None) or {}).get("metadata") or {}).get("ownerReferences") or []
+    owned = any(r.get("controller") for r in refs)
     for view in facts.containers:
         smi = view.out("nvidia_smi")
         if NVML_UNKNOWN not in smi.text or not view.devices:
