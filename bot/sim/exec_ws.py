@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from bot.sim.exec_commands import ExecTarget, answer
 from bot.sim.kube_status import status_response
@@ -99,7 +99,4 @@ async def handle_exec(
         await ws.send_bytes(bytes([STDERR]) + stderr.encode())
     await ws.send_bytes(bytes([ERROR]) + json.dumps(exit_status(code)).encode())
     await ws.close()
-    async for msg in ws:  # pragma: no cover - drains a late client frame
-        if msg.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
-            break
     return ws

@@ -81,6 +81,11 @@ class KubeApiServer:
         self._hub = WatchHub()
         self._runner: web.AppRunner | None = None
 
+    @property
+    def active_watches(self) -> int:
+        """Open watch streams (tests wait for a watch to be connected before writing)."""
+        return len(self._hub.queues)
+
     # -- lifecycle -------------------------------------------------------------------------
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)

@@ -261,7 +261,7 @@ def test_watch_replays_history_and_streams_live_changes(kube: SimKube) -> None:
     kube.core.patch_namespaced_pod("qgpu-manager-7xk2p", "qgpu", {"metadata": {"labels": {"other": "ns"}}})
 
     def live_write() -> None:
-        wait_until(lambda: bool(kube.server._hub.queues))
+        wait_until(lambda: kube.server.active_watches > 0)
         kube.core.patch_namespaced_pod(*DEMO[::-1], {"metadata": {"labels": {"step": "2"}}})
 
     seen = []
