@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 from dataclasses import dataclass
 
 import asyncssh
@@ -105,6 +106,39 @@ def _all_refused(exc: BaseException) -> bool:
     )
 
 
+_KnownHostsKey = tuple[str, int, int, int]
+_known_hosts_cache: dict[str, tuple[_KnownHostsKey, asyncssh.SSHKnownHosts]] = {}
+_client_key_cache: dict[str, tuple[_KnownHostsKey, asyncssh.SSHKey]] = {}
+
+
+def _stamp(path: str) -> _KnownHostsKey:
+    info = os.stat(path)
+    return (path, info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def _known_hosts(path: str) -> asyncssh.SSHKnownHosts:
+    """The parsed file, re-read whenever it changes.
+
+    Parsing known_hosts on every connection is O(nodes) per node, so O(nodes²) for a fleet
+    sweep; caching by (mtime, size) keeps the lookup a dict hit without ever using stale keys.
+    """
+    stamp = _stamp(path)
+    cached = _known_hosts_cache.get(path)
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, asyncssh.read_known_hosts(path))
+        _known_hosts_cache[path] = cached
+    return cached[1]
+
+
+def _client_key(path: str) -> asyncssh.SSHKey:
+    stamp = _stamp(path)
+    cached = _client_key_cache.get(path)
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, asyncssh.read_private_key(path))
+        _client_key_cache[path] = cached
+    return cached[1]
+
+
 async def open_connection(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
     """Connect and authenticate within ``timeout`` seconds, or raise NodeProbeError."""
     if not target.known_hosts:
@@ -113,13 +147,21 @@ async def open_connection(target: SshTarget, *, timeout: float) -> asyncssh.SSHC
     if not target.key_path:
         raise NodeProbeError(target.node, "auth", "no SSH key configured")
     try:
+        known_hosts = _known_hosts(target.known_hosts)
+    except (OSError, ValueError, asyncssh.Error):
+        raise NodeProbeError(target.node, "host-key", "cannot read the known_hosts file") from None
+    try:
+        client_key = _client_key(target.key_path)
+    except (OSError, ValueError, asyncssh.Error):
+        raise NodeProbeError(target.node, "auth", "cannot read the SSH key file") from None
+    try:
         async with asyncio.timeout(timeout):
             return await asyncssh.connect(
                 target.host,
                 target.port,
                 username=target.user,
-                known_hosts=target.known_hosts,
-                client_keys=[target.key_path],
+                known_hosts=known_hosts,
+                client_keys=[client_key],
                 config=None,
                 agent_path=None,
                 password=None,

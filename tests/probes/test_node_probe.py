@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -151,7 +152,11 @@ async def test_missing_known_hosts_never_connects(start_fleet: StartFleet) -> No
     assert info.value.reason == "host-key"
     with pytest.raises(NodeProbeError) as info:
         await open_connection(SshTarget(**{**target.__dict__, "key_path": "/nonexistent/key"}), timeout=5)
-    assert info.value.reason == "error"
+    assert info.value.reason == "auth"
+    with pytest.raises(NodeProbeError) as info:
+        await open_connection(SshTarget(**{**target.__dict__, "known_hosts": "/nonexistent/kh"}), timeout=5)
+    assert info.value.reason == "host-key"
+    assert fleet.command_log == []
 
 
 class _Proxy:
@@ -243,3 +248,21 @@ def test_ssh_target_for() -> None:
     assert ssh_target_for("n2", None, overrides={}, **common).host == "n2"
     with pytest.raises(NodeProbeError):
         ssh_target_for("n1", node, overrides={"n1": "host:notaport"}, **common)
+
+
+async def test_a_changed_known_hosts_file_is_read_again(start_fleet: StartFleet) -> None:
+    fleet = await start_fleet(many_nodes(2, {1: {"ssh": "wrong-host-key"}}))
+    targets = targets_of(fleet)
+    with pytest.raises(NodeProbeError):
+        await open_connection(targets["node-001"], timeout=5)
+    # the operator accepts the node's new key: known_hosts changes, the next probe must see it
+    assert fleet.keys is not None
+    presented = fleet.keys.nodes["node-001"].presented.export_public_key().decode().split()[:2]
+    lines = fleet.known_hosts_path.read_text().splitlines()
+    port = fleet.targets["node-001"][1]
+    fixed = [f"[127.0.0.1]:{port} {' '.join(presented)}" if f":{port} " in ln else ln for ln in lines]
+    fleet.known_hosts_path.write_text("\n".join(fixed) + "\n")
+    stat = fleet.known_hosts_path.stat()
+    os.utime(fleet.known_hosts_path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    conn = await open_connection(targets["node-001"], timeout=5)
+    conn.close()
