@@ -1,0 +1,548 @@
+"""Runbook loading and validation: the shipped runbooks, broken fixtures, templates and guides.
+
+Broken fixtures live in tests/data/runbooks-broken/: each file states the problems it must
+produce in ``# expect: LINE: problem`` header lines. A fixture is validated together with a small
+valid set (a catalogue, a demo diagnosis and the shipped guides), so the expected lines are the
+only problems.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.engine.runbook_text import placeholder_problems, render_title
+from bot.engine.runbooks import (
+    RunbookSet,
+    default_runbook_dir,
+    list_guides,
+    load_runbooks,
+    render_guide_text,
+    render_template,
+    validate_dir,
+)
+from bot.engine.yaml_marks import MAX_NODES, YamlSyntaxError, parse_yaml
+from bot.errors import RunbookError, UsageError
+from bot.registry import ACTION_NAMES, REGISTRY, CheckSpec, ProbeSpec, Registry
+
+REPO = Path(__file__).resolve().parents[2]
+RUNBOOKS = REPO / "runbooks"
+BROKEN = REPO / "tests" / "data" / "runbooks-broken"
+
+#: the public codes of shared/findings.md, pinned: the catalogue must word every one
+FINDINGS_MD_CODES = [
+    "POD_NOT_FOUND",
+    "POD_RUNNING",
+    "POD_STATUS",
+    "SCHED_INSUFFICIENT_GPU",
+    "SCHED_INSUFFICIENT_OTHER",
+    "SCHED_QGPU_ALLOC_FAILED",
+    "SCHED_UNTOLERATED_TAINT",
+    "SCHED_NODE_SELECTOR_MISMATCH",
+    "SCHED_WEBHOOK_DENIED",
+    "SCHED_UNSCHEDULABLE_NODE",
+    "SCHED_UNRECOGNISED",
+    "SPEC_MIXED_GPU_RESOURCES",
+    "SPEC_ZERO_CPU_MEMORY",
+    "SPEC_WHOLE_CARD_SHARED",
+    "QGPU_OPERATOR_MISSING",
+    "QGPU_NODE_NO_CAPACITY",
+    "QGPU_NS_POLICY_MISSING",
+    "QGPU_NS_POLICY_INVALID",
+    "NS_SYSTEM_CLASSIFIED",
+    "CAPACITY_EXHAUSTED",
+    "TERMINATING_HOLDS_GPU",
+    "LEAK_LOGICAL_NOT_PHYSICAL",
+    "ALLOCATION_REAL",
+    "CHECKPOINT_ZOMBIE",
+    "NODE_UNREACHABLE",
+    "NODE_NOT_READY",
+    "NODE_CORDONED",
+    "GPU_IDLE",
+    "GPU_BUSY",
+    "QGPU_CORE_OVER_QUOTA",
+    "NVML_CGROUP_LOST",
+    "TORCH_CPU_BUILD",
+    "DRIVER_TOO_OLD",
+    "PID1_SHELL",
+    "SPEC_QGPU_INVALID",
+]
+
+#: the field-notes sections (§1-§11 of the 2026-05-07 notes, the 05-08 checkpoint zombie, the
+#: 05-11 qGPU leak, the closing quick reference) and facts each covering guide must state
+FIELD_NOTES_SECTIONS: dict[str, list[str]] = {
+    "1": ["nvidia.com/gpu: 1", "tke.cloud.tencent.com/qgpu-core", "qgpu-memory", "never both"],
+    "2": [
+        "grep -i qgpu",
+        "qgpu-core: 100",
+        "qgpu-schedule-policy",
+        "best-effort",
+        "fixed-share",
+        "burst-share",
+    ],
+    "3": ["kubernetes.io/metadata.name", "System", "Tenant", "diff /tmp/good.yaml /tmp/bad.yaml"],
+    "4": [
+        "Failed to initialize NVML",
+        "/proc/driver/nvidia/version",
+        "daemon-reload",
+        "no-cgroups = true",
+        "privileged",
+        "timestamps",
+    ],
+    "5": [
+        "TAINTS:.spec.taints",
+        "<none>",
+        "nvidia.com/gpu=true:NoSchedule",
+        'operator: "Exists"',
+        "node-role.kubernetes.io/master",
+    ],
+    "6": [
+        "grep -vE 'Running|Completed'",
+        "-o wide",
+        "tail -50",
+        "ContainerCreating",
+        "ImagePullBackOff",
+        "CrashLoopBackOff",
+        "READY 0/1",
+        "OOMKilled",
+        "untolerated taint",
+        "node affinity/selector",
+        "admission webhook",
+    ],
+    "7": ["{.spec.nodeName}", "ssh", "0 %"],
+    "8": [
+        "torch.version.cuda",
+        "None",
+        "/dev/nvidia*",
+        "env | grep",
+        "4096",
+        "about 3 ms",
+        "15-20 ms",
+        "orders of magnitude",
+    ],
+    "9": [
+        "about 33 °C",
+        "about 30 W",
+        "20-26 %",
+        "about 85 W",
+        "95-99 %",
+        "65-80 °C",
+        "250-300 W",
+        "5 points",
+    ],
+    "10": [
+        "nohup",
+        "disown",
+        "python -u",
+        "/tmp/gpu.pid",
+        "tmux attach -t gpu",
+        "/root",
+        "PersistentVolumeClaim",
+        "PID 1",
+        "/proc/1/comm",
+    ],
+    "11": ["apps/v1", "kind: Deployment", '["sleep", "infinity"]', "qgpu-core: 20", "qgpu-schedule-policy"],
+    "zombie": [
+        "qgpu-core: 100",
+        "kubelet_internal_checkpoint",
+        "failed to allocate (100, 0, 1)",
+        "PodUID",
+        "metadata.uid",
+        "systemctl restart kubelet",
+        "docker restart",
+        "10 to 30 seconds",
+        "not killed",
+        "kubectl cordon",
+        "--force --grace-period=0",
+        "cpu: '0'",
+    ],
+    "leak": [
+        "30 of 200",
+        "grep Terminating",
+        "cards idle, no process",
+        "processes running",
+        "nothing allocated",
+        "kubectl rollout restart daemonset",
+        "rm -f",
+        "kubernetes.io/hostname",
+        "--grace-period=30",
+        "3.0.2",
+    ],
+    "summary": ["<none>", "qgpu-schedule-policy", "NVML", "Util %", "±5", "as new as", "python -u"],
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+def _fixture_registry() -> Registry:
+    """Throwaway probes and checks the broken fixtures refer to (``fixture.*``)."""
+    reg = Registry()
+
+    async def noop(ctx: object) -> None:
+        return None
+
+    def rule(ctx: object) -> None:
+        return None
+
+    reg.probes["fixture.target"] = ProbeSpec("fixture.target", noop)
+    reg.probes["fixture.events"] = ProbeSpec("fixture.events", noop, needs=("fixture.target",))
+    reg.checks["fixture.status"] = CheckSpec(
+        "fixture.status", rule, needs=("fixture.target",), tables=("pod_status",)
+    )
+    reg.checks["fixture.sched"] = CheckSpec("fixture.sched", rule, needs=("fixture.events",))
+    return reg
+
+
+@pytest.fixture
+def fixture_registry() -> Registry:
+    return _fixture_registry()
+
+
+@pytest.fixture(scope="module")
+def mine(tmp_path_factory: pytest.TempPathFactory) -> RunbookSet:
+    """The shipped catalogue and guides with the demo diagnosis, independent of other runbooks."""
+    target = _base_dir(tmp_path_factory.mktemp("mine"))
+    shutil.copy(RUNBOOKS / "findings.yaml", target / "findings.yaml")
+    return load_runbooks(target, registry=_fixture_registry())
+
+
+@pytest.fixture
+def global_fixture_names() -> Iterator[None]:
+    """The fixture names registered in the process-wide REGISTRY, removed afterwards."""
+    extra = _fixture_registry()
+    added = (
+        [n for n in extra.probes if n not in REGISTRY.probes],
+        [n for n in extra.checks if n not in REGISTRY.checks],
+    )
+    for name in added[0]:
+        REGISTRY.probes[name] = extra.probes[name]
+    for name in added[1]:
+        REGISTRY.checks[name] = extra.checks[name]
+    yield
+    for name in added[0]:
+        REGISTRY.probes.pop(name, None)
+    for name in added[1]:
+        REGISTRY.checks.pop(name, None)
+
+
+def _base_dir(tmp_path: Path) -> Path:
+    """A valid set: the small catalogue, the demo diagnosis and the shipped guides."""
+    target = tmp_path / "rb"
+    target.mkdir()
+    shutil.copy(BROKEN / "_base" / "findings.yaml", target / "findings.yaml")
+    shutil.copy(BROKEN / "_base" / "demo.yaml", target / "demo.yaml")
+    for guide in RUNBOOKS.glob("guide-*.yaml"):
+        shutil.copy(guide, target / guide.name)
+    return target
+
+
+def _guides(rs_dir: Path = RUNBOOKS) -> dict[str, dict[str, object]]:
+    import yaml
+
+    out = {}
+    for path in sorted(rs_dir.glob("guide-*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        out[data["name"]] = data
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the shipped runbooks
+
+
+def test_shipped_runbooks_validate_clean_against_the_real_registry() -> None:
+    assert validate_dir(None) == []
+    rs = load_runbooks("")
+    assert rs.directory == str(default_runbook_dir())
+    assert default_runbook_dir() == RUNBOOKS
+
+
+def test_shipped_catalogue_and_guides_validate_with_a_fixture_diagnosis(
+    tmp_path: Path, fixture_registry: Registry
+) -> None:
+    target = _base_dir(tmp_path)
+    shutil.copy(RUNBOOKS / "findings.yaml", target / "findings.yaml")
+    rs = load_runbooks(target, registry=fixture_registry)
+    assert rs.diagnosis("demo").probes == ["fixture.target", "fixture.events"]
+    assert rs.diagnosis("demo").tables["pod_status"][1]["look_at"] == ["kubectl logs --previous"]
+    assert len(rs.guides) >= 13
+
+
+def test_catalogue_words_every_public_code(mine: RunbookSet) -> None:
+    rs = mine
+    missing = [code for code in FINDINGS_MD_CODES if code not in rs.catalogue]
+    assert missing == []
+    for template in rs.catalogue.values():
+        assert template.explanation.strip(), template.code
+        assert template.line > 0 and template.source.endswith("findings.yaml")
+        assert all(r.action in ACTION_NAMES for r in template.remediations)
+
+
+def test_every_catalogue_text_fills_completely_from_the_declared_placeholders(mine: RunbookSet) -> None:
+    rs = mine
+    params = {name: f"<{name}>" for name in rs.placeholders}
+    for code, template in rs.catalogue.items():
+        finding = template.render(params, offer={r.action: {} for r in template.remediations})
+        texts = [
+            finding.title,
+            finding.explanation,
+            *finding.next_steps,
+            *(r.summary for r in finding.remediations),
+        ]
+        for text in texts:
+            assert not re.search(r"\{[A-Za-z_]\w*\}", text), (code, text)
+        assert "\n" not in finding.title and len(finding.title) <= 150, code
+
+
+# ---------------------------------------------------------------------------------------------
+# field-notes coverage
+
+
+def test_every_field_notes_section_is_covered_by_a_guide() -> None:
+    covered: dict[str, list[str]] = {}
+    for name, data in _guides().items():
+        for entry in data.get("covers") or []:
+            match = re.match(r"§(\S+)\s", str(entry))
+            assert match, f"{name}: covers entry {entry!r} must start with a section id like '§4 '"
+            covered.setdefault(match.group(1), []).append(name)
+    assert sorted(covered) == sorted(FIELD_NOTES_SECTIONS)
+
+
+@pytest.mark.parametrize("section", sorted(FIELD_NOTES_SECTIONS))
+def test_covering_guide_states_the_sections_facts(section: str, mine: RunbookSet) -> None:
+    rs = mine
+    guides = [g for g in rs.guides.values() if any(c.startswith(f"§{section} ") for c in g.covers)]
+    assert guides
+    text = "\n".join(render_guide_text(g, width=400) for g in guides)
+    missing = [fact for fact in FIELD_NOTES_SECTIONS[section] if fact not in text]
+    assert missing == [], f"§{section}: not stated in {[g.name for g in guides]}"
+
+
+def test_diagnosis_guidance_names_exist(mine: RunbookSet) -> None:
+    rs = mine
+    for rb in rs.diagnoses.values():
+        for name in rb.guidance:
+            assert rs.guide(name).kind == "guidance"
+
+
+# ---------------------------------------------------------------------------------------------
+# broken fixtures
+
+
+def _cases() -> list[Path]:
+    return sorted(p for p in BROKEN.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda p: p.stem)
+def test_broken_fixture_reports_its_file_and_line(
+    case: Path, tmp_path: Path, fixture_registry: Registry
+) -> None:
+    target = _base_dir(tmp_path)
+    text = case.read_text(encoding="utf-8")
+    expected_tail = [m.group(1) for m in re.finditer(r"^# expect: (.+)$", text, re.MULTILINE)]
+    assert expected_tail, f"{case.name} has no '# expect:' lines"
+    name = "findings.yaml" if re.search(r"^kind: findings$", text, re.MULTILINE) else case.name
+    shutil.copy(case, target / name)
+    expected = sorted(f"{target / name}:{tail.replace('DIR', str(target))}" for tail in expected_tail)
+    problems = validate_dir(target, registry=fixture_registry)
+    assert sorted(problems) == expected
+    with pytest.raises(RunbookError) as caught:
+        load_runbooks(target, registry=fixture_registry)
+    assert sorted(caught.value.problems) == expected
+
+
+def test_base_fixture_is_valid(tmp_path: Path, fixture_registry: Registry) -> None:
+    assert validate_dir(_base_dir(tmp_path), registry=fixture_registry) == []
+
+
+def test_default_path_uses_the_global_registry(tmp_path: Path, global_fixture_names: None) -> None:
+    assert validate_dir(_base_dir(tmp_path)) == []
+
+
+def test_missing_directory_and_missing_catalogue(tmp_path: Path, fixture_registry: Registry) -> None:
+    assert validate_dir(tmp_path / "nope", registry=fixture_registry) == [
+        f"{tmp_path / 'nope'}: runbook directory not found"
+    ]
+    target = _base_dir(tmp_path)
+    (target / "findings.yaml").unlink()
+    problems = validate_dir(target, registry=fixture_registry)
+    assert problems == [f"{target}: no findings catalogue (a file with 'kind: findings', e.g. findings.yaml)"]
+
+
+def test_second_catalogue_and_duplicate_guide_name(tmp_path: Path, fixture_registry: Registry) -> None:
+    target = _base_dir(tmp_path)
+    shutil.copy(target / "findings.yaml", target / "more-findings.yaml")
+    shutil.copy(target / "guide-pod-triage.yaml", target / "guide-pod-triage-copy.yaml")
+    problems = validate_dir(target, registry=fixture_registry)
+    second, first = target / "more-findings.yaml", target / "findings.yaml"
+    assert f"{second}:2: a second findings catalogue; the first is {first}" in problems
+    assert any(
+        p.startswith(
+            f"{target / 'guide-pod-triage.yaml'}:2: runbook name 'guide-pod-triage' is already used by"
+        )
+        for p in problems
+    )
+    assert len(problems) == 2
+
+
+def test_dot_files_and_other_suffixes_are_ignored(tmp_path: Path, fixture_registry: Registry) -> None:
+    target = _base_dir(tmp_path)
+    (target / ".hidden.yaml").write_text("not: [valid", encoding="utf-8")
+    (target / "notes.txt").write_text("kind: nonsense", encoding="utf-8")
+    assert validate_dir(target, registry=fixture_registry) == []
+
+
+def test_non_utf8_file_is_a_problem_not_a_crash(tmp_path: Path, fixture_registry: Registry) -> None:
+    target = _base_dir(tmp_path)
+    (target / "bad.yaml").write_bytes(b"kind: guidance\nname: \xff\xfe\n")
+    problems = validate_dir(target, registry=fixture_registry)
+    assert len(problems) == 1 and problems[0].startswith(f"{target / 'bad.yaml'}:1: not UTF-8 text")
+
+
+# ---------------------------------------------------------------------------------------------
+# yaml_marks
+
+
+def test_marks_record_key_and_item_lines() -> None:
+    parsed = parse_yaml("a: 1\nb:\n  - x\n  - y: 2\n    z: 3\n")
+    assert parsed.value == {"a": 1, "b": ["x", {"y": 2, "z": 3}]}
+    assert parsed.line(("b", 1, "z")) == 5
+    assert parsed.line(("b", 0)) == 3
+    assert parsed.line(("b", 7, "missing")) == 2
+
+
+def test_marks_report_duplicates_and_keep_the_first() -> None:
+    parsed = parse_yaml("m:\n  k: 1\n  j: 0\n  k: 2\n")
+    assert parsed.value == {"m": {"k": 1, "j": 0}}
+    assert [(d.path, d.key, d.line, d.first_line) for d in parsed.duplicates] == [(("m",), "k", 4, 2)]
+
+
+def test_marks_syntax_error_line() -> None:
+    with pytest.raises(YamlSyntaxError) as caught:
+        parse_yaml("a: 1\nb: [1, 2\nc: 3\n")
+    assert caught.value.line == 3
+
+
+def test_marks_refuse_recursion_and_alias_bombs() -> None:
+    recursive = parse_yaml("a: &x [1, *x]\n")
+    assert any("recursive alias" in p for _, p in recursive.problems)
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
+    )
+    parsed = parse_yaml(bomb)
+    assert any(f"more than {MAX_NODES} nodes" in p for _, p in parsed.problems)
+
+
+def test_marks_refuse_merge_keys_and_unknown_tags() -> None:
+    parsed = parse_yaml("base: &b {x: 1}\nuse:\n  <<: *b\n  y: !custom 2\n")
+    problems = [p for _, p in parsed.problems]
+    assert any("merge keys" in p for p in problems)
+    assert any("unsupported tag '!custom'" in p for p in problems)
+    assert parsed.value == {"base": {"x": 1}, "use": {"<<": {"x": 1}, "y": None}}
+
+
+# ---------------------------------------------------------------------------------------------
+# templates
+
+
+def test_render_template_plain_fields_and_escapes() -> None:
+    assert render_template("{pod} on {node}", {"pod": "ns/p", "node": "n1"}) == "ns/p on n1"
+    assert render_template("{{literal}} {missing}", {}) == "{literal} {missing}"
+    assert render_template("{uids}", {"uids": ["a", "b"]}) == "a, b"
+    assert render_template("{pod.__class__} {pod[0]} {pod!r} {pod:>20} {0}", {"pod": "x"}) == (
+        "{pod.__class__} {pod[0]} {pod!r} {pod:>20} {0}"
+    )
+
+
+def test_render_title_is_one_clipped_line() -> None:
+    title = render_title("{message}", {"message": "line one\nline two " + "x" * 400})
+    assert "\n" not in title and len(title) == 150 and title.endswith("…")
+
+
+class _Hostile:
+    def __str__(self) -> str:
+        raise RuntimeError("boom")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("format must not be called")
+
+
+_values = st.one_of(
+    st.text(max_size=50),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.lists(st.text(max_size=10), max_size=5),
+    st.just(_Hostile()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    template=st.text(alphabet=st.sampled_from(list("{}[]!:.0ab_ \\x%s")), max_size=60) | st.text(max_size=60),
+    params=st.dictionaries(
+        st.sampled_from(["a", "b", "ab", "x_", "0", "a.b"]) | st.text(max_size=5), _values, max_size=6
+    ),
+)
+def test_render_template_never_raises(template: str, params: dict[str, object]) -> None:
+    out = render_template(template, params)
+    assert isinstance(out, str)
+    assert isinstance(render_title(template, params), str)
+    assert isinstance(placeholder_problems(template), list)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True), value=st.text(max_size=30))
+def test_render_template_fills_valid_names(name: str, value: str) -> None:
+    assert render_template("<{" + name + "}>", {name: value}) == f"<{value}>"
+    assert placeholder_problems("<{" + name + "}>") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# findings and guides
+
+
+def test_finding_render_only_offers_sanctioned_actions(mine: RunbookSet) -> None:
+    rs = mine
+    finding = rs.finding(
+        "CHECKPOINT_ZOMBIE",
+        {"node": "n1", "count": 1, "uids": ["u1"], "devices": "GPU-1"},
+        evidence=["checkpoint entry u1"],
+        offer={"kubelet.restart": {"node": "n1"}, "pod.delete": {"pod": "x"}},
+    )
+    assert [r.action for r in finding.remediations] == ["kubelet.restart"]
+    assert finding.remediations[0].params == {"node": "n1"}
+    assert "n1" in finding.title and finding.severity == "critical"
+    assert finding.evidence == ["checkpoint entry u1"]
+
+
+def test_guide_lookup_suggests_close_names(mine: RunbookSet) -> None:
+    rs = mine
+    with pytest.raises(UsageError, match="did you mean guide-pod-triage"):
+        rs.guide("guide-pod-triag")
+    names = [name for name, _ in list_guides(rs)]
+    assert names == sorted(names) and "guide-nvml-unknown-error" in names
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_guide_text_wraps_prose_and_aligns_tables(width: int, mine: RunbookSet) -> None:
+    rs = mine
+    for rb in rs.guides.values():
+        text = render_guide_text(rb, width=width)
+        assert text.split("\n=")[0].replace("\n", " ") == rb.title
+        for line in text.splitlines():
+            if not line.startswith("    "):  # examples are shown verbatim
+                assert len(line) <= width or " " not in line.strip(), (rb.name, line)
+    table_text = render_guide_text(rs.guide("guide-gpu-really-working"), width=width)
+    rule = next(line for line in table_text.splitlines() if line.startswith("  --"))
+    header = table_text.splitlines()[table_text.splitlines().index(rule) - 1]
+    starts = [m.start() for m in re.finditer(r"-+", rule)]
+    assert [header[i - 1] if i else " " for i in starts] == [" "] * len(starts)
