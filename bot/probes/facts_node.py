@@ -63,18 +63,22 @@ async def physical(ctx: Context) -> None:
     names = nodes_in_scope(ctx)
     all_nodes: dict[str, Any] = ctx.fact("kube.nodes") or {}
     s, c = ctx.settings, ctx.cluster
-    targets = {
-        n: ssh_target_for(
-            n,
-            all_nodes.get(n),
-            user=s.ssh_user,
-            key_path=c.ssh_key_path or s.ssh_key_path,
-            known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
-            overrides=c.ssh_targets,
-        )
-        for n in names
-    }
-    results = await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s)
+    targets = {}
+    bad: dict[str, NodeProbeError] = {}
+    for n in names:
+        try:
+            targets[n] = ssh_target_for(
+                n,
+                all_nodes.get(n),
+                user=s.ssh_user,
+                key_path=c.ssh_key_path or s.ssh_key_path,
+                known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
+                overrides=c.ssh_targets,
+            )
+        except NodeProbeError as exc:  # a misconfigured override costs that node only
+            bad[n] = exc
+    results: dict[str, Any] = dict(bad)
+    results.update(await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s))
     for node, result in sorted(results.items()):
         if isinstance(result, NodeProbeError):
             ctx.skip(f"physical checks on {node}", f"ssh {result.reason}")
