@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Coroutine, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,10 @@ COMMAND = "/gpu"
 #: matches ``remediate`` and ``remediate:N`` (buttons in one block need distinct action ids)
 REMEDIATE_PATTERN = re.compile(rf"^{REMEDIATE_ACTION}(:\d+)?$")
 SHUTTING_DOWN = "gpubot is restarting; please try again in a minute."
+#: request-context key under which our transports collect work to start once the ack is sent
+AFTER_ACK = "gpubot_after_ack"
+
+Job = tuple[str, Callable[[], Coroutine[Any, Any, Any]]]
 
 
 @dataclass
@@ -60,6 +65,21 @@ class SlackBot:
             if isinstance(middleware, AsyncSingleTeamAuthorization):
                 middleware.auth_test_result = result
         await self.service.start()
+
+    def after_ack(
+        self, context: MutableMapping[str, Any], name: str, job: Callable[[], Coroutine[Any, Any, Any]]
+    ) -> None:
+        """Start ``job`` once the ack has been sent: our transports run the collected jobs after
+        writing the response; any other adapter gets them started at once."""
+        pending = context.get(AFTER_ACK)
+        if isinstance(pending, list):
+            pending.append((name, job))
+        else:
+            self.tasks.spawn(job(), name=name)
+
+    def start_after_ack(self, jobs: list[Job]) -> None:
+        for name, job in jobs:
+            self.tasks.spawn(job(), name=name)
 
     async def drain(self, timeout: float) -> int:
         """Finish in-flight answers (bounded), then return how many had to be cancelled."""
@@ -101,7 +121,7 @@ def create_app(
     answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
 
     @app.command(COMMAND)
-    async def on_gpu(ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def on_gpu(ack: AsyncAck, body: dict[str, Any], context: MutableMapping[str, Any]) -> None:
         received = time.monotonic()
         text = str(body.get("text") or "")
         channel = str(body.get("channel_id") or "")
@@ -129,10 +149,12 @@ def create_app(
             response_url=str(body.get("response_url") or ""),
             received=received,
         )
-        bot.tasks.spawn(answerer.answer(inv, req), name=f"gpu-{inv.command}")
+        bot.after_ack(context, f"gpu-{inv.command}", lambda: answerer.answer(inv, req))
 
     @app.action(REMEDIATE_PATTERN)
-    async def on_remediate_click(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+    async def on_remediate_click(
+        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
+    ) -> None:
         await ack()
         if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
             return
@@ -144,12 +166,10 @@ def create_app(
         log_event(log, "remediation clicked", user=user, channel=channel, offer=offer[:64])
         if on_remediate is None:
             if response_url:
-                bot.tasks.spawn(_say_not_enabled(response_url), name="remediate-not-enabled")
+                bot.after_ack(context, "remediate-not-enabled", lambda: _say_not_enabled(response_url))
             return
-        bot.tasks.spawn(
-            on_remediate(offer, user, channel, message_ts, response_url),
-            name="remediate",
-        )
+        hook = on_remediate
+        bot.after_ack(context, "remediate", lambda: hook(offer, user, channel, message_ts, response_url))
 
     return bot
 

@@ -13,15 +13,17 @@ import time
 from typing import Any
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app, send_async_response
+from slack_bolt.adapter.socket_mode.async_internals import send_async_response
+from slack_bolt.adapter.socket_mode.internals import build_headers
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 from bot.errors import ConfigError
-from bot.observability import Metrics, log_event
+from bot.observability import log_event
 from bot.settings import Settings
-from bot.slack.app import SlackBot
+from bot.slack.app import AFTER_ACK, Job, SlackBot
 from bot.slack.health import add_health_routes
 
 log = logging.getLogger("gpubot.slack")
@@ -54,15 +56,20 @@ def check_slack_settings(settings: Settings) -> None:
 class TimedSocketModeHandler(AsyncSocketModeHandler):
     """Bolt's Socket Mode handler, plus the ack latency metric."""
 
-    def __init__(self, app: Any, app_token: str, metrics: Metrics) -> None:
-        super().__init__(app, app_token, logger=logging.getLogger("gpubot.slack.socket"))
-        self._metrics = metrics
+    def __init__(self, bot: SlackBot, app_token: str) -> None:
+        super().__init__(bot.app, app_token, logger=logging.getLogger("gpubot.slack.socket"))
+        self._bot = bot
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
-        resp = await run_async_bolt_app(self.app, req)
-        self._metrics.ack_seconds.observe(time.time() - start)
+        jobs: list[Job] = []
+        bolt_req = AsyncBoltRequest(
+            mode="socket_mode", body=req.payload, headers=build_headers(req), context={AFTER_ACK: jobs}
+        )
+        resp = await self.app.async_dispatch(bolt_req)
         await send_async_response(client, req, resp, start)
+        self._bot.metrics.ack_seconds.observe(time.time() - start)
+        self._bot.start_after_ack(jobs)
 
 
 class SlackServer:
@@ -89,14 +96,25 @@ class SlackServer:
             app.router.add_post(EVENTS_PATH, self._events)
         return app
 
-    async def _events(self, request: web.Request) -> web.Response:
+    async def _events(self, request: web.Request) -> web.StreamResponse:
         start = time.monotonic()
-        bolt_req = await to_bolt_request(request)
+        jobs: list[Job] = []
+        bolt_req = AsyncBoltRequest(
+            body=await request.text(),
+            query=request.query_string,
+            headers=dict(request.headers),
+            context={AFTER_ACK: jobs},
+        )
         bolt_resp = await self.bot.app.async_dispatch(bolt_req)
-        self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
         if bolt_resp.status == 401:
             log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
-        return await to_aiohttp_response(bolt_resp)
+        response = await to_aiohttp_response(bolt_resp)
+        # send the ack before any work starts, so a slow diagnosis can never delay it
+        await response.prepare(request)
+        await response.write_eof()
+        self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+        self.bot.start_after_ack(jobs)
+        return response
 
     async def _service_ready(self) -> tuple[bool, str]:
         return self.bot.service.ready(), "service"
@@ -119,7 +137,7 @@ class SlackServer:
         self._port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
         if self.settings.slack_mode == "socket":
             token = self.settings.slack_app_token.get()
-            self.socket = TimedSocketModeHandler(self.bot.app, token, self.bot.metrics)
+            self.socket = TimedSocketModeHandler(self.bot, token)
             await self.socket.connect_async()
         log_event(log, "slack app started", mode=self.settings.slack_mode, port=self._port)
 

@@ -8,7 +8,7 @@ import hmac
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -128,11 +128,15 @@ class FakeService:
         self.report = report or sample_report()
         self.gate = gate
         self.runs: list[tuple[Invocation, float]] = []
+        #: called first thing in ``run`` (tests record what had happened by then)
+        self.on_run: Callable[[], None] | None = None
         self.started = False
         self.closed = False
 
     async def run(self, inv: Invocation) -> Report:
         self.runs.append((inv, time.monotonic()))
+        if self.on_run is not None:
+            self.on_run()
         if self.gate is not None:
             await self.gate.wait()
         if inv.command in ("help", "runbook"):

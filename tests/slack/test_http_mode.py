@@ -125,15 +125,22 @@ async def test_ack_arrives_before_the_diagnosis_starts(mock_slack: MockSlackApi)
     gate = asyncio.Event()
     service = FakeService(gate=gate)
     async with running_app(settings_for(mock_slack), service) as app:
+        acks_when_run_started: list[float | None] = []
+        registry = app.bot.metrics.registry
+        service.on_run = lambda: acks_when_run_started.append(
+            registry.get_sample_value("slack_ack_seconds_count")
+        )
         body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
         sent = time.monotonic()
-        status, _, acked = await post(app.url + "/slack/events", body, sign(body))
+        status, _, acked = await asyncio.wait_for(post(app.url + "/slack/events", body, sign(body)), 5)
         assert status == 200
         assert acked - sent < 1.0
         # the diagnosis is still held at the gate, so the ack cannot have waited for it
         assert not mock_slack.of("chat.update")
         await mock_slack.wait_for(lambda: service.runs)
         assert service.runs[0][1] >= sent
+        # the server records an ack only after writing the response; the run began after that
+        assert acks_when_run_started == [1.0]
         gate.set()
         await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
         metrics = await _get(app.url + "/metrics")
