@@ -21,7 +21,6 @@ from bot.engine.runbook_model import (
     GuideTable,
     RemediationTemplate,
     Runbook,
-    RunbookSet,
 )
 from bot.engine.runbook_text import MAX_TITLE, placeholder_problems, template_fields
 from bot.engine.yaml_marks import Parsed, YamlPath
@@ -32,7 +31,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
-_KEYS: dict[str, tuple[set[str], set[str]]] = {
+KINDS: dict[str, tuple[set[str], set[str]]] = {
     # kind: (required, optional)
     "findings": ({"kind", "findings"}, {"placeholders"}),
     "diagnosis": (
@@ -66,7 +65,7 @@ class Doc:
 # small typed readers: each reports a problem and returns a safe default
 
 
-def _keys(
+def check_keys(
     doc: Doc, obj: Mapping[Any, Any], path: YamlPath, spec: tuple[set[str], set[str]], what: str
 ) -> None:
     required, optional = spec
@@ -85,7 +84,7 @@ def _text(doc: Doc, obj: Mapping[Any, Any], key: str, path: YamlPath, *, one_lin
     if value is None:
         return ""
     if not isinstance(value, str):
-        doc.err((*path, key), f"'{key}' must be text, not {_type(value)}")
+        doc.err((*path, key), f"'{key}' must be text, not {type_name(value)}")
         return ""
     if not value.strip():
         doc.err((*path, key), f"'{key}' is empty")
@@ -99,18 +98,19 @@ def _text_list(doc: Doc, obj: Mapping[Any, Any], key: str, path: YamlPath) -> li
     if value is None:
         return []
     if not isinstance(value, list):
-        doc.err((*path, key), f"'{key}' must be a list, not {_type(value)}")
+        doc.err((*path, key), f"'{key}' must be a list, not {type_name(value)}")
         return []
     out: list[str] = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
-            doc.err((*path, key, i), f"'{key}' item {i + 1} must be non-empty text, not {_type(item)}")
+            doc.err((*path, key, i), f"'{key}' item {i + 1} must be non-empty text, not {type_name(item)}")
         else:
             out.append(item)
     return out
 
 
-def _type(value: object) -> str:
+def type_name(value: object) -> str:
+    """How a wrong value's type reads in a problem line."""
     if value is None:
         return "nothing"
     return {dict: "a mapping", list: "a list", str: "text", bool: "true/false"}.get(
@@ -145,7 +145,7 @@ def read_catalogue(doc: Doc, data: Mapping[Any, Any]) -> tuple[dict[str, Finding
     if entries is None:
         return catalogue, declared
     if not isinstance(entries, dict):
-        doc.err(("findings",), f"'findings' must be a mapping of code -> entry, not {_type(entries)}")
+        doc.err(("findings",), f"'findings' must be a mapping of code -> entry, not {type_name(entries)}")
         return catalogue, declared
     for code, entry in entries.items():
         path: YamlPath = ("findings", str(code))
@@ -153,7 +153,7 @@ def read_catalogue(doc: Doc, data: Mapping[Any, Any]) -> tuple[dict[str, Finding
             doc.err(path, f"finding code '{code}' must be UPPER_SNAKE_CASE")
             continue
         if not isinstance(entry, dict):
-            doc.err(path, f"finding {code} must be a mapping, not {_type(entry)}")
+            doc.err(path, f"finding {code} must be a mapping, not {type_name(entry)}")
             continue
         template = _read_finding(doc, code, entry, path, declared)
         if template is not None:
@@ -164,7 +164,7 @@ def read_catalogue(doc: Doc, data: Mapping[Any, Any]) -> tuple[dict[str, Finding
 def _read_finding(
     doc: Doc, code: str, entry: Mapping[Any, Any], path: YamlPath, declared: frozenset[str]
 ) -> FindingTemplate | None:
-    _keys(doc, entry, path, _FINDING_KEYS, f"finding {code}")
+    check_keys(doc, entry, path, _FINDING_KEYS, f"finding {code}")
     severity = entry.get("severity")
     if severity not in SEVERITIES:
         doc.err(
@@ -188,14 +188,14 @@ def _read_finding(
     remediations: list[RemediationTemplate] = []
     raw = entry.get("remediations") or []
     if not isinstance(raw, list):
-        doc.err((*path, "remediations"), f"'remediations' must be a list, not {_type(raw)}")
+        doc.err((*path, "remediations"), f"'remediations' must be a list, not {type_name(raw)}")
         raw = []
     for i, item in enumerate(raw):
         rpath = (*path, "remediations", i)
         if not isinstance(item, dict):
             doc.err(rpath, f"remediation {i + 1} of {code} must be a mapping with action and summary")
             continue
-        _keys(doc, item, rpath, _REMEDIATION_KEYS, f"a remediation of {code}")
+        check_keys(doc, item, rpath, _REMEDIATION_KEYS, f"a remediation of {code}")
         action = item.get("action")
         if not isinstance(action, str) or action not in ACTION_NAMES:
             close = difflib.get_close_matches(str(action), sorted(ACTION_NAMES), n=1, cutoff=0.75)
@@ -237,7 +237,7 @@ def read_diagnosis(doc: Doc, data: Mapping[Any, Any], registry: Registry) -> Run
     for i, name in enumerate(rb.probes):
         spec = registry.probes.get(name)
         if spec is None:
-            doc.err(("probes", i), f"unknown probe '{name}'{_suggest(name, registry.probes)}")
+            doc.err(("probes", i), f"unknown probe '{name}'{suggest(name, registry.probes)}")
             continue
         for need in spec.needs:
             if need not in rb.probes:
@@ -245,7 +245,7 @@ def read_diagnosis(doc: Doc, data: Mapping[Any, Any], registry: Registry) -> Run
     for i, name in enumerate(rb.checks):
         check = registry.checks.get(name)
         if check is None:
-            doc.err(("checks", i), f"unknown check '{name}'{_suggest(name, registry.checks)}")
+            doc.err(("checks", i), f"unknown check '{name}'{suggest(name, registry.checks)}")
             continue
         for need in check.needs:
             if need not in rb.probes:
@@ -262,7 +262,7 @@ def _tables(doc: Doc, data: Mapping[Any, Any]) -> dict[str, list[dict[str, Any]]
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        doc.err(("tables",), f"'tables' must be a mapping of name -> rows, not {_type(raw)}")
+        doc.err(("tables",), f"'tables' must be a mapping of name -> rows, not {type_name(raw)}")
         return {}
     tables: dict[str, list[dict[str, Any]]] = {}
     for name, rows in raw.items():
@@ -314,7 +314,7 @@ def read_guidance(doc: Doc, data: Mapping[Any, Any]) -> Runbook:
         if not isinstance(item, dict):
             doc.err(path, f"section {i + 1} must be a mapping with a heading")
             continue
-        _keys(doc, item, path, _SECTION_KEYS, f"section {i + 1}")
+        check_keys(doc, item, path, _SECTION_KEYS, f"section {i + 1}")
         heading = _text(doc, item, "heading", path, one_line=True).strip()
         text = _text(doc, item, "text", path)
         examples = _text_list(doc, item, "examples", path)
@@ -331,7 +331,7 @@ def _guide_table(doc: Doc, raw: object, path: YamlPath) -> GuideTable | None:
     if not isinstance(raw, dict):
         doc.err(path, "'table' must be a mapping with columns and rows")
         return None
-    _keys(doc, raw, path, _TABLE_KEYS, "a table")
+    check_keys(doc, raw, path, _TABLE_KEYS, "a table")
     columns = _text_list(doc, raw, "columns", path)
     rows_raw = raw.get("rows")
     if not isinstance(rows_raw, list) or not rows_raw:
@@ -365,7 +365,8 @@ def _name(doc: Doc, data: Mapping[Any, Any], *, guide: bool) -> str:
     return name
 
 
-def _suggest(name: str, known: Mapping[str, object]) -> str:
+def suggest(name: str, known: Mapping[str, object]) -> str:
+    """'; did you mean X?' when a known name is close (typos), else nothing."""
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -377,94 +378,3 @@ def _no_repeats(doc: Doc, keys: tuple[str, ...], rb: Runbook) -> None:
             if item in seen:
                 doc.err((key, i), f"'{item}' is listed twice in {key}")
             seen.add(item)
-
-
-# ---------------------------------------------------------------------------------------------
-# the whole directory
-
-
-def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[RunbookSet, list[str]]:
-    """Validate each document, then the references between them; return the set and all problems."""
-    rs = RunbookSet(directory=directory)
-    catalogue_doc: Doc | None = None
-    runbooks: list[tuple[Doc, Runbook]] = []
-    for doc in docs:
-        for line, problem in doc.parsed.problems:
-            doc.problems.append(f"{doc.source}:{line}: {problem}")
-        data = doc.parsed.value
-        if not isinstance(data, dict):
-            doc.err((), f"a runbook file must be one YAML mapping with 'kind', not {_type(data)}")
-            continue
-        kind = data.get("kind")
-        if kind not in _KEYS:
-            doc.err(("kind",), f"kind must be one of {', '.join(sorted(_KEYS))}, not {kind!r}")
-            continue
-        _keys(
-            doc,
-            data,
-            (),
-            _KEYS[kind],
-            "the findings catalogue" if kind == "findings" else f"a {kind} runbook",
-        )
-        for dup in doc.parsed.duplicates:
-            what = "finding code" if kind == "findings" and dup.path == ("findings",) else "key"
-            doc.problems.append(
-                f"{doc.source}:{dup.line}: duplicate {what} '{dup.key}' (first at line {dup.first_line})"
-            )
-        if kind == "findings":
-            if catalogue_doc is not None:
-                doc.err(("kind",), f"a second findings catalogue; the first is {catalogue_doc.source}")
-                continue
-            catalogue_doc = doc
-            rs.catalogue, rs.placeholders = read_catalogue(doc, data)
-        elif kind == "diagnosis":
-            runbooks.append((doc, read_diagnosis(doc, data, registry)))
-        else:
-            runbooks.append((doc, read_guidance(doc, data)))
-    _cross_check(rs, runbooks, catalogue_doc)
-    problems = [p for doc in docs for p in doc.problems]
-    if catalogue_doc is None:
-        problems.insert(
-            0, f"{directory}: no findings catalogue (a file with 'kind: findings', e.g. findings.yaml)"
-        )
-    return rs, problems
-
-
-def _cross_check(rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_doc: Doc | None) -> None:
-    names: dict[str, Runbook] = {}
-    for doc, rb in runbooks:
-        if rb.name in names:
-            first = names[rb.name]
-            doc.err(("name",), f"runbook name '{rb.name}' is already used by {first.source}:{first.line}")
-        elif rb.name:
-            names[rb.name] = rb
-            if rb.kind == "guidance":
-                rs.guides[rb.name] = rb
-        if rb.kind == "diagnosis" and rb.command:
-            if rb.command in rs.diagnoses:
-                first = rs.diagnoses[rb.command]
-                doc.err(
-                    ("command",), f"command '{rb.command}' already has a runbook: {first.source}:{first.line}"
-                )
-            else:
-                rs.diagnoses[rb.command] = rb
-    for doc, rb in runbooks:
-        if catalogue_doc is not None:
-            for i, code in enumerate(rb.emits):
-                if code not in rs.catalogue:
-                    doc.err(
-                        ("emits", i),
-                        f"code '{code}' is not in the findings catalogue{_suggest(code, rs.catalogue)}",
-                    )
-        for key in ("guidance", "see_also"):
-            for i, ref in enumerate(cast(list[str], getattr(rb, key))):
-                if ref not in rs.guides:
-                    doc.err((key, i), f"no guidance runbook named '{ref}'{_suggest(ref, rs.guides)}")
-    if catalogue_doc is not None:
-        for template in rs.catalogue.values():
-            if template.docs and template.docs not in rs.guides:
-                catalogue_doc.err(
-                    ("findings", template.code, "docs"),
-                    f"docs of {template.code}: no guidance runbook named '{template.docs}'"
-                    + _suggest(template.docs, rs.guides),
-                )

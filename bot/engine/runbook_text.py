@@ -38,7 +38,7 @@ class PlainFormatter(string.Formatter):
     conversion or a format spec: those are passed through as literal text.
     """
 
-    def parse(self, format_string: str) -> Iterator[tuple[str, str | None, str | None, str | None]]:  # type: ignore[override]
+    def parse(self, format_string: str) -> Iterator[tuple[str, str | None, str | None, str | None]]:
         pos = 0
         literal: list[str] = []
         for match in _FIELD.finditer(format_string):

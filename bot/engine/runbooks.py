@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import bot
+from bot.engine.runbook_dir import check_dir, default_runbook_dir
 from bot.engine.runbook_model import (
     SEVERITIES,
     FindingTemplate,
@@ -23,11 +23,9 @@ from bot.engine.runbook_model import (
     Runbook,
     RunbookSet,
 )
-from bot.engine.runbook_schema import Doc, assemble
 from bot.engine.runbook_text import render_table, render_template, render_title, wrap_paragraphs
-from bot.engine.yaml_marks import YamlSyntaxError, parse_yaml
 from bot.errors import RunbookError
-from bot.registry import Registry, load_builtin
+from bot.registry import Registry
 
 __all__ = [
     "SEVERITIES",
@@ -46,62 +44,18 @@ __all__ = [
     "validate_dir",
 ]
 
-#: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
-MAX_FILE_BYTES = 1024 * 1024
-SUFFIXES = (".yaml", ".yml")
-
-
-def default_runbook_dir() -> Path:
-    """The ``runbooks/`` directory shipped next to the ``bot`` package."""
-    return Path(bot.__file__).resolve().parent.parent / "runbooks"
-
-
-def _check(directory: str | Path | None, registry: Registry | None) -> tuple[RunbookSet, list[str]]:
-    root = Path(directory) if directory else default_runbook_dir()
-    if registry is None:
-        registry = load_builtin()
-    if not root.is_dir():
-        return RunbookSet(directory=str(root)), [f"{root}: runbook directory not found"]
-    docs: list[Doc] = []
-    problems: list[str] = []
-    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
-    files = sorted(
-        p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()
-    )
-    for path in files:
-        source = str(path)
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                problems.append(f"{source}:1: file is larger than {MAX_FILE_BYTES} bytes")
-                continue
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(f"{source}:1: not UTF-8 text ({exc.reason} at byte {exc.start})")
-            continue
-        except OSError as exc:
-            problems.append(f"{source}:1: cannot read ({exc.strerror or exc})")
-            continue
-        try:
-            parsed = parse_yaml(text)
-        except YamlSyntaxError as exc:
-            problems.append(f"{source}:{exc.line}: invalid YAML: {exc.message}")
-            continue
-        docs.append(Doc(source, parsed))
-    rs, found = assemble(docs, registry, str(root))
-    return rs, problems + found
-
 
 def validate_dir(directory: str | Path | None, *, registry: Registry | None = None) -> list[str]:
     """Every problem in a runbook directory as ``FILE:LINE: problem`` lines (empty = valid).
 
     The built-in probes and checks are registered first, unless a ``registry`` is given.
     """
-    return _check(directory, registry)[1]
+    return check_dir(directory, registry)[1]
 
 
 def load_runbooks(directory: str | Path | None = None, *, registry: Registry | None = None) -> RunbookSet:
     """Load and validate a directory (``None``/``""`` = the packaged one); ``RunbookError`` if invalid."""
-    rs, problems = _check(directory, registry)
+    rs, problems = check_dir(directory, registry)
     if problems:
         raise RunbookError(problems)
     return rs

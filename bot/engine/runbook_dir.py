@@ -1,0 +1,159 @@
+"""Validating a runbook directory as a whole: reading the files, then the references between them.
+
+Each file is parsed with line marks and checked on its own (``runbook_schema``); this module adds
+what only the whole set can tell: exactly one catalogue, unique names and commands, ``emits``
+codes that exist, and ``docs``/``guidance``/``see_also`` references that name a real guide. It
+must never execute or import anything a runbook names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import bot
+from bot.engine.runbook_model import Runbook, RunbookSet
+from bot.engine.runbook_schema import (
+    KINDS,
+    Doc,
+    check_keys,
+    read_catalogue,
+    read_diagnosis,
+    read_guidance,
+    suggest,
+    type_name,
+)
+from bot.engine.yaml_marks import YamlSyntaxError, parse_yaml
+from bot.registry import Registry, load_builtin
+
+#: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
+MAX_FILE_BYTES = 1024 * 1024
+SUFFIXES = (".yaml", ".yml")
+
+
+def default_runbook_dir() -> Path:
+    """The ``runbooks/`` directory shipped next to the ``bot`` package."""
+    return Path(bot.__file__).resolve().parent.parent / "runbooks"
+
+
+def check_dir(directory: str | Path | None, registry: Registry | None) -> tuple[RunbookSet, list[str]]:
+    """Read and validate every runbook file of a directory; the set is only usable with no problems."""
+    root = Path(directory) if directory else default_runbook_dir()
+    if registry is None:
+        registry = load_builtin()
+    if not root.is_dir():
+        return RunbookSet(directory=str(root)), [f"{root}: runbook directory not found"]
+    docs: list[Doc] = []
+    problems: list[str] = []
+    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
+    files = sorted(
+        p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()
+    )
+    for path in files:
+        source = str(path)
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                problems.append(f"{source}:1: file is larger than {MAX_FILE_BYTES} bytes")
+                continue
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"{source}:1: not UTF-8 text ({exc.reason} at byte {exc.start})")
+            continue
+        except OSError as exc:
+            problems.append(f"{source}:1: cannot read ({exc.strerror or exc})")
+            continue
+        try:
+            parsed = parse_yaml(text)
+        except YamlSyntaxError as exc:
+            problems.append(f"{source}:{exc.line}: invalid YAML: {exc.message}")
+            continue
+        docs.append(Doc(source, parsed))
+    rs, found = assemble(docs, registry, str(root))
+    return rs, problems + found
+
+
+def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[RunbookSet, list[str]]:
+    """Validate each document, then the references between them; return the set and all problems."""
+    rs = RunbookSet(directory=directory)
+    catalogue_doc: Doc | None = None
+    runbooks: list[tuple[Doc, Runbook]] = []
+    for doc in docs:
+        for line, problem in doc.parsed.problems:
+            doc.problems.append(f"{doc.source}:{line}: {problem}")
+        data = doc.parsed.value
+        if not isinstance(data, dict):
+            doc.err((), f"a runbook file must be one YAML mapping with 'kind', not {type_name(data)}")
+            continue
+        kind = data.get("kind")
+        if kind not in KINDS:
+            doc.err(("kind",), f"kind must be one of {', '.join(sorted(KINDS))}, not {kind!r}")
+            continue
+        check_keys(
+            doc,
+            data,
+            (),
+            KINDS[kind],
+            "the findings catalogue" if kind == "findings" else f"a {kind} runbook",
+        )
+        for dup in doc.parsed.duplicates:
+            what = "finding code" if kind == "findings" and dup.path == ("findings",) else "key"
+            doc.problems.append(
+                f"{doc.source}:{dup.line}: duplicate {what} '{dup.key}' (first at line {dup.first_line})"
+            )
+        if kind == "findings":
+            if catalogue_doc is not None:
+                doc.err(("kind",), f"a second findings catalogue; the first is {catalogue_doc.source}")
+                continue
+            catalogue_doc = doc
+            rs.catalogue, rs.placeholders = read_catalogue(doc, data)
+        elif kind == "diagnosis":
+            runbooks.append((doc, read_diagnosis(doc, data, registry)))
+        else:
+            runbooks.append((doc, read_guidance(doc, data)))
+    _cross_check(rs, runbooks, catalogue_doc)
+    problems = [p for doc in docs for p in doc.problems]
+    if catalogue_doc is None:
+        problems.insert(
+            0, f"{directory}: no findings catalogue (a file with 'kind: findings', e.g. findings.yaml)"
+        )
+    return rs, problems
+
+
+def _cross_check(rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_doc: Doc | None) -> None:
+    names: dict[str, Runbook] = {}
+    for doc, rb in runbooks:
+        if rb.name in names:
+            first = names[rb.name]
+            doc.err(("name",), f"runbook name '{rb.name}' is already used by {first.source}:{first.line}")
+        elif rb.name:
+            names[rb.name] = rb
+            if rb.kind == "guidance":
+                rs.guides[rb.name] = rb
+        if rb.kind == "diagnosis" and rb.command:
+            if rb.command in rs.diagnoses:
+                first = rs.diagnoses[rb.command]
+                doc.err(
+                    ("command",), f"command '{rb.command}' already has a runbook: {first.source}:{first.line}"
+                )
+            else:
+                rs.diagnoses[rb.command] = rb
+    for doc, rb in runbooks:
+        if catalogue_doc is not None:
+            for i, code in enumerate(rb.emits):
+                if code not in rs.catalogue:
+                    doc.err(
+                        ("emits", i),
+                        f"code '{code}' is not in the findings catalogue{suggest(code, rs.catalogue)}",
+                    )
+        for key in ("guidance", "see_also"):
+            for i, ref in enumerate(cast(list[str], getattr(rb, key))):
+                if ref not in rs.guides:
+                    doc.err((key, i), f"no guidance runbook named '{ref}'{suggest(ref, rs.guides)}")
+    if catalogue_doc is not None:
+        for template in rs.catalogue.values():
+            if template.docs and template.docs not in rs.guides:
+                catalogue_doc.err(
+                    ("findings", template.code, "docs"),
+                    f"docs of {template.code}: no guidance runbook named '{template.docs}'"
+                    + suggest(template.docs, rs.guides),
+                )
