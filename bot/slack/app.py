@@ -169,7 +169,11 @@ def create_app(
                 bot.after_ack(context, "remediate-not-enabled", lambda: _say_not_enabled(response_url))
             return
         hook = on_remediate
-        bot.after_ack(context, "remediate", lambda: hook(offer, user, channel, message_ts, response_url))
+
+        async def click() -> None:
+            await hook(offer, user, channel, message_ts, response_url)
+
+        bot.after_ack(context, "remediate", click)
 
     return bot
 

@@ -7,7 +7,7 @@ runs a diagnosis or an action; these are only the shapes the Slack layer calls.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,9 +50,7 @@ class RemediationOffers(Protocol):
     ) -> str | None | Awaitable[str | None]: ...
 
 
-class RemediateHook(Protocol):
-    """Called (after the ack) when someone clicks a remediation button."""
-
-    async def __call__(
-        self, action_value: str, user_id: str, channel: str, message_ts: str, response_url: str
-    ) -> None: ...
+#: Called (after the ack) when someone clicks a remediation button, with positional arguments
+#: ``(action_value, user_id, channel, message_ts, response_url)``; ``action_value`` is the opaque
+#: offer id the button carried.
+RemediateHook = Callable[[str, str, str, str, str], Awaitable[None]]

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+from typing import Any
 
 import aiohttp
 import pytest
@@ -78,7 +79,8 @@ async def _start(settings, service) -> tuple[asyncio.Task, SlackServer, asyncio.
     task = asyncio.create_task(
         serve(settings, service=service, stop=stop, started=started, configure_logs=False)
     )
-    done, _ = await asyncio.wait([task, started], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    waiters: list[asyncio.Future[Any]] = [task, started]
+    done, _ = await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
     if task in done:
         task.result()
     return task, started.result(), stop
