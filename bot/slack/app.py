@@ -20,7 +20,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.middleware.authorization.async_single_team_authorization import AsyncSingleTeamAuthorization
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from bot.commands import USAGE
 from bot.errors import ConfigError, GpubotError
 from bot.observability import Metrics, log_event
 from bot.settings import Settings
@@ -95,7 +97,7 @@ def create_app(
     on_remediate: RemediateHook | None = None,
     client: AsyncWebClient | None = None,
 ) -> SlackBot:
-    """Build the Slack app for ``settings``; the caller picks the transport (``transport.serve``).
+    """Build the Slack app for ``settings``; ``transport.SlackServer`` connects it to Slack.
 
     ``offers`` registers remediation buttons (none: buttons show as "not enabled");
     ``on_remediate`` receives clicks. ``client`` overrides the Web API client (tests).
@@ -111,8 +113,8 @@ def create_app(
         client=web,
         signing_secret=settings.slack_signing_secret.get() if http_mode else "",
         request_verification_enabled=http_mode,
-        # the listener itself only acks and spawns a task, so answering after it returns costs
-        # nothing and keeps Bolt from starting untracked tasks of its own
+        # the listeners only ack and hand work to ``after_ack``, so answering after they return
+        # costs nothing and keeps Bolt from starting untracked tasks of its own
         process_before_response=True,
         logger=logging.getLogger("gpubot.slack.bolt"),
         name="gpubot",
@@ -179,8 +181,6 @@ def create_app(
 
 
 async def _say_not_enabled(response_url: str) -> None:
-    from slack_sdk.webhook.async_client import AsyncWebhookClient
-
     await AsyncWebhookClient(response_url).send(
         text=NOT_ENABLED, response_type="ephemeral", replace_original=False
     )
@@ -188,7 +188,5 @@ async def _say_not_enabled(response_url: str) -> None:
 
 def _first_word(text: str) -> str:
     """A bounded label for metrics: only known words, so user text cannot blow up cardinality."""
-    from bot.commands import USAGE
-
     word = text.split(maxsplit=1)[0] if text.split() else "help"
     return word if word in USAGE else "unknown"
