@@ -1,0 +1,346 @@
+"""Glue between the views (Slack, CLI, demo) and the actions, through the confirmation flow.
+
+``Remediator`` builds the ``ConfirmFlow`` from settings (SQLite state, approver policy, expiry),
+turns each remediation a diagnosis offers into a pending record whose id the button carries
+(``offer_remediation``, the Slack layer's ``RemediationOffers``), and turns a click into at most
+one run (``on_remediate``, the Slack layer's click hook): approver check (Slack user groups are
+looked up only when group approvers are configured), atomic claim, the action's precondition
+re-probe, the run, and the messages: the offer is updated to "approved by <@U…> at …, running",
+then to the outcome, and the step details go into the thread. ``cli_act`` is the same path for
+``gpubot act``, with a typed confirmation in place of the button.
+
+This module must never run an action except through ``ConfirmFlow.on_click``, and never put a
+traceback, a token or user-typed text into a Slack message or the audit trail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.actions import ActionContext, get_action
+from bot.actions.kube_writes import KubeWriter
+from bot.confirm import ApproverPolicy, ClickOutcome, ConfirmFlow, PendingAction, RunOutcome, open_state
+from bot.errors import GpubotError
+from bot.probes.kube import KubeReader
+from bot.probes.kube_client import new_api_client
+from bot.report import Finding, Remediation, Report
+from bot.settings import Settings
+
+log = logging.getLogger("gpubot.remediation")
+
+#: Slack section text limit (we stay well below it)
+_SECTION_LIMIT = 2900
+_MRKDWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
+
+
+def _esc(text: str) -> str:
+    return text.translate(_MRKDWN)
+
+
+def _clip(text: str, limit: int = _SECTION_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _hms(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class Remediator:
+    """Offers and clicks for one bot process; several processes may share the SQLite file."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: AsyncWebClient | None = None,
+        flow: ConfirmFlow | None = None,
+    ) -> None:
+        self.settings = settings
+        if flow is None:
+            store, audit = open_state(settings.state_path)
+            policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
+            flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s)
+        self.flow = flow
+        self.client = client
+        #: user-group ids named anywhere in the approver lists (``S…``)
+        self.group_approvers = sorted(
+            {i for ids in settings.approvers.values() for i in ids if i.startswith("S")}
+        )
+        self._clients: dict[str, tuple[KubeReader, KubeWriter]] = {}
+
+    # -- start-up and shutdown ----------------------------------------------------------------
+
+    async def start(self) -> list[PendingAction]:
+        """Mark records cut off by a restart as interrupted (never re-run) and say so in Slack."""
+        interrupted = await asyncio.to_thread(self.flow.recover)
+        for record in interrupted:
+            text = (
+                f":warning: {record.action} on {record.target or 'the cluster'} was interrupted by a "
+                "gpubot restart and was not re-run. Check the target's state by hand."
+            )
+            if record.channel and self.client is not None:
+                await self._post(record.channel, text, thread_ts=record.message_ts or record.thread_ts)
+        return interrupted
+
+    async def close(self) -> None:
+        for reader, writer in self._clients.values():
+            reader.close()
+            writer.close()
+        self._clients.clear()
+
+    # -- offering -----------------------------------------------------------------------------
+
+    def offer(
+        self,
+        action: str,
+        params: Mapping[str, str],
+        *,
+        cluster: str,
+        requested_by: str,
+        channel: str = "",
+        finding_code: str | None = None,
+    ) -> PendingAction | None:
+        """A pending record for a valid action and parameters; ``None`` if it cannot be offered."""
+        try:
+            checked = get_action(action).check_params(params)
+            cluster_name = self.settings.cluster(cluster or None).name
+        except GpubotError as exc:
+            log.info("not offering %s: %s", action, exc.user_message)
+            return None
+        return self.flow.offer(
+            action, checked, cluster_name, requested_by, channel, finding_code
+        )
+
+    async def offer_remediation(
+        self, report: Report, finding: Finding, remediation: Remediation, context: Any
+    ) -> str | None:
+        """``RemediationOffers``: the id the button carries, or ``None`` (listed without a button)."""
+        record = await asyncio.to_thread(
+            self.offer,
+            remediation.action,
+            remediation.params,
+            cluster=str(getattr(context, "cluster", "") or report.cluster or ""),
+            requested_by=str(getattr(context, "user_id", "")),
+            channel=str(getattr(context, "channel_id", "")),
+            finding_code=finding.code,
+        )
+        return record.id if record is not None else None
+
+    # -- running ------------------------------------------------------------------------------
+
+    def context(
+        self, action: str, params: Mapping[str, str], *, cluster: str, finding_code: str | None = None
+    ) -> ActionContext:
+        """A fresh action context on ``cluster`` (clients are reused across clicks)."""
+        config = self.settings.cluster(cluster or None)
+        clients = self._clients.get(config.name)
+        if clients is None:
+            reader = KubeReader(
+                new_api_client(config), page_size=self.settings.page_size, timeout=self.settings.api_timeout_s
+            )
+            clients = (reader, KubeWriter(new_api_client(config), timeout=self.settings.api_timeout_s))
+            self._clients[config.name] = clients
+        return ActionContext(
+            action=action,
+            params=dict(params),
+            settings=self.settings,
+            cluster=config,
+            kube=clients[0],
+            writer=clients[1],
+            clock=self.flow.clock,
+            finding_code=finding_code,
+        )
+
+    async def click(
+        self,
+        action_id: str,
+        user_id: str,
+        user_groups: Iterable[str] = (),
+        *,
+        dry_run: bool | None = None,
+        on_running: Callable[[PendingAction], Awaitable[None]] | None = None,
+    ) -> ClickOutcome:
+        """One click through ``ConfirmFlow``: check, claim, re-check the precondition, run."""
+        dry = self.settings.dry_run if dry_run is None else dry_run
+        contexts: dict[str, ActionContext] = {}
+
+        def ctx_for(record: PendingAction) -> ActionContext:
+            if record.id not in contexts:
+                ctx = self.context(
+                    record.action, record.params, cluster=record.cluster, finding_code=record.finding_code
+                )
+                ctx.on_step = lambda text: self.flow.record_step(record, text)
+                contexts[record.id] = ctx
+            return contexts[record.id]
+
+        async def precondition(record: PendingAction) -> tuple[bool, str]:
+            action = get_action(record.action)
+            ctx = ctx_for(record)
+            ctx.params = action.check_params(record.params)
+            return await action.precondition(ctx)
+
+        async def run(record: PendingAction) -> RunOutcome:
+            if on_running is not None:
+                try:
+                    await on_running(record)
+                except Exception:  # noqa: BLE001 - a failed status message must not stop the action
+                    log.exception("could not announce the run of %s", record.id)
+            outcome = await get_action(record.action).run(ctx_for(record), dry_run=dry)
+            return outcome.to_run_outcome()
+
+        return await self.flow.on_click(
+            action_id, user_id, user_groups, precondition=precondition, run=run
+        )
+
+    # -- Slack --------------------------------------------------------------------------------
+
+    async def user_groups(self, user_id: str) -> list[str]:
+        """The configured approver groups ``user_id`` belongs to (no Slack call if none are configured)."""
+        if not self.group_approvers or self.client is None:
+            return []
+        found = []
+        for group in self.group_approvers:
+            try:
+                resp = await self.client.usergroups_users_list(usergroup=group)
+            except SlackApiError as exc:
+                log.warning("usergroups.users.list %s failed: %s", group, exc.response.get("error"))
+                continue
+            if user_id in (resp.get("users") or []):
+                found.append(group)
+        return found
+
+    async def on_remediate(
+        self, action_value: str, user_id: str, channel: str, message_ts: str, response_url: str
+    ) -> None:
+        """The Slack click hook (called after the ack)."""
+        groups = await self.user_groups(user_id)
+
+        async def announce(record: PendingAction) -> None:
+            if message_ts:
+                await asyncio.to_thread(
+                    self.flow.store.set_message, record.id, channel=channel, message_ts=message_ts
+                )
+            dry = " (dry run: nothing will change)" if self.settings.dry_run else ""
+            text = (
+                f":hourglass_flowing_sand: *{_esc(record.action)}* on `{_esc(record.target or '-')}`: "
+                f"approved by <@{user_id}> at {_hms(self.flow.clock())}, running{dry}…"
+            )
+            await self._update(channel, message_ts, text)
+
+        outcome = await self.click(action_value, user_id, groups, on_running=announce)
+        if outcome.updates_offer:
+            await self._update(channel, message_ts, self._final_text(outcome, user_id))
+        else:
+            await self._ephemeral(response_url, outcome.message)
+        if outcome.steps and channel:
+            steps = "\n".join(f"{i}. {_esc(s)}" for i, s in enumerate(outcome.steps, start=1))
+            await self._post(channel, _clip(f"*Steps*\n{steps}"), thread_ts=message_ts or None)
+
+    def _final_text(self, outcome: ClickOutcome, user_id: str) -> str:
+        icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(outcome.status, ":no_entry_sign:")
+        record = outcome.action
+        what = f"*{_esc(record.action)}* on `{_esc(record.target or '-')}`" if record else "the action"
+        by = f"approved by <@{user_id}>, " if outcome.executed else ""
+        summary = record.result_summary if record and record.result_summary else outcome.message
+        return _clip(f"{icon} {what}: {by}{outcome.status.replace('_', ' ')}. {_esc(summary or '')}")
+
+    async def _update(self, channel: str, ts: str, text: str) -> None:
+        if self.client is None or not channel or not ts:
+            return
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}}]
+        try:
+            await self.client.chat_update(channel=channel, ts=ts, text=_clip(text, 3000), blocks=blocks)
+        except SlackApiError as exc:
+            log.warning("chat.update failed: %s", exc.response.get("error"))
+
+    async def _post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
+        if self.client is None:
+            return
+        kwargs: dict[str, Any] = {"channel": channel, "text": _clip(text, 3000)}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            await self.client.chat_postMessage(**kwargs)
+        except SlackApiError as exc:
+            log.warning("chat.postMessage failed: %s", exc.response.get("error"))
+
+    async def _ephemeral(self, response_url: str, text: str) -> None:
+        if not response_url:
+            return
+        try:
+            await AsyncWebhookClient(response_url).send(
+                text=_clip(text, 3000), response_type="ephemeral", replace_original=False
+            )
+        except Exception:  # noqa: BLE001 - a lost ephemeral note must not fail the click handling
+            log.warning("response_url post failed")
+
+
+def cli_actor(username: str) -> str:
+    """``cli:<user>`` with only the characters the approver policy accepts."""
+    return "cli:" + (_CLI_USER.sub("_", username)[:64] or "unknown")
+
+
+async def cli_act(
+    settings: Settings,
+    action_name: str,
+    params: Mapping[str, str],
+    *,
+    actor: str,
+    dry_run: bool,
+    assume_yes: bool,
+    read_line: Callable[[str], str],
+    write: Callable[[str], None],
+) -> int:
+    """``gpubot act``: plan, typed confirmation, then the same flow and audit as a Slack click.
+
+    The person at the terminal confirms by typing the target's name; they are the requester and
+    the approver (the CLI needs cluster credentials already), so the flow's policy for this one
+    run names only them and the two-person rule does not apply.
+    """
+    action = get_action(action_name)
+    checked = action.check_params(params)
+    store, audit = open_state(settings.state_path)
+    policy = ApproverPolicy({action_name: (actor,)}, False)
+    flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s)
+    rem = Remediator(settings, flow=flow)
+    dry = dry_run or settings.dry_run
+    target = action.target(checked)
+    try:
+        ctx = rem.context(action_name, checked, cluster="")
+        holds, why = await action.precondition(ctx)
+        write(f"{action_name} on {target} (cluster {ctx.cluster.name})")
+        write(f"blast radius: {action.blast_radius}")
+        write(f"done when: {action.done}")
+        write(f"precondition: {'holds' if holds else 'does NOT hold'}: {why}")
+        if not holds:
+            audit.append("refuse", action=action_name, actor=actor, cluster=ctx.cluster.name,
+                         target=target, detail={"reason": f"precondition does not hold: {why}"},
+                         outcome="refused")
+            return 1
+        write("plan:" + "".join(f"\n  {i}. {s}" for i, s in enumerate(await action.plan(ctx), start=1)))
+        if not dry and not assume_yes:
+            typed = read_line(f"Type the target name ({target}) to proceed: ").strip()
+            if typed != target:
+                audit.append("refuse", action=action_name, actor=actor, cluster=ctx.cluster.name,
+                             target=target, detail={"reason": "typed confirmation did not match"},
+                             outcome="refused")
+                write("aborted: the typed name did not match; nothing was changed")
+                return 1
+        record = flow.offer(action_name, checked, ctx.cluster.name, actor)
+        outcome = await rem.click(record.id, actor, dry_run=dry)
+        for i, step in enumerate(outcome.steps, start=1):
+            write(f"  step {i}: {step}")
+        write(outcome.message)
+        return 0 if outcome.status == "succeeded" else 1
+    finally:
+        await rem.close()
