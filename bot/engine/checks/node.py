@@ -19,10 +19,11 @@ from bot.errors import NodeProbeError
 from bot.probes.facts_kube import gpu_node_names
 from bot.probes.slim import SlimPod
 from bot.registry import check
+from bot.report import Remediation
 
 Obj = dict[str, Any]
 
-FROM_CHECKPOINT = "card from the kubelet checkpoint's NVIDIA_VISIBLE_DEVICES for the pod"
+FROM_CHECKPOINT = "card from the kubelet checkpoint's entry for the pod"
 INFERRED = ("card inferred: the node's only running qGPU pod and its only card with processes "
             "(the API does not say which card a slice is on)")
 
@@ -151,12 +152,20 @@ def table(ctx: Context) -> None:
         }
         ctx.report.nodes.append(row)
         if not ready:
-            ctx.emit("NODE_NOT_READY", node=name, reason=reason,
-                     evidence=[f"{name}: Ready condition: {reason}"])
+            evidence = [f"{name}: Ready condition: {reason}"]
+            offers = None
+            kubelet = row.get("kubelet")
+            if kubelet:
+                evidence.append(f"{name}: systemctl is-active kubelet over SSH: {kubelet}")
+            if kubelet and kubelet != "active":
+                offers = [Remediation("kubelet.restart", {"node": name},
+                                      f"Cordon {name}, restart kubelet, wait for Ready, uncordon")]
+            ctx.emit("NODE_NOT_READY", node=name, reason=reason, evidence=evidence, remediations=offers)
         if cordoned:
             taints = ", ".join(row["taints"]) or "none"
             ctx.emit("NODE_CORDONED", node=name,
-                     evidence=[f"{name}: spec.unschedulable is true; taints: {taints}"])
+                     evidence=[f"{name}: spec.unschedulable is true; taints: {taints}"],
+                     remediations=[Remediation("node.uncordon", {"node": name}, f"Uncordon {name}")])
 
 
 # ------------------------------------------------------------------------------------- qGPU
@@ -176,31 +185,37 @@ def _match_card(ident: str, gpus: list[Any]) -> Any | None:
     return prefixed[0] if len(prefixed) == 1 else None
 
 
-def card_pods(ctx: Context) -> dict[str, dict[str, list[tuple[SlimPod, str]]]]:
-    """node -> card UUID -> [(running qGPU pod, how the card was found)].
+def _checkpoint_cards(obs: Any, uid: str) -> list[Any]:
+    """Cards the kubelet checkpoint gives a pod: NVIDIA_VISIBLE_DEVICES of its allocation, or
+    device IDs that are card UUIDs (the NVIDIA device plugin's IDs)."""
+    entries = obs.checkpoint.entries if obs.checkpoint is not None else []
+    cards = []
+    for e in entries:
+        if e.pod_uid != uid:
+            continue
+        cards += [c for i in _visible_devices(e.alloc_env) if (c := _match_card(i, obs.gpus))]
+        cards += [g for g in obs.gpus if g.uuid and g.uuid in e.device_ids]
+    return list({c.uuid: c for c in cards}.values())
 
-    The API does not say which card a qGPU slice landed on. First choice: the kubelet
-    checkpoint's allocation response (NVIDIA_VISIBLE_DEVICES) for the pod's UID. Fallback: when
-    a node has exactly one running qGPU pod left unplaced and exactly one card with processes,
-    that pod is taken to be on that card.
+
+def card_pods(ctx: Context) -> dict[str, dict[str, list[tuple[SlimPod, str]]]]:
+    """node -> card UUID -> [(live GPU pod, how the card was found)].
+
+    The API does not say which card a pod (least of all a qGPU slice) landed on. First choice:
+    the kubelet checkpoint's entry for the pod's UID. Fallback, for qGPU only: when a node has
+    exactly one running qGPU pod left unplaced and exactly one card with processes, that pod is
+    taken to be on that card.
     """
     by_node: dict[str, list[SlimPod]] = ctx.fact("kube.node_pods") or {}
     out: dict[str, dict[str, list[tuple[SlimPod, str]]]] = {}
     for node, obs in observations(ctx).items():
-        pods = [p for p in by_node.get(node, [])
-                if p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE)]
         placed: dict[str, list[tuple[SlimPod, str]]] = {}
         unplaced = []
-        for p in pods:
-            cards = []
-            entries = obs.checkpoint.entries if obs.checkpoint is not None else []
-            for e in entries:
-                if e.pod_uid == p.uid:
-                    cards += [c for i in _visible_devices(e.alloc_env) if (c := _match_card(i, obs.gpus))]
-            if cards:
-                for c in {c.uuid: c for c in cards}.values():
-                    placed.setdefault(c.uuid, []).append((p, FROM_CHECKPOINT))
-            else:
+        for p in (p for p in by_node.get(node, []) if p.live and p.gpu):
+            cards = _checkpoint_cards(obs, p.uid)
+            for c in cards:
+                placed.setdefault(c.uuid, []).append((p, FROM_CHECKPOINT))
+            if not cards and p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE):
                 unplaced.append(p)
         active = [g for g in obs.gpus if any(q.gpu_uuid == g.uuid for q in obs.processes)]
         if len(unplaced) == 1 and len(active) == 1:
@@ -220,7 +235,9 @@ def over_quota(ctx: Context) -> None:
     observed = observations(ctx)
     for node, cards in sorted(card_pods(ctx).items()):
         gpus = {g.uuid: g for g in observed[node].gpus}
-        for uuid, holders in sorted(cards.items()):
+        for uuid, placed in sorted(cards.items()):
+            holders = [(p, how) for p, how in placed
+                       if p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE)]
             g = gpus.get(uuid)
             util = g.utilization_gpu if g is not None else None
             quota = sum(p.gpu.get(QGPU_CORE, 0.0) for p, _ in holders)
