@@ -1,0 +1,402 @@
+"""The watch-fed cache: the long-running bot's ``KubeReads`` without listing 100k pods per question.
+
+One reflector thread per kind keeps a local copy with list+watch and resourceVersion, as
+client-go informers do: a paginated list, then a watch from the list's version, applying events
+in stream order; a ``410 Gone``/Expired answer (the version was compacted away) means relist.
+Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
+deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets and
+Deployments (few, and read whole by the checks) are kept as the API served them.
+
+Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
+(an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
+anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
+field selectors), they go to the fallback API reader. Pod lists are rebuilt as minimal dicts
+from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
+
+It must never write to the cluster, and never hand out its own stored dicts for mutation:
+callers treat returned objects as read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+
+from bot.probes.kube import KubeReads, Obj, ReadStats
+from bot.probes.slim import SlimPod, slim
+
+log = logging.getLogger(__name__)
+
+#: one shared empty GPU map: most pods ask for no GPU, and 100k empty dicts cost 6 MB
+_NO_GPU: dict[str, float] = {}
+
+
+def slim_record(pod: Obj) -> SlimPod:
+    """``slim(pod)`` with repeated strings interned, so 100k records share namespaces and nodes."""
+    s = slim(pod)
+    return SlimPod(
+        name=s.name,
+        namespace=sys.intern(s.namespace),
+        uid=s.uid,
+        node=sys.intern(s.node),
+        phase=sys.intern(s.phase),
+        deletion_timestamp=s.deletion_timestamp,
+        owner=s.owner,
+        gpu=s.gpu or _NO_GPU,
+    )
+
+
+def _quantity(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def pod_dict(p: SlimPod) -> Obj:
+    """The smallest pod dict that ``slim()`` turns back into ``p`` (one container holds the GPUs)."""
+    meta: Obj = {"name": p.name, "namespace": p.namespace, "uid": p.uid}
+    if p.deletion_timestamp is not None:
+        meta["deletionTimestamp"] = p.deletion_timestamp
+    if p.owner:
+        kind, _, name = p.owner.partition("/")
+        meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]
+    spec: Obj = {
+        "containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]
+    }
+    if p.node:
+        spec["nodeName"] = p.node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
+
+
+class _Reflector:
+    """List then watch one kind from a thread; keeps ``rv`` across stop/start so a restart resumes."""
+
+    def __init__(
+        self,
+        kind: str,
+        list_fn: Callable[..., Any],
+        store: _Store,
+        *,
+        page_size: int,
+        watch_timeout_s: float,
+        stats: ReadStats,
+        clock: Callable[[], float],
+    ) -> None:
+        self.kind = kind
+        self.list_fn = list_fn
+        self.store = store
+        self.page_size = page_size
+        self.watch_timeout_s = watch_timeout_s
+        self.stats = stats
+        self.clock = clock
+        self.rv: str | None = None
+        self.synced = False
+        self.last_contact = float("-inf")
+        self.relists = 0
+        self.events = 0
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=f"watch-{self.kind}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            # unblocks the thread's read (urllib3 >= 2.3); best effort, the read timeout ends it anyway
+            with contextlib.suppress(Exception):
+                resp.shutdown()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+
+    def _run(self) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                if self.rv is None:
+                    self._relist()
+                self._watch()
+                backoff = 0.2
+            except Exception as exc:  # noqa: BLE001 - any failure: back off, then resume or relist
+                if self._stop.is_set():
+                    return
+                log.warning("watch %s: %s; retrying", self.kind, type(exc).__name__)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    # -- list and watch -------------------------------------------------------------------
+    def _relist(self) -> None:
+        items: list[Obj] = []
+        token = ""
+        first_rv = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            data = self.list_fn(**kwargs).data
+            self.stats.record(f"list {self.kind}", len(data))
+            body = json.loads(data)
+            meta = body.get("metadata") or {}
+            # Resume the watch from the first page's version: every later change gets replayed,
+            # and replaying one already seen is harmless (events carry whole objects).
+            first_rv = first_rv or str(meta.get("resourceVersion") or "")
+            items.extend(body.get("items") or [])
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        self.store.replace(items)
+        self.rv = first_rv
+        self.relists += 1
+        self.synced = True
+        self.last_contact = self.clock()
+
+    def _watch(self) -> None:
+        resp = self.list_fn(
+            watch=True,
+            resource_version=self.rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=max(1, int(self.watch_timeout_s)),
+            _preload_content=False,
+            _request_timeout=(10, self.watch_timeout_s + 15),
+        )
+        self._resp = resp
+        self.stats.record(f"watch {self.kind}", 0)
+        self.last_contact = self.clock()
+        try:
+            for line in iter_resp_lines(resp):
+                if self._stop.is_set():
+                    return
+                if not line:
+                    continue
+                self.stats.bytes_received += len(line)
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    code = obj.get("code")
+                    log.info("watch %s: error %s %s", self.kind, code, obj.get("reason"))
+                    if code in (410, 404) or obj.get("reason") in ("Expired", "Gone"):
+                        self.rv = None  # compacted away: relist
+                        return
+                    raise RuntimeError(f"watch error {code}")
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                if kind in ("ADDED", "MODIFIED"):
+                    self.store.put(obj)
+                elif kind == "DELETED":
+                    self.store.delete(obj)
+                if rv:
+                    self.rv = rv
+                self.events += 1
+                self.last_contact = self.clock()
+            self.last_contact = self.clock()  # a clean end of a timed watch is contact too
+        finally:
+            self._resp = None
+            resp.close()
+            resp.release_conn()
+
+
+class _Store:
+    """Objects of one kind by key, under the cache's lock; pods slim and indexed by node."""
+
+    def __init__(self, kind: str, lock: threading.Lock) -> None:
+        self.kind = kind
+        self.lock = lock
+        self.slim_pods = kind == "Pod"
+        self.objects: dict[tuple[str, str], Any] = {}
+        self.by_node: dict[str, set[tuple[str, str]]] = {}
+
+    @staticmethod
+    def _key(obj: Obj) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+    def _value(self, obj: Obj) -> Any:
+        if self.slim_pods:
+            return slim_record(obj)
+        obj.setdefault("kind", self.kind)  # list items carry no kind; the API reader adds it too
+        return obj
+
+    def replace(self, items: list[Obj]) -> None:
+        fresh = {self._key(o): self._value(o) for o in items}
+        by_node: dict[str, set[tuple[str, str]]] = {}
+        if self.slim_pods:
+            for key, p in fresh.items():
+                if p.node:
+                    by_node.setdefault(p.node, set()).add(key)
+        with self.lock:
+            self.objects = fresh
+            self.by_node = by_node
+
+    def put(self, obj: Obj) -> None:
+        key, value = self._key(obj), self._value(obj)
+        with self.lock:
+            old = self.objects.get(key)
+            self.objects[key] = value
+            if self.slim_pods:
+                if old is not None and old.node and old.node != value.node:
+                    self.by_node.get(old.node, set()).discard(key)
+                if value.node:
+                    self.by_node.setdefault(value.node, set()).add(key)
+
+    def delete(self, obj: Obj) -> None:
+        key = self._key(obj)
+        with self.lock:
+            old = self.objects.pop(key, None)
+            if self.slim_pods and old is not None and old.node:
+                self.by_node.get(old.node, set()).discard(key)
+
+    def values(self) -> list[Any]:
+        with self.lock:
+            return list(self.objects.values())
+
+
+class WatchCache(KubeReads):
+    """``KubeReads`` from list+watch copies, falling back to ``fallback`` when not ready or stale."""
+
+    #: kind -> (API class, list-for-all method); pods are kept slim
+    KINDS: dict[str, tuple[str, str]] = {
+        "Pod": ("CoreV1Api", "list_pod_for_all_namespaces"),
+        "Node": ("CoreV1Api", "list_node"),
+        "Namespace": ("CoreV1Api", "list_namespace"),
+        "DaemonSet": ("AppsV1Api", "list_daemon_set_for_all_namespaces"),
+        "Deployment": ("AppsV1Api", "list_deployment_for_all_namespaces"),
+    }
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        fallback: KubeReads,
+        *,
+        staleness_s: float = 120.0,
+        page_size: int = 500,
+        watch_timeout_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = api_client
+        self.fallback = fallback
+        self.staleness_s = staleness_s
+        self.clock = clock
+        #: the cache's own list and watch requests (the fallback reader counts its own)
+        self.stats = ReadStats()
+        self._lock = threading.Lock()
+        apis = {"CoreV1Api": client.CoreV1Api(api_client), "AppsV1Api": client.AppsV1Api(api_client)}
+        # a watch ends (and is re-opened) well inside the staleness bound, which keeps an idle
+        # cluster's cache fresh even on servers that send no bookmarks
+        timeout = watch_timeout_s if watch_timeout_s is not None else max(5.0, min(300.0, staleness_s / 2))
+        self.stores = {kind: _Store(kind, self._lock) for kind in self.KINDS}
+        self.reflectors = {
+            kind: _Reflector(
+                kind,
+                getattr(apis[api], method),
+                self.stores[kind],
+                page_size=page_size,
+                watch_timeout_s=timeout,
+                stats=self.stats,
+                clock=clock,
+            )
+            for kind, (api, method) in self.KINDS.items()
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        for r in self.reflectors.values():
+            r.start()
+
+    def stop(self) -> None:
+        for r in self.reflectors.values():
+            r._stop.set()
+        for r in self.reflectors.values():
+            r.stop()
+
+    def close(self) -> None:
+        self.stop()
+        self._client.close()
+
+    @property
+    def ready(self) -> bool:
+        """True once every kind has been listed: before that every read goes to the API."""
+        return all(r.synced for r in self.reflectors.values())
+
+    def fresh(self, kind: str) -> bool:
+        r = self.reflectors[kind]
+        return r.synced and self.clock() - r.last_contact <= self.staleness_s
+
+    async def wait_ready(self, timeout: float = 60.0) -> bool:
+        deadline = self.clock() + timeout
+        while not self.ready:
+            if self.clock() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    def _serves(self, kind: str) -> bool:
+        return self.ready and self.fresh(kind)
+
+    # -- KubeReads ---------------------------------------------------------------------------
+    async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
+        return await self.fallback.get_object(kind, name, namespace)
+
+    async def list_pods(
+        self, namespace: str = "", *, label_selector: str = "", field_selector: str = ""
+    ) -> list[Obj]:
+        node = (
+            field_selector.removeprefix("spec.nodeName=")
+            if field_selector.startswith("spec.nodeName=")
+            else None
+        )
+        plain = not field_selector or (node is not None and "," not in node)
+        if label_selector or not plain or not self._serves("Pod"):
+            return await self.fallback.list_pods(
+                namespace, label_selector=label_selector, field_selector=field_selector
+            )
+        pods = self.slim_pods_on([node]).get(node, []) if node is not None else self.stores["Pod"].values()
+        return [pod_dict(p) for p in pods if not namespace or p.namespace == namespace]
+
+    def slim_pods_on(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]]:
+        """Slim records of the pods bound to each node, from the node index (no API request)."""
+        store = self.stores["Pod"]
+        with self._lock:
+            return {n: [store.objects[k] for k in store.by_node.get(n, ())] for n in nodes}
+
+    async def slim_pods_by_node(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]] | None:
+        """The fast path for node-level checks; None when the cache cannot answer (not ready, stale)."""
+        return self.slim_pods_on(nodes) if self._serves("Pod") else None
+
+    async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
+        if label_selector or not self._serves("Node"):
+            return await self.fallback.list_nodes(label_selector=label_selector)
+        return self.stores["Node"].values()
+
+    async def list_namespaces(self) -> list[Obj]:
+        if not self._serves("Namespace"):
+            return await self.fallback.list_namespaces()
+        return self.stores["Namespace"].values()
+
+    async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]:
+        return await self.fallback.list_events(namespace, field_selector=field_selector)
+
+    async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
+        if label_selector or not self._serves("DaemonSet"):
+            return await self.fallback.list_daemonsets(label_selector=label_selector)
+        return self.stores["DaemonSet"].values()
+
+    async def list_deployments(self, *, label_selector: str = "") -> list[Obj]:
+        if label_selector or not self._serves("Deployment"):
+            return await self.fallback.list_deployments(label_selector=label_selector)
+        return self.stores["Deployment"].values()
+
+    async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
+        return await self.fallback.list_replicasets(namespace, label_selector=label_selector)
