@@ -6,4 +6,4 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/bootstrap.sh"
 cd "$here/.."
 ruff check bot tests bench
-python -m pytest "$@"
+python -m pytest -q "$@"

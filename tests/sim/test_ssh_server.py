@@ -56,6 +56,8 @@ def expected_row(g: GpuFacts) -> str:
 
     free = (g.memory_total_mib or 0) - (g.memory_used_mib or 0)
     power = "[N/A]" if g.power_w is None else f"{g.power_w:.2f} W"
+    # A scenario may print a field as the driver would ("[Not Supported]"), keyed either way.
+    power = g.raw.get("power.draw", g.raw.get("power_w", power))
     return ", ".join(
         [
             str(g.index),
