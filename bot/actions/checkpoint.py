@@ -121,7 +121,7 @@ class ClearCheckpoint(BaseAction):
         )
         ok = not left
         summary = (
-            f"checkpoint cleared on {node}; backup at {run.backup}."
+            f"checkpoint cleared on {node}."
             if ok
             else f"checkpoint on {node} was replaced but still lists missing pods ({describe_zombies(left)})."
         )

@@ -1,0 +1,63 @@
+"""Fixtures of the action tests: a simulated cluster on real ports and a Remediator on a temp SQLite file."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.remediation import Remediator
+from bot.sim.cluster import SimCluster
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+APPROVER = "U0BOB"
+REQUESTER = "U0ALICE"
+ZOMBIE_NODE = "tcs-10-29-25-5"
+
+
+def scenario(name: str) -> Path:
+    return SCENARIOS / f"{name}.yaml"
+
+
+def state_changes(sim: SimCluster) -> dict[str, list[str]]:
+    """Every state-changing SSH command per node, in order."""
+    return {node: sim.ssh.history(node) for node in sim.ssh.targets if sim.ssh.history(node)}
+
+
+def api_writes(sim: SimCluster) -> list[tuple[str, str, Any]]:
+    return [(w.verb, w.path, w.body) for w in sim.api.writes]
+
+
+Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, Remediator]]]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    """``async with rig("zombie-checkpoint", two_person_rule=True) as (sim, rem)``."""
+
+    @asynccontextmanager
+    async def start(name: str, **overrides: Any) -> AsyncIterator[tuple[SimCluster, Remediator]]:
+        async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
+            values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
+            values.update(overrides)
+            rem = Remediator(sim.settings(**values))
+            try:
+                yield sim, rem
+            finally:
+                await rem.close()
+
+    return start
+
+
+async def offer_and_click(
+    rem: Remediator, action: str, params: dict[str, str], *, user: str = APPROVER, **click: Any
+) -> Any:
+    """Offer as the requester, click as ``user``: the same path a Slack button takes."""
+    record = rem.offer(
+        action, params, cluster="", requested_by=REQUESTER, finding_code=click.pop("finding", None)
+    )
+    assert record is not None, f"{action} {params} could not be offered"
+    return await rem.click(record.id, user, **click)
