@@ -46,7 +46,9 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gpubot", description="Why is my GPU workload not running, and what to do about it.")
+    parser = _Parser(
+        prog="gpubot", description="Why is my GPU workload not running, and what to do about it."
+    )
     parser.add_argument("--config", default="", help="settings YAML file (also GPUBOT_CONFIG)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -56,8 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("node-status", help="logical allocation beside the physical truth, per GPU node")
     p.add_argument("nodes", nargs="*", help="nodes (default: every GPU node)")
     _add_cluster_options(p)
-    for name, text in (("nvml", "NVML / device access inside a pod's GPU containers"),
-                       ("verify", "the container GPU verification chain")):
+    for name, text in (
+        ("nvml", "NVML / device access inside a pod's GPU containers"),
+        ("verify", "the container GPU verification chain"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("target", help="POD")
         _add_target_options(p)
@@ -90,8 +94,13 @@ def _with_context(settings: Settings, context: str) -> Settings:
     if not context or any(c.name == context for c in settings.clusters):
         return settings
     base = settings.clusters[0]
-    cluster = ClusterConfig(name=context, kubeconfig=base.kubeconfig, context=context,
-                            ssh_known_hosts=base.ssh_known_hosts, ssh_key_path=base.ssh_key_path)
+    cluster = ClusterConfig(
+        name=context,
+        kubeconfig=base.kubeconfig,
+        context=context,
+        ssh_known_hosts=base.ssh_known_hosts,
+        ssh_key_path=base.ssh_key_path,
+    )
     return replace(settings, clusters=(cluster, *settings.clusters))
 
 

@@ -92,7 +92,9 @@ def parse_invocation(argv: list[str]) -> Invocation:
             validate_name(cluster, what="cluster name")
         if command in ("why-pending", "nvml", "verify"):
             if len(positionals) != 1:
-                raise usage_error(command, "give exactly one pod" + (" or KIND/NAME" if command == "why-pending" else ""))
+                raise usage_error(
+                    command, "give exactly one pod" + (" or KIND/NAME" if command == "why-pending" else "")
+                )
             kind, name = parse_target(positionals[0])
             if command != "why-pending" and kind != "Pod":
                 raise usage_error(command, f"{command} takes a pod name")

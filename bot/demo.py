@@ -19,13 +19,22 @@ SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
 #: (scenario file, command line, what it shows)
 DEMO_STEPS: tuple[tuple[str, str, str], ...] = (
-    ("zombie-checkpoint.yaml", "why-pending gpu-full-5d8c6-q7wz2 -n ai",
-     "A whole-card qGPU pod is Pending although every card is idle"),
+    (
+        "zombie-checkpoint.yaml",
+        "why-pending gpu-full-5d8c6-q7wz2 -n ai",
+        "A whole-card qGPU pod is Pending although every card is idle",
+    ),
     ("zombie-checkpoint.yaml", "node-status", "The same cluster, node by node: logical beside physical"),
-    ("ns-policy-missing.yaml", "why-pending train-7b4d9-k2x8p -n ml-team",
-     "A qGPU pod in a brand-new namespace never gets its slice"),
-    ("untolerated-taint.yaml", "why-pending bert-train-0 -n research",
-     "Standard NVIDIA device plugin: GPU nodes are tainted"),
+    (
+        "ns-policy-missing.yaml",
+        "why-pending train-7b4d9-k2x8p -n ml-team",
+        "A qGPU pod in a brand-new namespace never gets its slice",
+    ),
+    (
+        "untolerated-taint.yaml",
+        "why-pending bert-train-0 -n research",
+        "Standard NVIDIA device plugin: GPU nodes are tainted",
+    ),
 )
 
 

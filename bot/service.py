@@ -6,6 +6,7 @@ owns the per-cluster clients (API reader, exec) and the loaded runbooks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from bot.engine.context import Context
 from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
+from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
@@ -31,13 +33,18 @@ class _ClusterClients:
     reads: KubeReads
     reader: KubeReader
     exec: PodExec
+    cache: WatchCache | None = None
 
 
 class Service:
     """Holds what stays warm between commands: runbooks and per-cluster clients."""
 
-    def __init__(self, settings: Settings, *, runbooks: RunbookSet | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, runbooks: RunbookSet | None = None, use_cache: bool = False
+    ) -> None:
         self.settings = settings
+        #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
+        self.use_cache = use_cache and settings.cache_enabled
         self.runbooks = runbooks if runbooks is not None else load_runbooks(settings.runbook_dir or None)
         self._clients: dict[str, _ClusterClients] = {}
         self._ready = False
@@ -55,11 +62,26 @@ class Service:
         if clients is None:
             cluster = self.settings.cluster(cluster_name)
             reader = KubeReader(
-                new_api_client(cluster), page_size=self.settings.page_size, timeout=self.settings.api_timeout_s
+                new_api_client(cluster),
+                page_size=self.settings.page_size,
+                timeout=self.settings.api_timeout_s,
             )
             clients = _ClusterClients(reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
+            if self.use_cache:
+                cache = WatchCache(
+                    new_api_client(cluster),
+                    reader,
+                    staleness_s=self.settings.cache_staleness_s,
+                    page_size=self.settings.page_size,
+                )
+                cache.start()  # reads fall back to the API reader until it has synced
+                clients.reads, clients.cache = cache, cache
             self._clients[cluster_name] = clients
         return clients
+
+    def cache_for(self, cluster_name: str) -> WatchCache | None:
+        """The watch-fed cache of a cluster, when this service uses one (benchmarks wait on it)."""
+        return self._clients_for(self.settings.cluster(cluster_name).name).cache
 
     def reads_for(self, cluster_name: str) -> KubeReader:
         """The API reader of a cluster (benchmarks read its request counters)."""
@@ -110,5 +132,7 @@ class Service:
 
     async def close(self) -> None:
         for clients in self._clients.values():
+            if clients.cache is not None:
+                await asyncio.to_thread(clients.cache.close)
             clients.reader.close()
         self._clients.clear()

@@ -167,7 +167,8 @@ def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
         unknown = set(item) - allowed
         if unknown:
             raise ConfigError(f"setting clusters[{item['name']}]: unknown keys {sorted(unknown)}")
-        out.append(ClusterConfig(**{k: (dict(v) if k == "ssh_targets" else v) for k, v in item.items()}))
+        values: dict[str, Any] = {k: (dict(v) if k == "ssh_targets" else v) for k, v in item.items()}
+        out.append(ClusterConfig(**values))
     return tuple(out)
 
 

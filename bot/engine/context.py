@@ -64,7 +64,9 @@ class Context:
         **params: Any,
     ) -> None:
         self.emissions.append(
-            Emission(code, dict(params), list(evidence or []), remediations, rank, list(next_steps or []), severity)
+            Emission(
+                code, dict(params), list(evidence or []), remediations, rank, list(next_steps or []), severity
+            )
         )
 
     def skip(self, what: str, why: str) -> None:

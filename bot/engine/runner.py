@@ -26,9 +26,7 @@ def _levels(names: list[str]) -> list[list[str]]:
     done: set[str] = set()
     levels: list[list[str]] = []
     while remaining:
-        ready = [
-            n for n in remaining if all(d in done or d not in names for d in REGISTRY.probes[n].needs)
-        ]
+        ready = [n for n in remaining if all(d in done or d not in names for d in REGISTRY.probes[n].needs)]
         if not ready:  # a cycle: run the rest in order rather than hang
             ready = remaining[:1]
         levels.append(ready)

@@ -80,7 +80,9 @@ class PodExec:
             except ApiException as exc:
                 if exc.status == 404:
                     raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
-                raise KubeApiError(f"exec in {namespace}/{pod}: API error {exc.status}", status=exc.status) from None
+                raise KubeApiError(
+                    f"exec in {namespace}/{pod}: API error {exc.status}", status=exc.status
+                ) from None
             except Exception as exc:  # noqa: BLE001 - websocket errors vary by library version
                 raise KubeApiError(f"exec in {namespace}/{pod}/{container}: {type(exc).__name__}") from None
             out: list[str] = []

@@ -67,7 +67,9 @@ def _pod_priority(pod: Obj) -> tuple[int, str]:
     """The most interesting pod of a workload first: pending, then not ready, then the rest."""
     status = pod.get("status") or {}
     phase = status.get("phase")
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
     rank = 0 if phase == "Pending" else 1 if not ready else 2
     return rank, str((pod.get("metadata") or {}).get("name"))
 
@@ -78,8 +80,16 @@ async def _owner_chain(ctx: Context, obj: Obj) -> list[Obj]:
     current = obj
     ns = (obj.get("metadata") or {}).get("namespace", "")
     for _ in range(4):
-        refs = [r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
-        if not refs or refs[0].get("kind") not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet"):
+        refs = [
+            r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")
+        ]
+        if not refs or refs[0].get("kind") not in (
+            "ReplicaSet",
+            "Deployment",
+            "StatefulSet",
+            "Job",
+            "DaemonSet",
+        ):
             break
         try:
             current = await ctx.kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
@@ -195,6 +205,12 @@ async def node_pods(ctx: Context) -> None:
         if node:
             names.add(node)
     by_node: dict[str, list[SlimPod]] = {n: [] for n in names}
+    # The watch-fed cache (bot.probes.cache) answers from its node index without rebuilding dicts.
+    fast = getattr(ctx.kube, "slim_pods_by_node", None)
+    cached = await fast(names) if fast is not None else None
+    if cached is not None:
+        ctx.facts["kube.node_pods"] = {n: cached.get(n, []) for n in names}
+        return
     if len(names) <= PER_NODE_LIST_LIMIT:
         batches = await asyncio.gather(
             *(ctx.kube.list_pods(field_selector=f"spec.nodeName={n}") for n in sorted(names))

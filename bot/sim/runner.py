@@ -41,9 +41,7 @@ def run_sim_foreground(path: str, *, generate: str = "", write: str = "") -> int
         scenario = load_scenario(path)
     else:
         raise UsageError("give a scenario file or --generate nodes=N,gpu_nodes=G,pods=P,seed=S")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(scenario))
-    except KeyboardInterrupt:
-        pass
     sys.stdout.flush()
     return 0

@@ -39,7 +39,15 @@ def test_expect_block(path: Path, index: int, exp, capsys: pytest.CaptureFixture
     assert set(report) >= {"command", "target", "findings", "skipped", "elapsed_ms"}
     codes = [f["code"] for f in report["findings"]]
     for f in report["findings"]:
-        assert set(f) >= {"code", "severity", "title", "evidence", "explanation", "next_steps", "remediations"}
+        assert set(f) >= {
+            "code",
+            "severity",
+            "title",
+            "evidence",
+            "explanation",
+            "next_steps",
+            "remediations",
+        }
         assert f["severity"] in ("critical", "warning", "info")
         assert "{" not in f["title"], f"unfilled placeholder in {f['title']!r}"
     missing = [c for c in exp.codes if c not in codes]

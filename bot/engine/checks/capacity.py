@@ -33,13 +33,20 @@ def capacity(ctx: Context) -> None:
             _, allocatable = caps.get(resource, (0.0, 0.0))
             used = requested_on(by_node.get(name, []), resource)
             free = allocatable - used
-            rows.append(f"{name}: {resource} allocatable {fmt_num(allocatable)}, requested {fmt_num(used)}, "
-                        f"free {fmt_num(free)}, pod asks {fmt_num(want)}")
+            rows.append(
+                f"{name}: {resource} allocatable {fmt_num(allocatable)}, requested {fmt_num(used)}, "
+                f"free {fmt_num(free)}, pod asks {fmt_num(want)}"
+            )
             node_fits = node_fits and free >= want
         fits_somewhere = fits_somewhere or node_fits
     if rows and not fits_somewhere:
-        ctx.emit("CAPACITY_EXHAUSTED", pod=pod_ref(pod),
-                 resource=", ".join(sorted(asks)), evidence=rows[:40], rank=25)
+        ctx.emit(
+            "CAPACITY_EXHAUSTED",
+            pod=pod_ref(pod),
+            resource=", ".join(sorted(asks)),
+            evidence=rows[:40],
+            rank=25,
+        )
 
 
 @check("terminating.holders", needs=("kube.nodes", "kube.node_pods"))
@@ -58,10 +65,19 @@ def terminating(ctx: Context) -> None:
             node=node,
             count=len(mine),
             pod=", ".join(p.ref for p in mine[:5]),
-            evidence=[f"{p.ref} Terminating since {p.deletion_timestamp}, holds "
-                      + ", ".join(f"{k}={fmt_num(v)}" for k, v in sorted(p.gpu.items())) for p in mine[:20]],
-            remediations=[Remediation("pod.delete", {"namespace": p.namespace, "pod": p.name},
-                                      f"Delete {p.ref} again gracefully (30 s, never --force)") for p in mine[:3]],
+            evidence=[
+                f"{p.ref} Terminating since {p.deletion_timestamp}, holds "
+                + ", ".join(f"{k}={fmt_num(v)}" for k, v in sorted(p.gpu.items()))
+                for p in mine[:20]
+            ],
+            remediations=[
+                Remediation(
+                    "pod.delete",
+                    {"namespace": p.namespace, "pod": p.name},
+                    f"Delete {p.ref} again gracefully (30 s, never --force)",
+                )
+                for p in mine[:3]
+            ],
             rank=16 if is_cause else 40,
             severity="critical" if is_cause else None,
         )

@@ -24,12 +24,25 @@ def observations(ctx: Context) -> dict[str, NodeObservation]:
 def node_offers(node: str, *, qgpu: bool) -> list[Remediation]:
     offers = []
     if qgpu:
-        offers.append(Remediation("qgpu.restart-manager", {"node": node},
-                                  f"Restart the qgpu-manager pod on {node} (its DaemonSet recreates it)"))
-    offers.append(Remediation("kubelet.restart", {"node": node},
-                              f"Cordon {node}, restart kubelet, wait for Ready, uncordon"))
-    offers.append(Remediation("checkpoint.clear", {"node": node},
-                              f"Cordon {node}, stop kubelet, back up and remove the checkpoint, start kubelet"))
+        offers.append(
+            Remediation(
+                "qgpu.restart-manager",
+                {"node": node},
+                f"Restart the qgpu-manager pod on {node} (its DaemonSet recreates it)",
+            )
+        )
+    offers.append(
+        Remediation(
+            "kubelet.restart", {"node": node}, f"Cordon {node}, restart kubelet, wait for Ready, uncordon"
+        )
+    )
+    offers.append(
+        Remediation(
+            "checkpoint.clear",
+            {"node": node},
+            f"Cordon {node}, stop kubelet, back up and remove the checkpoint, start kubelet",
+        )
+    )
     return offers
 
 
@@ -38,8 +51,9 @@ def reachability(ctx: Context) -> None:
     """NODE_UNREACHABLE with the reason (refused, timeout, auth, host key)."""
     for node, result in sorted((ctx.fact("node.physical") or {}).items()):
         if isinstance(result, NodeProbeError):
-            ctx.emit("NODE_UNREACHABLE", node=node, reason=result.reason,
-                     evidence=[result.user_message], rank=80)
+            ctx.emit(
+                "NODE_UNREACHABLE", node=node, reason=result.reason, evidence=[result.user_message], rank=80
+            )
 
 
 def _idle(obs: NodeObservation) -> bool:
@@ -60,11 +74,14 @@ def zombies(ctx: Context) -> None:
         uids = sorted({e.pod_uid for e in dead})
         evidence = [
             f"{node}: PodUID {e.pod_uid} container {e.container} {e.resource}: {len(e.device_ids)} device(s) "
-            + ", ".join(e.device_ids[:6]) + (" …" if len(e.device_ids) > 6 else "")
+            + ", ".join(e.device_ids[:6])
+            + (" …" if len(e.device_ids) > 6 else "")
             for e in dead[:20]
         ]
-        evidence.append(f"{node}: no pod with these UIDs is bound to the node "
-                        f"(checked {len(live_uids)} pods); checkpoint format {obs.checkpoint.format}")
+        evidence.append(
+            f"{node}: no pod with these UIDs is bound to the node "
+            f"(checked {len(live_uids)} pods); checkpoint format {obs.checkpoint.format}"
+        )
         qgpu = any(e.resource.startswith("tke.cloud.tencent.com/") for e in dead)
         ctx.emit(
             "CHECKPOINT_ZOMBIE",
@@ -73,7 +90,7 @@ def zombies(ctx: Context) -> None:
             uids=", ".join(uids[:5]),
             devices=sum(len(e.device_ids) for e in dead),
             evidence=evidence,
-            remediations=node_offers(node, qgpu=qgpu)[1:] if not qgpu else node_offers(node, qgpu=True),
+            remediations=node_offers(node, qgpu=qgpu),
             rank=11,
         )
 
@@ -97,21 +114,29 @@ def leak(ctx: Context) -> None:
         if obs.checkpoint is not None:
             live = {p.uid for p in by_node.get(node, [])}
             zombie_uids = [e.pod_uid for e in obs.checkpoint.entries if e.pod_uid not in live]
-        has_allocation = bool(allocated) or bool(zombie_uids) or (scheduler_used > 0 and len(observations(ctx)) == 1)
+        has_allocation = (
+            bool(allocated) or bool(zombie_uids) or (scheduler_used > 0 and len(observations(ctx)) == 1)
+        )
         if not has_allocation or not obs.gpus:
             continue
         alloc_text = ", ".join(f"{k}={v:g}" for k, v in sorted(allocated.items())) or "none by live pods"
         if zombie_uids:
             alloc_text += f"; checkpoint holds {len(zombie_uids)} entry(ies) of pods that no longer exist"
-        physical = (f"{len(obs.processes)} process(es), memory used "
-                    + ", ".join(f"GPU{g.index}={g.memory_used_mib or 0:g}MiB" for g in obs.gpus))
+        physical = f"{len(obs.processes)} process(es), memory used " + ", ".join(
+            f"GPU{g.index}={g.memory_used_mib or 0:g}MiB" for g in obs.gpus
+        )
         if _idle(obs) and not running:
             ctx.emit(
                 "LEAK_LOGICAL_NOT_PHYSICAL",
                 node=node,
-                evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}",
-                          f"{node}: running GPU pods: none"],
-                remediations=node_offers(node, qgpu=any(QGPU_CORE in p.gpu for p in pods) or bool(zombie_uids)),
+                evidence=[
+                    f"{node} API allocation: {alloc_text}",
+                    f"{node} nvidia-smi: {physical}",
+                    f"{node}: running GPU pods: none",
+                ],
+                remediations=node_offers(
+                    node, qgpu=any(QGPU_CORE in p.gpu for p in pods) or bool(zombie_uids)
+                ),
                 rank=13,
             )
         elif obs.processes and allocated:
@@ -121,6 +146,9 @@ def leak(ctx: Context) -> None:
                 node=node,
                 pod=owners,
                 evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}"]
-                + [f"pid {q.pid} {q.process_name} {q.used_memory_mib or 0:g}MiB on {q.gpu_uuid}" for q in obs.processes[:10]],
+                + [
+                    f"pid {q.pid} {q.process_name} {q.used_memory_mib or 0:g}MiB on {q.gpu_uuid}"
+                    for q in obs.processes[:10]
+                ],
                 rank=45,
             )

@@ -17,7 +17,9 @@ def lookup(ctx: Context) -> None:
         return
     if t.namespace_exists and (t.pod is not None or t.workload is not None):
         return
-    what = f"namespace {t.namespace}" if not t.namespace_exists else f"{t.kind.lower()} {t.namespace}/{t.name}"
+    what = (
+        f"namespace {t.namespace}" if not t.namespace_exists else f"{t.kind.lower()} {t.namespace}/{t.name}"
+    )
     evidence = [f"did you mean: {', '.join(t.suggestions)}"] if t.suggestions else []
     ctx.emit(
         "POD_NOT_FOUND",
@@ -53,7 +55,7 @@ def status(ctx: Context) -> None:
     evidence = [f"{ref}: {state.display_status}" + (f" ({state.reason})" if state.reason else "")]
     if state.detail:
         evidence.append(state.detail[:500])
-    remediations = None
+    remediations: list[Remediation] | None = None
     if key in ("CrashLoopBackOff", "Terminating"):
         remediations = []
     ctx.emit(
@@ -97,4 +99,6 @@ def node_view(ctx: Context) -> None:
             f"{g.memory_total_mib} MiB {g.temperature_c}C {g.power_w}W"
         )
     for p in result.processes:
-        running[0].evidence.append(f"{node} pid {p.pid} {p.process_name} {p.used_memory_mib} MiB on {p.gpu_uuid}")
+        running[0].evidence.append(
+            f"{node} pid {p.pid} {p.process_name} {p.used_memory_mib} MiB on {p.gpu_uuid}"
+        )

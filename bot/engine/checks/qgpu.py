@@ -12,8 +12,14 @@ from bot.report import Remediation
 
 POLICY_LABEL = "tke.cloud.tencent.com/qgpu-schedule-policy"
 #: accepted values and their abbreviations (TKE docs)
-POLICIES = {"best-effort": "best-effort", "be": "best-effort", "fixed-share": "fixed-share",
-            "fs": "fixed-share", "burst-share": "burst-share", "bs": "burst-share"}
+POLICIES = {
+    "best-effort": "best-effort",
+    "be": "best-effort",
+    "fixed-share": "fixed-share",
+    "fs": "fixed-share",
+    "burst-share": "burst-share",
+    "bs": "burst-share",
+}
 DEFAULT_NS_LABEL = "kubernetes.io/metadata.name"
 #: namespaces Kubernetes itself creates; they are System by design
 BUILTIN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "default"}
@@ -33,19 +39,27 @@ def prereqs(ctx: Context) -> None:
     ref = pod_ref(pod)
     comps = ctx.fact("qgpu.components") or {}
     running = [
-        p for p in comps.get("pods", [])
+        p
+        for p in comps.get("pods", [])
         if (p.get("status") or {}).get("phase") == "Running" and "manager" in str(p["metadata"].get("name"))
     ]
     if not running:
-        found = [f"{c['metadata'].get('namespace')}/{c['metadata'].get('name')}" for c in comps.get("controllers", [])]
+        found = [
+            f"{c['metadata'].get('namespace')}/{c['metadata'].get('name')}"
+            for c in comps.get("controllers", [])
+        ]
         ctx.emit(
             "QGPU_OPERATOR_MISSING",
             pod=ref,
-            evidence=["qGPU controllers found: " + (", ".join(found) or "none"), "running qgpu-manager pods: 0"],
+            evidence=[
+                "qGPU controllers found: " + (", ".join(found) or "none"),
+                "running qgpu-manager pods: 0",
+            ],
             rank=3,
         )
     qgpu_nodes = {
-        n: o for n, o in nodes(ctx).items()
+        n: o
+        for n, o in nodes(ctx).items()
         if float(((o.get("status") or {}).get("capacity") or {}).get(QGPU_CORE, 0) or 0) > 0
     }
     if not qgpu_nodes:
@@ -53,8 +67,10 @@ def prereqs(ctx: Context) -> None:
         ctx.emit(
             "QGPU_NODE_NO_CAPACITY",
             pod=ref,
-            evidence=[f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
-                      f"nodes reporting {QGPU_CORE}: none"],
+            evidence=[
+                f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
+                f"nodes reporting {QGPU_CORE}: none",
+            ],
             rank=4,
         )
     namespace = (ctx.fact("kube.namespaces") or {}).get(t.namespace)
@@ -62,15 +78,27 @@ def prereqs(ctx: Context) -> None:
     node_values = {n: _labels(o).get(POLICY_LABEL) for n, o in qgpu_nodes.items()}
     if ns_value is not None:
         if ns_value not in POLICIES:
-            ctx.emit("QGPU_NS_POLICY_INVALID", namespace=t.namespace, value=ns_value, label=POLICY_LABEL,
-                     evidence=[f"namespace {t.namespace}: {POLICY_LABEL}={ns_value}"],
-                     remediations=[_label_offer(t.namespace, "fixed-share")], rank=6)
+            ctx.emit(
+                "QGPU_NS_POLICY_INVALID",
+                namespace=t.namespace,
+                value=ns_value,
+                label=POLICY_LABEL,
+                evidence=[f"namespace {t.namespace}: {POLICY_LABEL}={ns_value}"],
+                remediations=[_label_offer(t.namespace, "fixed-share")],
+                rank=6,
+            )
         return
     bad_nodes = {n: v for n, v in node_values.items() if v is not None and v not in POLICIES}
     if bad_nodes:
-        ctx.emit("QGPU_NS_POLICY_INVALID", namespace=t.namespace, value=", ".join(sorted(set(bad_nodes.values()))),
-                 label=POLICY_LABEL, evidence=[f"node {n}: {POLICY_LABEL}={v}" for n, v in sorted(bad_nodes.items())],
-                 remediations=[], rank=6)
+        ctx.emit(
+            "QGPU_NS_POLICY_INVALID",
+            namespace=t.namespace,
+            value=", ".join(sorted(set(bad_nodes.values()))),
+            label=POLICY_LABEL,
+            evidence=[f"node {n}: {POLICY_LABEL}={v}" for n, v in sorted(bad_nodes.items())],
+            remediations=[],
+            rank=6,
+        )
         return
     if any(v is not None for v in node_values.values()):
         return  # TKE style: the policy sits on the node pool
@@ -79,8 +107,10 @@ def prereqs(ctx: Context) -> None:
         namespace=t.namespace,
         pod=ref,
         label=POLICY_LABEL,
-        evidence=[f"namespace {t.namespace} labels: {_fmt_labels(_labels(namespace))}",
-                  f"qGPU nodes with {POLICY_LABEL}: none"],
+        evidence=[
+            f"namespace {t.namespace} labels: {_fmt_labels(_labels(namespace))}",
+            f"qGPU nodes with {POLICY_LABEL}: none",
+        ],
         remediations=[_label_offer(t.namespace, "fixed-share")],
         rank=2,
     )
@@ -119,11 +149,13 @@ def system_classified(ctx: Context) -> None:
         evidence.append(f"{good} (GPU pods run here): {_fmt_labels(good_labels)}")
         evidence += [f"+ {k}={v}" for k, v in sorted(missing.items())]
         if missing:
-            remediations.append(Remediation(
-                "namespace.label",
-                {"namespace": t.namespace, "copy_from": good},
-                f"Copy {len(missing)} label(s) from {good} to {t.namespace}",
-            ))
+            remediations.append(
+                Remediation(
+                    "namespace.label",
+                    {"namespace": t.namespace, "copy_from": good},
+                    f"Copy {len(missing)} label(s) from {good} to {t.namespace}",
+                )
+            )
     ctx.emit(
         "NS_SYSTEM_CLASSIFIED",
         namespace=t.namespace,

@@ -134,7 +134,9 @@ def affinity(ctx: Context) -> None:
         return
     selector = ", ".join(f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items()) or "node affinity"
     evidence = [f"{name}: {'; '.join(r.mismatches)}" for name, r in sorted(results.items())]
-    ctx.emit("SCHED_NODE_SELECTOR_MISMATCH", pod=pod_ref(pod), selector=selector, evidence=evidence[:20], rank=12)
+    ctx.emit(
+        "SCHED_NODE_SELECTOR_MISMATCH", pod=pod_ref(pod), selector=selector, evidence=evidence[:20], rank=12
+    )
 
 
 @check("sched.cordoned", needs=("kube.target", "kube.nodes"))

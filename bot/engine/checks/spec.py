@@ -48,8 +48,10 @@ def whole_card_shared(ctx: Context) -> None:
         if not shared:
             return
         used = sum(p.gpu.get(QGPU_CORE, 0) for p in shared)
-        evidence.append(f"{name}: {len(shared)} shared qGPU pod(s) using {used:g} core: "
-                        + ", ".join(p.ref for p in shared[:5]))
+        evidence.append(
+            f"{name}: {len(shared)} shared qGPU pod(s) using {used:g} core: "
+            + ", ".join(p.ref for p in shared[:5])
+        )
     parsed = parse_event_messages(((ctx.fact("kube.events") or {}).get("pod")) or [])
     for msg in parsed[:1]:
         for reason in msg.reasons:
