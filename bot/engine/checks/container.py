@@ -27,7 +27,8 @@ CHAIN_PROBLEMS = ("NVML_CGROUP_LOST", "TORCH_CPU_BUILD", "DRIVER_TOO_OLD")
 
 
 def exec_facts(ctx: Context) -> ExecFacts | None:
-    return ctx.fact("exec.container_facts")
+    facts = ctx.fact("exec.container_facts")
+    return facts if isinstance(facts, ExecFacts) else None
 
 
 def _label(facts: ExecFacts, view: ContainerView) -> str:
