@@ -1,0 +1,60 @@
+"""The scale-scenario generator: deterministic by seed, loadable, and the mix it promises."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD, generate_scenario, parse_spec
+from bot.sim.scenario import scenario_from_dict
+
+
+def test_parse_spec() -> None:
+    assert parse_spec("nodes=200, gpu_nodes=40,pods=5k,seed=7") == {
+        "nodes": 200,
+        "gpu_nodes": 40,
+        "pods": 5000,
+        "seed": 7,
+    }
+    with pytest.raises(ValueError, match="pods"):
+        parse_spec("nodes=2,gpu_nodes=1")
+    with pytest.raises(ValueError, match="bad generator spec"):
+        parse_spec("nodes=2,gpu_nodes=1,pods=3,color=red")
+
+
+def test_same_seed_same_cluster_other_seed_other_cluster() -> None:
+    a = json.dumps(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1), sort_keys=True)
+    b = json.dumps(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1), sort_keys=True)
+    c = json.dumps(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=2), sort_keys=True)
+    assert a == b and a != c
+
+
+def test_loads_through_scenario_from_dict_with_the_promised_mix() -> None:
+    sc = scenario_from_dict(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1, silent_nodes=1))
+    by_kind: dict[str, list[dict]] = {}
+    for obj in sc.objects:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    pods = by_kind["Pod"]
+    assert len(pods) == 500 and len(by_kind["Node"]) == 30
+    assert len({(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}) == 500
+    assert len({p["metadata"]["uid"] for p in pods}) == 500
+    target = next(p for p in pods if p["metadata"]["name"] == TARGET_POD)
+    assert target["metadata"]["namespace"] == TARGET_NAMESPACE and target["status"]["phase"] == "Pending"
+    phases = {p["status"]["phase"] for p in pods}
+    assert {"Running", "Pending"} <= phases
+    assert any("deletionTimestamp" in p["metadata"] for p in pods)  # Terminating
+    capacities = [n["status"]["capacity"] for n in by_kind["Node"]]
+    assert any("nvidia.com/gpu" in c for c in capacities)
+    assert any("tke.cloud.tencent.com/qgpu-core" in c for c in capacities)
+    pending = {p["metadata"]["name"] for p in pods if p["status"]["phase"] == "Pending"}
+    reasons = {e["involvedObject"]["name"] for e in by_kind["Event"] if e["reason"] == "FailedScheduling"}
+    assert pending == reasons  # every pending pod has its FailedScheduling event
+    assert set(sc.nodes) == {n["metadata"]["name"] for n in by_kind["Node"] if n["metadata"]["name"].startswith("gpu")}
+    assert [n for n, f in sc.nodes.items() if f.ssh == "timeout"] == ["gpu-00005"]
+    zombies = [n for n, f in sc.nodes.items() if f.checkpoint and "PodUID" in f.checkpoint]
+    assert zombies  # some kubelet checkpoints hold pod UIDs that no pod has
+    live_uids = {p["metadata"]["uid"] for p in pods}
+    for n in zombies:
+        entries = json.loads(sc.nodes[n].checkpoint or "{}")["Data"]["PodDeviceEntries"]
+        assert not {e["PodUID"] for e in entries} & live_uids

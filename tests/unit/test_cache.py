@@ -1,0 +1,173 @@
+"""The watch-fed cache against the simulated API server: sync, order, deletes, 410 relist, staleness.
+
+Every test talks real HTTP list+watch to a ``KubeApiServer`` on its own loop thread, and writes
+through the server's store (the way the API server itself changes state), then polls the cache
+with a deadline until it has seen the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from bot.probes.cache import WatchCache, pod_dict, slim_record
+from bot.probes.kube import KubeReader
+from bot.probes.slim import slim
+from bot.sim.generate import generate_scenario
+from bot.sim.kube_api import KubeApiServer
+from bot.sim.kubeconfig import write_kubeconfig
+from bot.sim.scenario import scenario_from_dict
+from bot.sim.store import RESOURCE_TYPES
+from bot.sim.threaded import LoopThread
+
+POD = next(rt for rt in RESOURCE_TYPES if rt.kind == "Pod")
+
+
+class Harness:
+    def __init__(self, server: KubeApiServer, kubeconfig: Path) -> None:
+        self.server = server
+        self.kubeconfig = kubeconfig
+        self.reader = KubeReader(self.new_client(), page_size=7)
+        self.caches: list[WatchCache] = []
+
+    def new_client(self) -> client.ApiClient:
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def cache(self, **kwargs: Any) -> WatchCache:
+        kwargs.setdefault("page_size", 7)  # several pages even on a small cluster
+        c = WatchCache(self.new_client(), self.reader, **kwargs)
+        self.caches.append(c)
+        return c
+
+    def put_pod(self, namespace: str, name: str, **changes: Any) -> None:
+        obj = self.server.store.find("Pod", name, namespace)
+        assert obj is not None
+        spec = {**obj["spec"], **changes.get("spec", {})}
+        status = {**obj["status"], **changes.get("status", {})}
+        self.server.store.put(POD, {**obj, "spec": spec, "status": status})
+
+
+@pytest.fixture(scope="module")
+def loop_thread() -> Iterator[LoopThread]:
+    lt = LoopThread("cache-test-sim")
+    yield lt
+    lt.close()
+
+
+@pytest.fixture
+async def sim(loop_thread: LoopThread, tmp_path: Path) -> AsyncIterator[Harness]:
+    scenario = scenario_from_dict(generate_scenario(nodes=6, gpu_nodes=2, pods=40, seed=3))
+    server = KubeApiServer(scenario)
+    loop_thread.call(server.start())
+    h = Harness(server, write_kubeconfig(tmp_path / "kubeconfig", server.url))
+    yield h
+    for c in h.caches:
+        await asyncio.to_thread(c.close)
+    h.reader.close()
+    loop_thread.call(server.stop())
+
+
+async def until(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def refs(pods: list[dict[str, Any]]) -> list[tuple[str, str, str, str, Any, tuple[Any, ...]]]:
+    out = []
+    for p in pods:
+        s = slim(p)
+        out.append((s.ref, s.node, s.phase, s.owner, s.deletion_timestamp, tuple(sorted(s.gpu.items()))))
+    return sorted(out)
+
+
+async def test_not_ready_before_sync_reads_go_to_the_api(sim: Harness) -> None:
+    cache = sim.cache()
+    assert not cache.ready
+    before = sim.reader.stats.requests
+    pods = await cache.list_pods()
+    assert sim.reader.stats.requests > before  # answered by the API reader
+    assert "containers" in pods[0]["spec"] and pods[0]["spec"]["containers"][0].get("image")  # full dicts
+    cache.start()
+    assert await cache.wait_ready(10)
+    before = sim.reader.stats.requests
+    cached = await cache.list_pods()
+    assert sim.reader.stats.requests == before  # now from the cache
+    assert refs(cached) == refs(pods)  # slim() sees the same records
+    assert cache.stats.by_call["list Pod"] >= 6  # paginated: 41 pods in pages of 7
+
+
+async def test_slim_record_round_trips_through_pod_dict(sim: Harness) -> None:
+    for obj in sim.server.store.objects(POD):
+        assert slim(pod_dict(slim_record(obj))) == slim(obj)
+
+
+async def test_events_are_applied_in_order(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    target = ("bench", "target-pending-0")
+    events_before = cache.reflectors["Pod"].events
+    for node, phase in [("gpu-00001", "Pending"), ("cpu-00002", "Running"), ("cpu-00003", "Failed")]:
+        sim.put_pod(*target, spec={"nodeName": node}, status={"phase": phase})
+    await until(lambda: cache.reflectors["Pod"].events >= events_before + 3, "three pod events")
+    record = cache.stores["Pod"].objects[target]
+    assert (record.node, record.phase) == ("cpu-00003", "Failed")
+    on = cache.slim_pods_on(["gpu-00001", "cpu-00002", "cpu-00003"])
+    assert [p.name for p in on["cpu-00003"] if p.namespace == "bench"] == ["target-pending-0"]
+    assert not [p for p in on["gpu-00001"] + on["cpu-00002"] if p.name == "target-pending-0"]
+
+
+async def test_a_deleted_pod_leaves_the_cache(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    victim = next(p for p in sim.server.store.objects(POD) if p["spec"].get("nodeName"))
+    ns, name, node = victim["metadata"]["namespace"], victim["metadata"]["name"], victim["spec"]["nodeName"]
+    assert (ns, name) in cache.stores["Pod"].objects
+    sim.server.store.remove(POD, ns, name)
+    await until(lambda: (ns, name) not in cache.stores["Pod"].objects, "the delete event")
+    assert name not in [p.name for p in cache.slim_pods_on([node])[node]]
+    assert name not in [p["metadata"]["name"] for p in await cache.list_pods(ns)]
+
+
+async def test_relists_after_410_gone(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    pods = cache.reflectors["Pod"]
+    assert pods.relists == 1
+    await asyncio.to_thread(cache.stop)  # keeps its resourceVersion, as a dropped connection would
+    gone = next(p for p in sim.server.store.objects(POD) if p["metadata"]["namespace"] != "bench")
+    ns, name = gone["metadata"]["namespace"], gone["metadata"]["name"]
+    sim.server.store.remove(POD, ns, name)
+    sim.put_pod("bench", "target-pending-0", status={"phase": "Running"}, spec={"nodeName": "gpu-00001"})
+    sim.server.store.compact()  # the cache's version is now older than the kept history
+    cache.start()  # re-watch from the old version: 410 Expired, then relist
+    await until(lambda: pods.relists == 2, "a relist")
+    assert (ns, name) not in pods.store.objects
+    assert pods.store.objects[("bench", "target-pending-0")].phase == "Running"
+    assert cache.ready and cache.fresh("Pod")
+
+
+async def test_stale_cache_falls_back_to_the_api(sim: Harness) -> None:
+    cache = sim.cache(staleness_s=0.3, watch_timeout_s=30)
+    cache.start()
+    assert await cache.wait_ready(10)
+    await until(lambda: not cache.fresh("Pod"), "the staleness bound to pass")
+    before = sim.reader.stats.requests
+    await cache.list_pods()
+    assert sim.reader.stats.requests >= before + 6  # the API reader walked every page
+    sim.put_pod("bench", "target-pending-0", status={"phase": "Pending"})
+    await until(lambda: cache.fresh("Pod"), "an event to make it fresh again")
+    before = sim.reader.stats.requests
+    await cache.list_pods()
+    assert sim.reader.stats.requests == before
