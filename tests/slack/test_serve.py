@@ -90,6 +90,7 @@ async def test_logs_are_json_lines_without_secrets(
     mock_slack: MockSlackApi, caplog: pytest.LogCaptureFixture
 ) -> None:
     stream = io.StringIO()
+    root_level = logging.getLogger().level
     handler = configure_logging("DEBUG", secrets=SECRETS, stream=stream)
     caplog.set_level(logging.DEBUG)
     try:
@@ -106,6 +107,7 @@ async def test_logs_are_json_lines_without_secrets(
         await asyncio.wait_for(task, 10)
     finally:
         logging.getLogger().removeHandler(handler)
+        logging.getLogger().setLevel(root_level)
     output = stream.getvalue()
     assert output and not any(secret in output for secret in SECRETS)
     # other handlers (here pytest's) get the raw records: no library logged a secret either,
