@@ -21,7 +21,7 @@ from bot.probes.ssh import READ_COMMANDS
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
-from bot.sim.scenario import load_scenario, scenario_from_dict
+from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -320,3 +320,17 @@ def test_every_issue_scenario_declares_its_expectations() -> None:
     for name in mine:
         scenario = load_scenario(SCENARIOS / f"{name}.yaml")
         assert scenario.name == name and scenario.expect, name
+
+
+async def test_exec_failures_become_skipped_entries() -> None:
+    """The API refuses every exec (500): the report says so and still stands."""
+    async with SimCluster.from_file(SCENARIOS / "pid1-shell.yaml") as sim:
+        sim.api.faults.add(ApiFault(match="/exec", status=500))
+        service = Service(sim.settings())
+        try:
+            report = await service.run(parse_invocation(["verify", POD, "-n", "ai"]))
+        finally:
+            await service.close()
+        assert sim.api.faults.fired
+    assert [s.what for s in report.skipped] == [f"exec into ai/{POD}/torch"]
+    assert not {"CONTAINER_GPU_OK", "PID1_SHELL", "TORCH_CPU_BUILD"} & set(report.codes())
