@@ -11,7 +11,11 @@ fi
 stamp="$venv/.gpubot-installed"
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev]"
+  echo "installing gpubot and its dependencies into .venv (log: .venv/install.log)" >&2
+  if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e "$root[dev]" >"$venv/install.log" 2>&1; then
+    tail -30 "$venv/install.log" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"
