@@ -334,3 +334,17 @@ async def test_exec_failures_become_skipped_entries() -> None:
         assert sim.api.faults.fired
     assert [s.what for s in report.skipped] == [f"exec into ai/{POD}/torch"]
     assert not {"CONTAINER_GPU_OK", "PID1_SHELL", "TORCH_CPU_BUILD"} & set(report.codes())
+
+
+async def test_verify_on_an_unreachable_node_reads_cuda_from_the_container() -> None:
+    scenario = load_scenario(SCENARIOS / "driver-too-old.yaml")
+    scenario.nodes["gpu-node-1"].ssh = "unreachable"
+    async with SimCluster(scenario) as sim:
+        service = Service(sim.settings())
+        try:
+            report = await service.run(parse_invocation(["verify", POD, "-n", "ai"]))
+        finally:
+            await service.close()
+    assert {"DRIVER_TOO_OLD", "NODE_UNREACHABLE"} <= set(report.codes())
+    old = next(f for f in report.findings if f.code == "DRIVER_TOO_OLD")
+    assert any("as nvidia-smi inside the container prints it" in e for e in old.evidence)
