@@ -1,0 +1,42 @@
+"""One cold why-pending in a fresh process, as the CLI runs it: paginated API reads, no cache.
+
+``python -m bench.cold_child INFO_JSON NAMESPACE POD``: prints one JSON line with the wall time
+of ``Service.run``, the API requests and bytes the reader counted, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+from bench.common import SimProc
+from bot.commands import parse_invocation
+from bot.service import Service
+
+
+async def main(info_path: str, namespace: str, pod: str) -> None:
+    info = json.loads(Path(info_path).read_text())
+    sim = SimProc(0, info, Path(info_path).parent)
+    service = Service(sim.settings(ssh_deadline_s=2.0))
+    inv = parse_invocation(["why-pending", pod, "-n", namespace])
+    started = time.perf_counter()
+    report = await service.run(inv)
+    wall = time.perf_counter() - started
+    stats = service.reads_for(info["cluster"]["name"]).stats
+    await service.close()
+    out = {
+        "wall_s": wall,
+        "requests": stats.requests,
+        "bytes": stats.bytes_received,
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "codes": sorted({f.code for f in report.findings}),
+    }
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))

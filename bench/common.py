@@ -1,0 +1,141 @@
+"""Shared plumbing of the benchmarks: a simulator in its own process, timing, tables, machine facts.
+
+The simulator runs in a child process (``bench.simproc``) so that its CPU (JSON encoding, the SSH
+servers' crypto) is not charged to the bot's wall time, and so that its own share can be read
+from ``/proc/PID/stat`` around each measured run. Benchmarks only read from the simulator; they
+must never point at a real cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.settings import ClusterConfig, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class SimProc:
+    """A running simulator process and the settings that point gpubot at it."""
+
+    pid: int
+    info: dict[str, Any]
+    workdir: Path
+
+    def settings(self, **overrides: Any) -> Settings:
+        cfg = self.info["cluster"]
+        values: dict[str, Any] = {
+            "clusters": (ClusterConfig(**cfg),),
+            "ssh_user": self.info["ssh_user"],
+            "state_path": str(self.workdir / "state.db"),
+        }
+        values.update(overrides)
+        return load_settings(env={}, **values)
+
+    @property
+    def kubeconfig(self) -> str:
+        return str(self.info["cluster"]["kubeconfig"])
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the simulator process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+@contextmanager
+def sim_process(spec: str, *, timeout: float = 300.0) -> Iterator[SimProc]:
+    """Start ``bench.simproc`` on a generated scenario; stop it on exit."""
+    workdir = Path(tempfile.mkdtemp(prefix="gpubot-bench-"))
+    info_path = workdir / "info.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.simproc", spec, str(workdir)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not info_path.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"simulator exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError("simulator did not start")
+            time.sleep(0.05)
+        info = json.loads(info_path.read_text())
+        yield SimProc(proc.pid, info, workdir)
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()  # the simulator stops when its stdin closes
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": model or platform.processor(),
+        "cores": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def emit(name: str, text: str, result: dict[str, Any]) -> None:
+    """Print the table, then one JSON line that run_all collects."""
+    print(text, flush=True)
+    print("BENCH_JSON " + json.dumps({"bench": name, **result}), flush=True)

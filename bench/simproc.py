@@ -1,0 +1,54 @@
+"""A generated simulated cluster in its own process, for the benchmarks.
+
+``python -m bench.simproc SPEC WORKDIR``: generates the scenario, starts the API server and the
+SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, and how long generation
+and loading took), then serves until its stdin closes. Loopback only; it never reaches anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from bot.sim.cluster import SimCluster
+from bot.sim.generate import generate_scenario, parse_spec
+from bot.sim.scenario import scenario_from_dict
+
+
+async def main(spec: str, workdir: Path) -> None:
+    t0 = time.perf_counter()
+    data = generate_scenario(**parse_spec(spec))
+    t1 = time.perf_counter()
+    gc.disable()  # loading 100k objects: nothing cyclic to find
+    scenario = scenario_from_dict(data, source=f"generated({spec})")
+    del data
+    sim = SimCluster(scenario, workdir=workdir / "sim")
+    await sim.start()
+    gc.enable()
+    gc.collect()
+    gc.freeze()  # the served objects live as long as the process: keep them out of GC scans
+    t2 = time.perf_counter()
+    info = {
+        "spec": spec,
+        "api_url": sim.api.url,
+        "cluster": {**asdict(sim.cluster_config()), "ssh_targets": dict(sim.cluster_config().ssh_targets)},
+        "ssh_user": sim.ssh.user,
+        "generate_s": t1 - t0,
+        "load_s": t2 - t1,
+        "objects": len(scenario.objects),
+    }
+    tmp = workdir / "info.tmp"
+    tmp.write_text(json.dumps(info))
+    tmp.rename(workdir / "info.json")
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
+    await sim.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
