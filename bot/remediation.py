@@ -51,6 +51,13 @@ def _clip(text: str, limit: int = _SECTION_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _slack_error(exc: SlackApiError) -> str:
+    try:
+        return str(exc.response.get("error", "unknown"))
+    except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
+        return f"HTTP {getattr(exc.response, 'status_code', '?')}"
+
+
 def _hms(ts: datetime) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -213,7 +220,7 @@ class Remediator:
             try:
                 resp = await self.client.usergroups_users_list(usergroup=group)
             except SlackApiError as exc:
-                log.warning("usergroups.users.list %s failed: %s", group, exc.response.get("error"))
+                log.warning("usergroups.users.list %s failed: %s", group, _slack_error(exc))
                 continue
             if user_id in (resp.get("users") or []):
                 found.append(group)
@@ -261,7 +268,7 @@ class Remediator:
         try:
             await self.client.chat_update(channel=channel, ts=ts, text=_clip(text, 3000), blocks=blocks)
         except SlackApiError as exc:
-            log.warning("chat.update failed: %s", exc.response.get("error"))
+            log.warning("chat.update failed: %s", _slack_error(exc))
 
     async def _post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
         if self.client is None:
@@ -272,7 +279,7 @@ class Remediator:
         try:
             await self.client.chat_postMessage(**kwargs)
         except SlackApiError as exc:
-            log.warning("chat.postMessage failed: %s", exc.response.get("error"))
+            log.warning("chat.postMessage failed: %s", _slack_error(exc))
 
     async def _ephemeral(self, response_url: str, text: str) -> None:
         if not response_url:

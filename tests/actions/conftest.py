@@ -56,8 +56,6 @@ async def offer_and_click(
     rem: Remediator, action: str, params: dict[str, str], *, user: str = APPROVER, **click: Any
 ) -> Any:
     """Offer as the requester, click as ``user``: the same path a Slack button takes."""
-    record = rem.offer(
-        action, params, cluster="", requested_by=REQUESTER, finding_code=click.pop("finding", None)
-    )
+    record = rem.offer(action, params, cluster="", requested_by=REQUESTER, finding_code=click.pop("finding", None))
     assert record is not None, f"{action} {params} could not be offered"
     return await rem.click(record.id, user, **click)

@@ -62,10 +62,7 @@ async def test_rollout_restart_sets_restarted_at_on_every_qgpu_daemonset(rig: Ri
         stamp = write.body["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
         served = sim.api.store.find("DaemonSet", "qgpu-manager", "qgpu")
-        assert (
-            served["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
-            == stamp
-        )
+        assert served["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] == stamp
 
 
 async def test_namespace_label_sets_the_policy_once(rig: Rig) -> None:

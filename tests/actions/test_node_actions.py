@@ -38,9 +38,7 @@ async def test_already_cordoned_node_is_neither_cordoned_nor_uncordoned(rig: Rig
     async with rig("zombie-checkpoint") as (sim, rem):
         # somebody else cordoned it (kubectl cordon, through the API)
         api = new_api_client(sim.cluster_config())
-        await asyncio.to_thread(
-            client.CoreV1Api(api).patch_node, ZOMBIE_NODE, {"spec": {"unschedulable": True}}
-        )
+        await asyncio.to_thread(client.CoreV1Api(api).patch_node, ZOMBIE_NODE, {"spec": {"unschedulable": True}})
         api.close()
         sim.api.writes.clear()
         out = await offer_and_click(rem, "kubelet.restart", {"node": ZOMBIE_NODE})
@@ -118,9 +116,7 @@ async def test_dry_run_plan_names_the_exact_commands(rig: Rig) -> None:
 
 async def test_checkpoint_clear_precondition_fails_once_the_zombies_are_gone(rig: Rig) -> None:
     async with rig("zombie-checkpoint") as (sim, rem):
-        sim.ssh.state(
-            ZOMBIE_NODE
-        ).checkpoint = '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}'
+        sim.ssh.state(ZOMBIE_NODE).checkpoint = '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}'
         out = await offer_and_click(rem, "checkpoint.clear", {"node": ZOMBIE_NODE})
         assert out.status == "precondition_failed"
         assert "no entry of a missing pod" in out.message
@@ -130,9 +126,7 @@ async def test_checkpoint_clear_precondition_fails_once_the_zombies_are_gone(rig
 async def test_kubelet_restart_offered_for_zombies_rechecks_them(rig: Rig) -> None:
     async with rig("zombie-checkpoint") as (sim, rem):
         sim.ssh.state(ZOMBIE_NODE).checkpoint = None
-        out = await offer_and_click(
-            rem, "kubelet.restart", {"node": ZOMBIE_NODE}, finding="CHECKPOINT_ZOMBIE"
-        )
+        out = await offer_and_click(rem, "kubelet.restart", {"node": ZOMBIE_NODE}, finding="CHECKPOINT_ZOMBIE")
         assert out.status == "precondition_failed"
         assert api_writes(sim) == [] and state_changes(sim) == {}
 

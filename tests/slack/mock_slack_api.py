@@ -51,6 +51,7 @@ class MockSlackApi:
     async def start(self) -> MockSlackApi:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # the SDK sends a few methods as GET
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/response/{hook}", self._response)
         app.router.add_get("/socket", self._socket)

@@ -1,0 +1,140 @@
+"""A whole bot on real ports for the remediation scenario tests: simulator, Slack HTTP app with the
+Remediator's hooks, a recording mock of Slack, and signed requests to drive it.
+
+Shared by ``tests/scenarios/test_remediation_*.py``; it only wires things and waits, it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.remediation import Remediator
+from bot.service import Service
+from bot.settings import Settings
+from bot.sim.cluster import SimCluster
+from tests.actions.conftest import APPROVER, REQUESTER, scenario
+from tests.slack.helpers import (
+    BOT_TOKEN,
+    Running,
+    action_payload,
+    form,
+    interaction_form,
+    post,
+    running_app,
+    settings_for,
+    sign,
+    slash_payload,
+)
+from tests.slack.mock_slack_api import MockSlackApi
+
+WHY_PENDING = "why-pending gpu-full-5d8c6-q7wz2 -n ai"
+
+
+@dataclass
+class SlackRig:
+    sim: SimCluster
+    rem: Remediator
+    app: Running
+    mock: MockSlackApi
+    settings: Settings
+    #: offer ids whose click handling has finished, in order
+    handled: list[str] = field(default_factory=list)
+
+    async def command(self, text: str = WHY_PENDING, *, user: str = REQUESTER) -> dict[str, list[str]]:
+        """Run a slash command; return button label -> offer ids from the report it posted."""
+        before = len(self._reports())
+        body = form(slash_payload(self.mock, text, user=user))
+        status, _, _ = await post(self.app.url + "/slack/events", body, sign(body))
+        assert status == 200
+        await self.mock.wait_for(lambda: len(self._reports()) > before, timeout=60)
+        return buttons(self._reports()[-1].body["blocks"])
+
+    def last_report_text(self) -> str:
+        return json.dumps(self._reports()[-1].body["blocks"])
+
+    def _reports(self) -> list[Any]:
+        return [
+            c
+            for c in self.mock.of("chat.postMessage")
+            if c.body.get("thread_ts") and "finding-0" in json.dumps(c.body.get("blocks") or [])
+        ]
+
+    async def click(self, value: str, *, user: str = APPROVER, timeout: float = 60) -> None:
+        """A signed block_actions click; returns once the bot finished handling it."""
+        before = len(self.handled)
+        body = interaction_form(action_payload(self.mock, value, user=user))
+        status, _, _ = await post(self.app.url + "/slack/events", body, sign(body))
+        assert status == 200
+        await self.mock.wait_for(lambda: len(self.handled) > before, timeout=timeout)
+
+    async def clicks(self, value: str, n: int, *, user: str = APPROVER) -> None:
+        """``n`` signed clicks on one button at once (distinct payloads, as from double clicks)."""
+        before = len(self.handled)
+        bodies = [interaction_form(action_payload(self.mock, value, user=user)) for _ in range(n)]
+        results = await asyncio.gather(*(post(self.app.url + "/slack/events", b, sign(b)) for b in bodies))
+        assert all(status == 200 for status, _, _ in results)
+        await self.mock.wait_for(lambda: len(self.handled) >= before + n, timeout=120)
+
+
+def buttons(blocks: list[dict[str, Any]]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for block in blocks:
+        for element in block.get("elements") or [] if block.get("type") == "actions" else []:
+            found.setdefault(element["text"]["text"], []).append(element["value"])
+    return found
+
+
+@asynccontextmanager
+async def slack_rig(
+    tmp_path: Path, mock: MockSlackApi, *, name: str = "zombie-checkpoint", state: Path | None = None, **extra: Any
+) -> AsyncIterator[SlackRig]:
+    """Start everything; ``state`` names the SQLite file (to restart the bot on the same one)."""
+    async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
+        values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
+        values.update(extra)
+        if state is not None:
+            values["state_path"] = str(state)
+        settings = settings_for(mock, base=sim.settings(), **values)
+        async with started(settings, mock) as (rem, app, handled):
+            yield SlackRig(sim, rem, app, mock, settings, handled)
+
+
+@asynccontextmanager
+async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[tuple[Remediator, Running, list[str]]]:
+    """One bot process: a Remediator (recovering its state file) and the Slack app wired to it."""
+    web = AsyncWebClient(token=BOT_TOKEN, base_url=mock.api_url)
+    rem = Remediator(settings, client=web)
+    await rem.start()
+    handled: list[str] = []
+
+    async def hook(value: str, user: str, channel: str, message_ts: str, response_url: str) -> None:
+        try:
+            await rem.on_remediate(value, user, channel, message_ts, response_url)
+        finally:
+            handled.append(value)
+
+    try:
+        async with running_app(settings, Service(settings), offers=rem, on_remediate=hook) as app:
+            yield rem, app, handled
+    finally:
+        await rem.close()
+        if web.session is not None:
+            await web.session.close()
+
+
+@asynccontextmanager
+async def mock_slack_server() -> AsyncIterator[MockSlackApi]:
+    """The Slack tests' recording mock of Slack, on a real port."""
+    mock = await MockSlackApi().start()
+    try:
+        yield mock
+    finally:
+        await mock.stop()

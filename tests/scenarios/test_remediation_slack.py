@@ -1,0 +1,118 @@
+"""The whole remediation loop through the Slack HTTP app, on the zombie-checkpoint scenario.
+
+Signed ``/gpu why-pending`` → the report offers "checkpoint.clear" buttons → an approver's signed
+click → the simulator shows cordon, kubelet stop, the checkpoint moved to a backup, kubelet start
+and uncordon, in that order → the offer message says who approved it and how it ended, the steps
+are in the thread → the diagnosis no longer reports CHECKPOINT_ZOMBIE.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.commands import parse_invocation
+from bot.probes.checkpoint import CHECKPOINT_PATH
+from bot.service import Service
+from bot.sim.cluster import SimCluster
+from tests.actions.conftest import APPROVER
+from tests.actions.slack_rig import WHY_PENDING, mock_slack_server, slack_rig
+from tests.slack.mock_slack_api import MockSlackApi
+
+
+@pytest.fixture
+async def slack_api() -> AsyncIterator[MockSlackApi]:
+    async with mock_slack_server() as mock:
+        yield mock
+
+
+NODES = ("tcs-10-29-25-5", "tcs-10-29-25-6")
+
+
+def record_timeline(sim: SimCluster) -> Callable[[], dict[str, list[str]]]:
+    """Per node: API cordon/uncordon and SSH state changes merged in the order they happened."""
+    marks: dict[str, list[tuple[int, str]]] = {n: [] for n in NODES}
+
+    def on_change(change: Any) -> None:
+        obj = change.entry.obj
+        name = obj["metadata"]["name"]
+        if change.rtype.kind == "Node" and name in marks:
+            verb = "cordon" if (obj.get("spec") or {}).get("unschedulable") else "uncordon"
+            marks[name].append((len(sim.ssh.history(name)), verb))
+
+    sim.api.store.subscribe(on_change)
+    timeline: dict[str, list[str]] = {}
+
+    def build() -> dict[str, list[str]]:
+        for node in NODES:
+            merged = list(sim.ssh.history(node))
+            for at, verb in reversed(marks[node]):
+                merged.insert(at, verb)
+            timeline[node] = merged
+        return timeline
+
+    return build
+
+
+async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, slack_api: MockSlackApi) -> None:
+    async with slack_rig(tmp_path, slack_api) as rig:
+        build = record_timeline(rig.sim)
+        offered = await rig.command()
+        assert "CHECKPOINT_ZOMBIE" in rig.last_report_text()
+        for node in NODES:
+            values = offered[f"checkpoint.clear {node}"]
+            await rig.click(values[0])
+        timeline = build()
+        for node in NODES:
+            steps = timeline[node]
+            assert steps[0] == "cordon"
+            assert steps[1] == "systemctl stop kubelet"
+            assert steps[2].startswith(f"mv {CHECKPOINT_PATH} {CHECKPOINT_PATH}.bak-")
+            assert steps[3:] == ["systemctl start kubelet", "uncordon"], steps
+
+        # the offer message: approved/running first, then the outcome; steps in its thread
+        updates = [c.body for c in slack_api.of("chat.update") if c.body["ts"] == "1700000000.000002"]
+        texts = [u["text"] for u in updates]
+        running = [i for i, t in enumerate(texts) if f"approved by <@{APPROVER}> at" in t and "running" in t]
+        done = [i for i, t in enumerate(texts) if "succeeded" in t and "checkpoint.clear" in t]
+        assert len(running) == 2 and len(done) == 2 and running[0] < done[0]
+        thread = [c.body for c in slack_api.of("chat.postMessage") if c.body.get("text", "").startswith("*Steps*")]
+        assert len(thread) == 2 and all(t["thread_ts"] == "1700000000.000002" for t in thread)
+        assert "systemctl stop kubelet" in thread[0]["text"]
+
+        # the diagnosis again, through Slack and straight from the service
+        await rig.command()
+        assert "CHECKPOINT_ZOMBIE" not in rig.last_report_text()
+        service = Service(rig.settings)
+        try:
+            report = await service.run(parse_invocation(WHY_PENDING.split()))
+        finally:
+            await service.close()
+        assert "CHECKPOINT_ZOMBIE" not in report.codes()
+
+        events = [(e.event, e.outcome) for e in rig.rem.flow.audit.query()]
+        for wanted in [("offer", "offered"), ("approve", "approved"), ("start", "started"), ("result", "ok")]:
+            assert wanted in events
+        assert sum(1 for e in events if e == ("result", "ok")) == 2
+
+
+async def test_buttons_carry_only_an_opaque_id_behind_a_danger_confirmation(
+    tmp_path: Path, slack_api: MockSlackApi
+) -> None:
+    async with slack_rig(tmp_path, slack_api) as rig:
+        offered = await rig.command()
+        assert {"checkpoint.clear tcs-10-29-25-5", "kubelet.restart tcs-10-29-25-5"} <= set(offered)
+        report = [c for c in slack_api.of("chat.postMessage") if "finding-0" in json.dumps(c.body.get("blocks"))][-1]
+        elements = [e for b in report.body["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        for element in elements:
+            assert element["style"] == "danger" and element["confirm"]["style"] == "danger"
+            assert len(element["confirm"]["text"]["text"]) <= 300
+            record = rig.rem.flow.store.get(element["value"])
+            assert record is not None and record.state == "pending"
+            assert "tcs-10-29" not in element["value"]
+            assert record.requested_by == "U0ALICE" and record.finding_code
+        assert rig.sim.api.writes == []
