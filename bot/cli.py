@@ -78,6 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="run the Slack bot (Socket Mode or HTTP mode, from settings)")
     p = sub.add_parser("demo", help="run the built-in demo on the bundled scenarios")
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("act", help="run one remediation after showing its plan (typed confirmation)")
+    p.add_argument("action", help="e.g. kubelet.restart, checkpoint.clear, pod.delete, namespace.label")
+    p.add_argument("--node", default="")
+    p.add_argument("--pod", default="")
+    p.add_argument("-n", "--namespace", default="")
+    p.add_argument("--label", default="")
+    p.add_argument("--value", default="")
+    p.add_argument("--copy-from", default="")
+    p.add_argument("--dry-run", action="store_true", help="check and print the exact steps; change nothing")
+    p.add_argument("--yes", action="store_true", help="skip typing the target name (automation)")
+    p.add_argument("--scenario", default="", help="run against a fresh simulator of this scenario file")
     p = sub.add_parser("audit", help="print the audit trail")
     p.add_argument("--since", default="", help="30m, 2h, 7d or an ISO timestamp")
     p.add_argument("--json", action="store_true")
@@ -189,9 +200,9 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from bot.server import serve
+    from bot.remediation import serve_with_remediation
 
-    asyncio.run(serve(_settings(args)))
+    asyncio.run(serve_with_remediation(_settings(args)))
     return 0
 
 
@@ -199,6 +210,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
     return run_demo(as_json=args.json)
+
+
+def _cmd_act(args: argparse.Namespace) -> int:
+    from bot.remediation import run_act
+
+    names = ("node", "pod", "namespace", "label", "value", "copy_from")
+    params = {k: getattr(args, k) for k in names if getattr(args, k)}
+    if args.scenario and not Path(args.scenario).is_file():
+        raise UsageError(f"scenario file not found: {args.scenario}")
+    return run_act(_settings(args), args.action, params, dry_run=args.dry_run, assume_yes=args.yes,
+                   scenario=args.scenario)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -214,6 +236,7 @@ _HANDLERS: dict[str, Any] = {
     "serve": _cmd_serve,
     "demo": _cmd_demo,
     "audit": _cmd_audit,
+    "act": _cmd_act,
 }
 
 

@@ -16,6 +16,7 @@ traceback, a token or user-typed text into a Slack message or the audit trail.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -349,5 +350,53 @@ async def cli_act(
             write(f"  step {i}: {step}")
         write(outcome.message)
         return 0 if outcome.status == "succeeded" else 1
+    finally:
+        await rem.close()
+
+
+def run_act(
+    settings: Settings,
+    action: str,
+    params: Mapping[str, str],
+    *,
+    dry_run: bool,
+    assume_yes: bool,
+    scenario: str = "",
+) -> int:
+    """``gpubot act`` from the command line; ``scenario`` runs it on a fresh simulator of that file."""
+    actor = cli_actor(getpass.getuser())
+
+    def read_line(prompt: str) -> str:
+        try:
+            return input(prompt)
+        except EOFError:
+            return ""
+
+    async def go() -> int:
+        if not scenario:
+            return await cli_act(settings, action, params, actor=actor, dry_run=dry_run,
+                                 assume_yes=assume_yes, read_line=read_line, write=print)
+        from bot.sim.cluster import SimCluster
+
+        async with SimCluster.from_file(scenario) as sim:
+            sim_settings = sim.settings(
+                state_path=settings.state_path, dry_run=settings.dry_run, runbook_dir=settings.runbook_dir,
+                node_ready_timeout_s=settings.node_ready_timeout_s, action_ttl_s=settings.action_ttl_s,
+            )
+            return await cli_act(sim_settings, action, params, actor=actor, dry_run=dry_run,
+                                 assume_yes=assume_yes, read_line=read_line, write=print)
+
+    return asyncio.run(go())
+
+
+async def serve_with_remediation(settings: Settings) -> None:
+    """``gpubot serve`` with the remediation buttons wired: offers, clicks, restart recovery."""
+    from bot.server import serve
+
+    web = AsyncWebClient(token=settings.slack_bot_token.get() or None, base_url=settings.slack_api_url)
+    rem = Remediator(settings, client=web)
+    await rem.start()
+    try:
+        await serve(settings, offers=rem, on_remediate=rem.on_remediate)
     finally:
         await rem.close()
