@@ -1,7 +1,9 @@
 """``gpubot demo``: the bot on the bundled scenarios, each a freshly started simulated cluster.
 
 Shows what a user sees in Slack, as terminal text: the diagnosis of a zombie checkpoint, of a
-missing qGPU namespace policy, of an untolerated taint, and the per-node physical view.
+missing qGPU namespace policy, of an untolerated taint, and the per-node physical view. Then the
+remediation loop on one simulator: the zombie diagnosis, the offered ``checkpoint.clear``, an
+approver's confirmed run, the diagnosis again without CHECKPOINT_ZOMBIE, and the audit trail.
 """
 
 from __future__ import annotations
@@ -38,6 +40,57 @@ DEMO_STEPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: who offers and who approves in the remediation demo (Slack user ids)
+DEMO_REQUESTER, DEMO_APPROVER = "U0ALICE", "U0ONCALL"
+
+
+async def _remediation_loop(as_json: bool) -> None:
+    from bot.confirm import format_audit
+    from bot.remediation import Remediator
+    from bot.service import Service
+    from bot.sim.cluster import SimCluster
+
+    line = "why-pending gpu-full-5d8c6-q7wz2 -n ai"
+    inv = parse_invocation(line.split())
+    async with SimCluster.from_file(SCENARIO_DIR / "zombie-checkpoint.yaml") as sim:
+        settings = sim.settings(approvers={"checkpoint.clear": (DEMO_APPROVER,)}, node_ready_timeout_s=30)
+        service, rem = Service(settings), Remediator(settings)
+        try:
+            before = await service.run(inv)
+            offers = [
+                (f, r) for f in before.findings if f.code == "CHECKPOINT_ZOMBIE"
+                for r in f.remediations if r.action == "checkpoint.clear"
+            ]
+            outcomes = []
+            for finding, remedy in offers:
+                record = rem.offer(remedy.action, remedy.params, cluster="", requested_by=DEMO_REQUESTER,
+                                   finding_code=finding.code)
+                if record is not None:
+                    outcomes.append((record, await rem.click(record.id, DEMO_APPROVER)))
+            after = await service.run(inv)
+            trail = rem.flow.audit.query()
+        finally:
+            await service.close()
+            await rem.close()
+    if as_json:
+        print(json.dumps({"remediation_demo": {
+            "before": before.codes(), "after": after.codes(),
+            "runs": [{"action": r.action, "target": r.target, "status": o.status, "steps": list(o.steps)}
+                     for r, o in outcomes],
+            "audit": [e.to_dict() for e in trail],
+        }}, ensure_ascii=False))
+        return
+    print(f"\n### Remediation: clear the zombie checkpoint behind a confirmation\n$ gpubot {line}\n")
+    print(render_text(before))
+    for record, outcome in outcomes:
+        print(f"offered by <@{DEMO_REQUESTER}>: {record.action} {record.target} (offer {record.id[:8]}…); "
+              f"<@{DEMO_APPROVER}> clicks it:")
+        print("".join(f"  {i}. {s}\n" for i, s in enumerate(outcome.steps, start=1)) + f"  => {outcome.message}\n")
+    print(f"$ gpubot {line}   (again)\n")
+    print(render_text(after))
+    print("$ gpubot audit\n" + format_audit(trail, False))
+
+
 async def _run_all(as_json: bool) -> int:
     settings = load_settings(env={})
     for scenario, line, what in DEMO_STEPS:
@@ -48,6 +101,7 @@ async def _run_all(as_json: bool) -> int:
             continue
         print(f"\n### {what}\n$ gpubot {line} --scenario scenarios/{scenario}\n")
         print(render_text(report))
+    await _remediation_loop(as_json)
     return 0
 
 
