@@ -83,6 +83,23 @@ def button_label(rem: Remediation) -> str:
     return L.clip(f"{rem.action} {values}".strip(), L.MAX_BUTTON_TEXT)
 
 
+def confirm_text(rem: Remediation) -> str:
+    """The dialog text: the fix in a line, then the action's own blast radius (its hazards).
+
+    The action declares its blast radius (at most 300 characters); when both do not fit Slack's
+    limit, the blast radius wins, because it is what a person must read before confirming.
+    """
+    from bot.actions import ACTIONS  # the actions own their hazard text; this only shows it
+
+    summary = rem.summary or f"gpubot will run {rem.action}."
+    action = ACTIONS.get(rem.action)
+    radius = action.blast_radius if action is not None else ""
+    if not radius:
+        return summary
+    both = f"{summary}\n{radius}"
+    return both if len(both) <= L.MAX_CONFIRM_TEXT else radius
+
+
 def remediation_button(rem: Remediation, offer_id: str, index: int) -> Block:
     """A danger button carrying only the opaque offer id, behind Slack's confirmation dialog."""
     return {
@@ -93,7 +110,7 @@ def remediation_button(rem: Remediation, offer_id: str, index: int) -> Block:
         "style": "danger",
         "confirm": {
             "title": _plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
-            "text": _plain(rem.summary or f"gpubot will run {rem.action}.", L.MAX_CONFIRM_TEXT),
+            "text": _plain(confirm_text(rem), L.MAX_CONFIRM_TEXT),
             "confirm": _plain("Run it", L.MAX_CONFIRM_BUTTON),
             "deny": _plain("Cancel", L.MAX_CONFIRM_BUTTON),
             "style": "danger",

@@ -111,6 +111,8 @@ async def test_buttons_carry_only_an_opaque_id_behind_a_danger_confirmation(
         for element in elements:
             assert element["style"] == "danger" and element["confirm"]["style"] == "danger"
             assert len(element["confirm"]["text"]["text"]) <= 300
+            if element["text"]["text"].startswith("checkpoint.clear"):
+                assert "kubernetes#116125" in element["confirm"]["text"]["text"]  # the blast radius
             record = rig.rem.flow.store.get(element["value"])
             assert record is not None and record.state == "pending"
             assert "tcs-10-29" not in element["value"]
