@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The benchmark suite (issue 8): why-pending cold/warm/kubectl, node-status fan-out, Slack ack.
+# Installs what it needs on first run, like scripts/test.sh; writes bench/results/LATEST.md.
+# Needs kubectl on PATH for the hand-procedure comparison. Pass --quick for a short smoke run.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/bootstrap.sh
+source "$here/bootstrap.sh"
+cd "$here/.."
+command -v kubectl >/dev/null || { echo "bench: kubectl is needed on PATH" >&2; exit 2; }
+python -m bench.run_all "$@"
