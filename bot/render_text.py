@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import textwrap
+from functools import partial
 
 from bot.report import Report
+
+
+#: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
+_wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 
 MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
 
@@ -70,9 +75,11 @@ def render_text(report: Report, *, width: int = 100) -> str:
             for part in str(ev).splitlines() or [""]:
                 lines.append(f"       | {part}")
         if f.explanation:
-            lines += textwrap.wrap(f.explanation, width, initial_indent="     ", subsequent_indent="     ")
+            lines += _wrap(f.explanation, width, initial_indent="     ", subsequent_indent="     ")
         for step in f.next_steps:
-            lines += textwrap.wrap(step, width, initial_indent="     - ", subsequent_indent="       ")
+            head, *rest = step.rstrip().split("\n")
+            lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
+            lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
         for r in f.remediations:
             params = " ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
             lines.append(f"     => offer {r.action} {params}: {r.summary}".rstrip())
