@@ -7,7 +7,6 @@ from functools import partial
 
 from bot.report import Report
 
-
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 

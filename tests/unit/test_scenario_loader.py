@@ -40,7 +40,11 @@ def test_invalid_yaml_names_file_and_line(tmp_path: Path) -> None:
         ({"scenario": "x", "kubernetes": {"objects": [{"apiVersion": "v1", "kind": "Pod"}]}}, "metadata.name"),
         ({"scenario": "x", "kubernetes": {"objects": []}, "nodes": {"n1": {"ssh": "maybe"}}}, "nodes.n1.ssh"),
         (
-            {"scenario": "x", "kubernetes": {"objects": []}, "nodes": {"n1": {"gpus": [{"uuid": "G", "power_w": "hot"}]}}},
+            {
+                "scenario": "x",
+                "kubernetes": {"objects": []},
+                "nodes": {"n1": {"gpus": [{"uuid": "G", "power_w": "hot"}]}},
+            },
             "nodes.n1.gpus[0].power_w",
         ),
         ({"scenario": "x", "kubernetes": {"objects": []}, "containers": {"bad-key": {}}}, "namespace/pod/container"),

@@ -15,9 +15,7 @@ TOKEN = "xoxb-very-secret-token-123"
 def test_secrets_never_in_repr_or_str(tmp_path: Path) -> None:
     secret_file = tmp_path / "signing"
     secret_file.write_text("sig-secret-456\n")
-    s = load_settings(
-        env={"GPUBOT_SLACK_BOT_TOKEN": TOKEN, "GPUBOT_SLACK_SIGNING_SECRET_FILE": str(secret_file)}
-    )
+    s = load_settings(env={"GPUBOT_SLACK_BOT_TOKEN": TOKEN, "GPUBOT_SLACK_SIGNING_SECRET_FILE": str(secret_file)})
     assert s.slack_bot_token.get() == TOKEN
     assert s.slack_signing_secret.get() == "sig-secret-456"
     for text in (repr(s), str(s), repr(s.slack_bot_token), f"{s.slack_bot_token}"):
