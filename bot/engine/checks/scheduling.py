@@ -13,7 +13,7 @@ from typing import Any
 from bot.engine.checks.common import candidate_nodes, gpu_asks, is_unscheduled, pod_ref, target, target_pod
 from bot.engine.context import Context
 from bot.engine.logic.affinity import node_matches
-from bot.engine.logic.scheduling import parse_event_messages
+from bot.engine.logic.scheduling import NOT_READY_TAINTS, parse_event_messages
 from bot.engine.logic.taints import toleration_yaml, untolerated_taints
 from bot.registry import check
 
@@ -61,8 +61,12 @@ def scheduler_message(ctx: Context) -> None:
             )
         elif reason.category == "qgpu_alloc_failed" and reason.qgpu is not None:
             qgpu_lines += [line, "  " + reason.qgpu.describe()]
-        elif reason.category in known:
-            continue
+        elif reason.category == "too_many_pods":
+            ctx.emit("SCHED_INSUFFICIENT_OTHER", pod=ref, resource="pods", count=reason.count, evidence=[line], rank=30)
+        elif reason.category == "volume":
+            ctx.emit("SCHED_VOLUME", pod=ref, message=reason.text[:200], evidence=[line], rank=26)
+        elif reason.category in known or reason.category in ("not_ready", "unknown_conditions"):
+            continue  # computed from the nodes by sched.taints/affinity/cordoned/node_health
         elif reason.category == "unrecognised":
             unrecognised.append(line)
     if qgpu_lines:
@@ -70,7 +74,10 @@ def scheduler_message(ctx: Context) -> None:
         count = sum(r.count for r in msg.reasons if r.category == "qgpu_alloc_failed")
         ctx.emit("SCHED_QGPU_ALLOC_FAILED", pod=ref, count=count, evidence=qgpu_lines, rank=15)
     if msg.prefilter and not msg.reasons:
-        unrecognised.append(msg.prefilter)
+        if msg.prefilter_category == "volume":
+            ctx.emit("SCHED_VOLUME", pod=ref, message=msg.prefilter[:200], evidence=[msg.raw[:1000]], rank=26)
+        elif msg.prefilter_category != "not_ready":
+            unrecognised.append(msg.prefilter)
     if unrecognised:
         ctx.emit("SCHED_UNRECOGNISED", pod=ref, message=msg.raw[:300], evidence=[msg.raw[:2000]], rank=60)
 
@@ -90,8 +97,8 @@ def taints(ctx: Context) -> None:
     first: dict[str, dict[str, Any]] = {}
     for name, node in sorted(candidates.items()):
         for taint in untolerated_taints(pod, node):
-            if taint.get("key") == "node.kubernetes.io/unschedulable":
-                continue  # reported as a cordon
+            if taint.get("key") == "node.kubernetes.io/unschedulable" or taint.get("key") in NOT_READY_TAINTS:
+                continue  # a cordon or node health: a toleration is not the fix (sched.cordoned, node_health)
             text = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
             blocked.setdefault(text, []).append(name)
             first.setdefault(text, taint)
@@ -185,3 +192,43 @@ def webhook(ctx: Context) -> None:
 
 def _event_time(event: dict[str, Any]) -> str:
     return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+
+
+@check("sched.node_health", needs=("kube.target", "kube.nodes"))
+def node_health(ctx: Context) -> None:
+    """Candidate nodes that are not Ready cannot take the pod, whatever the message says about them."""
+    pod = target_pod(ctx)
+    if pod is None or not is_unscheduled(pod):
+        return
+    candidates = candidate_nodes(ctx, pod)
+    for name, node in sorted(candidates.items()):
+        conditions = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+        ready = conditions.get("Ready") or {}
+        if ready.get("status") == "True":
+            continue
+        reason = str(ready.get("reason") or "no Ready condition")
+        ctx.emit(
+            "NODE_NOT_READY",
+            node=name,
+            reason=reason,
+            evidence=[f"{name}: Ready={ready.get('status', 'missing')} {reason}: {ready.get('message', '')}".strip()],
+            rank=9 if len(candidates) == 1 else 30,
+        )
+
+
+@check("sched.silence", needs=("kube.target", "kube.events"))
+def silence(ctx: Context) -> None:
+    """A pending pod the scheduler has said nothing about: wrong schedulerName, or no scheduler running."""
+    pod = target_pod(ctx)
+    if pod is None or not is_unscheduled(pod) or parse_event_messages(_events(ctx, "pod")):
+        return
+    if any(e.code.startswith(("SCHED_", "SPEC_", "QGPU_", "NS_")) for e in ctx.emissions):
+        return
+    scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+    created = str((pod.get("metadata") or {}).get("creationTimestamp") or "?")
+    ctx.emit(
+        "SCHED_NO_EVENTS",
+        pod=pod_ref(pod),
+        evidence=[f"spec.schedulerName: {scheduler}", f"created: {created}", "FailedScheduling events: none"],
+        rank=70,
+    )

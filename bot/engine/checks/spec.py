@@ -65,3 +65,19 @@ def whole_card_shared(ctx: Context) -> None:
         evidence=evidence,
         rank=18,
     )
+
+
+@check("spec.gpu_request", needs=("kube.target",))
+def gpu_request(ctx: Context) -> None:
+    """A pod that asks for no GPU at all gets no card, even on a GPU node."""
+    pod = target_pod(ctx)
+    if pod is None or gpu_asks(pod):
+        return
+    containers = [str(c.get("name", "?")) for c in (pod.get("spec") or {}).get("containers") or []]
+    ctx.emit(
+        "SPEC_NO_GPU_REQUEST",
+        pod=pod_ref(pod),
+        container=", ".join(containers),
+        evidence=[f"container {c}: no GPU resource in requests or limits" for c in containers],
+        rank=35,
+    )
