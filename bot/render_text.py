@@ -31,6 +31,13 @@ def render_node_table(report: Report) -> list[str]:
         if row.get("cordoned"):
             state += ",Cordoned"
         lines.append(f"node {row.get('node')}  [{state}]  ssh: {row.get('ssh', '?')}")
+        facts = [f"{k} {row[k]}" for k in ("kubelet", "driver", "cuda", "driver_path") if row.get(k)]
+        if facts:
+            lines.append("    " + "  ".join(facts))
+        if row.get("taints"):
+            lines.append("    taints: " + ", ".join(map(str, row["taints"])))
+        for component in row.get("components") or []:
+            lines.append(f"    component {component}")
         for res, v in sorted((row.get("logical") or {}).items()):
             lines.append(
                 f"    {res:<36} capacity {v.get('capacity', 0):>6g}  allocatable {v.get('allocatable', 0):>6g}"
@@ -41,6 +48,7 @@ def render_node_table(report: Report) -> list[str]:
                 f"    GPU{g.get('index')}  util {_n(g.get('utilization'))}%  mem {_n(g.get('memory_used_mib'))}/"
                 f"{_n(g.get('memory_total_mib'))} MiB  {_n(g.get('temperature_c'))}C  {_n(g.get('power_w'))}W"
                 f"  procs {g.get('processes', 0)}  -> {g.get('verdict', '?')}"
+                + (f"  [{', '.join(map(str, g['pods']))}]" if g.get("pods") else "")
             )
         for p in row.get("pods") or []:
             lines.append(f"    pod {p}")
