@@ -129,8 +129,13 @@ class _Reflector:
             try:
                 if self.rv is None:
                     self._relist()
+                began = self.clock()
                 self._watch()
-                backoff = 0.2
+                if self.clock() - began >= 1.0:
+                    backoff = 0.2
+                else:  # a watch that ends at once (410, a proxy closing it): do not spin
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 10.0)
             except Exception as exc:  # noqa: BLE001 - any failure: back off, then resume or relist
                 if self._stop.is_set():
                     return
@@ -174,6 +179,10 @@ class _Reflector:
             _request_timeout=(10, self.watch_timeout_s + 15),
         )
         self._resp = resp
+        if self._stop.is_set():  # stop() ran before _resp was set, so it could not shut it down
+            resp.close()
+            self._resp = None
+            return
         self.stats.record(f"watch {self.kind}", 0)
         self.last_contact = self.clock()
         try:
