@@ -217,7 +217,8 @@ async def node_pods(ctx: Context) -> None:
         )
         pods = [slim(p) for batch in batches for p in batch]
     else:
-        pods = [slim(p) for p in await ctx.kube.list_pods()]
+        paged = getattr(ctx.kube, "slim_pods", None)
+        pods = await paged() if paged is not None else [slim(p) for p in await ctx.kube.list_pods()]
     for p in pods:
         if p.node in by_node:
             by_node[p.node].append(p)

@@ -24,8 +24,13 @@ from kubernetes.client.exceptions import ApiException
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from bot.errors import KubeApiError, NotFoundError
+from bot.probes.slim import SlimPod, slim
 
 Obj = dict[str, Any]
+
+#: page size of the slimmed cluster-wide pod walk: each page is dropped as soon as it is slimmed,
+#: so larger pages only cost transient memory, and save round trips on big clusters
+SLIM_PAGE_SIZE = 2000
 
 #: kinds whose objects ``get_object`` can read, with the API class and method stem
 _READERS: dict[str, tuple[str, str, bool]] = {
@@ -158,10 +163,17 @@ class KubeReader:
 
     async def _list(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Obj]:
         """Walk every page; never one unbounded request."""
-        items: list[Obj] = []
+        return await self._walk(what, None, fn, *args, **kwargs)
+
+    async def _walk(
+        self, what: str, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> list[Any]:
+        """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go."""
+        items: list[Any] = []
         token = ""
+        limit = max(self.page_size, int(kwargs.pop("page_size", 0) or 0))
         while True:
-            page_kwargs = dict(kwargs, limit=self.page_size)
+            page_kwargs = dict(kwargs, limit=limit)
             if token:
                 page_kwargs["_continue"] = token
             body = await self._call(what, fn, *args, **page_kwargs)
@@ -169,7 +181,7 @@ class KubeReader:
             for item in body.get("items") or []:
                 if kind and "kind" not in item:
                     item["kind"] = kind
-                items.append(item)
+                items.append(keep(item) if keep is not None else item)
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
                 return items
@@ -191,6 +203,14 @@ class KubeReader:
         if namespace:
             return await self._list(f"pods in {namespace}", self._core.list_namespaced_pod, namespace, **sel)
         return await self._list("pods", self._core.list_pod_for_all_namespaces, **sel)
+
+    async def slim_pods(self, *, field_selector: str = "") -> list[SlimPod]:
+        """All pods (cluster-wide) as slim records, slimmed page by page.
+
+        At 100k pods this keeps one page of full objects in memory instead of all of them.
+        """
+        sel = {"field_selector": field_selector} if field_selector else {}
+        return await self._walk("pods", slim, self._core.list_pod_for_all_namespaces, page_size=SLIM_PAGE_SIZE, **sel)
 
     async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
         sel = {"label_selector": label_selector} if label_selector else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.engine.logic.resources import pod_gpu_requests
+from bot.engine.logic.resources import is_gpu_resource, pod_gpu_requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +38,29 @@ class SlimPod:
         return f"{self.namespace}/{self.name}"
 
 
+def _asks_gpu(spec: dict[str, Any]) -> bool:
+    """Cheap pre-check: does any container name a GPU resource at all? Most pods do not."""
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            resources = container.get("resources") or {}
+            for section in ("limits", "requests"):
+                if any(is_gpu_resource(name) for name in resources.get(section) or ()):
+                    return True
+    return False
+
+
 def slim(pod: dict[str, Any]) -> SlimPod:
     meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
     owners = meta.get("ownerReferences") or []
     owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners if o.get("controller")), "")
     return SlimPod(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
         uid=str(meta.get("uid", "")),
-        node=str((pod.get("spec") or {}).get("nodeName") or ""),
+        node=str(spec.get("nodeName") or ""),
         phase=str((pod.get("status") or {}).get("phase") or "Pending"),
         deletion_timestamp=meta.get("deletionTimestamp"),
         owner=owner,
-        gpu=pod_gpu_requests(pod),
+        gpu=pod_gpu_requests(pod) if _asks_gpu(spec) else {},
     )
