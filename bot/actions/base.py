@@ -13,6 +13,7 @@ action or call ``run`` without going through ``bot.confirm`` first.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -114,7 +115,7 @@ class Action(Protocol):
     async def run(self, ctx: ActionContext, *, dry_run: bool) -> ActionOutcome: ...
 
 
-class BaseAction:
+class BaseAction(abc.ABC):
     """Shared parameter checking and dry-run; subclasses set the class attributes and ``_run``."""
 
     name: str = ""
@@ -140,11 +141,13 @@ class BaseAction:
     def target(self, params: Mapping[str, str]) -> str:
         return str(params.get(self.target_param, "")) if self.target_param else self.name
 
+    @abc.abstractmethod
     async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
-        raise NotImplementedError
+        """Re-probe: does the problem this action fixes still exist? (ok, why)"""
 
+    @abc.abstractmethod
     async def plan(self, ctx: ActionContext) -> list[str]:
-        raise NotImplementedError
+        """The exact steps, in order, as a person would read them."""
 
     async def run(self, ctx: ActionContext, *, dry_run: bool) -> ActionOutcome:
         if dry_run:
@@ -157,8 +160,9 @@ class BaseAction:
             )
         return await self._run(ctx)
 
+    @abc.abstractmethod
     async def _run(self, ctx: ActionContext) -> ActionOutcome:
-        raise NotImplementedError
+        """Do it for real (only called after the confirmation and the precondition)."""
 
 
 #: every registered action by name (filled by importing ``bot.actions``)

@@ -10,28 +10,16 @@ Must never delete the checkpoint outright or touch anything but the file and the
 
 from __future__ import annotations
 
-from bot.actions.base import ActionContext, ActionOutcome, BaseAction, action
-from bot.actions.node_exec import backup_path, move_checkpoint_command
-from bot.actions.nodeops import (
-    NodeRun,
-    cordon_if_needed,
-    describe_zombies,
-    is_cordoned,
-    node_state,
-    read_node,
-    restore,
-    shell_for,
-    uncordon_if_ours,
-    wait_ready,
-    zombie_entries,
-)
-from bot.actions.steps import StepFailed, StepLog
-from bot.errors import GpubotError
+from bot.actions.base import ActionContext, action
+from bot.actions.node_exec import NodeShell, backup_path, move_checkpoint_command
+from bot.actions.node_procedure import NodeProcedure
+from bot.actions.nodeops import NodeRun, describe_zombies, is_cordoned, read_node, shell_for, zombie_entries
+from bot.actions.steps import StepLog
 from bot.names import validate_name
 
 
 @action("checkpoint.clear")
-class ClearCheckpoint(BaseAction):
+class ClearCheckpoint(NodeProcedure):
     blast_radius = (
         "Cordons the node and stops kubelet: its pods lose contact with the API for the outage "
         "(containers keep running). The checkpoint is moved to a backup. Risk: kubernetes#116125 "
@@ -55,74 +43,31 @@ class ClearCheckpoint(BaseAction):
         ctx.facts["zombies"] = describe_zombies(zombies)
         return True, f"{node}: {ctx.facts['zombies']}"
 
-    async def plan(self, ctx: ActionContext) -> list[str]:
-        node = ctx.param("node")
-        if "cordoned" not in ctx.facts:
-            ctx.facts["cordoned"] = is_cordoned(await read_node(ctx, node))
-        cordoned = ctx.facts["cordoned"]
+    def middle_plan(self, ctx: ActionContext, node: str) -> list[str]:
         return [
-            f"cordon node {node}: PATCH spec.unschedulable=true"
-            if not cordoned
-            else f"leave node {node} cordoned (it already is)",
             f"ssh {node}: systemctl stop kubelet",
             f"ssh {node}: {move_checkpoint_command(ctx.clock())}",
             f"ssh {node}: systemctl start kubelet",
-            f"wait until kubelet is active and node {node} is Ready (at most "
-            f"{ctx.settings.node_ready_timeout_s:g}s)",
-            f"uncordon node {node}: PATCH spec.unschedulable=false"
-            if not cordoned
-            else f"leave node {node} cordoned",
         ]
 
-    async def _run(self, ctx: ActionContext) -> ActionOutcome:
-        node = ctx.param("node")
-        log = StepLog(ctx)
-        run = NodeRun(node)
-        obj = await read_node(ctx, node)
-        shell = shell_for(ctx, node, obj)
-        try:
-            async with shell:
-                try:
-                    await cordon_if_needed(ctx, log, run, obj)
-                    await log.run(f"ssh {node}: systemctl stop kubelet", shell.systemctl("stop"))
-                    run.kubelet_down = True
-                    now = ctx.clock()
-                    run.backup = await log.run(
-                        f"ssh {node}: {move_checkpoint_command(now)}",
-                        shell.move_checkpoint(now),
-                        detail=f"backup at {backup_path(now)}",
-                    )
-                    await log.run(f"ssh {node}: systemctl start kubelet", shell.systemctl("start"))
-                    run.kubelet_down = False
-                    await log.run(f"wait for node {node} Ready", wait_ready(ctx, shell, node))
-                    await uncordon_if_ours(ctx, log, run)
-                except StepFailed as failed:
-                    state = await restore(ctx, log, run, shell)
-                    return ActionOutcome(
-                        False,
-                        f"checkpoint.clear on {node} stopped at '{failed.step.what}': {failed.step.detail}.",
-                        log.steps,
-                        state=state,
-                    )
-                left = await zombie_entries(ctx, shell, node)
-                if left:
-                    log.note("verify: checkpoint has no zombie entries", "failed", describe_zombies(left))
-                else:
-                    log.note("verify: checkpoint has no zombie entries", "ok")
-                kubelet = await shell.kubelet_state()
-        except GpubotError as exc:
-            # the connection itself failed (before any step, or while verifying)
-            state = node_state(run, cordoned=run.we_cordoned, kubelet="unknown", ready="unknown")
-            return ActionOutcome(
-                False, f"checkpoint.clear on {node}: {exc.user_message}", log.steps, state=state
+    async def middle(self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str) -> None:
+        await log.run(f"ssh {node}: systemctl stop kubelet", shell.systemctl("stop"))
+        run.kubelet_down = True
+        now = ctx.clock()
+        run.backup = await log.run(
+            f"ssh {node}: {move_checkpoint_command(now)}",
+            shell.move_checkpoint(now),
+            detail=f"backup at {backup_path(now)}",
+        )
+        await log.run(f"ssh {node}: systemctl start kubelet", shell.systemctl("start"))
+        run.kubelet_down = False
+
+    async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:
+        left = await zombie_entries(ctx, shell, node)
+        if left:
+            log.note("verify: checkpoint has no zombie entries", "failed", describe_zombies(left))
+            return False, (
+                f"checkpoint on {node} was replaced but still lists missing pods ({describe_zombies(left)})."
             )
-        state = node_state(
-            run, cordoned=is_cordoned(await read_node(ctx, node)), kubelet=kubelet, ready="True"
-        )
-        ok = not left
-        summary = (
-            f"checkpoint cleared on {node}."
-            if ok
-            else f"checkpoint on {node} was replaced but still lists missing pods ({describe_zombies(left)})."
-        )
-        return ActionOutcome(ok, summary, log.steps, state=state)
+        log.note("verify: checkpoint has no zombie entries", "ok")
+        return True, f"checkpoint cleared on {node}."
