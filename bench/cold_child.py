@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 
 from bench.common import SimProc
+from bot.cli import tune_gc_for_one_shot
 from bot.commands import parse_invocation
 from bot.service import Service
 
 
 async def main(info_path: str, namespace: str, pod: str) -> None:
+    tune_gc_for_one_shot()  # as the CLI does
     info = json.loads(Path(info_path).read_text())
     sim = SimProc(0, info, Path(info_path).parent)
     service = Service(sim.settings(ssh_deadline_s=2.0))

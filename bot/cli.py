@@ -241,10 +241,14 @@ _HANDLERS: dict[str, Any] = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # A one-shot run builds many short-lived dicts from paged lists and frees nothing it keeps:
-    # the default GC thresholds would rescan that growing heap again and again.
+def tune_gc_for_one_shot() -> None:
+    """A one-shot run builds many dicts from paged lists and frees little of what it keeps: the
+    default GC thresholds would rescan that growing heap again and again."""
     gc.set_threshold(50_000, 20, 20)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    tune_gc_for_one_shot()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
