@@ -25,6 +25,7 @@ def capacity(ctx: Context) -> None:
         return
     by_node = ctx.fact("kube.node_pods") or {}
     rows = []
+    short: set[str] = set()
     fits_somewhere = False
     for name, node in sorted(candidate_nodes(ctx, pod).items()):
         caps = node_gpu_capacity(node)
@@ -37,13 +38,15 @@ def capacity(ctx: Context) -> None:
                 f"{name}: {resource} allocatable {fmt_num(allocatable)}, requested {fmt_num(used)}, "
                 f"free {fmt_num(free)}, pod asks {fmt_num(want)}"
             )
+            if free < want:
+                short.add(resource)
             node_fits = node_fits and free >= want
         fits_somewhere = fits_somewhere or node_fits
     if rows and not fits_somewhere:
         ctx.emit(
             "CAPACITY_EXHAUSTED",
             pod=pod_ref(pod),
-            resource=", ".join(sorted(asks)),
+            resource=", ".join(sorted(short)),
             evidence=rows[:40],
             rank=25,
         )

@@ -3,6 +3,7 @@ the TCE System-vs-Tenant namespace trap."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bot.engine.checks.common import QGPU_CORE, asks_qgpu, nodes, pod_ref, target, target_pod
@@ -136,6 +137,8 @@ def system_classified(ctx: Context) -> None:
     t = target(ctx)
     if pod is None or t is None or not asks_qgpu(pod) or t.namespace in BUILTIN_NAMESPACES:
         return
+    if any(POLICY_LABEL in _labels(node) for node in nodes(ctx).values()):
+        return  # TKE style (policy on the node pool): the TCE System/Tenant split does not apply
     all_ns: dict[str, Any] = ctx.fact("kube.namespaces") or {}
     labels = _labels(all_ns.get(t.namespace))
     if set(labels) - {DEFAULT_NS_LABEL}:
@@ -175,3 +178,35 @@ def _working_namespace(ctx: Context, *, exclude: str) -> str:
             if p.phase == "Running" and p.gpu and p.namespace != exclude:
                 counts[p.namespace] = counts.get(p.namespace, 0) + 1
     return max(sorted(counts), key=lambda n: counts[n]) if counts else ""
+
+
+#: the field notes' advice: qGPU operator releases before this leak allocations
+MIN_OPERATOR_VERSION = (3, 0, 2)
+_VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+@check("qgpu.operator_version", needs=("kube.target", "qgpu.components"))
+def operator_version(ctx: Context) -> None:
+    """An operator image older than 3.0.2, which is known to leak qGPU allocations."""
+    pod = target_pod(ctx)
+    if pod is None or not asks_qgpu(pod):
+        return
+    for ctrl in (ctx.fact("qgpu.components") or {}).get("controllers", []):
+        meta = ctrl.get("metadata") or {}
+        if "operator" not in str(meta.get("name", "")):
+            continue
+        containers = (((ctrl.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        for container in containers:
+            image = str(container.get("image", ""))
+            match = _VERSION.search(image.rsplit("/", 1)[-1])
+            if not match:
+                continue
+            version = tuple(int(part or 0) for part in match.groups())
+            if version < MIN_OPERATOR_VERSION:
+                ctx.emit(
+                    "QGPU_OPERATOR_OLD",
+                    value=".".join(map(str, version)),
+                    evidence=[f"{meta.get('namespace')}/{meta.get('name')}: image {image}"],
+                    rank=50,
+                )
+                return
