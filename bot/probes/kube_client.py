@@ -17,13 +17,17 @@ from bot.settings import ClusterConfig
 def new_api_client(cluster: ClusterConfig) -> client.ApiClient:
     """A fresh ApiClient for ``cluster`` (in-cluster service account or kubeconfig context)."""
     try:
+        cfg = client.Configuration()
         if cluster.in_cluster:
-            cfg = client.Configuration()
             config.load_incluster_config(client_configuration=cfg)
-            return client.ApiClient(configuration=cfg)
-        return config.new_client_from_config(
-            config_file=cluster.kubeconfig or None, context=cluster.context or None
-        )
+        else:
+            config.load_kube_config(
+                config_file=cluster.kubeconfig or None, context=cluster.context or None, client_configuration=cfg
+            )
+        # Our read facade retries transient failures itself, within the request timeout; urllib3's
+        # own three silent retries would multiply a hung API server's cost by four.
+        cfg.retries = 0
+        return client.ApiClient(configuration=cfg)
     except (ConfigException, OSError, TypeError, ValueError) as exc:
         # The message names the file/context but never carries a token.
         where = cluster.kubeconfig or "default kubeconfig"
