@@ -115,7 +115,7 @@ def pod_memory(cache: WatchCache) -> tuple[float, int]:
 
 
 async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
-    service = Service(sim.settings(ssh_deadline_s=SSH_DEADLINE_S), use_cache=True)
+    service = Service(sim.settings(ssh_deadline_s=SSH_DEADLINE_S), use_cache=True, keep_connections=True)
     cluster = sim.info["cluster"]["name"]
     cache = service.cache_for(cluster)
     assert cache is not None

@@ -46,7 +46,7 @@ async def serve(
     if service is None:
         from bot.service import Service
 
-        service = Service(settings, use_cache=True)
+        service = Service(settings, use_cache=True, keep_connections=True)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed = []

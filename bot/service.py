@@ -20,6 +20,7 @@ from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
+from bot.probes.ssh_pool import SshPool
 from bot.report import Report
 from bot.settings import Settings
 
@@ -40,9 +41,16 @@ class Service:
     """Holds what stays warm between commands: runbooks and per-cluster clients."""
 
     def __init__(
-        self, settings: Settings, *, runbooks: RunbookSet | None = None, use_cache: bool = False
+        self,
+        settings: Settings,
+        *,
+        runbooks: RunbookSet | None = None,
+        use_cache: bool = False,
+        keep_connections: bool = False,
     ) -> None:
         self.settings = settings
+        #: the long-running bot keeps each node's SSH connection for the next question
+        self.ssh_pool = SshPool(idle_s=settings.ssh_idle_s) if keep_connections else None
         #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
         self.use_cache = use_cache and settings.cache_enabled
         self.runbooks = runbooks if runbooks is not None else load_runbooks(settings.runbook_dir or None)
@@ -102,6 +110,7 @@ class Service:
             cluster=cluster,
             kube=clients.reads,
             exec_fn=clients.exec.run,
+            ssh_pool=self.ssh_pool,
             report=Report(command=inv.command, target=inv.target(), cluster=cluster.name),
         )
         started = time.perf_counter()
@@ -136,3 +145,5 @@ class Service:
                 await asyncio.to_thread(clients.cache.close)
             clients.reader.close()
         self._clients.clear()
+        if self.ssh_pool is not None:
+            await self.ssh_pool.close()

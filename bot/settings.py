@@ -97,6 +97,8 @@ class Settings:
     ssh_concurrency: int = 16
     #: seconds one node may take for all its commands before it is reported unreachable
     ssh_deadline_s: float = 10.0
+    #: the long-running bot keeps a node's SSH connection this many seconds after its last use
+    ssh_idle_s: float = 120.0
     #: seconds one Kubernetes API request may take
     api_timeout_s: float = 10.0
     #: page size for list calls (lists are never unbounded)

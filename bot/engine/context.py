@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.commands import Invocation
 from bot.probes.kube import KubeReads
+from bot.probes.ssh_pool import SshPool
 from bot.report import Remediation, Report
 from bot.settings import ClusterConfig, Settings
 
@@ -51,6 +52,8 @@ class Context:
     emissions: list[Emission] = field(default_factory=list)
     report: Report = field(default_factory=lambda: Report(command="", target={}))
     exec_fn: ExecFn | None = None
+    #: kept SSH connections (long-running bot only); None = one connection per node per question
+    ssh_pool: SshPool | None = None
 
     def emit(
         self,

@@ -78,7 +78,9 @@ async def physical(ctx: Context) -> None:
         except NodeProbeError as exc:  # a misconfigured override costs that node only
             bad[n] = exc
     results: dict[str, Any] = dict(bad)
-    results.update(await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s))
+    results.update(
+        await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s, pool=ctx.ssh_pool)
+    )
     for node, result in sorted(results.items()):
         if isinstance(result, NodeProbeError):
             ctx.skip(f"physical checks on {node}", f"ssh {result.reason}")

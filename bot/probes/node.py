@@ -52,6 +52,7 @@ from bot.probes.ssh import (
     open_connection,
     run_command,
 )
+from bot.probes.ssh_pool import SshPool
 
 #: channels opened at once on one connection; below OpenSSH's default MaxSessions (10)
 CHANNELS_PER_NODE = 4
@@ -104,9 +105,7 @@ async def _connect(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientCo
     raise AssertionError("unreachable: tenacity reraises the last error")  # pragma: no cover
 
 
-async def _run_all(
-    conn: asyncssh.SSHClientConnection, node: str, commands: list[str]
-) -> dict[str, CommandResult]:
+async def _run_all(conn: asyncssh.SSHClientConnection, node: str, commands: list[str]) -> dict[str, CommandResult]:
     gate = asyncio.Semaphore(CHANNELS_PER_NODE)
 
     async def one(command: str) -> CommandResult:
@@ -117,9 +116,7 @@ async def _run_all(
     return dict(zip(commands, results, strict=True))
 
 
-def _read_nvidia_smi(
-    obs: NodeObservation, gpu: CommandResult, apps: CommandResult, summary: CommandResult
-) -> None:
+def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResult, summary: CommandResult) -> None:
     if gpu.exit_status == 0:
         obs.gpus = parse_gpu_query(gpu.stdout, problems=obs.notes)
     else:
@@ -128,9 +125,7 @@ def _read_nvidia_smi(
     if apps.exit_status == 0:
         obs.processes = parse_apps_query(apps.stdout, problems=obs.notes)
     elif gpu.exit_status == 0:
-        obs.notes.append(
-            f"nvidia-smi process query failed (exit {apps.exit_status}): {_first_line(apps.stdout)}"
-        )
+        obs.notes.append(f"nvidia-smi process query failed (exit {apps.exit_status}): {_first_line(apps.stdout)}")
     if summary.exit_status == 0:
         obs.cuda_version = parse_cuda_version(summary.stdout) or ""
         obs.driver_version = parse_driver_version(summary.stdout) or ""
@@ -160,39 +155,70 @@ def _read_rest(obs: NodeObservation, results: Mapping[str, CommandResult]) -> No
         obs.notes.append("no NVIDIA kernel module loaded (/proc/driver/nvidia/version missing)")
 
 
-async def _observe(target: SshTarget, deadline: float) -> NodeObservation:
+async def _connect_for_pool(target: SshTarget, timeout: float) -> asyncssh.SSHClientConnection:
+    return await _connect(target, timeout=timeout)
+
+
+async def _observe(target: SshTarget, deadline: float, pool: SshPool | None = None) -> NodeObservation:
+    if pool is None:
+        conn = await _connect(target, timeout=deadline)
+        async with conn:
+            obs = await _observe_on(conn, target)
+        return obs
+    conn, reused = await pool.get(target, timeout=deadline, connect=_connect_for_pool)
+    try:
+        return await _observe_on(conn, target)
+    except NodeProbeError:
+        pool.discard(target)
+        if not reused:
+            raise
+    # the kept connection had gone stale (node rebooted, sshd restarted): one fresh try
+    conn, _ = await pool.get(target, timeout=deadline, connect=_connect_for_pool)
+    try:
+        return await _observe_on(conn, target)
+    except NodeProbeError:
+        pool.discard(target)
+        raise
+
+
+async def _observe_on(conn: asyncssh.SSHClientConnection, target: SshTarget) -> NodeObservation:
     started = time.monotonic()
-    conn = await _connect(target, timeout=deadline)
-    async with conn:
-        obs = NodeObservation(node=target.node)
-        smi = [GPU_QUERY, APPS_QUERY, SUMMARY]
-        rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION]
-        results = await _run_all(conn, target.node, smi + rest)
-        if results[GPU_QUERY].exit_status == NOT_FOUND:
-            # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
-            operator = await _run_all(conn, target.node, [OPERATOR_PREFIX + c for c in smi])
-            if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
-                obs.driver_path = "operator"
-                results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
-            else:
-                obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
-        _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
-        _read_rest(obs, results)
+    obs = NodeObservation(node=target.node)
+    smi = [GPU_QUERY, APPS_QUERY, SUMMARY]
+    rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION]
+    results = await _run_all(conn, target.node, smi + rest)
+    if results[GPU_QUERY].exit_status == NOT_FOUND:
+        # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
+        operator = await _run_all(conn, target.node, [OPERATOR_PREFIX + c for c in smi])
+        if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
+            obs.driver_path = "operator"
+            results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
+        else:
+            obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
+    _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
+    _read_rest(obs, results)
     obs.elapsed_s = time.monotonic() - started
     return obs
 
 
-async def observe_node(target: SshTarget, *, deadline: float) -> NodeObservation:
-    """Everything the read commands show on one node, within ``deadline`` seconds."""
+async def observe_node(target: SshTarget, *, deadline: float, pool: SshPool | None = None) -> NodeObservation:
+    """Everything the read commands show on one node, within ``deadline`` seconds.
+
+    With ``pool`` (the long-running bot) the node's connection is kept for the next question.
+    """
     try:
         async with asyncio.timeout(deadline):
-            return await _observe(target, deadline)
+            return await _observe(target, deadline, pool)
     except TimeoutError:
         raise NodeProbeError(target.node, "timeout", f"no complete answer within {deadline:g}s") from None
 
 
 async def observe_nodes(
-    targets: Mapping[str, SshTarget], *, concurrency: int = 16, deadline: float = 10.0
+    targets: Mapping[str, SshTarget],
+    *,
+    concurrency: int = 16,
+    deadline: float = 10.0,
+    pool: SshPool | None = None,
 ) -> dict[str, NodeObservation | NodeProbeError]:
     """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise."""
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -200,7 +226,7 @@ async def observe_nodes(
     async def one(target: SshTarget) -> NodeObservation | NodeProbeError:
         async with gate:
             try:
-                return await observe_node(target, deadline=deadline)
+                return await observe_node(target, deadline=deadline, pool=pool)
             except NodeProbeError as exc:
                 return exc
             except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
