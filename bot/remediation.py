@@ -5,9 +5,11 @@ turns each remediation a diagnosis offers into a pending record whose id the but
 (``offer_remediation``, the Slack layer's ``RemediationOffers``), and turns a click into at most
 one run (``on_remediate``, the Slack layer's click hook): approver check (Slack user groups are
 looked up only when group approvers are configured), atomic claim, the action's precondition
-re-probe, the run, and the messages: the offer is updated to "approved by <@U…> at …, running",
-then to the outcome, and the step details go into the thread. ``cli_act`` is the same path for
-``gpubot act``, with a typed confirmation in place of the button.
+re-probe, the run, and the messages (``remediation_slack``): the clicked button alone becomes
+"approved by <@U…> at …, running", then the outcome, and the step details go into the report's
+thread. ``offers_posted`` records where each offer's message is, so ``sweep_expired`` (run
+periodically by ``serve``) can mark offers nobody clicked as expired in place. ``cli_act`` is the
+same path for ``gpubot act``, with a typed confirmation in place of the button.
 
 This module must never run an action except through ``ConfirmFlow.on_click``, and never put a
 traceback, a token or user-typed text into a Slack message or the audit trail.
@@ -19,13 +21,11 @@ import asyncio
 import getpass
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.actions import ActionContext, get_action
 from bot.actions.kube_writes import KubeWriter
@@ -33,34 +33,14 @@ from bot.confirm import ApproverPolicy, ClickOutcome, ConfirmFlow, PendingAction
 from bot.errors import GpubotError
 from bot.probes.kube import KubeReader
 from bot.probes.kube_client import new_api_client
+from bot.remediation_slack import OfferMessenger, expired_text, final_text, running_text, slack_error, steps_text
 from bot.report import Finding, Remediation, Report
 from bot.settings import Settings
+from bot.slack.hooks import PostedOffers
 
 log = logging.getLogger("gpubot.remediation")
 
-#: Slack section text limit (we stay well below it)
-_SECTION_LIMIT = 2900
-_MRKDWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
-
-
-def _esc(text: str) -> str:
-    return text.translate(_MRKDWN)
-
-
-def _clip(text: str, limit: int = _SECTION_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _slack_error(exc: SlackApiError) -> str:
-    try:
-        return str(exc.response.get("error", "unknown"))
-    except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
-        return f"HTTP {getattr(exc.response, 'status_code', '?')}"
-
-
-def _hms(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class Remediator:
@@ -80,6 +60,7 @@ class Remediator:
             flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s)
         self.flow = flow
         self.client = client
+        self.messages = OfferMessenger(client)
         #: user-group ids named anywhere in the approver lists (``S…``)
         self.group_approvers = sorted(
             {i for ids in settings.approvers.values() for i in ids if i.startswith("S")}
@@ -96,8 +77,8 @@ class Remediator:
                 f":warning: {record.action} on {record.target or 'the cluster'} was interrupted by a "
                 "gpubot restart and was not re-run. Check the target's state by hand."
             )
-            if record.channel and self.client is not None:
-                await self._post(record.channel, text, thread_ts=record.message_ts or record.thread_ts)
+            if record.channel:
+                await self.messages.post(record.channel, text, thread_ts=record.thread_ts or record.message_ts)
         return interrupted
 
     async def close(self) -> None:
@@ -143,6 +124,36 @@ class Remediator:
             finding_code=finding.code,
         )
         return record.id if record is not None else None
+
+    async def offers_posted(self, posted: PostedOffers) -> None:
+        """``OffersPosted``: remember where each offer's button is, for clicks and the expiry sweep."""
+        self.messages.remember(posted.channel, posted.message_ts, posted.blocks)
+
+        def record_all() -> None:
+            for offer_id in posted.offer_ids:
+                self.flow.store.set_message(
+                    offer_id, channel=posted.channel, message_ts=posted.message_ts, thread_ts=posted.thread_ts
+                )
+
+        await asyncio.to_thread(record_all)
+
+    async def sweep_expired(self) -> list[PendingAction]:
+        """Expire overdue offers (audited by the flow) and turn their buttons into "expired" lines.
+
+        ``serve`` calls this every ``offer_sweep_interval_s``; offers of one message change in one
+        edit. Offers never posted to a known message (answered through ``response_url``) only
+        change state.
+        """
+        expired = await asyncio.to_thread(self.flow.expire_overdue)
+        by_message: dict[tuple[str, str], list[PendingAction]] = {}
+        for record in expired:
+            if record.channel and record.message_ts:
+                by_message.setdefault((record.channel, record.message_ts), []).append(record)
+        for (channel, ts), records in by_message.items():
+            await self.messages.update_offers(
+                channel, ts, [(r.id, expired_text(r)) for r in records], thread_ts=records[0].thread_ts
+            )
+        return expired
 
     # -- running ------------------------------------------------------------------------------
 
@@ -221,76 +232,54 @@ class Remediator:
             try:
                 resp = await self.client.usergroups_users_list(usergroup=group)
             except SlackApiError as exc:
-                log.warning("usergroups.users.list %s failed: %s", group, _slack_error(exc))
+                log.warning("usergroups.users.list %s failed: %s", group, slack_error(exc))
                 continue
             if user_id in (resp.get("users") or []):
                 found.append(group)
         return found
 
     async def on_remediate(
-        self, action_value: str, user_id: str, channel: str, message_ts: str, response_url: str
+        self,
+        action_value: str,
+        user_id: str,
+        channel: str,
+        message_ts: str,
+        response_url: str,
+        *,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
+        thread_ts: str | None = None,
     ) -> None:
-        """The Slack click hook (called after the ack)."""
+        """The Slack click hook (``ClickHook``, called after the ack).
+
+        ``blocks`` (the clicked message as Slack sent it) let the clicked button alone be
+        replaced; ``thread_ts`` is the message's thread, where the step details go.
+        """
         groups = await self.user_groups(user_id)
+        thread = thread_ts
 
         async def announce(record: PendingAction) -> None:
+            nonlocal thread
+            thread = record.thread_ts or thread_ts
             if message_ts:
                 await asyncio.to_thread(
-                    self.flow.store.set_message, record.id, channel=channel, message_ts=message_ts
+                    self.flow.store.set_message, record.id, channel=channel, message_ts=message_ts, thread_ts=thread
                 )
-            dry = " (dry run: nothing will change)" if self.settings.dry_run else ""
-            text = (
-                f":hourglass_flowing_sand: *{_esc(record.action)}* on `{_esc(record.target or '-')}`: "
-                f"approved by <@{user_id}> at {_hms(self.flow.clock())}, running{dry}…"
+            text = running_text(record, user_id, self.flow.clock(), dry_run=self.settings.dry_run)
+            await self.messages.update_offer(
+                channel, message_ts, record.id, text, blocks=blocks, thread_ts=thread or message_ts
             )
-            await self._update(channel, message_ts, text)
 
         outcome = await self.click(action_value, user_id, groups, on_running=announce)
-        if outcome.updates_offer:
-            await self._update(channel, message_ts, self._final_text(outcome, user_id))
-        else:
-            await self._ephemeral(response_url, outcome.message)
-        if outcome.steps and channel:
-            steps = "\n".join(f"{i}. {_esc(s)}" for i, s in enumerate(outcome.steps, start=1))
-            await self._post(channel, _clip(f"*Steps*\n{steps}"), thread_ts=message_ts or None)
-
-    def _final_text(self, outcome: ClickOutcome, user_id: str) -> str:
-        icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(outcome.status, ":no_entry_sign:")
         record = outcome.action
-        what = f"*{_esc(record.action)}* on `{_esc(record.target or '-')}`" if record else "the action"
-        by = f"approved by <@{user_id}>, " if outcome.executed else ""
-        summary = record.result_summary if record and record.result_summary else outcome.message
-        return _clip(f"{icon} {what}: {by}{outcome.status.replace('_', ' ')}. {_esc(summary or '')}")
-
-    async def _update(self, channel: str, ts: str, text: str) -> None:
-        if self.client is None or not channel or not ts:
-            return
-        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}}]
-        try:
-            await self.client.chat_update(channel=channel, ts=ts, text=_clip(text, 3000), blocks=blocks)
-        except SlackApiError as exc:
-            log.warning("chat.update failed: %s", _slack_error(exc))
-
-    async def _post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
-        if self.client is None:
-            return
-        kwargs: dict[str, Any] = {"channel": channel, "text": _clip(text, 3000)}
-        if thread_ts:
-            kwargs["thread_ts"] = thread_ts
-        try:
-            await self.client.chat_postMessage(**kwargs)
-        except SlackApiError as exc:
-            log.warning("chat.postMessage failed: %s", _slack_error(exc))
-
-    async def _ephemeral(self, response_url: str, text: str) -> None:
-        if not response_url:
-            return
-        try:
-            await AsyncWebhookClient(response_url).send(
-                text=_clip(text, 3000), response_type="ephemeral", replace_original=False
+        thread = thread or (record.thread_ts if record else None) or message_ts
+        if outcome.updates_offer and record is not None:
+            await self.messages.update_offer(
+                channel, message_ts, record.id, final_text(outcome, user_id), blocks=blocks, thread_ts=thread
             )
-        except Exception:  # noqa: BLE001 - a lost ephemeral note must not fail the click handling
-            log.warning("response_url post failed")
+        else:
+            await self.messages.ephemeral(response_url, outcome.message)
+        if outcome.steps and channel:
+            await self.messages.post(channel, steps_text(outcome.steps), thread_ts=thread or None)
 
 
 def cli_actor(username: str) -> str:
@@ -397,6 +386,6 @@ async def serve_with_remediation(settings: Settings) -> None:
     rem = Remediator(settings, client=web)
     await rem.start()
     try:
-        await serve(settings, offers=rem, on_remediate=rem.on_remediate)
+        await serve(settings, offers=rem, on_remediate=rem.on_remediate, sweep=rem.sweep_expired)
     finally:
         await rem.close()

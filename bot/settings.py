@@ -111,6 +111,9 @@ class Settings:
     action_ttl_s: int = 900
     #: action name (or "*" for all) -> Slack user ids / user-group ids allowed to approve it
     approvers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: seconds between sweeps of the running bot that expire offers nobody clicked and mark their
+    #: buttons "expired" in place (so a stale button never sits there looking clickable)
+    offer_sweep_interval_s: float = 60.0
     #: the requester of an action may not approve it
     two_person_rule: bool = False
     #: every action reports what it would do and changes nothing
@@ -236,6 +239,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
     if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0:
         raise ConfigError("settings ssh_deadline_s and api_timeout_s must be positive")
+    if s.offer_sweep_interval_s <= 0:
+        raise ConfigError("setting offer_sweep_interval_s: must be positive")
     if not 1 <= s.page_size <= 10000:
         raise ConfigError("setting page_size: must be between 1 and 10000")
     names = [c.name for c in s.clusters]

@@ -8,12 +8,13 @@ module holds no diagnosis logic and never executes a remediation: clicks go to a
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import time
-from collections.abc import Callable, Coroutine, MutableMapping
+from collections.abc import Callable, Coroutine, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -28,7 +29,7 @@ from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
 from bot.slack.dedupe import RecentKeys, request_key
-from bot.slack.hooks import DiagnosisService, RemediateHook, RemediationOffers
+from bot.slack.hooks import ClickHook, DiagnosisService, RemediateHook, RemediationOffers
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
 from bot.slack.tasks import TaskTracker
@@ -99,8 +100,9 @@ def create_app(
 ) -> SlackBot:
     """Build the Slack app for ``settings``; ``transport.SlackServer`` connects it to Slack.
 
-    ``offers`` registers remediation buttons (none: buttons show as "not enabled");
-    ``on_remediate`` receives clicks. ``client`` overrides the Web API client (tests).
+    ``offers`` registers remediation buttons (none: buttons show as "not enabled") and, if it
+    has ``offers_posted``, learns where they were posted; ``on_remediate`` receives clicks with
+    the clicked message's blocks and thread. ``client`` overrides the Web API client (tests).
     """
     metrics = metrics or Metrics()
     web = client or AsyncWebClient(
@@ -120,6 +122,7 @@ def create_app(
         name="gpubot",
     )
     bot = SlackBot(app=app, service=service, metrics=metrics)
+    with_message = on_remediate is not None and takes_message(on_remediate)
     answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
 
     @app.command(COMMAND)
@@ -162,7 +165,12 @@ def create_app(
             return
         user = str((body.get("user") or {}).get("id") or "")
         channel = str((body.get("channel") or {}).get("id") or "")
-        message_ts = str((body.get("container") or {}).get("message_ts") or "")
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        message_ts = str(container.get("message_ts") or message.get("ts") or "")
+        thread_ts = str(message.get("thread_ts") or container.get("thread_ts") or "") or None
+        raw_blocks = message.get("blocks")
+        blocks = [b for b in raw_blocks if isinstance(b, Mapping)] if isinstance(raw_blocks, list) else None
         response_url = str(body.get("response_url") or "")
         offer = str(action.get("value") or "")
         log_event(log, "remediation clicked", user=user, channel=channel, offer=offer[:64])
@@ -173,11 +181,29 @@ def create_app(
         hook = on_remediate
 
         async def click() -> None:
-            await hook(offer, user, channel, message_ts, response_url)
+            if with_message:
+                await cast(ClickHook, hook)(
+                    offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts
+                )
+            else:
+                await cast(Callable[[str, str, str, str, str], Coroutine[Any, Any, None]], hook)(
+                    offer, user, channel, message_ts, response_url
+                )
 
         bot.after_ack(context, "remediate", click)
 
     return bot
+
+
+def takes_message(hook: Callable[..., Any]) -> bool:
+    """Whether ``hook`` accepts the ``blocks`` and ``thread_ts`` keywords (older hooks do not)."""
+    try:
+        params = inspect.signature(hook).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return "blocks" in params and "thread_ts" in params
 
 
 async def _say_not_enabled(response_url: str) -> None:

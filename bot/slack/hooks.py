@@ -7,9 +7,9 @@ runs a diagnosis or an action; these are only the shapes the Slack layer calls.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.commands import Invocation
 from bot.report import Finding, Remediation, Report
@@ -50,7 +50,53 @@ class RemediationOffers(Protocol):
     ) -> str | None | Awaitable[str | None]: ...
 
 
-#: Called (after the ack) when someone clicks a remediation button, with positional arguments
-#: ``(action_value, user_id, channel, message_ts, response_url)``; ``action_value`` is the opaque
-#: offer id the button carried.
-RemediateHook = Callable[[str, str, str, str, str], Awaitable[None]]
+@dataclass(frozen=True)
+class PostedOffers:
+    """Where a report carrying offer buttons landed, so the offers can be found (and edited) later."""
+
+    channel: str
+    #: ``ts`` of the report message itself
+    message_ts: str
+    #: the thread it was posted in (the "diagnosing…" placeholder); ``None`` if top level
+    thread_ts: str | None
+    #: the blocks as posted (the starting point for editing one button)
+    blocks: Sequence[Mapping[str, Any]]
+    #: the offer ids its buttons carry
+    offer_ids: tuple[str, ...]
+
+
+class OffersPosted(Protocol):
+    """Optional second method of a ``RemediationOffers``: told where its buttons were posted.
+
+    Called once per report message that carries buttons, after Slack answered with its ``ts``.
+    May be a plain function or a coroutine function; a failure there never fails the answer.
+    """
+
+    def offers_posted(self, posted: PostedOffers) -> Awaitable[None] | None: ...
+
+
+class ClickHook(Protocol):
+    """Called (after the ack) when someone clicks a remediation button.
+
+    ``action_value`` is the opaque offer id the button carried. ``blocks`` are the clicked
+    message's blocks as Slack sent them (so the hook can replace that one button and keep the
+    rest), ``thread_ts`` the thread the message is in (``None`` when it is top level).
+    """
+
+    def __call__(
+        self,
+        action_value: str,
+        user_id: str,
+        channel: str,
+        message_ts: str,
+        response_url: str,
+        *,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
+        thread_ts: str | None = None,
+    ) -> Awaitable[None]: ...
+
+
+#: The click hook ``create_app`` accepts: a ``ClickHook``, or the older shape taking only the
+#: positional ``(action_value, user_id, channel, message_ts, response_url)``; the app passes
+#: ``blocks`` and ``thread_ts`` only to hooks whose signature accepts them.
+RemediateHook = ClickHook | Callable[[str, str, str, str, str], Awaitable[None]]

@@ -2,9 +2,11 @@
 
 Order in the channel: a "diagnosing…" placeholder at once, the full answer as a thread reply, the
 placeholder updated to the verdict, and the whole report attached as a file when the message had
-to be cut. Where the bot may not post (a DM, a private channel it is not in), the answer goes
-through the command's ``response_url`` instead. Help and runbooks answer only the asker
-(ephemeral). This module renders nothing itself and never runs a remediation.
+to be cut. When the answer carries remediation buttons, the offers hook is told where that
+message landed (channel, ts, thread), so a click or an expiry can later edit just one button.
+Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
+command's ``response_url`` instead. Help and runbooks answer only the asker (ephemeral). This
+module renders nothing itself and never runs a remediation.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from bot.observability import Metrics, log_event
 from bot.report import Report
 from bot.slack import blocks as B
 from bot.slack import limits as L
-from bot.slack.hooks import DiagnosisService, OfferContext, RemediationOffers
+from bot.slack.hooks import DiagnosisService, OfferContext, PostedOffers, RemediationOffers
+from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 
 log = logging.getLogger("gpubot.slack")
@@ -135,7 +138,9 @@ class Answerer:
         if parent_ts is None:
             await self._webhook(req, rendered, response_type="in_channel")
             return report
-        await self._post(req.channel_id, rendered, thread_ts=parent_ts)
+        report_ts = await self._post(req.channel_id, rendered, thread_ts=parent_ts)
+        if report_ts and offer_ids:
+            await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
         if rendered.truncated:
             await self._attach(req.channel_id, parent_ts, report)
@@ -154,6 +159,20 @@ class Answerer:
                 if offered:
                     ids[(i, j)] = str(offered)
         return ids
+
+    async def _offers_posted(self, channel: str, ts: str, thread_ts: str, rendered: B.Rendered) -> None:
+        """Tell the offers hook where its buttons landed (for later edits and expiry)."""
+        notify = getattr(self._offers, "offers_posted", None)
+        shown = tuple(offer_ids_in(rendered.blocks))
+        if notify is None or not shown:
+            return
+        posted = PostedOffers(channel, ts, thread_ts, rendered.blocks, shown)
+        try:
+            result = notify(posted)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # noqa: BLE001 - the answer is posted; a bookkeeping failure must not hide it
+            log.exception("offers_posted failed", extra={"channel": channel})
 
     async def _answer_text(self, report: Report, req: SlashRequest) -> None:
         topic = str(report.target.get("topic", ""))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +24,7 @@ from tests.actions.conftest import APPROVER, REQUESTER, scenario
 from tests.slack.helpers import (
     BOT_TOKEN,
     Running,
-    action_payload,
+    click_payload,
     form,
     interaction_form,
     post,
@@ -68,9 +68,10 @@ class SlackRig:
         ]
 
     async def click(self, value: str, *, user: str = APPROVER, timeout: float = 60) -> None:
-        """A signed block_actions click; returns once the bot finished handling it."""
+        """A signed block_actions click on the button as the channel now shows it (Slack sends
+        the message's blocks and thread); returns once the bot finished handling it."""
         before = len(self.handled)
-        body = interaction_form(action_payload(self.mock, value, user=user))
+        body = interaction_form(click_payload(self.mock, value, user=user))
         status, _, _ = await post(self.app.url + "/slack/events", body, sign(body))
         assert status == 200
         await self.mock.wait_for(lambda: len(self.handled) > before, timeout=timeout)
@@ -78,7 +79,7 @@ class SlackRig:
     async def clicks(self, value: str, n: int, *, user: str = APPROVER) -> None:
         """``n`` signed clicks on one button at once (distinct payloads, as from double clicks)."""
         before = len(self.handled)
-        bodies = [interaction_form(action_payload(self.mock, value, user=user)) for _ in range(n)]
+        bodies = [interaction_form(click_payload(self.mock, value, user=user)) for _ in range(n)]
         results = await asyncio.gather(*(post(self.app.url + "/slack/events", b, sign(b)) for b in bodies))
         assert all(status == 200 for status, _, _ in results)
         await self.mock.wait_for(lambda: len(self.handled) >= before + n, timeout=120)
@@ -115,9 +116,18 @@ async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[tuple
     await rem.start()
     handled: list[str] = []
 
-    async def hook(value: str, user: str, channel: str, message_ts: str, response_url: str) -> None:
+    async def hook(
+        value: str,
+        user: str,
+        channel: str,
+        message_ts: str,
+        response_url: str,
+        *,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
+        thread_ts: str | None = None,
+    ) -> None:
         try:
-            await rem.on_remediate(value, user, channel, message_ts, response_url)
+            await rem.on_remediate(value, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts)
         finally:
             handled.append(value)
 

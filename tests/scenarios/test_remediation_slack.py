@@ -20,7 +20,7 @@ from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from tests.actions.conftest import APPROVER
-from tests.actions.slack_rig import WHY_PENDING, mock_slack_server, slack_rig
+from tests.actions.slack_rig import WHY_PENDING, buttons, mock_slack_server, slack_rig
 from tests.slack.mock_slack_api import MockSlackApi
 
 
@@ -74,14 +74,27 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
             assert steps[2].startswith(f"mv {CHECKPOINT_PATH} {CHECKPOINT_PATH}.bak-")
             assert steps[3:] == ["systemctl start kubelet", "uncordon"], steps
 
-        # the offer message: approved/running first, then the outcome; steps in its thread
-        updates = [c.body for c in slack_api.of("chat.update") if c.body["ts"] == "1700000000.000002"]
+        # the offer message: approved/running first, then the outcome, each replacing only the
+        # clicked button; the report and the other offers stay. Steps go into the report's thread
+        # (the placeholder's ts), not under the reply.
+        report_ts, parent_ts = "1700000000.000002", "1700000000.000001"
+        updates = [c.body for c in slack_api.of("chat.update") if c.body["ts"] == report_ts]
         texts = [u["text"] for u in updates]
         running = [i for i, t in enumerate(texts) if f"approved by <@{APPROVER}> at" in t and "running" in t]
         done = [i for i, t in enumerate(texts) if "succeeded" in t and "checkpoint.clear" in t]
         assert len(running) == 2 and len(done) == 2 and running[0] < done[0]
+        final = slack_api.message("C0GPU", report_ts)["blocks"]
+        assert final[0]["type"] == "header" and "CHECKPOINT_ZOMBIE" in json.dumps(final)
+        left = buttons(final)
+        for node in NODES:
+            clicked, *others = offered[f"checkpoint.clear {node}"]
+            assert left.get(f"checkpoint.clear {node}", []) == others  # the same fix offered elsewhere stays
+            assert left[f"kubelet.restart {node}"] == offered[f"kubelet.restart {node}"]
+        statuses = [b for b in final if b.get("block_id", "").startswith("offer-status-")]
+        assert len(statuses) == 2
+        assert all("succeeded" in b["elements"][0]["text"] and APPROVER in b["elements"][0]["text"] for b in statuses)
         thread = [c.body for c in slack_api.of("chat.postMessage") if c.body.get("text", "").startswith("*Steps*")]
-        assert len(thread) == 2 and all(t["thread_ts"] == "1700000000.000002" for t in thread)
+        assert len(thread) == 2 and all(t["thread_ts"] == parent_ts for t in thread)
         assert "systemctl stop kubelet" in thread[0]["text"]
 
         # the diagnosis again, through Slack and straight from the service

@@ -63,30 +63,64 @@ def slash_payload(
     }
 
 
-def action_payload(mock: MockSlackApi, value: str, *, user: str = "U0BOB") -> dict[str, Any]:
+def action_payload(
+    mock: MockSlackApi,
+    value: str,
+    *,
+    user: str = "U0BOB",
+    message: dict[str, Any] | None = None,
+    channel: str = "C0GPU",
+    action_id: str = "remediate:0",
+    block_id: str = "remediate-0-0",
+) -> dict[str, Any]:
+    """A ``block_actions`` click as Slack sends it; ``message`` (ts, thread_ts, blocks) is the
+    clicked message, by default a bare report at ts ``1700000000.000002`` without blocks."""
     n = next(_ids)
+    msg: dict[str, Any] = {"ts": "1700000000.000002", "text": "report"}
+    msg.update({k: v for k, v in (message or {}).items() if v is not None})
+    container: dict[str, Any] = {"type": "message", "message_ts": msg["ts"], "channel_id": channel}
+    if msg.get("thread_ts"):
+        container["thread_ts"] = msg["thread_ts"]
     return {
         "type": "block_actions",
         "team": {"id": "T0TEST", "domain": "test"},
         "user": {"id": user, "username": "bob", "team_id": "T0TEST"},
         "api_app_id": "A0TEST",
         "token": "legacy-verification-token",
-        "container": {"type": "message", "message_ts": "1700000000.000002", "channel_id": "C0GPU"},
+        "container": container,
         "trigger_id": f"{n}.5678.click{n}",
-        "channel": {"id": "C0GPU", "name": "gpu-ops"},
-        "message": {"ts": "1700000000.000002", "text": "report"},
+        "channel": {"id": channel, "name": "gpu-ops"},
+        "message": msg,
         "response_url": mock.response_url(f"act{n}"),
         "actions": [
             {
                 "type": "button",
-                "action_id": "remediate:0",
-                "block_id": "remediate-0-0",
+                "action_id": action_id,
+                "block_id": block_id,
                 "value": value,
                 "action_ts": f"1700000001.{n:06d}",
                 "text": {"type": "plain_text", "text": "pod.delete"},
             }
         ],
     }
+
+
+def click_payload(mock: MockSlackApi, value: str, *, user: str = "U0BOB") -> dict[str, Any]:
+    """A click on the button carrying ``value`` as the mock's message now shows it (the blocks,
+    ts, thread and ids Slack would send); a value on no button gives the bare default payload."""
+    found = mock.find_button(value)
+    if found is None:
+        return action_payload(mock, value, user=user)
+    channel, msg, block, element = found
+    return action_payload(
+        mock,
+        value,
+        user=user,
+        message={"ts": msg["ts"], "thread_ts": msg.get("thread_ts"), "blocks": msg["blocks"]},
+        channel=channel,
+        action_id=element["action_id"],
+        block_id=block.get("block_id", ""),
+    )
 
 
 def form(payload: dict[str, str]) -> str:

@@ -1,7 +1,9 @@
 """A local Slack: the Web API, upload URLs, ``response_url`` and a Socket Mode WebSocket.
 
 One aiohttp server on 127.0.0.1 port 0 that records every request it gets (method, token, body,
-arrival time), answers ``ok`` like Slack does, and can send Socket Mode envelopes to a connected
+arrival time), answers ``ok`` like Slack does, keeps each posted message as ``chat.update`` leaves
+it (``messages``, so a click can carry the blocks Slack would send), answers
+``usergroups.users.list`` from ``usergroup_members``, and can send Socket Mode envelopes to a connected
 client and collect its acks. Tests point the SDK's ``base_url`` here (``slack_api_url``) and put
 ``mock.response_url(...)`` in the payloads they send.
 """
@@ -39,6 +41,10 @@ class MockSlackApi:
         self.calls: list[Call] = []
         #: Web API method -> Slack error string to answer instead of ok
         self.failures: dict[str, str] = {}
+        #: user-group id -> member user ids (``usergroups.users.list``); unknown groups have none
+        self.usergroup_members: dict[str, list[str]] = {}
+        #: (channel, ts) -> the message as it stands: ``blocks``, ``text``, ``ts``, ``thread_ts``
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.socket_acks: list[dict[str, Any]] = []
         self.socket_connections = 0
         self._ts = itertools.count(1)
@@ -82,6 +88,18 @@ class MockSlackApi:
     # -- queries -----------------------------------------------------------------------------
     def of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
+
+    def message(self, channel: str, ts: str) -> dict[str, Any]:
+        return self.messages[(channel, ts)]
+
+    def find_button(self, value: str) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]] | None:
+        """(channel, message, actions block, button) of the button now carrying ``value``."""
+        for (channel, _), msg in self.messages.items():
+            for block in msg.get("blocks") or []:
+                for element in block.get("elements") or [] if block.get("type") == "actions" else []:
+                    if element.get("value") == value:
+                        return channel, msg, block, element
+        return None
 
     async def wait_for(self, predicate: Callable[[], Any], *, timeout: float = 10.0) -> Any:
         """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
@@ -135,6 +153,12 @@ class MockSlackApi:
             }
         if method == "chat.postMessage":
             ts = f"1700000000.{next(self._ts):06d}"
+            self.messages[(str(body.get("channel")), ts)] = {
+                "ts": ts,
+                "thread_ts": body.get("thread_ts"),
+                "text": body.get("text"),
+                "blocks": body.get("blocks") or [],
+            }
             return {
                 "ok": True,
                 "channel": body.get("channel"),
@@ -144,6 +168,11 @@ class MockSlackApi:
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
         if method == "chat.update":
+            msg = self.messages.get((str(body.get("channel")), str(body.get("ts"))))
+            if msg is not None:
+                msg["text"] = body.get("text")
+                if "blocks" in body:
+                    msg["blocks"] = body.get("blocks") or []
             return {
                 "ok": True,
                 "channel": body.get("channel"),
@@ -156,6 +185,8 @@ class MockSlackApi:
         if method == "files.completeUploadExternal":
             files = body.get("files") or []
             return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
+        if method == "usergroups.users.list":
+            return {"ok": True, "users": list(self.usergroup_members.get(str(body.get("usergroup")), []))}
         if method == "apps.connections.open":
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
         return {"ok": True}

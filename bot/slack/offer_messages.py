@@ -1,0 +1,89 @@
+"""Editing a posted report so that one offer's button becomes a status line, and nothing else moves.
+
+A report message can carry several remediation buttons (one per node, several per finding).
+When one is clicked, or its offer expires, only that button may change: the report, and the other
+offers, must stay as they were so a second fix can still be approved from the same message. These
+pure functions take the message's blocks and return edited copies; they never call Slack, never
+decide whether an action may run, and never mutate the blocks they are given.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.slack import limits as L
+from bot.slack.blocks import REMEDIATE_ACTION, Block, context
+
+#: prefix of the block_id of an offer's status line (the offer id follows)
+STATUS_PREFIX = "offer-status-"
+
+
+def is_remediate_button(element: Mapping[str, Any]) -> bool:
+    action_id = str(element.get("action_id") or "")
+    return element.get("type") == "button" and (
+        action_id == REMEDIATE_ACTION or action_id.startswith(REMEDIATE_ACTION + ":")
+    )
+
+
+def offer_ids_in(blocks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The offer ids the message's remediation buttons carry, in order of appearance."""
+    found: list[str] = []
+    for block in blocks:
+        if block.get("type") != "actions":
+            continue
+        for element in block.get("elements") or []:
+            if isinstance(element, Mapping) and is_remediate_button(element) and element.get("value"):
+                found.append(str(element["value"]))
+    return found
+
+
+def status_block_id(offer_id: str) -> str:
+    return L.clip(STATUS_PREFIX + offer_id, L.MAX_ID, marker="")
+
+
+def status_block(offer_id: str, text: str) -> Block:
+    """The line that stands where the button was: who approved it, then how it ended."""
+    block = context([L.clip(text, L.MAX_SECTION_TEXT)])
+    block["block_id"] = status_block_id(offer_id)
+    return block
+
+
+def replace_offer(blocks: Sequence[Mapping[str, Any]], offer_id: str, text: str) -> list[Block] | None:
+    """``blocks`` with the button carrying ``offer_id`` replaced by a status line saying ``text``.
+
+    A second call for the same offer (the outcome after "running") rewrites that status line.
+    The other buttons of the same actions block stay; the status line follows the block. An
+    actions block left without buttons is replaced by the line. When an extra line would break
+    Slack's 50-block limit, the whole actions block gives way to the line (its other buttons are
+    lost, the report is not). ``None``: neither the button nor its status line is in ``blocks``.
+    """
+    out: list[Block] = [copy.deepcopy(dict(b)) for b in blocks]
+    wanted = status_block_id(offer_id)
+    for i, block in enumerate(out):
+        if block.get("block_id") == wanted:
+            out[i] = status_block(offer_id, text)
+            return out
+    for i, block in enumerate(out):
+        if block.get("type") != "actions":
+            continue
+        elements = list(block.get("elements") or [])
+        kept = [
+            e
+            for e in elements
+            if not (isinstance(e, Mapping) and is_remediate_button(e) and str(e.get("value")) == offer_id)
+        ]
+        if len(kept) == len(elements):
+            continue
+        line = status_block(offer_id, text)
+        if not kept or len(out) + 1 > L.MAX_BLOCKS:
+            out[i] = line
+            return out
+        block["elements"] = kept
+        at = i + 1
+        while at < len(out) and str(out[at].get("block_id") or "").startswith(STATUS_PREFIX):
+            at += 1
+        out.insert(at, line)
+        return out
+    return None
