@@ -54,8 +54,8 @@ def replace_offer(blocks: Sequence[Mapping[str, Any]], offer_id: str, text: str)
     """``blocks`` with the button carrying ``offer_id`` replaced by a status line saying ``text``.
 
     A second call for the same offer (the outcome after "running") rewrites that status line.
-    The other buttons of the same actions block stay; the status line follows the block. An
-    actions block left without buttons is replaced by the line. When an extra line would break
+    The other buttons of the same actions block stay; status lines follow the block in the order
+    they were added, and an actions block left without buttons disappears. When an extra line would break
     Slack's 50-block limit, the whole actions block gives way to the line (its other buttons are
     lost, the report is not). ``None``: neither the button nor its status line is in ``blocks``.
     """
@@ -77,11 +77,15 @@ def replace_offer(blocks: Sequence[Mapping[str, Any]], offer_id: str, text: str)
         if len(kept) == len(elements):
             continue
         line = status_block(offer_id, text)
-        if not kept or len(out) + 1 > L.MAX_BLOCKS:
+        if kept and len(out) + 1 > L.MAX_BLOCKS:
             out[i] = line
             return out
-        block["elements"] = kept
-        at = i + 1
+        if kept:
+            block["elements"] = kept
+            at = i + 1
+        else:
+            del out[i]
+            at = i
         while at < len(out) and str(out[at].get("block_id") or "").startswith(STATUS_PREFIX):
             at += 1
         out.insert(at, line)

@@ -55,6 +55,8 @@ class SlackRig:
         status, _, _ = await post(self.app.url + "/slack/events", body, sign(body))
         assert status == 200
         await self.mock.wait_for(lambda: len(self._reports()) > before, timeout=60)
+        # the answer is complete (offers recorded, placeholder updated) once its task is gone
+        await self.mock.wait_for(lambda: len(self.app.bot.tasks) == 0, timeout=60)
         return buttons(self._reports()[-1].body["blocks"])
 
     def last_report_text(self) -> str:

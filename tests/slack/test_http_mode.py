@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import aiohttp
 
 from bot.report import Finding, Remediation, Report
 from bot.settings import ClusterConfig
+from bot.slack.hooks import PostedOffers
 from tests.slack.helpers import (
     FakeService,
     action_payload,
+    click_payload,
     form,
     interaction_form,
     post,
     running_app,
+    sample_report,
     settings_for,
     sign,
     slash_payload,
@@ -283,3 +288,48 @@ async def test_health_readiness_and_metrics(mock_slack: MockSlackApi) -> None:
 async def _get(url: str) -> str:
     async with aiohttp.ClientSession() as session, session.get(url) as resp:
         return await resp.text()
+
+
+class _PostedOffers(_Offers):
+    def __init__(self) -> None:
+        super().__init__()
+        self.posted: list[PostedOffers] = []
+
+    def offers_posted(self, posted: PostedOffers) -> None:
+        self.posted.append(posted)
+
+
+async def test_the_hook_learns_where_offers_are_and_gets_the_clicked_message(mock_slack: MockSlackApi) -> None:
+    report = sample_report()
+    offers = _PostedOffers()
+    clicks: list[dict[str, Any]] = []
+
+    async def on_remediate(
+        value: str,
+        user: str,
+        channel: str,
+        ts: str,
+        response_url: str,
+        *,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
+        thread_ts: str | None = None,
+    ) -> None:
+        clicks.append({"value": value, "ts": ts, "blocks": blocks, "thread_ts": thread_ts})
+
+    async with running_app(
+        settings_for(mock_slack), FakeService(report), offers=offers, on_remediate=on_remediate
+    ) as app:
+        body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
+        await post(app.url + "/slack/events", body, sign(body))
+        await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
+        click = interaction_form(click_payload(mock_slack, "offer-1"))
+        assert (await post(app.url + "/slack/events", click, sign(click)))[0] == 200
+        await mock_slack.wait_for(lambda: clicks)
+
+    report_msg = mock_slack.message("C0GPU", "1700000000.000002")
+    assert len(offers.posted) == 1
+    posted = offers.posted[0]
+    assert (posted.channel, posted.message_ts, posted.thread_ts) == ("C0GPU", "1700000000.000002", "1700000000.000001")
+    assert posted.offer_ids == ("offer-1",) and list(posted.blocks) == report_msg["blocks"]
+    expected = {"value": "offer-1", "ts": "1700000000.000002", "thread_ts": "1700000000.000001"}
+    assert clicks == [{**expected, "blocks": report_msg["blocks"]}]

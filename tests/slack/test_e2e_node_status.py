@@ -1,0 +1,68 @@
+"""End to end: a signed ``/gpu node-status`` runs the real service on the simulated zombie cluster.
+
+Slack (HTTP mode, signed request, recording mock Web API), the bot, the Kubernetes API and the
+SSH nodes all talk over real sockets; the posted answer must carry the per-node table (every GPU
+node, its allocation and its cards) and the CHECKPOINT_ZOMBIE finding, inside Slack's limits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.commands import parse_invocation
+from bot.service import Service
+from bot.sim.cluster import SimCluster
+from bot.slack.blocks import Rendered
+from bot.slack.limits import escape_mrkdwn
+from tests.slack.helpers import form, post, running_app, settings_for, sign, slash_payload
+from tests.slack.mock_slack_api import MockSlackApi
+from tests.slack.test_blocks import assert_within_limits
+
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "zombie-checkpoint.yaml"
+NODES = ("tcs-10-29-25-5", "tcs-10-29-25-6")
+
+
+async def test_node_status_on_the_zombie_scenario_posts_the_table_and_the_zombie(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
+        settings = settings_for(mock_slack, base=sim.settings())
+        async with running_app(settings, Service(settings)) as app:
+            body = form(slash_payload(mock_slack, "node-status"))
+            status, ack, _ = await post(app.url + "/slack/events", body, sign(body))
+            assert (status, ack) == (200, "")
+            await mock_slack.wait_for(lambda: mock_slack.of("chat.update"), timeout=60)
+        expected_service = Service(settings)
+        try:
+            expected = await expected_service.run(parse_invocation(["node-status"]))
+        finally:
+            await expected_service.close()
+
+    progress, answer = mock_slack.of("chat.postMessage")
+    assert "diagnosing all nodes" in progress.body["text"]
+    assert answer.body["thread_ts"] == "1700000000.000001"
+    blocks = answer.body["blocks"]
+    assert_within_limits(Rendered(blocks=blocks, text=answer.body["text"]))
+
+    # the per-node table: a code block with the header row, one row per node, and their cards
+    tables = [b["text"]["text"] for b in blocks if b["type"] == "section" and "NODE" in b["text"]["text"]]
+    assert len(tables) == 1 and tables[0].startswith("```")
+    table = tables[0]
+    assert "READY" in table and "LOGICAL requested/allocatable" in table
+    for node in NODES:
+        row = next(line for line in table.splitlines() if line.startswith(node))
+        assert "qgpu-core 0/200" in row and "yes" in row  # Ready, allocation as the API counts it
+    assert table.count("GPU  UTIL") == len(NODES) and table.count("idle") == 2 * len(NODES)
+
+    # the zombie finding, with the title the service reports
+    text = json.dumps(blocks, ensure_ascii=False)
+    zombies = [f for f in expected.findings if f.code == "CHECKPOINT_ZOMBIE"]
+    assert len(zombies) == len(NODES)
+    for finding in zombies:
+        assert json.dumps(escape_mrkdwn(finding.title), ensure_ascii=False)[1:-1] in text
+    assert "`CHECKPOINT_ZOMBIE`" in text
+    header = blocks[0]
+    assert header["type"] == "header" and header["text"]["text"].startswith("🔴 all nodes: ")
+    assert expected.verdict()[:60] in header["text"]["text"]
+    assert not mock_slack.of("files.getUploadURLExternal"), "a two-node status fits in one message"
