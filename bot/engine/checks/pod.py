@@ -49,10 +49,14 @@ def status(ctx: Context) -> None:
         key = "Running-not-ready"
     if state.terminating:
         key = "Terminating"
+    elif state.last_reason == "OOMKilled":
+        key = "OOMKilled"  # a crash loop whose runs end in the OOM killer: the memory limit is the cause
     row = rows.get(key) or rows.get(state.reason or "")
     if row is None or key == "Pending":
         return
-    evidence = [f"{ref}: {state.display_status}" + (f" ({state.reason})" if state.reason else "")]
+    extra = state.reason if state.reason and state.reason != state.display_status else ""
+    shown = state.display_status + (f" ({extra})" if extra else "")
+    evidence = [f"{ref}: {shown}"]
     if state.detail:
         evidence.append(state.detail[:500])
     remediations: list[Remediation] | None = None
@@ -67,7 +71,6 @@ def status(ctx: Context) -> None:
         meaning=str(row.get("meaning", "")),
         look_at=str(row.get("look_at", "")),
         evidence=evidence,
-        next_steps=[str(row["look_at"])] if row.get("look_at") else [],
         remediations=remediations,
         rank=10,
     )
