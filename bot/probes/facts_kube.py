@@ -188,11 +188,17 @@ async def nodes(ctx: Context) -> None:
 
 def gpu_node_names(ctx: Context) -> list[str]:
     """GPU nodes in scope: the asked nodes for node-status, otherwise every GPU node."""
-    all_nodes: dict[str, Obj] = ctx.fact("kube.nodes") or {}
+    all_nodes: dict[str, Obj] | None = ctx.fact("kube.nodes")
+    if all_nodes is None:
+        return []
+    cached: list[str] | None = ctx.fact("_gpu_node_names")
+    if cached is not None:
+        return cached
     names = [n for n, obj in all_nodes.items() if is_gpu_node(obj)]
     if ctx.inv.nodes:
         names = [n for n in ctx.inv.nodes if n in all_nodes]
-    return sorted(names)
+    ctx.facts["_gpu_node_names"] = sorted(names)  # several probes and checks ask; nodes do not change mid-question
+    return ctx.facts["_gpu_node_names"]
 
 
 @probe("kube.node_pods", needs=("kube.nodes",))

@@ -14,8 +14,8 @@ from bot.errors import NodeProbeError
 from bot.probes.node import NodeObservation, observe_node, observe_nodes, ssh_target_for
 from bot.probes.ssh import READ_COMMANDS, SshTarget, open_connection, run_command
 from bot.sim.scenario import load_scenario
+from tests.conftest import StartFleet
 from tests.probes import gpu_uuid, many_nodes, node_dict, scenario_of, targets_of
-from tests.probes.conftest import StartFleet
 
 SCENARIOS = sorted(Path(__file__).resolve().parents[2].joinpath("scenarios").glob("*.yaml"))
 

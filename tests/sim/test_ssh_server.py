@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import asyncssh
@@ -12,11 +11,13 @@ import pytest
 
 from bot.errors import NodeProbeError
 from bot.probes.ssh import READ_COMMANDS, SshTarget, open_connection, run_command
-from bot.sim.scenario import GpuFacts, Scenario, load_scenario
-from bot.sim.ssh_server import CHECKPOINT, SshFleet
+from bot.sim.scenario import GpuFacts, load_scenario
+from bot.sim.ssh_server import CHECKPOINT
+from tests.conftest import StartFleet
 from tests.probes import many_nodes, node_dict, scenario_of, targets_of
 
 SCENARIOS = sorted(Path(__file__).resolve().parents[2].joinpath("scenarios").glob("*.yaml"))
+
 GPU_CSV = (
     "nvidia-smi --query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,"
     "temperature.gpu,power.draw,memory.free --format=csv"
@@ -24,22 +25,6 @@ GPU_CSV = (
 APPS_CSV = "nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory,gpu_uuid,gpu_name --format=csv"
 BACKUP = CHECKPOINT + ".bak-20260508T101500Z"
 
-StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
-
-
-@pytest.fixture
-async def start_fleet(tmp_path: Path) -> AsyncIterator[StartFleet]:
-    fleets: list[SshFleet] = []
-
-    async def start(scenario: Scenario) -> SshFleet:
-        fleet = SshFleet(scenario, tmp_path / f"fleet{len(fleets)}")
-        fleets.append(fleet)
-        await fleet.start()
-        return fleet
-
-    yield start
-    for fleet in fleets:
-        await fleet.stop()
 
 
 async def run(target: SshTarget, command: str) -> tuple[str, str, int]:

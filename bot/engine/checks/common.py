@@ -46,13 +46,18 @@ def nodes(ctx: Context) -> dict[str, Obj]:
 
 def candidate_nodes(ctx: Context, pod: Obj) -> dict[str, Obj]:
     """Nodes that offer every GPU resource the pod asks for (all nodes if it asks none)."""
+    key = ("_candidates", id(pod))
+    cached = ctx.facts.get(str(key))
+    if cached is not None:
+        return dict(cached)
     wanted = set(gpu_asks(pod))
     out = {}
     for name, node in nodes(ctx).items():
         capacity = (node.get("status") or {}).get("capacity") or {}
         if wanted <= set(capacity):
             out[name] = node
-    return out
+    ctx.facts[str(key)] = out  # asked by most scheduling checks; the nodes do not change mid-question
+    return dict(out)
 
 
 def fmt_num(value: float) -> str:

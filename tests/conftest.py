@@ -1,0 +1,29 @@
+"""Fixtures shared across test packages."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from bot.sim.scenario import Scenario
+from bot.sim.ssh_server import SshFleet
+
+StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
+
+
+@pytest.fixture
+async def start_fleet(tmp_path: Path) -> AsyncIterator[StartFleet]:
+    """Start simulated SSH fleets on demand; every one is stopped at the end of the test."""
+    fleets: list[SshFleet] = []
+
+    async def start(scenario: Scenario) -> SshFleet:
+        fleet = SshFleet(scenario, tmp_path / f"fleet{len(fleets)}")
+        fleets.append(fleet)
+        await fleet.start()
+        return fleet
+
+    yield start
+    for fleet in fleets:
+        await fleet.stop()
