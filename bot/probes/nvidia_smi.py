@@ -107,56 +107,53 @@ def _split(line: str, expected: int, text_at: int) -> list[str] | None:
     return parts
 
 
-def parse_gpu_query(text: str, *, problems: list[str] | None = None) -> list[GpuRow]:
-    """Rows of ``GPU_QUERY`` output; lines that cannot be read are reported in ``problems``."""
-    rows = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parts = _split(line, len(GPU_FIELDS), GPU_FIELDS.index("name"))
-        if parts is None:
-            if problems is not None:
-                problems.append(f"unreadable nvidia-smi GPU line: {line.strip()[:200]}")
-            continue
-        raw = dict(zip(GPU_FIELDS, parts, strict=True))
-        rows.append(
-            GpuRow(
-                index=_to_int(raw["index"]),
-                uuid=_text(raw["uuid"]),
-                name=_text(raw["name"]),
-                utilization_gpu=to_number(raw["utilization.gpu"]),
-                memory_used_mib=to_number(raw["memory.used"]),
-                memory_total_mib=to_number(raw["memory.total"]),
-                temperature_c=to_number(raw["temperature.gpu"]),
-                power_w=to_number(raw["power.draw"]),
-                raw=raw,
-            )
-        )
-    return rows
-
-
-def parse_apps_query(text: str, *, problems: list[str] | None = None) -> list[ProcRow]:
-    """Rows of ``APPS_QUERY`` output (empty output = no process on any card)."""
-    rows = []
+def _raw_rows(
+    text: str, fields: tuple[str, ...], free_text: str, what: str, problems: list[str] | None
+) -> list[dict[str, str]]:
+    """CSV lines as field -> text; ``free_text`` is the one field that may itself contain ", "."""
+    out = []
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("No running processes"):
             continue
-        parts = _split(stripped, len(APP_FIELDS), APP_FIELDS.index("process_name"))
+        parts = _split(stripped, len(fields), fields.index(free_text))
         if parts is None:
             if problems is not None:
-                problems.append(f"unreadable nvidia-smi process line: {stripped[:200]}")
+                problems.append(f"unreadable nvidia-smi {what} line: {stripped[:200]}")
             continue
-        raw = dict(zip(APP_FIELDS, parts, strict=True))
-        rows.append(
-            ProcRow(
-                pid=_to_int(raw["pid"]),
-                process_name=_text(raw["process_name"]),
-                used_memory_mib=to_number(raw["used_gpu_memory"]),
-                gpu_uuid=_text(raw["gpu_uuid"]),
-            )
+        out.append(dict(zip(fields, parts, strict=True)))
+    return out
+
+
+def parse_gpu_query(text: str, *, problems: list[str] | None = None) -> list[GpuRow]:
+    """Rows of ``GPU_QUERY`` output; lines that cannot be read are reported in ``problems``."""
+    return [
+        GpuRow(
+            index=_to_int(raw["index"]),
+            uuid=_text(raw["uuid"]),
+            name=_text(raw["name"]),
+            utilization_gpu=to_number(raw["utilization.gpu"]),
+            memory_used_mib=to_number(raw["memory.used"]),
+            memory_total_mib=to_number(raw["memory.total"]),
+            temperature_c=to_number(raw["temperature.gpu"]),
+            power_w=to_number(raw["power.draw"]),
+            raw=raw,
         )
-    return rows
+        for raw in _raw_rows(text, GPU_FIELDS, "name", "GPU", problems)
+    ]
+
+
+def parse_apps_query(text: str, *, problems: list[str] | None = None) -> list[ProcRow]:
+    """Rows of ``APPS_QUERY`` output (empty output = no process on any card)."""
+    return [
+        ProcRow(
+            pid=_to_int(raw["pid"]),
+            process_name=_text(raw["process_name"]),
+            used_memory_mib=to_number(raw["used_gpu_memory"]),
+            gpu_uuid=_text(raw["gpu_uuid"]),
+        )
+        for raw in _raw_rows(text, APP_FIELDS, "process_name", "process", problems)
+    ]
 
 
 _CUDA = re.compile(r"CUDA Version\s*:\s*([0-9]+(?:\.[0-9]+)*)")
