@@ -30,9 +30,9 @@ from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
 from bot.commands import parse_invocation
+from bot.engine.gather import LOADERS
 from bot.probes.cache import WatchCache, _Reflector, _Store
 from bot.probes.kube import ReadStats
-from bot.registry import REGISTRY, load_builtin
 from bot.service import Service
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 
@@ -72,21 +72,20 @@ def cold_once(sim: SimProc) -> dict[str, Any]:
 
 
 def time_physical_probe() -> list[float]:
-    """Record how long each run spends in the SSH probe (bench-only wrapper around the registry
-    entry), so the table can show the API/cache part apart from the physical checks."""
-    load_builtin()
-    spec = REGISTRY.probes["node.physical"]
+    """Record how long each run spends reading the nodes (bench-only wrapper around the loader),
+    so the table can show the API/cache part apart from the physical reads."""
+    loader = LOADERS["node_readings"]
     spent: list[float] = []
-    inner = spec.fn
+    inner = loader.fn
 
-    async def timed(ctx: Any) -> None:
+    async def timed(facts: Any, sources: Any) -> None:
         t = time.perf_counter()
         try:
-            await inner(ctx)
+            await inner(facts, sources)
         finally:
             spent.append(time.perf_counter() - t)
 
-    REGISTRY.probes["node.physical"] = dataclasses.replace(spec, fn=timed)
+    LOADERS["node_readings"] = dataclasses.replace(loader, fn=timed)
     return spent
 
 

@@ -47,6 +47,11 @@ class Invocation:
         return {"kind": self.kind, "name": self.name, "namespace": self.namespace}
 
 
+def command_prefix(surface: str) -> str:
+    """How a command is typed on a surface: ``/gpu`` in Slack, ``gpubot`` in a terminal."""
+    return "/gpu" if surface == "slack" else "gpubot"
+
+
 def usage_error(command: str, problem: str) -> UsageError:
     usage = USAGE.get(command)
     return UsageError(f"{problem}. usage: {usage}" if usage else problem)

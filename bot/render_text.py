@@ -27,31 +27,27 @@ def _target_text(report: Report) -> str:
 def render_node_table(report: Report) -> list[str]:
     lines = []
     for row in report.nodes:
-        state = "Ready" if row.get("ready") else "NotReady"
-        if row.get("cordoned"):
-            state += ",Cordoned"
-        lines.append(f"node {row.get('node')}  [{state}]  ssh: {row.get('ssh', '?')}")
-        facts = [f"{k} {row[k]}" for k in ("kubelet", "driver", "cuda", "driver_path") if row.get(k)]
-        if facts:
-            lines.append("    " + "  ".join(facts))
-        if row.get("taints"):
-            lines.append("    taints: " + ", ".join(map(str, row["taints"])))
-        for component in row.get("components") or []:
-            lines.append(f"    component {component}")
-        for res, v in sorted((row.get("logical") or {}).items()):
+        state = ("Ready" if row.ready else "NotReady") + (",Cordoned" if row.cordoned else "")
+        lines.append(f"node {row.node}  [{state}]  ssh: {row.ssh}")
+        known = [f"{k} {v}" for k, v in (("kubelet", row.kubelet), ("driver", row.driver), ("cuda", row.cuda),
+                                          ("driver_path", row.driver_path)) if v]
+        if known:
+            lines.append("    " + "  ".join(known))
+        if row.taints:
+            lines.append("    taints: " + ", ".join(row.taints))
+        lines += [f"    component {c}" for c in row.components]
+        for res, v in sorted(row.logical.items()):
             lines.append(
                 f"    {res:<36} capacity {v.get('capacity', 0):>6g}  allocatable {v.get('allocatable', 0):>6g}"
                 f"  requested {v.get('requested', 0):>6g}"
             )
-        for g in row.get("gpus") or []:
+        for g in row.gpus:
             lines.append(
-                f"    GPU{g.get('index')}  util {_n(g.get('utilization'))}%  mem {_n(g.get('memory_used_mib'))}/"
-                f"{_n(g.get('memory_total_mib'))} MiB  {_n(g.get('temperature_c'))}C  {_n(g.get('power_w'))}W"
-                f"  procs {g.get('processes', 0)}  -> {g.get('verdict', '?')}"
-                + (f"  [{', '.join(map(str, g['pods']))}]" if g.get("pods") else "")
+                f"    GPU{g.index}  util {_n(g.utilization)}%  mem {_n(g.memory_used_mib)}/"
+                f"{_n(g.memory_total_mib)} MiB  {_n(g.temperature_c)}C  {_n(g.power_w)}W"
+                f"  procs {g.processes}  -> {g.verdict}" + (f"  [{', '.join(g.pods)}]" if g.pods else "")
             )
-        for p in row.get("pods") or []:
-            lines.append(f"    pod {p}")
+        lines += [f"    pod {p}" for p in row.pods]
     return lines
 
 

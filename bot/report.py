@@ -37,9 +37,61 @@ class Finding:
     #: lower sorts first among findings of equal severity: how likely this is the root cause
     rank: int = 50
 
+    def sort_key(self) -> tuple[int, int]:
+        """Most likely root cause first: severity, then rank."""
+        return SEVERITY_RANK.get(self.severity, 9), self.rank
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("rank")
+        return data
+
+
+@dataclass
+class CardRow:
+    """One card of a node as nvidia-smi showed it, with the working verdict and its pods."""
+
+    index: int | None
+    uuid: str
+    name: str
+    utilization: float | None = None
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    processes: int = 0
+    verdict: str = "unknown"
+    pods: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NodeRow:
+    """One GPU node: the API's logical allocation beside the physical truth.
+
+    ``logical`` maps a GPU resource to its capacity, allocatable and requested amounts. The
+    physical columns stay empty when the node could not be read; ``ssh`` says why.
+    """
+
+    node: str
+    ready: bool
+    cordoned: bool
+    taints: list[str] = field(default_factory=list)
+    logical: dict[str, dict[str, float]] = field(default_factory=dict)
+    ssh: str = "not checked"
+    kubelet: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    driver_path: str | None = None
+    notes: list[str] = field(default_factory=list)
+    gpus: list[CardRow] = field(default_factory=list)
+    pods: list[str] = field(default_factory=list)
+    components: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.ssh != "ok":  # physical columns are meaningless for a node that was not read
+            for key in ("kubelet", "driver", "cuda", "driver_path", "notes"):
+                data.pop(key)
         return data
 
 
@@ -62,7 +114,7 @@ class Report:
     elapsed_ms: int = 0
     cluster: str = ""
     #: per-node rows for node-status (logical beside physical); empty for other commands
-    nodes: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
     #: preformatted guidance text (``runbook NAME``, ``help``); empty for diagnoses
     text: str = ""
 
@@ -77,7 +129,7 @@ class Report:
 
     def sort(self) -> None:
         """Most likely root cause first: severity, then the finding's own rank (stable)."""
-        self.findings.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 9), f.rank))
+        self.findings.sort(key=Finding.sort_key)
 
     def verdict(self) -> str:
         """A one-line summary for headers: the top finding's title, or 'no problem found'."""
@@ -95,7 +147,7 @@ class Report:
             "elapsed_ms": self.elapsed_ms,
         }
         if self.nodes:
-            data["nodes"] = self.nodes
+            data["nodes"] = [row.to_dict() for row in self.nodes]
         if self.text:
             data["text"] = self.text
         return data

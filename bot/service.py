@@ -11,8 +11,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.commands import USAGE, Invocation
-from bot.engine.context import Context
+from bot.commands import USAGE, Invocation, command_prefix
+from bot.engine.facts import Facts
+from bot.engine.gather import Sources
 from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
@@ -25,9 +26,6 @@ from bot.report import Report
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
-DIAGNOSES = ("why-pending", "node-status", "nvml", "verify")
-
 
 @dataclass
 class _ClusterClients:
@@ -104,17 +102,24 @@ class Service:
         cluster = self.settings.cluster(inv.cluster or None)
         clients = self._clients_for(cluster.name)
         runbook = self.runbooks.diagnosis(inv.command)
-        ctx = Context(
-            inv=inv,
+        facts = Facts(inv, tables=runbook.tables, ssh_concurrency=self.settings.ssh_concurrency)
+        sources = Sources(
+            kube=clients.reads,
             settings=self.settings,
             cluster=cluster,
-            kube=clients.reads,
             exec_fn=clients.exec.run,
             ssh_pool=self.ssh_pool,
-            report=Report(command=inv.command, target=inv.target(), cluster=cluster.name),
         )
         started = time.perf_counter()
-        report = await run_diagnosis(runbook, self.runbooks, ctx)
+        report = await run_diagnosis(
+            runbook,
+            self.runbooks,
+            facts,
+            sources,
+            command_prefix=command_prefix(getattr(inv, "surface", "cli")),
+            strict=self.settings.strict_checks,
+        )
+        report.cluster = cluster.name
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
 

@@ -126,6 +126,9 @@ class Settings:
     node_ready_timeout_s: float = 120.0
     #: log level name
     log_level: str = "INFO"
+    #: a check that raises, or yields a code it did not declare, fails the command instead of being
+    #: logged and skipped (the test suite turns this on; production keeps the partial report)
+    strict_checks: bool = False
     #: seconds ``serve`` waits for in-flight diagnoses after SIGTERM before cancelling them
     shutdown_grace_s: float = 25.0
 

@@ -27,3 +27,9 @@ async def start_fleet(tmp_path: Path) -> AsyncIterator[StartFleet]:
     yield start
     for fleet in fleets:
         await fleet.stop()
+
+
+@pytest.fixture(autouse=True)
+def strict_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that raises or emits an undeclared code fails the test instead of being skipped."""
+    monkeypatch.setenv("GPUBOT_STRICT_CHECKS", "true")

@@ -2,16 +2,19 @@
 
 Each file is parsed with line marks and checked on its own (``runbook_schema``); this module adds
 what only the whole set can tell: exactly one catalogue, unique names and commands, ``emits``
-codes that exist, and ``docs``/``guidance``/``see_also`` references that name a real guide. It
+checks whose codes exist, and ``docs``/``see_also`` references that name a real guide. It
 must never execute or import anything a runbook names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
 import bot
+from bot.engine.check import Check
+from bot.engine.checks import builtin_checks
 from bot.engine.runbook_model import Runbook, RunbookSet
 from bot.engine.runbook_schema import (
     KINDS,
@@ -24,7 +27,6 @@ from bot.engine.runbook_schema import (
     type_name,
 )
 from bot.engine.yaml_marks import YamlSyntaxError, parse_yaml
-from bot.registry import Registry, load_builtin
 
 #: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
 MAX_FILE_BYTES = 1024 * 1024
@@ -36,11 +38,13 @@ def default_runbook_dir() -> Path:
     return Path(bot.__file__).resolve().parent.parent / "runbooks"
 
 
-def check_dir(directory: str | Path | None, registry: Registry | None) -> tuple[RunbookSet, list[str]]:
+def check_dir(
+    directory: str | Path | None, checks: Mapping[str, Check] | None = None
+) -> tuple[RunbookSet, list[str]]:
     """Read and validate every runbook file of a directory; the set is only usable with no problems."""
     root = Path(directory) if directory else default_runbook_dir()
-    if registry is None:
-        registry = load_builtin()
+    if checks is None:
+        checks = builtin_checks()
     if not root.is_dir():
         return RunbookSet(directory=str(root)), [f"{root}: runbook directory not found"]
     docs: list[Doc] = []
@@ -68,11 +72,11 @@ def check_dir(directory: str | Path | None, registry: Registry | None) -> tuple[
             problems.append(f"{source}:{exc.line}: invalid YAML: {exc.message}")
             continue
         docs.append(Doc(source, parsed))
-    rs, found = assemble(docs, registry, str(root))
+    rs, found = assemble(docs, checks, str(root))
     return rs, problems + found
 
 
-def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[RunbookSet, list[str]]:
+def assemble(docs: list[Doc], checks: Mapping[str, Check], directory: str) -> tuple[RunbookSet, list[str]]:
     """Validate each document, then the references between them; return the set and all problems."""
     rs = RunbookSet(directory=directory)
     catalogue_doc: Doc | None = None
@@ -107,10 +111,10 @@ def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[Runbo
             catalogue_doc = doc
             rs.catalogue, rs.placeholders = read_catalogue(doc, data)
         elif kind == "diagnosis":
-            runbooks.append((doc, read_diagnosis(doc, data, registry)))
+            runbooks.append((doc, read_diagnosis(doc, data, checks)))
         else:
             runbooks.append((doc, read_guidance(doc, data)))
-    _cross_check(rs, runbooks, catalogue_doc)
+    _cross_check(rs, runbooks, catalogue_doc, checks)
     problems = [p for doc in docs for p in doc.problems]
     if catalogue_doc is None:
         problems.insert(
@@ -119,7 +123,9 @@ def assemble(docs: list[Doc], registry: Registry, directory: str) -> tuple[Runbo
     return rs, problems
 
 
-def _cross_check(rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_doc: Doc | None) -> None:
+def _cross_check(
+    rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_doc: Doc | None, checks: Mapping[str, Check]
+) -> None:
     names: dict[str, Runbook] = {}
     for doc, rb in runbooks:
         if rb.name in names:
@@ -139,13 +145,15 @@ def _cross_check(rs: RunbookSet, runbooks: list[tuple[Doc, Runbook]], catalogue_
                 rs.diagnoses[rb.command] = rb
     for doc, rb in runbooks:
         if catalogue_doc is not None:
-            for i, code in enumerate(rb.emits):
-                if code not in rs.catalogue:
-                    doc.err(
-                        ("emits", i),
-                        f"code '{code}' is not in the findings catalogue{suggest(code, rs.catalogue)}",
-                    )
-        for key in ("guidance", "see_also"):
+            for i, name in enumerate(rb.checks):
+                for code in checks[name].emits if name in checks else ():
+                    if code not in rs.catalogue:
+                        doc.err(
+                            ("checks", i),
+                            f"check '{name}' emits '{code}', which is not in the findings catalogue"
+                            + suggest(code, rs.catalogue),
+                        )
+        for key in ("see_also",):
             for i, ref in enumerate(cast(list[str], getattr(rb, key))):
                 if ref not in rs.guides:
                     doc.err((key, i), f"no guidance runbook named '{ref}'{suggest(ref, rs.guides)}")

@@ -21,11 +21,48 @@ SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
 
 
 @dataclass(frozen=True)
-class RemediationTemplate:
-    """An action a finding may offer; the check decides whether to offer it and with what params."""
+class OfferTemplate:
+    """A fix a finding offers, with its action parameters bound from the finding's parameters.
+
+    ``params`` values are templates (``"{node}"``). ``when``/``when_not`` name a finding
+    parameter that must be truthy/falsy for the offer to appear. ``each`` names a list parameter
+    of mappings: one offer per item, the item's keys filling the templates before the finding's.
+    """
 
     action: str
     summary: str
+    params: dict[str, str] = field(default_factory=dict)
+    when: str = ""
+    when_not: str = ""
+    each: str = ""
+
+    def bind(self, params: Mapping[str, object]) -> list[Remediation]:
+        """The concrete offers for one finding; an offer with an unbound parameter is dropped."""
+        if self.when and not params.get(self.when):
+            return []
+        if self.when_not and params.get(self.when_not):
+            return []
+        scopes: list[Mapping[str, object]] = [params]
+        if self.each:
+            items = params.get(self.each)
+            if not isinstance(items, list | tuple):
+                return []
+            scopes = [{**params, **item} for item in items if isinstance(item, Mapping)]
+        out = []
+        for scope in scopes:
+            bound = {k: render_template(v, scope) for k, v in self.params.items()}
+            if any(not v or "{" in v for v in bound.values()):
+                continue  # a button that could never run is worse than none
+            out.append(Remediation(self.action, bound, render_template(self.summary, scope)))
+        return out
+
+
+@dataclass(frozen=True)
+class Role:
+    """A case of a finding with its own weight (``roles:`` in the catalogue)."""
+
+    severity: Severity
+    rank: int
 
 
 @dataclass
@@ -37,42 +74,49 @@ class FindingTemplate:
     title: str
     explanation: str
     next_steps: list[str] = field(default_factory=list)
-    remediations: list[RemediationTemplate] = field(default_factory=list)
+    #: in fix order, least invasive first
+    offers: list[OfferTemplate] = field(default_factory=list)
     #: 0-100; lower = more likely the root cause among findings of equal severity
     rank: int = 50
-    #: name of a guidance runbook that explains the background
+    #: role name (set by the check) -> severity and rank for that case
+    roles: dict[str, Role] = field(default_factory=dict)
+    #: codes (or ``PREFIX_*``) whose presence makes this finding redundant: it is dropped
+    unless: tuple[str, ...] = ()
+    #: name of a guidance runbook that explains the background (shown as a next step)
     docs: str = ""
     source: str = ""
     line: int = 0
 
-    def render(
-        self,
-        params: Mapping[str, object],
-        *,
-        evidence: Sequence[str] = (),
-        offer: Mapping[str, Mapping[str, str]] | None = None,
-    ) -> Finding:
-        """A ``Finding`` with every text filled from ``params``.
+    def suppressed_by(self, codes: set[str]) -> bool:
+        for pattern in self.unless:
+            if pattern.endswith("*"):
+                if any(c.startswith(pattern[:-1]) and c != self.code for c in codes):
+                    return True
+            elif pattern in codes:
+                return True
+        return False
 
-        ``offer`` maps action name -> action params for the remediations the check wants to
-        offer; actions the catalogue does not list for this code are ignored, so a check cannot
-        offer something the runbook author did not sanction.
-        """
-        remediations = [
-            Remediation(r.action, dict(offer[r.action]), render_template(r.summary, params))
-            for r in self.remediations
-            if offer is not None and r.action in offer
-        ]
+    def render(self, params: Mapping[str, object], *, evidence: Sequence[str] = (), role: str = "") -> Finding:
+        """A ``Finding`` with every text and offer filled from ``params``."""
+        weight = self.roles.get(role)
+        remediations = [r for offer in self.offers for r in offer.bind(params)]
+        steps = [render_template(s, params).strip() for s in self.next_steps]
+        if self.docs:
+            steps.append(render_template(DOCS_STEP, {**params, "docs": self.docs}))
         return Finding(
             code=self.code,
-            severity=self.severity,
+            severity=weight.severity if weight else self.severity,
             title=render_title(self.title, params),
             evidence=[str(e) for e in evidence],
             explanation=render_template(self.explanation, params).strip(),
-            next_steps=[render_template(s, params).strip() for s in self.next_steps],
+            next_steps=steps,
             remediations=remediations,
-            rank=self.rank,
+            rank=weight.rank if weight else self.rank,
         )
+
+
+#: the next step that points at a finding's background guide
+DOCS_STEP = "Background: {gpubot} runbook {docs}"
 
 
 @dataclass(frozen=True)
@@ -104,12 +148,10 @@ class Runbook:
     line: int = 0
     # diagnosis
     command: str = ""
-    usage: str = ""
-    probes: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
-    emits: list[str] = field(default_factory=list)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    guidance: list[str] = field(default_factory=list)
+    #: report sections besides findings (``node_table``)
+    views: list[str] = field(default_factory=list)
     # guidance
     title: str = ""
     covers: list[str] = field(default_factory=list)
@@ -148,14 +190,3 @@ class RunbookSet:
     def template(self, code: str) -> FindingTemplate:
         """The catalogue entry of a code; ``KeyError`` when a check emits an unknown code."""
         return self.catalogue[code]
-
-    def finding(
-        self,
-        code: str,
-        params: Mapping[str, object],
-        *,
-        evidence: Sequence[str] = (),
-        offer: Mapping[str, Mapping[str, str]] | None = None,
-    ) -> Finding:
-        """Shortcut for ``template(code).render(...)``."""
-        return self.template(code).render(params, evidence=evidence, offer=offer)

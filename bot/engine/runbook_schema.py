@@ -14,17 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from bot.engine.check import Check
 from bot.engine.runbook_model import (
     SEVERITIES,
     FindingTemplate,
     GuideSection,
     GuideTable,
-    RemediationTemplate,
+    OfferTemplate,
+    Role,
     Runbook,
 )
 from bot.engine.runbook_text import MAX_TITLE, placeholder_problems, template_fields
 from bot.engine.yaml_marks import Parsed, YamlPath
-from bot.registry import ACTION_NAMES, Registry
+from bot.registry import ACTIONS
 from bot.report import Severity
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -34,14 +36,18 @@ _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 KINDS: dict[str, tuple[set[str], set[str]]] = {
     # kind: (required, optional)
     "findings": ({"kind", "findings"}, {"placeholders"}),
-    "diagnosis": (
-        {"kind", "name", "command", "summary", "probes", "checks", "emits"},
-        {"usage", "tables", "guidance"},
-    ),
+    "diagnosis": ({"kind", "name", "command", "summary", "checks"}, {"tables", "views"}),
     "guidance": ({"kind", "name", "title", "summary", "sections"}, {"covers", "see_also"}),
 }
-_FINDING_KEYS = ({"severity", "title", "explanation", "next_steps"}, {"rank", "remediations", "docs"})
-_REMEDIATION_KEYS = ({"action", "summary"}, set[str]())
+_FINDING_KEYS = (
+    {"severity", "title", "explanation", "next_steps"},
+    {"rank", "offers", "roles", "unless", "docs"},
+)
+_OFFER_KEYS = ({"action", "summary"}, {"params", "when", "when_not", "each"})
+_ROLE_KEYS = ({"rank"}, {"severity"})
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+#: report sections a diagnosis runbook may ask for besides its findings
+VIEWS = frozenset({"node_table"})
 _SECTION_KEYS = ({"heading"}, {"text", "examples", "table"})
 _TABLE_KEYS = ({"columns", "rows"}, set[str]())
 
@@ -165,17 +171,8 @@ def _read_finding(
     doc: Doc, code: str, entry: Mapping[Any, Any], path: YamlPath, declared: frozenset[str]
 ) -> FindingTemplate | None:
     check_keys(doc, entry, path, _FINDING_KEYS, f"finding {code}")
-    severity = entry.get("severity")
-    if severity not in SEVERITIES:
-        doc.err(
-            (*path, "severity"),
-            f"severity of {code} must be one of {', '.join(SEVERITIES)}, not {severity!r}",
-        )
-        severity = "info"
-    rank = entry.get("rank", 50)
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= 100:
-        doc.err((*path, "rank"), f"rank of {code} must be a whole number from 0 to 100, not {rank!r}")
-        rank = 50
+    severity = _severity(doc, entry.get("severity"), (*path, "severity"), code)
+    rank = _rank(doc, entry.get("rank", 50), (*path, "rank"), code)
     title = _text(doc, entry, "title", path, one_line=True)
     if len(title.strip()) > MAX_TITLE:
         doc.err((*path, "title"), f"title of {code} is {len(title.strip())} characters; at most {MAX_TITLE}")
@@ -185,75 +182,139 @@ def _read_finding(
     _placeholders(doc, explanation, (*path, "explanation"), declared)
     for i, step in enumerate(steps):
         _placeholders(doc, step, (*path, "next_steps", i), declared)
-    remediations: list[RemediationTemplate] = []
-    raw = entry.get("remediations") or []
-    if not isinstance(raw, list):
-        doc.err((*path, "remediations"), f"'remediations' must be a list, not {type_name(raw)}")
-        raw = []
-    for i, item in enumerate(raw):
-        rpath = (*path, "remediations", i)
-        if not isinstance(item, dict):
-            doc.err(rpath, f"remediation {i + 1} of {code} must be a mapping with action and summary")
-            continue
-        check_keys(doc, item, rpath, _REMEDIATION_KEYS, f"a remediation of {code}")
-        action = item.get("action")
-        if not isinstance(action, str) or action not in ACTION_NAMES:
-            close = difflib.get_close_matches(str(action), sorted(ACTION_NAMES), n=1, cutoff=0.75)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(ACTION_NAMES))}"
-            doc.err((*rpath, "action"), f"unknown action '{action}' in {code}{hint}")
-            continue
-        summary = _text(doc, item, "summary", rpath, one_line=True)
-        _placeholders(doc, summary, (*rpath, "summary"), declared)
-        remediations.append(RemediationTemplate(action, summary.strip()))
+    offers = _offers(doc, code, entry.get("offers"), (*path, "offers"), declared)
+    roles = _roles(doc, code, entry.get("roles"), (*path, "roles"), severity)
+    unless = _text_list(doc, entry, "unless", path)
+    for i, pattern in enumerate(unless):
+        if not _CODE.match(pattern.rstrip("*").rstrip("_") or "?"):
+            doc.err((*path, "unless", i), f"'{pattern}' is not a finding code or CODE_PREFIX_*")
     docs = _text(doc, entry, "docs", path, one_line=True).strip()
     return FindingTemplate(
         code=code,
-        severity=cast(Severity, severity),
+        severity=severity,
         title=title.strip(),
         explanation=explanation,
         next_steps=steps,
-        remediations=remediations,
+        offers=offers,
         rank=rank,
+        roles=roles,
+        unless=tuple(unless),
         docs=docs,
         source=doc.source,
         line=doc.at(path),
     )
 
 
-def read_diagnosis(doc: Doc, data: Mapping[Any, Any], registry: Registry) -> Runbook:
-    rb = Runbook(
-        kind="diagnosis", name=_name(doc, data, guide=False), source=doc.source, line=doc.at(("name",))
-    )
+def _severity(doc: Doc, value: object, path: YamlPath, code: str) -> Severity:
+    if value not in SEVERITIES:
+        doc.err(path, f"severity of {code} must be one of {', '.join(SEVERITIES)}, not {value!r}")
+        return "info"
+    return cast(Severity, value)
+
+
+def _rank(doc: Doc, value: object, path: YamlPath, code: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        doc.err(path, f"rank of {code} must be a whole number from 0 to 100, not {value!r}")
+        return 50
+    return value
+
+
+def _offers(
+    doc: Doc, code: str, raw: object, path: YamlPath, declared: frozenset[str]
+) -> list[OfferTemplate]:
+    """The offers of one finding: known actions, every required parameter bound, plain templates."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        doc.err(path, f"'offers' must be a list, not {type_name(raw)}")
+        return []
+    out: list[OfferTemplate] = []
+    for i, item in enumerate(raw):
+        opath = (*path, i)
+        if not isinstance(item, dict):
+            doc.err(opath, f"offer {i + 1} of {code} must be a mapping with action and summary")
+            continue
+        check_keys(doc, item, opath, _OFFER_KEYS, f"an offer of {code}")
+        action = item.get("action")
+        if not isinstance(action, str) or action not in ACTIONS:
+            close = difflib.get_close_matches(str(action), sorted(ACTIONS), n=1, cutoff=0.75)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(ACTIONS))}"
+            doc.err((*opath, "action"), f"unknown action '{action}' in {code}{hint}")
+            continue
+        summary = _text(doc, item, "summary", opath, one_line=True)
+        _placeholders(doc, summary, (*opath, "summary"), declared)
+        params_raw = item.get("params") or {}
+        params: dict[str, str] = {}
+        if not isinstance(params_raw, dict):
+            doc.err((*opath, "params"), f"'params' must be a mapping of name -> template, not {type_name(params_raw)}")
+            params_raw = {}
+        for key, value in params_raw.items():
+            if not isinstance(value, str) or not value.strip():
+                doc.err((*opath, "params", str(key)), f"parameter '{key}' of {action} must be non-empty text")
+                continue
+            _placeholders(doc, value, (*opath, "params", str(key)), declared)
+            params[str(key)] = value
+        for missing in sorted(ACTIONS[action] - set(params)):
+            doc.err((*opath, "params"), f"offer {action} of {code} does not bind required parameter '{missing}'")
+        conds = {}
+        for key in ("when", "when_not", "each"):
+            value = item.get(key, "")
+            if value and (not isinstance(value, str) or not _IDENT.match(value)):
+                doc.err((*opath, key), f"'{key}' must name a finding parameter (lower_snake_case)")
+                value = ""
+            elif value and declared and value not in declared:
+                doc.err((*opath, key), f"'{key}': unknown parameter '{value}' (not in the catalogue's placeholders)")
+            conds[key] = str(value or "")
+        out.append(OfferTemplate(action, summary.strip(), params, conds["when"], conds["when_not"], conds["each"]))
+    return out
+
+
+def _roles(doc: Doc, code: str, raw: object, path: YamlPath, default: Severity) -> dict[str, Role]:
+    """Cases of a finding with their own rank (and severity; the finding's when not given)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        doc.err(path, f"'roles' must be a mapping of role -> {{rank, severity}}, not {type_name(raw)}")
+        return {}
+    out: dict[str, Role] = {}
+    for name, entry in raw.items():
+        rpath = (*path, str(name))
+        if not isinstance(name, str) or not _IDENT.match(name):
+            doc.err(rpath, f"role name '{name}' must be lower_snake_case")
+            continue
+        if not isinstance(entry, dict):
+            doc.err(rpath, f"role {name} of {code} must be a mapping with rank and optional severity")
+            continue
+        check_keys(doc, entry, rpath, _ROLE_KEYS, f"role {name} of {code}")
+        severity = entry.get("severity")
+        out[name] = Role(
+            _severity(doc, severity, (*rpath, "severity"), code) if severity is not None else default,
+            _rank(doc, entry.get("rank", 50), (*rpath, "rank"), code),
+        )
+    return out
+
+
+def read_diagnosis(doc: Doc, data: Mapping[Any, Any], checks: Mapping[str, Check]) -> Runbook:
+    rb = Runbook(kind="diagnosis", name=_name(doc, data, guide=False), source=doc.source, line=doc.at(("name",)))
     rb.summary = _text(doc, data, "summary", (), one_line=True).strip()
-    rb.usage = _text(doc, data, "usage", (), one_line=True).strip()
     rb.command = _text(doc, data, "command", (), one_line=True).strip()
     if rb.command and not _DNS_LABEL.match(rb.command):
         doc.err(("command",), f"command '{rb.command}' must be lowercase letters, digits and '-'")
-    rb.probes = _text_list(doc, data, "probes", ())
     rb.checks = _text_list(doc, data, "checks", ())
-    rb.emits = _text_list(doc, data, "emits", ())
-    rb.guidance = _text_list(doc, data, "guidance", ())
     rb.tables = _tables(doc, data)
-    for i, name in enumerate(rb.probes):
-        spec = registry.probes.get(name)
-        if spec is None:
-            doc.err(("probes", i), f"unknown probe '{name}'{suggest(name, registry.probes)}")
-            continue
-        for need in spec.needs:
-            if need not in rb.probes:
-                doc.err(("probes", i), f"probe '{name}' needs probe '{need}', which is not in probes")
+    rb.views = _text_list(doc, data, "views", ())
+    for i, view in enumerate(rb.views):
+        if view not in VIEWS:
+            doc.err(("views", i), f"unknown view '{view}'; known: {', '.join(sorted(VIEWS))}")
     for i, name in enumerate(rb.checks):
-        check = registry.checks.get(name)
+        check = checks.get(name)
         if check is None:
-            doc.err(("checks", i), f"unknown check '{name}'{suggest(name, registry.checks)}")
+            doc.err(("checks", i), f"unknown check '{name}'{suggest(name, checks)}")
             continue
-        for need in check.needs:
-            if need not in rb.probes:
-                doc.err(("checks", i), f"check '{name}' needs probe '{need}', which is not in probes")
         for table in check.tables:
             if table not in rb.tables:
                 doc.err(("checks", i), f"check '{name}' reads table '{table}', which is not in tables")
-    _no_repeats(doc, ("probes", "checks", "emits", "guidance"), rb)
+    _no_repeats(doc, ("checks",), rb)
     return rb
 
 

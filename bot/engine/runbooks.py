@@ -11,28 +11,29 @@ runbook file; ``examples`` in guidance are text for a person to read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
+from bot.engine.check import Check
 from bot.engine.runbook_dir import check_dir, default_runbook_dir
 from bot.engine.runbook_model import (
     SEVERITIES,
     FindingTemplate,
     GuideSection,
     GuideTable,
-    RemediationTemplate,
+    OfferTemplate,
     Runbook,
     RunbookSet,
 )
 from bot.engine.runbook_text import render_table, render_template, render_title, wrap_paragraphs
 from bot.errors import RunbookError
-from bot.registry import Registry
 
 __all__ = [
     "SEVERITIES",
     "FindingTemplate",
     "GuideSection",
     "GuideTable",
-    "RemediationTemplate",
+    "OfferTemplate",
     "Runbook",
     "RunbookSet",
     "default_runbook_dir",
@@ -45,17 +46,17 @@ __all__ = [
 ]
 
 
-def validate_dir(directory: str | Path | None, *, registry: Registry | None = None) -> list[str]:
+def validate_dir(directory: str | Path | None, *, checks: Mapping[str, Check] | None = None) -> list[str]:
     """Every problem in a runbook directory as ``FILE:LINE: problem`` lines (empty = valid).
 
-    The built-in probes and checks are registered first, unless a ``registry`` is given.
+    Check names are resolved against the built-in checks unless ``checks`` is given.
     """
-    return check_dir(directory, registry)[1]
+    return check_dir(directory, checks)[1]
 
 
-def load_runbooks(directory: str | Path | None = None, *, registry: Registry | None = None) -> RunbookSet:
+def load_runbooks(directory: str | Path | None = None, *, checks: Mapping[str, Check] | None = None) -> RunbookSet:
     """Load and validate a directory (``None``/``""`` = the packaged one); ``RunbookError`` if invalid."""
-    rs, problems = check_dir(directory, registry)
+    rs, problems = check_dir(directory, checks)
     if problems:
         raise RunbookError(problems)
     return rs

@@ -1,93 +1,107 @@
-"""Run a diagnosis runbook: probes (concurrently, in dependency order), then checks, then wording.
+"""Run a diagnosis runbook: gather the facts its checks declare, run the checks, word the findings.
 
-Failures never escape as tracebacks: a probe that raises becomes a ``skipped`` entry (the rest
-of the report stands), a check that raises is logged and skipped. Findings are ordered so the
-most likely root cause comes first.
+Failures never escape as tracebacks: a loader that fails becomes a ``skipped`` entry (the rest of
+the report stands), a check that raises is logged and skipped. A check that yields a code it did
+not declare is a bug: refused (and, in strict mode, raised so the tests fail). Findings are
+ordered so the most likely root cause comes first: severity, then the catalogue's rank.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from collections.abc import Iterable, Mapping
 
-from bot.engine.context import Context, Emission
-from bot.engine.runbooks import Runbook, RunbookSet, render_template
+from bot.engine.check import Check, Detection
+from bot.engine.checks import builtin_checks
+from bot.engine.facts import Facts
+from bot.engine.gather import Sources, gather
+from bot.engine.node_rows import READS as NODE_TABLE_READS
+from bot.engine.node_rows import build_node_rows
+from bot.engine.runbooks import Runbook, RunbookSet
 from bot.errors import GpubotError
-from bot.registry import REGISTRY, load_builtin
-from bot.report import Finding, Remediation, Report
+from bot.report import Finding, Report, Skipped
 
 log = logging.getLogger(__name__)
 
 
-def _levels(names: list[str]) -> list[list[str]]:
-    """Group probes so each runs after the probes it needs (those absent from the runbook are ignored)."""
-    remaining = list(names)
-    done: set[str] = set()
-    levels: list[list[str]] = []
-    while remaining:
-        ready = [n for n in remaining if all(d in done or d not in names for d in REGISTRY.probes[n].needs)]
-        if not ready:  # a cycle: run the rest in order rather than hang
-            ready = remaining[:1]
-        levels.append(ready)
-        done.update(ready)
-        remaining = [n for n in remaining if n not in ready]
-    return levels
+class UndeclaredCode(GpubotError):
+    """A check emitted a code missing from its ``emits`` (a bug in the check)."""
 
 
-async def _run_probe(name: str, ctx: Context) -> None:
-    try:
-        await REGISTRY.probes[name].fn(ctx)
-    except GpubotError as exc:
-        ctx.skip(name, exc.user_message)
-    except Exception as exc:  # noqa: BLE001 - a broken probe must not sink the report
-        log.exception("probe %s failed", name)
-        ctx.skip(name, f"internal error ({type(exc).__name__})")
+def reads_of(runbook: Runbook, checks: Mapping[str, Check]) -> set[str]:
+    """Every fact the runbook's checks (and views) read."""
+    reads = {r for name in runbook.checks for r in checks[name].reads}
+    if "node_table" in runbook.views:
+        reads.update(NODE_TABLE_READS)
+    return reads
 
 
-def word(emission: Emission, runbooks: RunbookSet) -> Finding:
-    """Turn an emission into a finding with the catalogue's wording."""
-    tpl = runbooks.template(emission.code)
-    params = emission.params
-    remediations = emission.remediations
-    if remediations is None:
-        remediations = [
-            Remediation(r.action, {}, render_template(r.summary, params)) for r in tpl.remediations
-        ]
-    return Finding(
-        code=emission.code,
-        severity=(emission.severity or tpl.severity),  # type: ignore[arg-type]
-        title=render_template(tpl.title, params)[:150],
-        evidence=emission.evidence,
-        explanation=render_template(tpl.explanation, params),
-        next_steps=emission.next_steps + [render_template(s, params) for s in tpl.next_steps],
-        remediations=remediations,
-        rank=emission.rank if emission.rank is not None else tpl.rank,
-    )
-
-
-async def run_diagnosis(runbook: Runbook, runbooks: RunbookSet, ctx: Context) -> Report:
-    """Gather facts, apply the runbook's checks, and word the findings."""
-    load_builtin()
-    started = time.perf_counter()
-    ctx.tables = dict(runbook.tables)
-    ctx.report.command = runbook.command
-    for level in _levels(list(runbook.probes)):
-        await asyncio.gather(*(_run_probe(name, ctx) for name in level))
+def run_checks(
+    runbook: Runbook, facts: Facts, checks: Mapping[str, Check], *, strict: bool = False
+) -> list[Detection]:
+    """Every check of the runbook over the same facts; none sees another's result."""
+    found: list[Detection] = []
     for name in runbook.checks:
+        check = checks[name]
         try:
-            REGISTRY.checks[name].fn(ctx)
-        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
+            outcomes = list(check.run(facts))
+        except Exception as exc:
+            if strict:
+                raise
             log.exception("check %s failed", name)
-            ctx.skip(f"check {name}", f"internal error ({type(exc).__name__})")
-    seen: set[tuple[str, str]] = set()
-    for emission in ctx.emissions:
-        finding = word(emission, runbooks)
-        key = (finding.code, finding.title)
-        if key in seen:
+            facts.skip(f"check {name}", f"internal error ({type(exc).__name__})")
             continue
-        seen.add(key)
-        ctx.report.add(finding)
-    ctx.report.sort()
-    ctx.report.elapsed_ms = int((time.perf_counter() - started) * 1000)
-    return ctx.report
+        for outcome in outcomes:
+            if isinstance(outcome, Skipped):
+                facts.skipped.append(outcome)
+            elif outcome.code not in check.emits:
+                if strict:
+                    raise UndeclaredCode(f"check {name} emitted {outcome.code}, which it does not declare")
+                log.error("check %s emitted undeclared code %s; dropped", name, outcome.code)
+            else:
+                found.append(outcome)
+    return found
+
+
+def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[str, object]) -> list[Finding]:
+    """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted."""
+    detections = list(detections)
+    present = {d.code for d in detections}
+    findings: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for d in detections:
+        template = runbooks.template(d.code)
+        if template.suppressed_by(present):
+            continue
+        finding = template.render({**d.params, **extra}, evidence=d.evidence, role=d.role)
+        key = (finding.code, finding.title)
+        if key not in seen:
+            seen.add(key)
+            findings.append(finding)
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+async def run_diagnosis(
+    runbook: Runbook,
+    runbooks: RunbookSet,
+    facts: Facts,
+    sources: Sources,
+    *,
+    command_prefix: str = "gpubot",
+    checks: Mapping[str, Check] | None = None,
+    strict: bool = False,
+) -> Report:
+    """Gather facts, apply the runbook's checks, and word the findings."""
+    checks = checks if checks is not None else builtin_checks()
+    started = time.perf_counter()
+    await gather(facts, sources, reads_of(runbook, checks))
+    detections = run_checks(runbook, facts, checks, strict=strict)
+    report = Report(command=runbook.command, target=facts.inv.target())
+    report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+    if "node_table" in runbook.views:
+        report.nodes = build_node_rows(facts)
+    report.skipped = list(facts.skipped)
+    report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+    return report

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.engine.logic.resources import is_gpu_resource, pod_gpu_requests
+from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,15 @@
 """The compact monospace table of ``node-status``: logical allocation beside the physical cards.
 
-Rows come from ``Report.nodes`` (plain dicts filled by the engine). Every field may be missing or
-``None`` when a probe was skipped, so each cell falls back to ``-``; this module never raises on
-odd data and never reads anything but the rows it is given.
+Rows come from ``Report.nodes`` (typed ``NodeRow``s). A reading is ``None`` when a probe was
+skipped, so each cell falls back to ``-``; this module never reads anything but the rows it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from bot.report import CardRow, NodeRow
 
 
 def _cell(value: Any, unit: str = "") -> str:
@@ -38,29 +39,24 @@ def _logical(logical: Any) -> str:
     return ", ".join(parts) or "-"
 
 
-def _gpu_line(gpu: Any) -> str:
-    if not isinstance(gpu, Mapping):
-        return f"  {str(gpu)[:80]}"
-    mem = f"{_cell(gpu.get('memory_used_mib'))}/{_cell(gpu.get('memory_total_mib'))}"
+def _gpu_line(gpu: CardRow) -> str:
+    mem = f"{_cell(gpu.memory_used_mib)}/{_cell(gpu.memory_total_mib)}"
     return (
-        f"  {_cell(gpu.get('index')):<3} {_cell(gpu.get('utilization'), '%'):>5} {mem:>13} "
-        f"{_cell(gpu.get('temperature_c'), 'C'):>5} {_cell(gpu.get('power_w'), 'W'):>6}  "
-        f"{_cell(gpu.get('verdict'))}"
+        f"  {_cell(gpu.index):<3} {_cell(gpu.utilization, '%'):>5} {mem:>13} "
+        f"{_cell(gpu.temperature_c, 'C'):>5} {_cell(gpu.power_w, 'W'):>6}  {_cell(gpu.verdict)}"
     )
 
 
-def node_table_lines(nodes: list[dict[str, Any]]) -> list[str]:
+def node_table_lines(nodes: list[NodeRow]) -> list[str]:
     """One line per node (name, Ready, cordoned, SSH, requested/allocatable), then its cards."""
-    width = max([len(str(n.get("node", ""))) for n in nodes] + [4])
+    width = max([len(n.node) for n in nodes] + [4])
     lines = [f"{'NODE':<{width}}  READY  CORDON  SSH      LOGICAL requested/allocatable"]
     for row in nodes:
-        ssh = _cell(row.get("ssh"))
         lines.append(
-            f"{_cell(row.get('node')):<{width}}  {_cell(row.get('ready')):<5}  "
-            f"{_cell(row.get('cordoned')):<6}  {ssh[:8]:<8} {_logical(row.get('logical'))}"
+            f"{_cell(row.node):<{width}}  {_cell(row.ready):<5}  "
+            f"{_cell(row.cordoned):<6}  {row.ssh[:8]:<8} {_logical(row.logical)}"
         )
-        gpus = row.get("gpus")
-        if isinstance(gpus, list) and gpus:
+        if row.gpus:
             lines.append("  GPU  UTIL      MEM(MiB)  TEMP  POWER  VERDICT")
-            lines.extend(_gpu_line(g) for g in gpus)
+            lines.extend(_gpu_line(g) for g in row.gpus)
     return lines

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from bot.registry import ACTIONS
 from bot.sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,11 @@ def test_expect_block(path: Path, index: int, exp, capsys: pytest.CaptureFixture
         }
         assert f["severity"] in ("critical", "warning", "info")
         assert "{" not in f["title"], f"unfilled placeholder in {f['title']!r}"
+        for offer in f["remediations"]:
+            # every button must be able to run: its action's required parameters are all bound
+            needed = ACTIONS[offer["action"]]
+            assert needed <= set(offer["params"]), f"{f['code']}: {offer} lacks {needed - set(offer['params'])}"
+            assert all(v and "{" not in v for v in offer["params"].values()), f"{f['code']}: unbound {offer}"
     missing = [c for c in exp.codes if c not in codes]
     unexpected = [c for c in exp.absent if c in codes]
     assert not missing, f"{path.name}: {exp.run}: missing {missing}; got {codes}"

@@ -140,7 +140,7 @@ def test_terminating_holder_cordoned_and_not_ready_nodes(capsys: pytest.CaptureF
     assert row(report, "gpu-maint-1")["taints"] == ["node.kubernetes.io/unschedulable:NoSchedule"]
     not_ready = findings(report, "NODE_NOT_READY")[0]
     assert "NodeStatusUnknown" in not_ready["title"]
-    assert any("kubelet over SSH: inactive" in e for e in not_ready["evidence"])
+    assert any("kubelet on the node: inactive" in e for e in not_ready["evidence"])
     assert offers(not_ready) == [("kubelet.restart", {"node": "gpu-maint-2"})]
     assert row(report, "gpu-maint-2")["ready"] is False
 
@@ -286,9 +286,9 @@ async def test_operator_managed_driver_is_read_through_chroot() -> None:
     assert any(c.startswith("nvidia-smi --query-gpu") and code == 127 for c, code in commands)
     assert any(c.startswith("chroot /run/nvidia/driver nvidia-smi --query-gpu") and code == 0 for c, code in commands)
     (only,) = report.nodes
-    assert only["driver_path"] == "operator" and only["cuda"] == "12.4"
-    assert [g["verdict"] for g in only["gpus"]] == ["busy", "idle"]
-    assert any("nvidia-driver-daemonset" in c for c in only["components"])
+    assert only.driver_path == "operator" and only.cuda == "12.4"
+    assert [g.verdict for g in only.gpus] == ["busy", "idle"]
+    assert any("nvidia-driver-daemonset" in c for c in only.components)
 
 
 async def test_a_silent_node_among_twenty_costs_one_deadline() -> None:
@@ -307,8 +307,8 @@ async def test_a_silent_node_among_twenty_costs_one_deadline() -> None:
             await service.close()
     assert elapsed < deadline + 4.0, f"took {elapsed:.1f}s with a {deadline}s per-node deadline"
     assert len(report.nodes) == 20
-    assert sorted(r["node"] for r in report.nodes if r["ssh"] == "timeout") == silent
-    assert all(r["gpus"] for r in report.nodes if r["ssh"] == "ok")
+    assert sorted(r.node for r in report.nodes if r.ssh == "timeout") == silent
+    assert all(r.gpus for r in report.nodes if r.ssh == "ok")
     assert [f.title for f in report.findings if f.code == "NODE_UNREACHABLE"] == [
         f"Cannot reach node {silent[0]} over SSH (timeout); its physical checks were skipped"
     ]

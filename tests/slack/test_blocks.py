@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.report import Finding, Remediation, Report
+from bot.report import CardRow, Finding, NodeRow, Remediation, Report
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.plaintext import full_text
@@ -153,32 +153,22 @@ def test_small_report_is_not_truncated_and_has_markers_and_footer() -> None:
 
 
 def test_node_status_table_is_monospace_and_bounded() -> None:
-    nodes = []
-    for n in range(300):
-        nodes.append(
-            {
-                "node": f"gpu-node-{n}",
-                "ready": n % 7 != 0,
-                "cordoned": n % 5 == 0,
-                "ssh": "ok" if n % 3 else "timeout",
-                "logical": {
-                    "tke.cloud.tencent.com/qgpu-core": {"capacity": 200, "allocatable": 200, "requested": 100}
-                },
-                "gpus": [
-                    {
-                        "index": g,
-                        "utilization": 3.0,
-                        "memory_used_mib": 0,
-                        "memory_total_mib": 32510,
-                        "temperature_c": 33,
-                        "power_w": 30.1,
-                        "verdict": "idle",
-                    }
-                    for g in range(8)
-                ],
-            }
+    nodes = [
+        NodeRow(
+            node=f"gpu-node-{n}",
+            ready=n % 7 != 0,
+            cordoned=n % 5 == 0,
+            ssh="ok" if n % 3 else "timeout",
+            logical={"tke.cloud.tencent.com/qgpu-core": {"capacity": 200, "allocatable": 200, "requested": 100}},
+            gpus=[
+                CardRow(index=g, uuid=f"GPU-{n}-{g}", name="V100", utilization=3.0, memory_used_mib=0,
+                        memory_total_mib=32510, temperature_c=33, power_w=30.1, verdict="idle")
+                for g in range(8)
+            ],
         )
-    nodes.append({"node": "weird", "gpus": [None, "x"], "logical": None})
+        for n in range(300)
+    ]
+    nodes.append(NodeRow(node="weird", ready=False, cordoned=False, ssh="timeout"))
     report = Report(command="node-status", target={"nodes": []}, cluster="sim", nodes=nodes)
     rendered = B.render_report(report)
     assert_within_limits(rendered)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.engine.logic.affinity import describe_selection, matching_nodes, node_matches
+from bot.kube.affinity import describe_selection, matching_nodes, node_matches
 
 
 def _node(name: str = "gpu-v100-1", **labels: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.engine.checks.container import human_delta, version_tuple
-from bot.probes.facts_exec import (
+from bot.engine.checks._container import human_delta, version_tuple
+from bot.probes.container import (
     ExecOutput,
     TorchInfo,
     build_view,

@@ -15,7 +15,13 @@ BOT = Path(__file__).resolve().parents[2] / "bot"
 
 #: package → prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "bot.probes": ("bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm", "bot.engine.checks"),
+    # pure Kubernetes logic: plain dicts in, answers out
+    "bot.kube": ("bot.engine", "bot.probes", "bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm",
+                 "bot.sim"),
+    "bot.probes": ("bot.engine", "bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm"),
+    # a check reads facts and yields detections: it never reaches a client or another surface
+    "bot.engine.checks": ("bot.engine.gather", "bot.engine.runner", "bot.probes.kube", "bot.probes.ssh",
+                          "bot.probes.exec", "kubernetes", "asyncssh"),
     "bot.engine": ("bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm", "bot.remediation"),
     "bot.confirm": ("bot.actions", "bot.slack", "bot.cli", "bot.engine", "bot.probes"),
     "bot.actions": ("bot.slack", "bot.cli", "bot.engine.checks"),
@@ -83,3 +89,4 @@ def _only_in_text(source: str, needle: str) -> bool:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip().startswith(needle):
             return False
     return True
+

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.engine.logic.pod_status import PodState, classify
+from bot.kube.pod_status import PodState, classify
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "tests/data/pod_states.yaml").read_text()

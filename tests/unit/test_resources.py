@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from bot.engine.logic.resources import (
+from bot.kube.gpu import is_gpu_node
+from bot.kube.resources import (
     QGPU_CORE,
     QGPU_MEMORY,
     container_gpu_resources,
     gpu_family,
-    is_gpu_node,
     is_gpu_resource,
     node_gpu_capacity,
     parse_quantity,
@@ -224,3 +224,14 @@ def test_is_gpu_node() -> None:
     assert is_gpu_node(_node({"nvidia.com/gpu": "0"}))  # plugin registered, no healthy device
     assert not is_gpu_node({})
     assert node_gpu_capacity({}) == {}
+
+
+def test_a_gpu_node_is_known_by_label_or_component_even_without_capacity() -> None:
+    """A node whose device plugin never registered advertises nothing, yet it is a GPU node."""
+    labelled = {"metadata": {"name": "g1", "labels": {"nvidia.com/gpu.present": "true"}}, "status": {"capacity": {}}}
+    gke = {"metadata": {"name": "g2", "labels": {"cloud.google.com/gke-accelerator": "nvidia-l4"}}}
+    plain = {"metadata": {"name": "c1", "labels": {"nvidia.com/gpu.present": "false"}}}
+    assert is_gpu_node(labelled)
+    assert is_gpu_node(gke)
+    assert not is_gpu_node(plain)
+    assert is_gpu_node(plain, component_nodes={"c1"})  # runs a device-plugin pod

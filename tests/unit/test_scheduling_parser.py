@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.engine.logic.scheduling import (
+from bot.kube.scheduling import (
     CATEGORIES,
     ParsedSchedulingMessage,
     QgpuAllocFailure,
@@ -322,7 +322,7 @@ def test_grammar_fragments_never_crash(text: str) -> None:
 
 def test_logic_package_exports_are_pinned() -> None:
     # Checks and probes import these names; removing one is a breaking change.
-    import bot.engine.logic as logic
+    import bot.kube as logic
 
     expected = {
         "parse_scheduling_message",
@@ -356,7 +356,6 @@ def test_logic_package_exports_are_pinned() -> None:
         "spec_problems",
         "SpecProblem",
         "node_gpu_capacity",
-        "is_gpu_node",
         "GPU_RESOURCE_PATTERNS",
         "QGPU_CORE",
         "QGPU_MEMORY",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.engine.logic.taints import (
+from bot.kube.taints import (
     UNSCHEDULABLE_TAINT_KEY,
     node_taints,
     suggest_toleration,

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.engine.checks.working import (
+from bot.engine.runbooks import load_runbooks
+from bot.engine.working import (
     SIGNALS,
     Threshold,
     card_readings,
@@ -16,7 +17,6 @@ from bot.engine.checks.working import (
     profiles_from,
     thresholds_from,
 )
-from bot.engine.runbooks import load_runbooks
 from bot.probes.nvidia_smi import GPU_FIELDS, UNAVAILABLE, parse_gpu_query
 
 

@@ -1,0 +1,93 @@
+"""Card-level facts derived from node readings: the working verdict of every card, and which pods
+sit on which card. Shared by node-status's table and the card checks, computed once per question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.engine.working import Verdict, card_readings, classify_card, profiles_from, thresholds_from
+from bot.kube.resources import QGPU_CORE
+from bot.probes.node import NodeObservation
+from bot.probes.nvidia_smi import GpuRow
+from bot.probes.slim import SlimPod
+
+FROM_CHECKPOINT = "card from the kubelet checkpoint's entry for the pod"
+INFERRED = (
+    "card inferred: the node's only running qGPU pod and its only card with processes "
+    "(the API does not say which card a slice is on)"
+)
+
+CardVerdicts = dict[str, list[tuple[GpuRow, Verdict]]]
+CardPods = dict[str, dict[str, list[tuple[SlimPod, str]]]]
+
+
+def card_verdicts(
+    observed: Mapping[str, NodeObservation],
+    signals: Sequence[Mapping[str, Any]],
+    profiles: Sequence[Mapping[str, Any]],
+) -> CardVerdicts:
+    """node -> [(card, verdict)] from the runbook's ``working_signals`` and ``working_profiles``."""
+    thresholds, known = thresholds_from(signals), profiles_from(profiles)
+    out: CardVerdicts = {}
+    for node, obs in sorted(observed.items()):
+        rows = []
+        for g in obs.gpus:
+            procs = sum(1 for p in obs.processes if p.gpu_uuid and p.gpu_uuid == g.uuid)
+            rows.append((g, classify_card(card_readings(g), thresholds, known, utilization=g.utilization_gpu,
+                                          processes=procs)))
+        out[node] = rows
+    return out
+
+
+def _visible_devices(env: Mapping[str, str]) -> list[str]:
+    value = env.get("NVIDIA_VISIBLE_DEVICES", "")
+    return [v.strip() for v in value.split(",") if v.strip() and v.strip() not in ("all", "none", "void")]
+
+
+def _match_card(ident: str, gpus: Sequence[GpuRow]) -> GpuRow | None:
+    """The card a NVIDIA_VISIBLE_DEVICES item names: exact UUID, index, or a unique UUID prefix."""
+    exact = [g for g in gpus if g.uuid == ident or (ident.isdigit() and g.index == int(ident))]
+    if exact:
+        return exact[0]
+    prefixed = [g for g in gpus if g.uuid and g.uuid.startswith(ident) and len(ident) >= 8]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def _checkpoint_cards(obs: NodeObservation, uid: str) -> list[GpuRow]:
+    """Cards the kubelet checkpoint gives a pod: NVIDIA_VISIBLE_DEVICES of its allocation, or
+    device IDs that are card UUIDs (the NVIDIA device plugin's IDs)."""
+    entries = obs.checkpoint.entries if obs.checkpoint is not None else []
+    cards: list[GpuRow] = []
+    for e in entries:
+        if e.pod_uid != uid:
+            continue
+        cards += [c for i in _visible_devices(e.alloc_env) if (c := _match_card(i, obs.gpus))]
+        cards += [g for g in obs.gpus if g.uuid and g.uuid in e.device_ids]
+    return list({c.uuid: c for c in cards}.values())
+
+
+def card_pods(observed: Mapping[str, NodeObservation], node_pods: Mapping[str, list[SlimPod]]) -> CardPods:
+    """node -> card UUID -> [(live GPU pod, how the card was found)].
+
+    The API does not say which card a pod (least of all a qGPU slice) landed on. First choice:
+    the kubelet checkpoint's entry for the pod's UID. Fallback, for qGPU only: when a node has
+    exactly one running qGPU pod left unplaced and exactly one card with processes, that pod is
+    taken to be on that card.
+    """
+    out: CardPods = {}
+    for node, obs in observed.items():
+        placed: dict[str, list[tuple[SlimPod, str]]] = {}
+        unplaced = []
+        for p in (p for p in node_pods.get(node, []) if p.live and p.gpu):
+            cards = _checkpoint_cards(obs, p.uid)
+            for c in cards:
+                placed.setdefault(c.uuid, []).append((p, FROM_CHECKPOINT))
+            if not cards and p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE):
+                unplaced.append(p)
+        active = [g for g in obs.gpus if any(q.gpu_uuid == g.uuid for q in obs.processes)]
+        if len(unplaced) == 1 and len(active) == 1:
+            placed.setdefault(active[0].uuid, []).append((unplaced[0], INFERRED))
+        out[node] = placed
+    return out

@@ -1,0 +1,73 @@
+"""The one interface every check implements: typed facts in, detections out.
+
+A check is a module under ``bot/engine/checks/`` that defines ``CHECK = Check(...)``. It names
+the facts it reads (the runner gathers exactly those, in dependency order) and the finding codes
+it may emit (the runner refuses any other), and its ``run`` yields ``Detection``s: a code, the
+object it is about, template parameters and evidence lines. Rank, severity, wording and the
+offered fixes live in the runbooks, so a check never ranks, words or renders anything, and it
+never sees what another check found: the order of checks in a runbook cannot change a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.report import Skipped
+
+if TYPE_CHECKING:
+    from bot.engine.facts import Facts
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A check's verdict before wording.
+
+    ``subject`` names the object the finding is about (``pod/ns/name``, ``node/NAME``); views
+    group by it. ``role`` selects a case of the catalogue entry (``roles:`` in findings.yaml),
+    for instance ``cause`` when a Terminating holder is what blocks the asked pod.
+    """
+
+    code: str
+    subject: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    role: str = ""
+
+
+#: what a check may yield: a detection, or a note that part of it could not be decided
+Outcome = Detection | Skipped
+RunFn = Callable[["Facts"], Iterable[Outcome]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named rule over typed facts."""
+
+    name: str
+    #: ``Facts`` accessors it reads; the runner gathers them (and what they need) first
+    reads: tuple[str, ...]
+    #: finding codes it may emit; anything else is a bug the runner reports
+    emits: tuple[str, ...]
+    run: RunFn
+    #: runbook tables it reads through ``facts.table(name)``
+    tables: tuple[str, ...] = ()
+
+    @property
+    def doc(self) -> str:
+        return (self.run.__doc__ or "").strip()
+
+
+def detect(code: str, subject: str, *, evidence: Iterable[str] = (), role: str = "", **params: Any) -> Detection:
+    """A ``Detection`` with keyword parameters: the short form checks use."""
+    return Detection(code, subject, dict(params), tuple(str(e) for e in evidence), role)
+
+
+def pod_subject(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"pod/{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def node_subject(name: str) -> str:
+    return f"node/{name}"

@@ -1,0 +1,28 @@
+"""Small helpers several checks share: how a pod is referred to, number formatting, qGPU names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.kube.resources import QGPU_CORE, QGPU_MEMORY, pod_gpu_requests
+
+Obj = dict[str, Any]
+
+__all__ = ["QGPU_CORE", "QGPU_MEMORY", "asks_qgpu", "fmt_num", "pod_ref"]
+
+
+def pod_ref(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def asks_qgpu(pod: Obj) -> bool:
+    return any(r.startswith("tke.cloud.tencent.com/qgpu") for r in pod_gpu_requests(pod))
+
+
+def fmt_num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def event_time(event: Obj) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")

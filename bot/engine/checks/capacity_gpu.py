@@ -1,0 +1,47 @@
+"""Live pods' requests fill the allocatable GPU resources on every candidate node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.facts import Facts
+from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """CAPACITY_EXHAUSTED with the per-node table (allocatable, requested, free, asked)."""
+    pod = facts.pending_pod
+    if pod is None:
+        return
+    asks = pod_gpu_requests(pod)
+    if not asks:
+        return
+    rows = []
+    short: set[str] = set()
+    fits_somewhere = False
+    for name, node in sorted(facts.candidates.items()):
+        caps = node_gpu_capacity(node)
+        live = [p for p in facts.node_pods.get(name, []) if p.live]
+        node_fits = True
+        for resource, want in asks.items():
+            _, allocatable = caps.get(resource, (0.0, 0.0))
+            used = sum(p.gpu.get(resource, 0) for p in live)
+            free = allocatable - used
+            rows.append(
+                f"{name}: {resource} allocatable {fmt_num(allocatable)}, requested {fmt_num(used)}, "
+                f"free {fmt_num(free)}, pod asks {fmt_num(want)}"
+            )
+            if free < want:
+                short.add(resource)
+            node_fits = node_fits and free >= want
+        fits_somewhere = fits_somewhere or node_fits
+    if rows and not fits_somewhere:
+        yield detect("CAPACITY_EXHAUSTED", pod_subject(pod), pod=pod_ref(pod), resource=", ".join(sorted(short)),
+                     evidence=rows[:40])
+
+
+CHECK = Check(
+    name="capacity.gpu", reads=("pending_pod", "candidates", "node_pods"), emits=("CAPACITY_EXHAUSTED",), run=run
+)

@@ -1,0 +1,82 @@
+"""The leak triage table: the API's allocation against nvidia-smi's activity, per observed node.
+
+Allocated but physically idle with no running pod = a leak (row 1); allocated with processes =
+a real allocation (row 2). Zombie checkpoint entries count as allocation, and so does the qGPU
+scheduler's own view of used core when only one node was observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.checks._common import QGPU_CORE
+from bot.engine.facts import Facts
+from bot.probes.node import NodeObservation
+
+#: memory a card uses with no process (driver/context overhead), MiB
+IDLE_MEMORY_MIB = 64
+
+
+def _idle(obs: NodeObservation) -> bool:
+    return not obs.processes and all((g.memory_used_mib or 0) <= IDLE_MEMORY_MIB for g in obs.gpus)
+
+
+def _scheduler_used_core(facts: Facts) -> float:
+    if facts.pending_pod is None:
+        return 0.0
+    used = 0.0
+    for msg in facts.events.scheduling[:1]:
+        for reason in msg.reasons:
+            if reason.qgpu is not None:
+                used = max(used, sum(c.used_core for c in reason.qgpu.cards))
+    return used
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """LEAK_LOGICAL_NOT_PHYSICAL or ALLOCATION_REAL per node."""
+    observed = facts.observations
+    scheduler_used = _scheduler_used_core(facts)
+    for node, obs in sorted(observed.items()):
+        all_pods = facts.node_pods.get(node, [])
+        pods = [p for p in all_pods if p.live and p.gpu]
+        allocated = {k: sum(p.gpu.get(k, 0) for p in pods) for p in pods for k in p.gpu}
+        running = [p for p in pods if p.phase == "Running" and not p.terminating]
+        live = {p.uid for p in all_pods}
+        zombie_uids = [e.pod_uid for e in obs.checkpoint.entries if e.pod_uid not in live] if obs.checkpoint else []
+        has_allocation = bool(allocated) or bool(zombie_uids) or (scheduler_used > 0 and len(observed) == 1)
+        if not has_allocation or not obs.gpus:
+            continue
+        alloc_text = ", ".join(f"{k}={v:g}" for k, v in sorted(allocated.items())) or "none by live pods"
+        if zombie_uids:
+            alloc_text += f"; checkpoint holds {len(zombie_uids)} entry(ies) of pods that no longer exist"
+        physical = f"{len(obs.processes)} process(es), memory used " + ", ".join(
+            f"GPU{g.index}={g.memory_used_mib or 0:g}MiB" for g in obs.gpus
+        )
+        if _idle(obs) and not running:
+            yield detect(
+                "LEAK_LOGICAL_NOT_PHYSICAL",
+                node_subject(node),
+                node=node,
+                qgpu=any(QGPU_CORE in p.gpu for p in pods) or bool(zombie_uids),
+                evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}",
+                          f"{node}: running GPU pods: none"],
+            )
+        elif obs.processes and allocated:
+            yield detect(
+                "ALLOCATION_REAL",
+                node_subject(node),
+                node=node,
+                pod=", ".join(p.ref for p in running[:5]) or "unknown (no running pod)",
+                evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}"]
+                + [f"pid {q.pid} {q.process_name} {q.used_memory_mib or 0:g}MiB on {q.gpu_uuid}"
+                   for q in obs.processes[:10]],
+            )
+
+
+CHECK = Check(
+    name="leak.triage",
+    reads=("observations", "node_pods", "pending_pod", "events"),
+    emits=("LEAK_LOGICAL_NOT_PHYSICAL", "ALLOCATION_REAL"),
+    run=run,
+)

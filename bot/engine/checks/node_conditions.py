@@ -1,0 +1,42 @@
+"""Node-status's view of each asked or GPU node: missing, not Ready, or cordoned."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.facts import Facts
+from bot.engine.node_rows import ready_condition, taint_texts
+from bot.probes.node import NodeObservation
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """NODE_NOT_FOUND for an asked name, NODE_NOT_READY (with kubelet state), NODE_CORDONED."""
+    known = sorted(facts.nodes)
+    for name in facts.inv.nodes:
+        if name not in facts.nodes:
+            yield detect("NODE_NOT_FOUND", node_subject(name), node=name,
+                         nodes=", ".join(known[:20]) + (" …" if len(known) > 20 else ""))
+    for name in facts.scope_nodes:
+        node = facts.nodes[name]
+        ready, reason = ready_condition(node)
+        if not ready:
+            evidence = [f"{name}: Ready condition: {reason}"]
+            reading = facts.node_readings.get(name)
+            kubelet = reading.kubelet if isinstance(reading, NodeObservation) else None
+            if kubelet:
+                evidence.append(f"{name}: systemctl is-active kubelet on the node: {kubelet}")
+            yield detect("NODE_NOT_READY", node_subject(name), node=name, reason=reason,
+                         kubelet_down=bool(kubelet and kubelet != "active"), evidence=evidence)
+        if (node.get("spec") or {}).get("unschedulable"):
+            taints = ", ".join(taint_texts(node)) or "none"
+            yield detect("NODE_CORDONED", node_subject(name), node=name,
+                         evidence=[f"{name}: spec.unschedulable is true; taints: {taints}"])
+
+
+CHECK = Check(
+    name="node.conditions",
+    reads=("nodes", "scope_nodes", "node_readings"),
+    emits=("NODE_NOT_FOUND", "NODE_NOT_READY", "NODE_CORDONED"),
+    run=run,
+)

@@ -1,0 +1,33 @@
+"""Candidate nodes marked unschedulable; the cause when they are all the pod could use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.checks._common import pod_ref
+from bot.engine.facts import Facts
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """SCHED_UNSCHEDULABLE_NODE; role ``partial`` when other candidates remain schedulable."""
+    pod = facts.pending_pod
+    if pod is None:
+        return
+    candidates = facts.candidates
+    cordoned = sorted(n for n, o in candidates.items() if (o.get("spec") or {}).get("unschedulable"))
+    if not cordoned:
+        return
+    yield detect(
+        "SCHED_UNSCHEDULABLE_NODE",
+        pod_subject(pod),
+        role="" if len(cordoned) == len(candidates) else "partial",
+        pod=pod_ref(pod),
+        nodes=", ".join(cordoned),
+        count=len(cordoned),
+        cordoned=[{"node": n} for n in cordoned],
+        evidence=[f"{n}: spec.unschedulable=true" for n in cordoned],
+    )
+
+
+CHECK = Check(name="sched.cordoned", reads=("pending_pod", "candidates"), emits=("SCHED_UNSCHEDULABLE_NODE",), run=run)

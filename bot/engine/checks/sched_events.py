@@ -1,0 +1,68 @@
+"""Decode the newest FailedScheduling message into insufficient-resource, volume and qGPU findings.
+
+Taints, selectors, cordons and node health are computed from the nodes by their own checks (the
+message only counts nodes, and newer schedulers no longer name the taint), so their reasons are
+skipped here. A reason no table knows is reported verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.facts import Facts
+from bot.kube.resources import pod_gpu_requests
+
+#: categories another check computes from the nodes themselves
+COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions"}
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """Insufficient GPU/other resources, volume waits, the qGPU allocation failure, unknown reasons."""
+    pod = facts.pending_pod
+    if pod is None or not facts.events.scheduling:
+        return
+    msg = facts.events.scheduling[0]
+    ref, subject = pod_ref(pod), pod_subject(pod)
+    asks = pod_gpu_requests(pod)
+    unrecognised: list[str] = []
+    qgpu_lines: list[str] = []
+    for reason in msg.reasons:
+        line = f"{reason.count} {reason.text}" if reason.count else reason.text
+        if reason.category == "insufficient_gpu":
+            resource = reason.resource or "GPU"
+            yield detect("SCHED_INSUFFICIENT_GPU", subject, pod=ref, resource=resource, count=reason.count,
+                         requested=fmt_num(asks.get(resource, 0)), evidence=[line, msg.raw[:1000]])
+        elif reason.category == "insufficient_other":
+            yield detect("SCHED_INSUFFICIENT_OTHER", subject, pod=ref, resource=reason.resource or "resource",
+                         count=reason.count, evidence=[line])
+        elif reason.category == "too_many_pods":
+            yield detect("SCHED_INSUFFICIENT_OTHER", subject, pod=ref, resource="pods", count=reason.count,
+                         evidence=[line])
+        elif reason.category == "qgpu_alloc_failed" and reason.qgpu is not None:
+            qgpu_lines += [line, "  " + reason.qgpu.describe()]
+        elif reason.category == "volume":
+            yield detect("SCHED_VOLUME", subject, pod=ref, message=reason.text[:200], evidence=[line])
+        elif reason.category == "unrecognised":
+            unrecognised.append(line)
+    if qgpu_lines:
+        # One finding for all nodes: each histogram entry is a group of nodes with the same card state.
+        count = sum(r.count for r in msg.reasons if r.category == "qgpu_alloc_failed")
+        yield detect("SCHED_QGPU_ALLOC_FAILED", subject, pod=ref, count=count, evidence=qgpu_lines)
+    if msg.prefilter and not msg.reasons:
+        if msg.prefilter_category == "volume":
+            yield detect("SCHED_VOLUME", subject, pod=ref, message=msg.prefilter[:200], evidence=[msg.raw[:1000]])
+        elif msg.prefilter_category != "not_ready":
+            unrecognised.append(msg.prefilter)
+    if unrecognised:
+        yield detect("SCHED_UNRECOGNISED", subject, pod=ref, message=msg.raw[:300], evidence=[msg.raw[:2000]])
+
+
+CHECK = Check(
+    name="sched.events",
+    reads=("pending_pod", "events"),
+    emits=("SCHED_INSUFFICIENT_GPU", "SCHED_INSUFFICIENT_OTHER", "SCHED_QGPU_ALLOC_FAILED", "SCHED_VOLUME",
+           "SCHED_UNRECOGNISED"),
+    run=run,
+)

@@ -1,0 +1,234 @@
+"""Typed facts for one invocation: what the cluster, the nodes and the containers showed.
+
+Loaders (``bot.engine.gather``) fill the base facts; derived facts are computed from them once,
+on first use, and cached. Every accessor raises ``FactNotGathered`` when the runner did not
+gather what it rests on, so a check that reads a fact it did not declare fails loudly in tests
+instead of silently seeing nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from bot.commands import Invocation
+from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
+from bot.errors import GpubotError, NodeProbeError
+from bot.kube.gpu import is_gpu_component, is_gpu_node
+from bot.kube.resources import pod_gpu_requests
+from bot.kube.scheduling import ParsedSchedulingMessage, parse_event_messages
+from bot.probes.container import ExecFacts
+from bot.probes.node import NodeObservation
+from bot.probes.slim import SlimPod
+from bot.report import Skipped
+
+Obj = dict[str, Any]
+
+
+class FactNotGathered(GpubotError):
+    """A check read a fact it did not declare (a bug in the check, caught by the tests)."""
+
+
+@dataclass
+class TargetFacts:
+    """What the user asked about, resolved."""
+
+    kind: str
+    name: str
+    namespace: str
+    namespace_exists: bool = True
+    pod: Obj | None = None
+    workload: Obj | None = None
+    #: the workload's pods (or just the pod), the most interesting first
+    pods: list[Obj] = field(default_factory=list)
+    #: owner chain of the pod or workload, nearest first (ReplicaSet, Deployment…)
+    owners: list[Obj] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EventFacts:
+    """Events of the target pod and of its owners (a webhook denial is recorded on the owner)."""
+
+    pod: list[Obj] = field(default_factory=list)
+    owners: list[Obj] = field(default_factory=list)
+
+    @cached_property
+    def scheduling(self) -> list[ParsedSchedulingMessage]:
+        """The pod's FailedScheduling messages, newest first, parsed once per invocation."""
+        return parse_event_messages(self.pod)
+
+
+@dataclass
+class GpuComponents:
+    """GPU-stack controllers (DaemonSets, Deployments) and their pods, in whatever namespace."""
+
+    controllers: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+
+    def nodes_running_components(self) -> set[str]:
+        return {str((p.get("spec") or {}).get("nodeName")) for p in self.pods if (p.get("spec") or {}).get("nodeName")}
+
+
+#: derived fact -> the base facts it is computed from (the runner gathers those)
+DERIVED: dict[str, tuple[str, ...]] = {
+    "pod": ("target",),
+    "gpu_nodes": ("nodes", "components"),
+    "scope_nodes": ("nodes", "components"),
+    "candidates": ("target", "nodes"),
+    "observations": ("node_readings",),
+    "pending_pod": ("target",),
+    "card_verdicts": ("node_readings",),
+    "card_pods": ("node_readings", "node_pods"),
+}
+
+
+class Facts:
+    """Everything checks may read for one invocation."""
+
+    def __init__(
+        self,
+        inv: Invocation,
+        *,
+        tables: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+        ssh_concurrency: int = 16,
+    ) -> None:
+        self.inv = inv
+        self._tables = dict(tables or {})
+        self.ssh_concurrency = ssh_concurrency
+        self._values: dict[str, Any] = {}
+        self.skipped: list[Skipped] = []
+
+    # ------------------------------------------------------------------ filling (loaders only)
+
+    def put(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def gathered(self, name: str) -> bool:
+        return name in self._values
+
+    def skip(self, what: str, why: str) -> None:
+        self.skipped.append(Skipped(what, why))
+
+    def _get(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise FactNotGathered(f"fact {name!r} was read but not gathered") from None
+
+    def table(self, name: str) -> list[Mapping[str, Any]]:
+        """Rows of a runbook table (empty when the runbook has none)."""
+        return list(self._tables.get(name) or [])
+
+    # ------------------------------------------------------------------ base facts
+
+    @property
+    def target(self) -> TargetFacts:
+        value: TargetFacts = self._get("target")
+        return value
+
+    @property
+    def events(self) -> EventFacts:
+        value: EventFacts = self._get("events")
+        return value
+
+    @property
+    def namespaces(self) -> dict[str, Obj]:
+        value: dict[str, Obj] = self._get("namespaces")
+        return value
+
+    @property
+    def nodes(self) -> dict[str, Obj]:
+        value: dict[str, Obj] = self._get("nodes")
+        return value
+
+    @property
+    def components(self) -> GpuComponents:
+        value: GpuComponents = self._get("components")
+        return value
+
+    @property
+    def node_pods(self) -> dict[str, list[SlimPod]]:
+        """Slim records of the pods bound to the nodes in scope (GPU nodes and the target's node)."""
+        value: dict[str, list[SlimPod]] = self._get("node_pods")
+        return value
+
+    @property
+    def node_readings(self) -> dict[str, NodeObservation | NodeProbeError]:
+        """What each node in physical scope showed, or why it could not be read."""
+        value: dict[str, NodeObservation | NodeProbeError] = self._get("node_readings")
+        return value
+
+    @property
+    def containers(self) -> ExecFacts | None:
+        """What the target pod's GPU containers showed over exec (None: nothing to look into)."""
+        value: ExecFacts | None = self._get("containers")
+        return value
+
+    # ------------------------------------------------------------------ derived facts
+
+    @property
+    def pod(self) -> Obj | None:
+        """The target pod (for a workload: its most interesting pod)."""
+        return self.target.pod
+
+    @property
+    def pending_pod(self) -> Obj | None:
+        """The target pod when the scheduler has not placed it yet."""
+        pod = self.pod
+        if pod is None or (pod.get("status") or {}).get("phase") != "Pending":
+            return None
+        return None if (pod.get("spec") or {}).get("nodeName") else pod
+
+    @cached_property
+    def gpu_nodes(self) -> list[str]:
+        """Every GPU node (see ``bot.kube.gpu``), sorted."""
+        running = self.components.nodes_running_components()
+        return sorted(n for n, obj in self.nodes.items() if is_gpu_node(obj, running))
+
+    @cached_property
+    def scope_nodes(self) -> list[str]:
+        """The nodes a node-level command looks at: those asked for, else every GPU node."""
+        if self.inv.nodes:
+            return [n for n in self.inv.nodes if n in self.nodes]
+        return self.gpu_nodes
+
+    @cached_property
+    def candidates(self) -> dict[str, Obj]:
+        """Nodes that offer every GPU resource the target pod asks for (all nodes if it asks none)."""
+        pod = self.pod
+        if pod is None:
+            return {}
+        wanted = set(pod_gpu_requests(pod))
+        return {
+            name: node
+            for name, node in self.nodes.items()
+            if wanted <= set((node.get("status") or {}).get("capacity") or {})
+        }
+
+    @cached_property
+    def observations(self) -> dict[str, NodeObservation]:
+        """The nodes that answered, with what they showed."""
+        return {n: r for n, r in self.node_readings.items() if isinstance(r, NodeObservation)}
+
+    @cached_property
+    def card_verdicts(self) -> CardVerdicts:
+        """node -> [(card, the "really working" verdict)], per the runbook's working tables."""
+        return card_verdicts(self.observations, self.table("working_signals"), self.table("working_profiles"))
+
+    @cached_property
+    def card_pods(self) -> CardPods:
+        """node -> card UUID -> [(pod, how the card was found)]."""
+        return card_pods(self.observations, self.node_pods)
+
+
+def component_pods(pods: Sequence[Obj]) -> list[Obj]:
+    """The GPU-stack pods among ``pods`` (by name and labels)."""
+    out = []
+    for p in pods:
+        meta = p.get("metadata") or {}
+        if is_gpu_component(str(meta.get("name", "")), meta.get("labels") or {}):
+            out.append(p)
+    return out

@@ -1,0 +1,99 @@
+"""Gathering facts: which loaders a set of checks needs, and running them in dependency order.
+
+Each loader fills one base fact of ``bot.engine.facts.Facts`` through the read-only probes. The
+runner asks for the facts its checks declare; this module adds what those facts rest on and runs
+independent loaders concurrently. A loader that fails becomes a ``skipped`` entry and leaves its
+fact empty, so the rest of the report still stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, TargetFacts
+from bot.engine.gather import container, kube, node
+from bot.engine.gather.sources import Sources
+from bot.errors import GpubotError
+
+log = logging.getLogger(__name__)
+
+LoadFn = Callable[[Facts, Sources], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Loader:
+    fn: LoadFn
+    #: base facts this loader reads
+    needs: tuple[str, ...] = ()
+    #: the value the fact takes when the loader fails (so checks see "nothing", not a crash)
+    empty: Callable[[], object] = dict
+    #: how a failed load is named in the report's "skipped" list
+    label: str = ""
+
+
+LOADERS: dict[str, Loader] = {
+    "target": Loader(kube.target, (), lambda: TargetFacts("", "", ""), "the pod or workload"),
+    "events": Loader(kube.events, ("target",), EventFacts, "events"),
+    "namespaces": Loader(kube.namespaces, (), dict, "namespaces"),
+    "nodes": Loader(kube.nodes, (), dict, "nodes"),
+    "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
+    "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
+    "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),
+    "containers": Loader(container.containers, ("target",), lambda: None, "reads inside the containers"),
+}
+
+#: every name a check may declare in ``reads``
+FACT_NAMES: frozenset[str] = frozenset(LOADERS) | frozenset(DERIVED)
+
+
+def base_facts(reads: Iterable[str]) -> set[str]:
+    """The base facts behind ``reads`` (derived names expanded), closed over loader needs."""
+    todo = [b for name in reads for b in DERIVED.get(name, (name,))]
+    out: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        if name not in LOADERS:
+            raise KeyError(f"unknown fact {name!r}")
+        out.add(name)
+        todo.extend(LOADERS[name].needs)
+    return out
+
+
+def levels(names: set[str]) -> list[list[str]]:
+    """Loaders grouped so each runs after the loaders it needs."""
+    remaining = sorted(names)
+    done: set[str] = set()
+    out: list[list[str]] = []
+    while remaining:
+        ready = [n for n in remaining if all(d in done for d in LOADERS[n].needs)]
+        out.append(ready)
+        done.update(ready)
+        remaining = [n for n in remaining if n not in done]
+    return out
+
+
+async def _load(name: str, facts: Facts, sources: Sources) -> None:
+    loader = LOADERS[name]
+    try:
+        await loader.fn(facts, sources)
+    except GpubotError as exc:
+        facts.skip(loader.label, exc.user_message)
+    except Exception as exc:  # noqa: BLE001 - a broken loader must not sink the report
+        log.exception("loading fact %s failed", name)
+        facts.skip(loader.label, f"internal error ({type(exc).__name__})")
+    if not facts.gathered(name):
+        facts.put(name, loader.empty())
+
+
+async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
+    """Fill every base fact ``reads`` rests on."""
+    for level in levels(base_facts(reads)):
+        await asyncio.gather(*(_load(name, facts, sources) for name in level))
+
+
+__all__ = ["FACT_NAMES", "LOADERS", "Loader", "Sources", "base_facts", "gather", "levels"]

@@ -1,0 +1,183 @@
+"""Loaders of Kubernetes facts: the target and its owners and events, namespaces, nodes, the
+GPU-stack components and the pods on GPU nodes. Reads only, through the ``KubeReads`` facade."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from typing import Any
+
+from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts, component_pods
+from bot.engine.gather.sources import Sources
+from bot.errors import NotFoundError
+from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
+from bot.kube.selectors import selector_string
+from bot.probes.kube import KubeReads
+from bot.probes.slim import SlimPod, slim
+
+Obj = dict[str, Any]
+
+#: with more nodes than this in scope, pods are listed cluster-wide once instead of node by node
+PER_NODE_LIST_LIMIT = 16
+#: controller kinds whose ownerReferences we follow up from a pod
+OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet")
+
+
+def _owned_by(obj: Obj, owner: Obj) -> bool:
+    uid = (owner.get("metadata") or {}).get("uid")
+    return any(o.get("uid") == uid for o in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def _pod_priority(pod: Obj) -> tuple[int, str]:
+    """The most interesting pod of a workload first: pending, then not ready, then the rest."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    rank = 0 if phase == "Pending" else 1 if not ready else 2
+    return rank, str((pod.get("metadata") or {}).get("name"))
+
+
+async def _owner_chain(kube: KubeReads, obj: Obj) -> list[Obj]:
+    """Follow controller ownerReferences (Pod → ReplicaSet → Deployment, Pod → Job, …)."""
+    chain: list[Obj] = []
+    current = obj
+    ns = (obj.get("metadata") or {}).get("namespace", "")
+    for _ in range(4):
+        refs = [r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
+        if not refs or refs[0].get("kind") not in OWNER_KINDS:
+            break
+        try:
+            current = await kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
+        except NotFoundError:
+            break
+        chain.append(current)
+    return chain
+
+
+async def _suggest(kube: KubeReads, t: TargetFacts) -> None:
+    """Close names, so a typo gets 'did you mean'."""
+    if not t.namespace_exists:
+        names = [(n.get("metadata") or {}).get("name", "") for n in await kube.list_namespaces()]
+        t.suggestions = difflib.get_close_matches(t.namespace, names, n=3, cutoff=0.5)
+        return
+    pods = await kube.list_pods(t.namespace)
+    names = [(p.get("metadata") or {}).get("name", "") for p in pods]
+    t.suggestions = difflib.get_close_matches(t.name, names, n=3, cutoff=0.5)
+
+
+async def target(facts: Facts, src: Sources) -> None:
+    """Resolve the pod or workload; on a miss, whether the namespace exists and close names."""
+    inv, kube = facts.inv, src.kube
+    t = TargetFacts(kind=inv.kind, name=inv.name, namespace=inv.namespace)
+    facts.put("target", t)
+    if not inv.kind:
+        return  # node-status has no target
+    try:
+        if inv.kind == "Pod":
+            t.pod = await kube.get_object("Pod", inv.name, inv.namespace)
+            t.pods = [t.pod]
+            t.owners = await _owner_chain(kube, t.pod)
+            return
+        t.workload = await kube.get_object(inv.kind, inv.name, inv.namespace)
+    except NotFoundError:
+        try:
+            await kube.get_object("Namespace", inv.namespace)
+        except NotFoundError:
+            t.namespace_exists = False
+        await _suggest(kube, t)
+        return
+    workload = t.workload
+    t.owners = [workload, *await _owner_chain(kube, workload)]
+    selector = selector_string((workload.get("spec") or {}).get("selector"))
+    candidates = await kube.list_pods(inv.namespace, label_selector=selector) if selector else []
+    if inv.kind == "Deployment":
+        # Pods belong to the Deployment through its ReplicaSets; the selector already narrows them.
+        # The ReplicaSets are where a webhook denial is recorded (FailedCreate), newest first.
+        sets = await kube.list_replicasets(inv.namespace, label_selector=selector) if selector else []
+        mine = [rs for rs in sets if _owned_by(rs, workload)]
+        mine.sort(key=lambda rs: str((rs.get("metadata") or {}).get("creationTimestamp", "")), reverse=True)
+        t.owners = [workload, *mine[:3]]
+        t.pods = candidates
+    else:
+        t.pods = [p for p in candidates if _owned_by(p, workload)] or candidates
+    t.pods.sort(key=_pod_priority)
+    t.pod = t.pods[0] if t.pods else None
+
+
+async def events(facts: Facts, src: Sources) -> None:
+    """Events of the pod and of its owners (FailedCreate of a webhook denial lives on the owner)."""
+    t = facts.target
+    out = EventFacts()
+    facts.put("events", out)
+    if not t.kind or not t.namespace_exists:
+        return
+
+    def about(obj: Obj) -> Any:
+        name = (obj.get("metadata") or {}).get("name")
+        return src.kube.list_events(t.namespace, field_selector=f"involvedObject.name={name}")
+
+    jobs = ([about(t.pod)] if t.pod is not None else []) + [about(o) for o in t.owners]
+    results = await asyncio.gather(*jobs)
+    if t.pod is not None:
+        out.pod, results = results[0], results[1:]
+    out.owners = [e for batch in results for e in batch]
+
+
+async def namespaces(facts: Facts, src: Sources) -> None:
+    """Every namespace with its labels: the policy label and the System-vs-Tenant diff need them."""
+    facts.put("namespaces", {(n.get("metadata") or {}).get("name", ""): n for n in await src.kube.list_namespaces()})
+
+
+async def nodes(facts: Facts, src: Sources) -> None:
+    """All nodes (taints, labels, capacity, conditions)."""
+    facts.put("nodes", {(n.get("metadata") or {}).get("name", ""): n for n in await src.kube.list_nodes()})
+
+
+async def components(facts: Facts, src: Sources) -> None:
+    """GPU-stack DaemonSets and Deployments (device plugins, qGPU, operators) and their pods."""
+    daemonsets, deployments = await asyncio.gather(src.kube.list_daemonsets(), src.kube.list_deployments())
+    controllers = [
+        o
+        for o in [*daemonsets, *deployments]
+        if is_gpu_component(str((o.get("metadata") or {}).get("name", "")), (o.get("metadata") or {}).get("labels"))
+    ]
+
+    async def pods_of(ctrl: Obj) -> list[Obj]:
+        selector = selector_string((ctrl.get("spec") or {}).get("selector"))
+        ns = (ctrl.get("metadata") or {}).get("namespace", "")
+        return await src.kube.list_pods(ns, label_selector=selector) if selector else []
+
+    batches = await asyncio.gather(*(pods_of(c) for c in controllers))
+    pods = [p for batch in batches for p in batch]
+    if not controllers:
+        # Some installs run bare pods: fall back to the well-known app labels.
+        apps = ",".join(h for h in COMPONENT_HINTS if "qgpu" in h or "device-plugin" in h)
+        pods = component_pods(await src.kube.list_pods(label_selector=f"app in ({apps})"))
+    facts.put("components", GpuComponents(controllers=controllers, pods=pods))
+
+
+async def node_pods(facts: Facts, src: Sources) -> None:
+    """Slim records of the pods bound to GPU nodes in scope (and to the target pod's node)."""
+    names = set(facts.scope_nodes)
+    pod = facts.target.pod
+    if pod is not None and (pod.get("spec") or {}).get("nodeName"):
+        names.add(str(pod["spec"]["nodeName"]))
+    by_node: dict[str, list[SlimPod]] = {n: [] for n in names}
+    # The watch-fed cache (bot.probes.cache) answers from its node index without rebuilding dicts.
+    fast = getattr(src.kube, "slim_pods_by_node", None)
+    cached = await fast(names) if fast is not None else None
+    if cached is not None:
+        facts.put("node_pods", {n: cached.get(n, []) for n in names})
+        return
+    if len(names) <= PER_NODE_LIST_LIMIT:
+        batches = await asyncio.gather(
+            *(src.kube.list_pods(field_selector=f"spec.nodeName={n}") for n in sorted(names))
+        )
+        pods = [slim(p) for batch in batches for p in batch]
+    else:
+        paged = getattr(src.kube, "slim_pods", None)
+        pods = await paged() if paged is not None else [slim(p) for p in await src.kube.list_pods()]
+    for p in pods:
+        if p.node in by_node:
+            by_node[p.node].append(p)
+    facts.put("node_pods", by_node)

@@ -1,0 +1,80 @@
+"""Loader of the physical truth: nvidia-smi, compute apps, the kubelet checkpoint, /dev/nvidia*,
+kubelet state and driver on the nodes in scope, through the read-only node transport.
+
+A node that does not answer costs at most the per-node deadline and becomes a skipped entry
+(and, through its check, ``NODE_UNREACHABLE``); the rest of the report stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.engine.facts import Facts
+from bot.engine.gather.sources import Sources
+from bot.errors import NodeProbeError
+from bot.kube.resources import pod_gpu_requests
+from bot.probes.node import observe_nodes, ssh_target_for
+from bot.probes.slim import SlimPod
+
+
+def _allocated_share(pods: list[SlimPod]) -> float:
+    return sum(sum(p.gpu.values()) for p in pods if p.live)
+
+
+def physical_scope(facts: Facts) -> list[str]:
+    """Which nodes to read physically.
+
+    node-status: the asked or all GPU nodes. A running pod: its own node (the "host nvidia-smi
+    shows no load" trap is about looking at the wrong node). A pending GPU pod: the GPU nodes that
+    offer what it asks, most allocated first, at most ``ssh_concurrency`` of them.
+    """
+    if not facts.inv.kind:
+        return facts.scope_nodes
+    pod = facts.target.pod
+    if pod is None:
+        return []
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return [str(node)]
+    wanted = set(pod_gpu_requests(pod))
+    if not wanted:
+        return []
+    candidates = [
+        n
+        for n in facts.gpu_nodes
+        if wanted & set(((facts.nodes[n].get("status") or {}).get("capacity") or {}).keys())
+    ]
+    candidates.sort(key=lambda n: -_allocated_share(facts.node_pods.get(n, [])))
+    limit = facts.ssh_concurrency
+    if len(candidates) > limit:
+        facts.skip(
+            "physical checks on some nodes",
+            f"looked at the {limit} most allocated of {len(candidates)} candidate nodes",
+        )
+    return candidates[:limit]
+
+
+async def readings(facts: Facts, src: Sources) -> None:
+    names = physical_scope(facts)
+    s, c = src.settings, src.cluster
+    targets = {}
+    results: dict[str, Any] = {}
+    for n in names:
+        try:
+            targets[n] = ssh_target_for(
+                n,
+                facts.nodes.get(n),
+                user=s.ssh_user,
+                key_path=c.ssh_key_path or s.ssh_key_path,
+                known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
+                overrides=c.ssh_targets,
+            )
+        except NodeProbeError as exc:  # a misconfigured override costs that node only
+            results[n] = exc
+    results.update(
+        await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s, pool=src.ssh_pool)
+    )
+    for node, result in sorted(results.items()):
+        if isinstance(result, NodeProbeError):
+            facts.skip(f"physical checks on {node}", f"ssh {result.reason}")
+    facts.put("node_readings", results)

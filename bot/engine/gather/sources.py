@@ -1,0 +1,21 @@
+"""Where loaders read from: the cluster's API reader, exec into pods, and the node transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.probes.container import ExecFn
+from bot.probes.kube import KubeReads
+from bot.probes.ssh_pool import SshPool
+from bot.settings import ClusterConfig, Settings
+
+
+@dataclass
+class Sources:
+    kube: KubeReads
+    settings: Settings
+    cluster: ClusterConfig
+    #: exec of allow-listed reads into a container; None where exec is not available
+    exec_fn: ExecFn | None = None
+    #: kept SSH connections (long-running bot only); None = one connection per node per question
+    ssh_pool: SshPool | None = None

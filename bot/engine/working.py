@@ -1,0 +1,158 @@
+"""The "really working" verdict: is a card computing, judged by temperature, power and memory.
+
+The field notes found GPU-Util a poor witness (a qGPU slice reads 20-26 %, a stalled job can read
+anything), while temperature, power draw and memory in use move together when a card really
+works. ``classify_card`` reads those three against the thresholds of the runbook's
+``working_signals`` table; utilisation is shown as context only. Every reading may be missing
+(nvidia-smi prints ``[N/A]``/``[Not Supported]``): a missing reading casts no vote, and a card
+with no decisive vote is ``unknown``, never guessed.
+
+This module is pure: readings and table rows in, verdicts out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+State = Literal["busy", "idle", "unknown"]
+Vote = Literal["busy", "idle", "between", "n/a"]
+
+#: the readings that vote, with how they read in evidence
+SIGNALS: dict[str, str] = {"memory_used_mib": "MiB", "temperature_c": "°C", "power_w": "W"}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One ``working_signals`` row: ``<= idle_at_most`` votes idle, ``>= busy_at_least`` votes busy."""
+
+    signal: str
+    idle_at_most: float
+    busy_at_least: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One ``working_profiles`` row: typical readings of a known load (for "closest to" context)."""
+
+    name: str
+    values: dict[str, float]
+
+
+@dataclass
+class Verdict:
+    state: State
+    votes: dict[str, Vote] = field(default_factory=dict)
+    #: the field-notes profile the readings sit closest to, when any reading exists
+    profile: str = ""
+    #: one line of evidence: every reading, its vote and the profile
+    text: str = ""
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def thresholds_from(rows: Sequence[Mapping[str, Any]]) -> list[Threshold]:
+    """Valid rows of the ``working_signals`` table; a malformed row is ignored, not fatal."""
+    out = []
+    for row in rows:
+        signal = str(row.get("signal", ""))
+        idle, busy = _number(row.get("idle_at_most")), _number(row.get("busy_at_least"))
+        if signal in SIGNALS and idle is not None and busy is not None and idle < busy:
+            out.append(Threshold(signal, idle, busy))
+    return out
+
+
+def profiles_from(rows: Sequence[Mapping[str, Any]]) -> list[Profile]:
+    """Rows of the ``working_profiles`` table with at least one numeric signal."""
+    out = []
+    for row in rows:
+        values = {s: v for s in SIGNALS if (v := _number(row.get(s))) is not None}
+        if row.get("profile") and values:
+            out.append(Profile(str(row["profile"]), values))
+    return out
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "N/A"
+    text = str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+    return f"{text}{'' if unit == '°C' else ' '}{unit}"
+
+
+def closest_profile(readings: Mapping[str, float | None], profiles: Sequence[Profile]) -> str:
+    """The profile nearest to the readings, each signal scaled by its spread across profiles."""
+    best, best_distance = "", math.inf
+    for p in profiles:
+        terms = []
+        for signal, ref in p.values.items():
+            value = readings.get(signal)
+            if value is None:
+                continue
+            known = [q.values.get(signal, ref) for q in profiles]
+            spread = max(known) - min(known)
+            terms.append(abs(value - ref) / (spread or 1.0))
+        if terms:
+            distance = sum(terms) / len(terms)
+            if distance < best_distance:
+                best, best_distance = p.name, distance
+    return best
+
+
+def classify_card(
+    readings: Mapping[str, float | None],
+    thresholds: Sequence[Threshold],
+    profiles: Sequence[Profile] = (),
+    *,
+    utilization: float | None = None,
+    processes: int = 0,
+) -> Verdict:
+    """Busy when more signals vote busy than idle, idle when more vote idle, else unknown."""
+    votes: dict[str, Vote] = {}
+    parts = []
+    for t in thresholds:
+        value = _number(readings.get(t.signal))
+        unit = SIGNALS[t.signal]
+        if value is None:
+            votes[t.signal] = "n/a"
+            parts.append(f"{t.signal.split('_')[0]} N/A")
+            continue
+        if value <= t.idle_at_most:
+            votes[t.signal] = "idle"
+            rule = f"idle ≤{_fmt(t.idle_at_most, unit)}"
+        elif value >= t.busy_at_least:
+            votes[t.signal] = "busy"
+            rule = f"busy ≥{_fmt(t.busy_at_least, unit)}"
+        else:
+            votes[t.signal] = "between"
+            rule = "between idle and busy"
+        parts.append(f"{_fmt(value, unit)} ({rule})")
+    busy = sum(1 for v in votes.values() if v == "busy")
+    idle = sum(1 for v in votes.values() if v == "idle")
+    state: State = "busy" if busy > idle else "idle" if idle > busy else "unknown"
+    clean = {k: _number(v) for k, v in readings.items()}
+    profile = closest_profile(clean, profiles)
+    util = "N/A" if _number(utilization) is None else f"{_fmt(utilization, '%').replace(' ', '')}"
+    text = ", ".join(parts) + f"; util {util} (context only); {processes} process(es)"
+    if profile:
+        text += f"; closest to: {profile}"
+    return Verdict(state, votes, profile, text)
+
+
+def card_readings(gpu: Any) -> dict[str, float | None]:
+    """The voting readings of one ``GpuRow`` (or anything with the same attributes)."""
+    return {s: _number(getattr(gpu, s, None)) for s in SIGNALS}
+
+
+def card_label(gpu: Any) -> str:
+    index = getattr(gpu, "index", None)
+    return f"GPU{index}" if index is not None else f"GPU {getattr(gpu, 'uuid', '') or '?'}"
