@@ -247,3 +247,13 @@ def test_validation_of_the_merged_scenario_names_the_including_file(tmp_path: Pa
 def test_a_base_only_works_from_a_file() -> None:
     with pytest.raises(ScenarioError, match="base: only a scenario file can have a base"):
         scenario_from_dict({"scenario": "s", "base": "x.yaml", "kubernetes": {"objects": []}})
+
+
+def test_shared_bases_are_fragments_outside_the_scenario_glob() -> None:
+    bases = sorted((ROOT / "scenarios" / "bases").glob("*.yaml"))
+    assert bases, "the bundled scenarios share their clusters through scenarios/bases/"
+    for path in bases:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert "expect" not in data and "scenario" not in data, path.name
+    users = [p for p in (ROOT / "scenarios").glob("*.yaml") if "base" in yaml.safe_load(p.read_text(encoding="utf-8"))]
+    assert len(users) >= 2
