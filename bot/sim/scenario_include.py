@@ -140,6 +140,9 @@ def _overlay(base_path: Path, base: dict[str, Any], path: Path, data: dict[str, 
     kube = _kube(path, data, problems)
     base_objects = _objects(base_path, base_kube, problems)
     objects = _objects(path, kube, problems)
+    for section in ("nodes", "containers", "api"):
+        if base.get(section) is not None and not isinstance(base[section], dict):
+            problems.append(f"{base_path}: {section}: must be a mapping")
     if problems:
         raise ScenarioError("\n".join(problems))
 

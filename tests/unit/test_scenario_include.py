@@ -232,6 +232,9 @@ def test_a_broken_base_is_reported_against_the_base(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as err:
         load_scenario(_write(tmp_path / "s.yaml", {"scenario": "s", "base": "base.yaml"}))
     assert str(err.value) == f"{bad}: kubernetes.objects[0]: missing apiVersion"
+    odd = _write(tmp_path / "odd.yaml", {"nodes": ["gpu-1"]})
+    with pytest.raises(ScenarioError, match=rf"^{odd}: nodes: must be a mapping$"):
+        load_scenario(_write(tmp_path / "u.yaml", {"scenario": "u", "base": "odd.yaml", "nodes": {}}))
     broken = _write(tmp_path / "broken.yaml", "kubernetes: [\n")
     with pytest.raises(ScenarioError, match=rf"{broken}: line \d+: not valid YAML"):
         load_scenario(_write(tmp_path / "t.yaml", {"scenario": "t", "base": "broken.yaml"}))
