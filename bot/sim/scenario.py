@@ -1,6 +1,7 @@
 """Load and validate scenario files.
 
-Hand-written and generated scenarios go through this one loader. Every problem is reported as
+Hand-written and generated scenarios go through this one loader; a file's ``base:`` chain is
+merged first (``bot.sim.scenario_include``). Every problem is reported as
 ``FILE: where: what`` so a user converting a real cluster's ``kubectl get -o yaml`` output knows
 what to fix.
 """
@@ -11,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bot.errors import ScenarioError
+from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
 DRIVER_INSTALLS = ("host", "operator")
@@ -132,18 +132,9 @@ class _Problems:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario file; raise ScenarioError naming the file and every problem."""
+    """Read a scenario file (and its ``base:`` chain); raise ScenarioError naming the file and every problem."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "yaml"
-        raise ScenarioError(f"{p}: {where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    data = resolve_base(p, read_yaml(p))
     return scenario_from_dict(data, source=str(p))
 
 
@@ -153,6 +144,9 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     if not isinstance(data, dict):
         problems.add("top level", "must be a mapping with scenario, kubernetes, nodes")
         problems.raise_if_any()
+    for key in ("base", "remove"):
+        if key in data:
+            problems.add(key, "only a scenario file can have a base (load it with load_scenario)")
     name = data.get("scenario")
     if not isinstance(name, str) or not name:
         problems.add("scenario", "missing or not a string")
@@ -163,15 +157,11 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         problems.add("kubernetes", "missing or not a mapping")
     else:
         version = str(kube.get("version") or version)
-        raw_objects = kube.get("objects")
-        if raw_objects is None and isinstance(kube.get("items"), list):
-            raw_objects = kube["items"]
-        if isinstance(raw_objects, dict) and raw_objects.get("kind") == "List":
-            raw_objects = raw_objects.get("items")
-        if not isinstance(raw_objects, list):
+        listed = raw_objects(kube)
+        if not isinstance(listed, list):
             problems.add("kubernetes.objects", "missing or not a list")
         else:
-            objects = _flatten_lists(raw_objects)
+            objects = flatten_lists(listed)
             for i, obj in enumerate(objects):
                 _check_object(obj, f"kubernetes.objects[{i}]", problems)
     nodes = _load_nodes(data.get("nodes") or {}, problems)
@@ -192,27 +182,9 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     )
 
 
-def _flatten_lists(items: list[Any]) -> list[dict[str, Any]]:
-    """Accept ``kind: List`` documents (kubectl -o yaml) anywhere in the object list."""
-    out: list[dict[str, Any]] = []
-    for item in items:
-        if isinstance(item, dict) and item.get("kind") == "List" and isinstance(item.get("items"), list):
-            out.extend(_flatten_lists(item["items"]))
-        else:
-            out.append(item)
-    return out
-
-
 def _check_object(obj: Any, where: str, problems: _Problems) -> None:
-    if not isinstance(obj, dict):
-        problems.add(where, "must be a mapping (a Kubernetes object)")
-        return
-    for key in ("apiVersion", "kind"):
-        if not isinstance(obj.get(key), str):
-            problems.add(where, f"missing {key}")
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
-        problems.add(where, "missing metadata.name")
+    for what in object_problems(obj):
+        problems.add(where, what)
 
 
 def _num(value: Any, where: str, problems: _Problems) -> float | None:

@@ -20,6 +20,7 @@ from bot.kube.scheduling import (
     parse_event_messages,
     parse_scheduling_message,
 )
+from bot.sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES: list[dict[str, Any]] = yaml.safe_load((ROOT / "tests/data/scheduling_messages.yaml").read_text())
@@ -56,10 +57,8 @@ def test_every_category_is_declared() -> None:
 def _scenario_events() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
-        data = yaml.safe_load(path.read_text()) or {}
-        kube = data.get("kubernetes") or {}
-        objects = kube.get("objects") or (kube.get("items") if kube.get("kind") == "List" else None) or []
-        for obj in objects:
+        # Through the loader, so objects a scenario inherits from its base: count too.
+        for obj in load_scenario(path).objects:
             if obj.get("kind") == "Event" and obj.get("reason") == "FailedScheduling":
                 found.append((path.name, obj))
     return found
