@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.errors import InvalidNameError, UsageError
-from bot.names import parse_target, validate_name, validate_namespace
+from bot.names import parse_target, shown, validate_name, validate_namespace
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
 MAX_INPUT = 2000
@@ -60,8 +60,7 @@ def parse_invocation(argv: list[str]) -> Invocation:
         raise UsageError("no command given. commands: " + ", ".join(USAGE))
     command, rest = argv[0], argv[1:]
     if command not in USAGE:
-        shown = ascii(command[:30])
-        raise UsageError(f"unknown command {shown}. commands: " + ", ".join(USAGE))
+        raise UsageError(f"unknown command {shown(command, limit=30)}. commands: " + ", ".join(USAGE))
     positionals: list[str] = []
     namespace = ""
     cluster = ""
@@ -83,7 +82,7 @@ def parse_invocation(argv: list[str]) -> Invocation:
         elif arg.startswith(("--cluster=", "--context=")):
             cluster = arg.split("=", 1)[1]
         elif arg.startswith("-") and arg != "-":
-            raise usage_error(command, f"unknown option {ascii(arg[:30])}")
+            raise usage_error(command, f"unknown option {shown(arg, limit=30)}")
         else:
             positionals.append(arg)
         i += 1

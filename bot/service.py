@@ -16,6 +16,7 @@ from bot.engine.context import Context
 from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
+from bot.names import shown
 from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
@@ -136,7 +137,7 @@ class Service:
         guide = self.runbooks.guides.get(inv.topic)
         if guide is None:
             names = ", ".join(sorted(self.runbooks.guides))
-            raise UsageError(f"unknown runbook {inv.topic!r}; available: {names}")
+            raise UsageError(f"unknown runbook {shown(inv.topic)}; available: {names}")
         return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))
 
     async def close(self) -> None:
