@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.commands import USAGE, Invocation
+from bot.commands import Invocation, Surface, command_prefix, help_lines
 from bot.engine.context import Context
 from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
 from bot.engine.runner import run_diagnosis
@@ -26,9 +26,6 @@ from bot.report import Report
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
-DIAGNOSES = ("why-pending", "node-status", "nvml", "verify")
-
 
 @dataclass
 class _ClusterClients:
@@ -99,7 +96,7 @@ class Service:
     async def run(self, inv: Invocation) -> Report:
         """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
         if inv.command == "help":
-            return Report(command="help", target={}, text=self.help_text())
+            return Report(command="help", target={}, text=self.help_text(inv.surface))
         if inv.command == "runbook":
             return self._runbook(inv)
         cluster = self.settings.cluster(inv.cluster or None)
@@ -119,19 +116,18 @@ class Service:
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
 
-    def help_text(self) -> str:
-        lines = ["gpubot: why is my GPU workload not running, and what to do about it.", ""]
-        for command, usage in USAGE.items():
-            rb = self.runbooks.diagnoses.get(command)
-            summary = f" — {rb.summary}" if rb is not None and rb.summary else ""
-            lines.append(f"  {usage}{summary}")
-        lines += ["", "Guides (gpubot runbook NAME):"]
+    def help_text(self, surface: Surface = "cli") -> str:
+        """``/gpu help`` or ``gpubot help``: the commands offered there (from the command table),
+        then the guides."""
+        lines = help_lines(surface)
+        lines += ["", f"Guides ({command_prefix(surface)} runbook NAME):"]
         lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
         return "\n".join(lines)
 
     def _runbook(self, inv: Invocation) -> Report:
         if not inv.topic:
-            lines = ["Runbooks:"] + [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
+            lines = [f"Runbooks ({command_prefix(inv.surface)} runbook NAME):"]
+            lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
             lines += [f"  {c} (diagnosis): {rb.summary}" for c, rb in sorted(self.runbooks.diagnoses.items())]
             return Report(command="runbook", target={}, text="\n".join(lines))
         guide = self.runbooks.guides.get(inv.topic)
