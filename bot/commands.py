@@ -203,7 +203,7 @@ def usage(cmd: str | Command, surface: Surface) -> str:
 
 def help_lines(surface: Surface) -> list[str]:
     """The commands part of ``/gpu help`` and ``gpubot help``: a usage line and summary each."""
-    lines = [f"{command_prefix(surface)}: {TAGLINE}", ""]
+    lines = [f"gpubot: {TAGLINE}", ""]
     lines += [f"  {usage(c, surface)} — {c.summary}" for c in commands_for(surface)]
     return lines
 
