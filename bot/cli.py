@@ -17,83 +17,113 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bot.commands import Invocation, parse_invocation
+from bot.commands import (
+    GLOBAL_OPTIONS,
+    TAGLINE,
+    Arg,
+    Command,
+    Invocation,
+    Option,
+    build_invocation,
+    commands_for,
+    usage,
+)
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
+from bot.names import printable
 from bot.render_text import render_text
 from bot.report import Report
 from bot.settings import ClusterConfig, Settings, load_settings
 
 log = logging.getLogger("gpubot")
 
-DIAGNOSTIC = ("why-pending", "node-status", "nvml", "verify")
-
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors as one line and exit 2, without the usage dump."""
+    """argparse that reports errors as one line and exit 2, without the usage dump.
+
+    A command's parser (``command`` set) reads options between positionals as the Slack parser
+    does (``node-status n1 --cluster c n2``), takes no abbreviated flags, and ends its errors
+    with the command's usage line from the table.
+    """
+
+    def __init__(self, *args: Any, command: Command | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self.command = command
+        self._intermixed = False
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        text = printable(message)  # argparse echoes unrecognized words as typed
+        if self.command is not None:
+            raise UsageError(f"{text}. usage: {usage(self.command, 'cli')}")
+        raise UsageError(text if self.prog == "gpubot" else f"{self.prog}: {text}")  # main adds "gpubot: "
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # parse_known_intermixed_args calls back into parse_known_args on Python < 3.12
+        if self.command is None or self._intermixed:
+            return super().parse_known_args(args, namespace)
+        self._intermixed = True
+        try:
+            parsed, extras = self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixed = False
+        if extras:  # here, where the error can carry this command's usage
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
-def _add_target_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--namespace", default="", help="namespace (default: default)")
-    _add_cluster_options(p)
+def _add_option(p: argparse.ArgumentParser, opt: Option) -> None:
+    if opt.metavar:
+        p.add_argument(*opt.flags, dest=opt.dest, metavar=opt.metavar, type=opt.type, default=opt.default,
+                       help=opt.help or None)
+    else:
+        p.add_argument(*opt.flags, dest=opt.dest, action="store_true", help=opt.help or None)
 
 
-def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--context", default="", help="kubeconfig context or configured cluster name")
-    p.add_argument("--scenario", default="", help="run against a fresh simulator of this scenario file")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+def _add_arg(p: argparse.ArgumentParser, arg: Arg) -> None:
+    if arg.count == "one":
+        p.add_argument(arg.name, metavar=arg.metavar, help=arg.help or None)
+    else:
+        default: list[str] | None = None if arg.count == "optional" else []
+        nargs = "?" if arg.count == "optional" else "*"
+        p.add_argument(arg.name, metavar=arg.metavar, nargs=nargs, default=default, help=arg.help or None)
+
+
+def _add_command(sub: Any, word: str, cmd: Command) -> None:
+    p = sub.add_parser(word, help=cmd.summary, description=cmd.summary, usage=usage(cmd, "cli"), command=cmd)
+    for arg in cmd.args:
+        _add_arg(p, arg)
+    for opt in cmd.options_for("cli"):
+        _add_option(p, opt)
+    p.set_defaults(spec=cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The CLI's parsers, one per command of the table (``bot.commands.COMMANDS``)."""
     parser = _Parser(
-        prog="gpubot", description="Why is my GPU workload not running, and what to do about it."
+        prog="gpubot",
+        description=f"gpubot: {TAGLINE}",
+        epilog="gpubot COMMAND --help shows a command's options. In Slack the same diagnoses are /gpu COMMAND.",
     )
-    parser.add_argument("--config", default="", help="settings YAML file (also GPUBOT_CONFIG)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    for opt in GLOBAL_OPTIONS:
+        _add_option(parser, opt)
+    parser.set_defaults(spec=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    p = sub.add_parser("why-pending", help="why a GPU pod or workload does not run")
-    p.add_argument("target", help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)")
-    _add_target_options(p)
-    p = sub.add_parser("node-status", help="logical allocation beside the physical truth, per GPU node")
-    p.add_argument("nodes", nargs="*", help="nodes (default: every GPU node)")
-    _add_cluster_options(p)
-    for name, text in (
-        ("nvml", "NVML / device access inside a pod's GPU containers"),
-        ("verify", "the container GPU verification chain"),
-    ):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("target", help="POD")
-        _add_target_options(p)
-    p = sub.add_parser("runbook", help="list the guides, or print one")
-    p.add_argument("name", nargs="?", default="")
-    p = sub.add_parser("runbooks", help="runbook maintenance")
-    rsub = p.add_subparsers(dest="runbooks_command", metavar="validate", parser_class=_Parser)
-    v = rsub.add_parser("validate", help="validate every runbook file in DIR (default: the configured one)")
-    v.add_argument("dir", nargs="?", default="")
-    p = sub.add_parser("sim", help="serve a scenario as a simulated cluster (Kubernetes API + SSH nodes)")
-    p.add_argument("scenario", nargs="?", default="", help="scenario YAML file")
-    p.add_argument("--generate", default="", help="nodes=N,gpu_nodes=G,pods=P,seed=S: a generated scenario")
-    p.add_argument("--write", default="", help="with --generate: write the scenario YAML here and exit")
-    sub.add_parser("serve", help="run the Slack bot (Socket Mode or HTTP mode, from settings)")
-    p = sub.add_parser("demo", help="run the built-in demo on the bundled scenarios")
-    p.add_argument("--json", action="store_true")
-    p = sub.add_parser("act", help="run one remediation after showing its plan (typed confirmation)")
-    p.add_argument("action", help="e.g. kubelet.restart, checkpoint.clear, pod.delete, namespace.label")
-    p.add_argument("--node", default="")
-    p.add_argument("--pod", default="")
-    p.add_argument("-n", "--namespace", default="")
-    p.add_argument("--label", default="")
-    p.add_argument("--value", default="")
-    p.add_argument("--copy-from", default="")
-    p.add_argument("--dry-run", action="store_true", help="check and print the exact steps; change nothing")
-    p.add_argument("--yes", action="store_true", help="skip typing the target name (automation)")
-    p.add_argument("--scenario", default="", help="run against a fresh simulator of this scenario file")
-    p = sub.add_parser("audit", help="print the audit trail")
-    p.add_argument("--since", default="", help="30m, 2h, 7d or an ISO timestamp")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--limit", type=int, default=200)
+    groups: dict[str, Any] = {}
+    cli_commands = commands_for("cli")
+    for cmd in cli_commands:
+        word, _, rest = cmd.name.partition(" ")
+        if not rest:
+            _add_command(sub, word, cmd)
+            continue
+        if word not in groups:
+            members = [c for c in cli_commands if c.name.startswith(word + " ")]
+            summary = "; ".join(f"{c.name.split(' ', 1)[1]}: {c.summary}" for c in members)
+            group = sub.add_parser(word, help=summary, description=summary)
+            groups[word] = group.add_subparsers(dest="subcommand", metavar="|".join(
+                c.name.split(" ", 1)[1] for c in members), parser_class=_Parser)
+        _add_command(groups[word], rest, cmd)
     return parser
 
 
@@ -117,16 +147,8 @@ def _with_context(settings: Settings, context: str) -> Settings:
 
 
 def invocation_from_args(args: argparse.Namespace) -> Invocation:
-    argv = [args.command]
-    if args.command == "node-status":
-        argv += list(args.nodes)
-    else:
-        argv.append(args.target)
-        if args.namespace:
-            argv += ["-n", args.namespace]
-    if getattr(args, "context", ""):
-        argv += ["--cluster", args.context]
-    return parse_invocation(argv)
+    """The validated Invocation of a parsed diagnosis, runbook or help command line."""
+    return build_invocation(args.spec, vars(args), "cli")
 
 
 async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
@@ -159,9 +181,9 @@ def _emit(report: Report, as_json: bool) -> None:
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
-    settings = _with_context(_settings(args), "" if args.scenario else args.context)
+    settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
     if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {args.scenario}")
+        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
     report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
     _emit(report, args.json)
     return 0
@@ -170,20 +192,24 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 def _cmd_runbook(args: argparse.Namespace) -> int:
     from bot.service import Service
 
-    inv = parse_invocation(["runbook"] + ([args.name] if args.name else []))
     service = Service(_settings(args))
-    print(service._runbook(inv).text)
+    print(service._runbook(invocation_from_args(args)).text)
+    return 0
+
+
+def _cmd_help(args: argparse.Namespace) -> int:
+    from bot.service import Service
+
+    print(Service(_settings(args)).help_text("cli"))
     return 0
 
 
 def _cmd_runbooks(args: argparse.Namespace) -> int:
     from bot.engine.runbooks import default_runbook_dir, validate_dir
 
-    if args.runbooks_command != "validate":
-        raise UsageError("usage: gpubot runbooks validate [DIR]")
     directory = args.dir or _settings(args).runbook_dir or str(default_runbook_dir())
     if not Path(directory).is_dir():
-        raise UsageError(f"not a directory: {directory}")
+        raise UsageError(f"not a directory: {printable(directory)}")
     problems = validate_dir(directory)
     for line in problems:
         print(line)
@@ -219,7 +245,7 @@ def _cmd_act(args: argparse.Namespace) -> int:
     names = ("node", "pod", "namespace", "label", "value", "copy_from")
     params = {k: getattr(args, k) for k in names if getattr(args, k)}
     if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {args.scenario}")
+        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
     return run_act(_settings(args), args.action, params, dry_run=args.dry_run, assume_yes=args.yes,
                    scenario=args.scenario)
 
@@ -230,9 +256,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return print_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 
 
+#: the handler of every CLI command that is not a diagnosis (those all go to _cmd_diagnose)
 _HANDLERS: dict[str, Any] = {
     "runbook": _cmd_runbook,
-    "runbooks": _cmd_runbooks,
+    "help": _cmd_help,
+    "runbooks validate": _cmd_runbooks,
     "sim": _cmd_sim,
     "serve": _cmd_serve,
     "demo": _cmd_demo,
@@ -253,10 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.CRITICAL, stream=sys.stderr)
-        if not args.command:
-            parser.print_help()
-            return 2
-        handler = _cmd_diagnose if args.command in DIAGNOSTIC else _HANDLERS[args.command]
+        spec: Command | None = args.spec
+        if spec is None:
+            if not args.command:
+                parser.print_help()
+                return 2
+            group = [usage(c, "cli") for c in commands_for("cli") if c.name.startswith(args.command + " ")]
+            raise UsageError("usage: " + " | ".join(group))
+        handler = _cmd_diagnose if spec.diagnosis else _HANDLERS[spec.name]
         return int(handler(args))
     except (UsageError, ConfigError, ScenarioError) as exc:
         first = exc.user_message.splitlines()[0] if exc.user_message else type(exc).__name__

@@ -35,10 +35,32 @@ WORKLOAD_KINDS: dict[str, str] = {
 }
 
 
-def _shown(text: str) -> str:
-    """A short, printable rendering of rejected input for a one-line error."""
-    clipped = text[:40] + ("…" if len(text) > 40 else "")
-    return ascii(clipped)
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` as typed, except that characters which would not print are escaped.
+
+    A name like ``pød-1`` stays ``pød-1``; an escape sequence, a newline or an invisible
+    formatting character (``\\x1b``, ``\\n``, ``\\u202e``) is shown as its escape, so echoed
+    input can neither drive a terminal nor break a one-line message.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shown(text: str, *, limit: int = 40) -> str:
+    """Rejected input for a one-line error: quoted, clipped to ``limit`` characters, printable."""
+    clipped = text[:limit] + ("…" if len(text) > limit else "")
+    return f"'{printable(clipped)}'"
 
 
 def validate_name(name: str, *, what: str = "name") -> str:
@@ -47,7 +69,7 @@ def validate_name(name: str, *, what: str = "name") -> str:
         raise InvalidNameError(f"invalid {what}: empty")
     if len(name) > MAX_NAME or not _DNS1123_SUBDOMAIN.match(name):
         raise InvalidNameError(
-            f"invalid {what} {_shown(name)}: must be lowercase letters, digits, '-' or '.', "
+            f"invalid {what} {shown(name)}: must be lowercase letters, digits, '-' or '.', "
             f"at most {MAX_NAME} characters"
         )
     return name
@@ -57,7 +79,7 @@ def validate_namespace(name: str) -> str:
     """Namespaces are DNS-1123 labels: no dots, at most 63 characters."""
     if not name or len(name) > 63 or not _DNS1123_LABEL.match(name):
         raise InvalidNameError(
-            f"invalid namespace {_shown(name)}: must be a DNS-1123 label (lowercase, digits, '-', ≤63)"
+            f"invalid namespace {shown(name)}: must be a DNS-1123 label (lowercase, digits, '-', ≤63)"
         )
     return name
 
@@ -69,7 +91,7 @@ def parse_target(text: str) -> tuple[str, str]:
         kind = WORKLOAD_KINDS.get(kind_text.lower())
         if kind is None:
             raise InvalidNameError(
-                f"unknown kind {_shown(kind_text)}: use pod, deployment, statefulset, job or replicaset"
+                f"unknown kind {shown(kind_text)}: use pod, deployment, statefulset, job or replicaset"
             )
         return kind, validate_name(name, what=f"{kind.lower()} name")
     return "Pod", validate_name(text, what="pod name")

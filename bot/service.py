@@ -11,12 +11,13 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.commands import USAGE, Invocation, command_prefix
+from bot.commands import Invocation, Surface, command_prefix, help_lines
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources
 from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
+from bot.names import shown
 from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
@@ -96,7 +97,7 @@ class Service:
     async def run(self, inv: Invocation) -> Report:
         """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
         if inv.command == "help":
-            return Report(command="help", target={}, text=self.help_text())
+            return Report(command="help", target={}, text=self.help_text(inv.surface))
         if inv.command == "runbook":
             return self._runbook(inv)
         cluster = self.settings.cluster(inv.cluster or None)
@@ -116,32 +117,31 @@ class Service:
             self.runbooks,
             facts,
             sources,
-            command_prefix=command_prefix(getattr(inv, "surface", "cli")),
+            command_prefix=command_prefix(inv.surface),
             strict=self.settings.strict_checks,
         )
         report.cluster = cluster.name
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
 
-    def help_text(self) -> str:
-        lines = ["gpubot: why is my GPU workload not running, and what to do about it.", ""]
-        for command, usage in USAGE.items():
-            rb = self.runbooks.diagnoses.get(command)
-            summary = f" — {rb.summary}" if rb is not None and rb.summary else ""
-            lines.append(f"  {usage}{summary}")
-        lines += ["", "Guides (gpubot runbook NAME):"]
+    def help_text(self, surface: Surface = "cli") -> str:
+        """``/gpu help`` or ``gpubot help``: the commands offered there (from the command table),
+        then the guides."""
+        lines = help_lines(surface)
+        lines += ["", f"Guides ({command_prefix(surface)} runbook NAME):"]
         lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
         return "\n".join(lines)
 
     def _runbook(self, inv: Invocation) -> Report:
         if not inv.topic:
-            lines = ["Runbooks:"] + [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
+            lines = [f"Runbooks ({command_prefix(inv.surface)} runbook NAME):"]
+            lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
             lines += [f"  {c} (diagnosis): {rb.summary}" for c, rb in sorted(self.runbooks.diagnoses.items())]
             return Report(command="runbook", target={}, text="\n".join(lines))
         guide = self.runbooks.guides.get(inv.topic)
         if guide is None:
             names = ", ".join(sorted(self.runbooks.guides))
-            raise UsageError(f"unknown runbook {inv.topic!r}; available: {names}")
+            raise UsageError(f"unknown runbook {shown(inv.topic)}; available: {names}")
         return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))
 
     async def close(self) -> None:

@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.commands import USAGE
+from bot.commands import commands_for
 from bot.errors import ConfigError, GpubotError
 from bot.observability import Metrics, log_event
 from bot.settings import Settings
@@ -42,6 +42,8 @@ REMEDIATE_PATTERN = re.compile(rf"^{REMEDIATE_ACTION}(:\d+)?$")
 SHUTTING_DOWN = "gpubot is restarting; please try again in a minute."
 #: request-context key under which our transports collect work to start once the ack is sent
 AFTER_ACK = "gpubot_after_ack"
+#: the subcommands /gpu offers: the only words a metrics label may carry
+_SLACK_WORDS = frozenset(c.name for c in commands_for("slack"))
 
 Job = tuple[str, Callable[[], Coroutine[Any, Any, Any]]]
 
@@ -215,4 +217,4 @@ async def _say_not_enabled(response_url: str) -> None:
 def _first_word(text: str) -> str:
     """A bounded label for metrics: only known words, so user text cannot blow up cardinality."""
     word = text.split(maxsplit=1)[0] if text.split() else "help"
-    return word if word in USAGE else "unknown"
+    return word if word in _SLACK_WORDS else "unknown"

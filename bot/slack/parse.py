@@ -11,7 +11,7 @@ import dataclasses
 import shlex
 from collections.abc import Mapping
 
-from bot.commands import MAX_INPUT, Invocation, parse_invocation
+from bot.commands import MAX_INPUT, Invocation, command, command_prefix, parse_invocation
 from bot.errors import UsageError
 from bot.settings import Settings
 
@@ -34,9 +34,9 @@ def parse_slash(text: str, *, channel_id: str, settings: Settings) -> Invocation
     before any cluster is contacted.
     """
     if len(text) > MAX_INPUT:
-        raise UsageError(f"input too long (over {MAX_INPUT} characters). try `/gpu help`")
+        raise UsageError(f"input too long (over {MAX_INPUT} characters). try `{command_prefix('slack')} help`")
     argv = tokenize(text) or ["help"]
-    inv = parse_invocation(argv)
+    inv = parse_invocation(argv, surface="slack")
     return with_default_cluster(inv, channel_id, settings.channel_clusters, settings)
 
 
@@ -44,7 +44,7 @@ def with_default_cluster(
     inv: Invocation, channel_id: str, channel_clusters: Mapping[str, str], settings: Settings
 ) -> Invocation:
     """Fill in the channel's cluster when none was named, then check that the cluster exists."""
-    if inv.command in ("help", "runbook"):
+    if not command(inv.command).diagnosis:
         return inv
     cluster = inv.cluster or channel_clusters.get(channel_id, "")
     settings.cluster(cluster or None)  # raises ConfigError naming the configured clusters

@@ -106,9 +106,9 @@ async def test_retry_does_not_run_twice(mock_slack: MockSlackApi) -> None:
 async def test_malformed_input_gets_usage_ephemeral(mock_slack: MockSlackApi) -> None:
     service = FakeService()
     cases = {
-        "why-pending": "usage: why-pending (POD | KIND/NAME)",
-        "nvml Bad_Name": "usage: nvml POD",
-        "node-status --bogus": "usage: node-status",
+        "why-pending": "usage: /gpu why-pending (POD | KIND/NAME)",
+        "nvml Bad_Name": "usage: /gpu nvml POD",
+        "node-status --bogus": "usage: /gpu node-status",
         "frobnicate": "unknown command",
         'why-pending "unbalanced -n ai': "invalid pod name",
         "x" * 3000: "input too long",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.commands import USAGE
+from bot.commands import commands_for
 from bot.slack.app import COMMAND
 from bot.slack.transport import EVENTS_PATH
 
@@ -17,8 +17,8 @@ def test_manifest_declares_the_command_scopes_and_socket_mode() -> None:
     manifest = yaml.safe_load((ROOT / "deploy" / "slack-app-manifest.yaml").read_text(encoding="utf-8"))
     (command,) = manifest["features"]["slash_commands"]
     assert command["command"] == COMMAND
-    for subcommand in USAGE:
-        assert subcommand in command["usage_hint"], subcommand
+    for subcommand in commands_for("slack"):
+        assert subcommand.name in command["usage_hint"], subcommand.name
     assert len(command["usage_hint"]) <= 1000 and len(command["description"]) <= 2000
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     assert {"commands", "chat:write", "chat:write.public", "files:write", "usergroups:read"} <= scopes

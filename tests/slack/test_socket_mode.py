@@ -49,7 +49,7 @@ async def test_socket_mode_acks_the_envelope_and_posts_the_answer(mock_slack: Mo
         )
         metrics = await _get(app.url + "/metrics")
     assert bad[0]["payload"]["response_type"] == "ephemeral"
-    assert "usage: nvml POD" in bad[0]["payload"]["text"]
+    assert "usage: /gpu nvml POD" in bad[0]["payload"]["text"]
     assert len(service.runs) == 1
     progress, answer = mock_slack.of("chat.postMessage")
     assert progress.token == BOT_TOKEN and answer.token == BOT_TOKEN
