@@ -31,9 +31,26 @@ MAX_FILE_BYTES = 1024 * 1024
 SUFFIXES = (".yaml", ".yml")
 
 
+def builtin_runbook_dir() -> Path:
+    """The runbooks shipped with gpubot: ``bot/runbooks/`` in an installed package, else the
+    ``runbooks/`` directory next to the ``bot`` package (a source checkout or an editable install)."""
+    package = Path(bot.__file__).resolve().parent
+    installed = package / "runbooks"
+    return installed if installed.is_dir() else package.parent / "runbooks"
+
+
 def default_runbook_dir() -> Path:
-    """The ``runbooks/`` directory shipped next to the ``bot`` package."""
-    return Path(bot.__file__).resolve().parent.parent / "runbooks"
+    """The directory ``check_dir(None)`` validates: the built-in runbooks."""
+    return builtin_runbook_dir()
+
+
+def runbook_files(root: Path) -> list[Path]:
+    """The runbook files of a directory, by name: top-level ``*.yaml``/``*.yml``, no dot-files."""
+    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
+    return sorted(
+        (p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()),
+        key=lambda p: p.name,
+    )
 
 
 def check_dir(directory: str | Path | None, registry: Registry | None) -> tuple[RunbookSet, list[str]]:
@@ -45,11 +62,7 @@ def check_dir(directory: str | Path | None, registry: Registry | None) -> tuple[
         return RunbookSet(directory=str(root)), [f"{root}: runbook directory not found"]
     docs: list[Doc] = []
     problems: list[str] = []
-    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
-    files = sorted(
-        p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()
-    )
-    for path in files:
+    for path in runbook_files(root):
         source = str(path)
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
