@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default="")
     p = sub.add_parser("runbooks", help="runbook maintenance")
     rsub = p.add_subparsers(dest="runbooks_command", metavar="validate", parser_class=_Parser)
-    v = rsub.add_parser("validate", help="validate every runbook file in DIR (default: the configured one)")
+    v = rsub.add_parser(
+        "validate",
+        help="validate the built-in runbooks with the files of DIR replacing or adding to them, "
+        "as the bot would load them with runbook_dir: DIR (default: the configured runbook_dir)",
+    )
     v.add_argument("dir", nargs="?", default="")
     p = sub.add_parser("sim", help="serve a scenario as a simulated cluster (Kubernetes API + SSH nodes)")
     p.add_argument("scenario", nargs="?", default="", help="scenario YAML file")
@@ -177,14 +181,14 @@ def _cmd_runbook(args: argparse.Namespace) -> int:
 
 
 def _cmd_runbooks(args: argparse.Namespace) -> int:
-    from bot.engine.runbooks import default_runbook_dir, validate_dir
+    from bot.engine.runbook_dir import check_with_overrides, default_runbook_dir
 
     if args.runbooks_command != "validate":
         raise UsageError("usage: gpubot runbooks validate [DIR]")
     directory = args.dir or _settings(args).runbook_dir or str(default_runbook_dir())
     if not Path(directory).is_dir():
         raise UsageError(f"not a directory: {directory}")
-    problems = validate_dir(directory)
+    problems = check_with_overrides(directory, None)[1]
     for line in problems:
         print(line)
     if problems:

@@ -1,6 +1,9 @@
-"""One source for runbooks: the package (and so the image) carries ``runbooks/``.
+"""One source for runbooks: the package (and so the image) carries ``runbooks/``; ``runbook_dir``
+names an override directory layered on top.
 
-The tests build the package's files with setuptools' own ``build_py`` (offline, about a second).
+The tests build the package's files with setuptools' own ``build_py`` (offline, about a second)
+and layer override directories on the built-in set. They derive every file and name from the
+built-in runbooks, so they do not depend on what the runbooks say.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ import json
 import os
 import re
 import runpy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +21,45 @@ from typing import Any
 import pytest
 import setuptools
 
-from bot.engine.runbook_dir import runbook_files
-from bot.engine.runbooks import load_runbooks
+from bot.cli import main
+from bot.engine.runbook_dir import (
+    builtin_runbook_dir,
+    check_dir,
+    check_with_overrides,
+    load_with_overrides,
+    runbook_files,
+)
+from bot.engine.runbook_model import Runbook, RunbookSet
+from bot.errors import RunbookError
 from tests.deploy.render import REPO, RUNBOOKS
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
-DEPLOY_README = REPO / "deploy" / "README.md"
+
+
+def _sources(rs: RunbookSet) -> dict[str, str]:
+    """runbook name -> the file it was read from, for every diagnosis and guide."""
+    return {rb.name: rb.source for rb in [*rs.diagnoses.values(), *rs.guides.values()]}
+
+
+def _a_diagnosis(rs: RunbookSet) -> Runbook:
+    return rs.diagnoses[sorted(rs.diagnoses)[0]]
+
+
+def _a_guide(rs: RunbookSet) -> Runbook:
+    return rs.guides[sorted(rs.guides)[0]]
+
+
+def _renamed_copy(guide: Runbook, new_name: str) -> str:
+    """The text of a built-in guide under another name: a valid new runbook."""
+    text = Path(guide.source).read_text(encoding="utf-8")
+    renamed = re.sub(rf"(?m)^name: {re.escape(guide.name)}\s*$", f"name: {new_name}", text, count=1)
+    assert renamed != text, f"{guide.source}: no top-level 'name: {guide.name}' line to rename"
+    return renamed
+
+
+@pytest.fixture(scope="module")
+def builtin() -> RunbookSet:
+    return load_with_overrides(None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,8 +96,8 @@ def test_built_package_carries_the_runbooks_and_finds_them(
     assert (tmp_path / "bot" / "py.typed").is_file()
     # an installed package has no runbooks/ next to it: only the packaged copy can be found
     script = (
-        "import json, bot; from bot.engine.runbook_dir import builtin_runbook_dir, check_dir;"
-        "rs, problems = check_dir(None, None);"
+        "import json, bot; from bot.engine.runbook_dir import builtin_runbook_dir, check_with_overrides;"
+        "rs, problems = check_with_overrides(None, None);"
         "print(json.dumps([bot.__file__, str(builtin_runbook_dir()), problems, sorted(rs.diagnoses)]))"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
@@ -70,7 +107,7 @@ def test_built_package_carries_the_runbooks_and_finds_them(
     assert proc.returncode == 0, proc.stderr[-3000:]
     module, found, problems, commands = json.loads(proc.stdout.splitlines()[-1])
     assert Path(module).is_relative_to(tmp_path) and Path(found) == built
-    assert problems == [] and commands == sorted(load_runbooks(None).diagnoses)
+    assert problems == [] and commands == sorted(load_with_overrides(None).diagnoses)
 
 
 def test_image_installs_the_runbooks_with_the_package() -> None:
@@ -84,3 +121,78 @@ def test_image_installs_the_runbooks_with_the_package() -> None:
     final = re.sub(r"(?m)^#.*$", "", final)  # comments may explain; instructions must not copy
     assert "runbooks" not in final, "the image's runbooks come inside the package"
     assert "GPUBOT_RUNBOOK_DIR" not in final, "unset in the image: no overrides unless a deployment mounts some"
+
+
+# ---------------------------------------------------------------------------------------------
+# overrides layered on the built-in set
+
+
+def test_no_or_empty_overrides_are_the_builtin_set(tmp_path: Path, builtin: RunbookSet) -> None:
+    assert check_with_overrides(None, None)[1] == []
+    assert builtin_runbook_dir() == RUNBOOKS  # a source checkout: the repository's runbooks/
+    assert _sources(builtin) == _sources(check_dir(RUNBOOKS, None)[0])
+    mount = tmp_path / "overrides"  # an empty ConfigMap volume: only the kubelet's dot-entries
+    (mount / "..2026_01_01_00_00_00.000000001").mkdir(parents=True)
+    (mount / "..data").symlink_to("..2026_01_01_00_00_00.000000001")
+    assert _sources(load_with_overrides(mount)) == _sources(builtin)
+    # the built-in directory as its own override changes nothing
+    assert _sources(load_with_overrides(RUNBOOKS)) == _sources(builtin)
+
+
+def test_override_replaces_the_file_of_its_name_and_new_files_add(
+    tmp_path: Path, builtin: RunbookSet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    diagnosis, guide = _a_diagnosis(builtin), _a_guide(builtin)
+    replaced = overrides / Path(diagnosis.source).name
+    shutil.copy(diagnosis.source, replaced)
+    added = overrides / "guide-local-notes.yaml"
+    added.write_text(_renamed_copy(guide, "guide-local-notes"), encoding="utf-8")
+    rs = load_with_overrides(overrides)
+    expected = {**_sources(builtin), diagnosis.name: str(replaced), "guide-local-notes": str(added)}
+    assert _sources(rs) == expected
+    assert set(rs.catalogue) == set(builtin.catalogue)
+    # `gpubot runbooks validate DIR` checks exactly what the bot would load
+    assert main(["runbooks", "validate", str(overrides)]) == 0
+    assert "valid" in capsys.readouterr().out
+
+
+def test_invalid_override_fails_with_its_file_and_line(
+    tmp_path: Path, builtin: RunbookSet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    diagnosis = _a_diagnosis(builtin)
+    broken = overrides / Path(diagnosis.source).name
+    text = Path(diagnosis.source).read_text(encoding="utf-8").rstrip("\n") + "\n"
+    line = text.count("\n") + 1
+    broken.write_text(text + "not_a_runbook_key: 1\n", encoding="utf-8")
+    problems = check_with_overrides(overrides, None)[1]
+    assert len(problems) == 1 and problems[0].startswith(f"{broken}:{line}: "), problems
+    assert "not_a_runbook_key" in problems[0]
+    with pytest.raises(RunbookError) as caught:
+        load_with_overrides(overrides)
+    assert caught.value.problems == problems
+    assert main(["runbooks", "validate", str(overrides)]) == 1
+    assert f"{broken}:{line}: " in capsys.readouterr().out
+
+
+def test_overrides_are_validated_with_the_builtin_set_as_one(tmp_path: Path, builtin: RunbookSet) -> None:
+    """A new file that reuses a built-in runbook's name is a conflict across the two directories."""
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    guide = _a_guide(builtin)
+    clash = overrides / f"{guide.name}-copy.yaml"
+    shutil.copy(guide.source, clash)
+    problems = check_with_overrides(overrides, None)[1]
+    assert len(problems) == 1, problems
+    assert f"'{guide.name}'" in problems[0]
+    assert str(clash) in problems[0] and guide.source in problems[0]
+
+
+def test_missing_override_directory_is_a_problem(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    assert check_with_overrides(missing, None)[1] == [f"{missing}: runbook override directory not found"]
+    with pytest.raises(RunbookError):
+        load_with_overrides(missing)
