@@ -1,9 +1,10 @@
 """One source for runbooks: the package (and so the image) carries ``runbooks/``; ``runbook_dir``
-names an override directory layered on top.
+names an override directory layered on top, which the Kustomize base mounts from a ConfigMap.
 
-The tests build the package's files with setuptools' own ``build_py`` (offline, about a second)
-and layer override directories on the built-in set. They derive every file and name from the
-built-in runbooks, so they do not depend on what the runbooks say.
+The tests build the package's files with setuptools' own ``build_py`` (offline, about a second),
+layer override directories on the built-in set, and render a user's kustomization that adds an
+override the way ``deploy/README.md`` says. They derive every file and name from the built-in
+runbooks, so they do not depend on what the runbooks say.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 import setuptools
+import yaml
 
 from bot.cli import main
 from bot.engine.runbook_dir import (
@@ -31,9 +33,10 @@ from bot.engine.runbook_dir import (
 )
 from bot.engine.runbook_model import Runbook, RunbookSet
 from bot.errors import RunbookError
-from tests.deploy.render import REPO, RUNBOOKS
+from tests.deploy.render import BASE, REPO, RUNBOOKS, one, render_dir
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
+DEPLOY_README = REPO / "deploy" / "README.md"
 
 
 def _sources(rs: RunbookSet) -> dict[str, str]:
@@ -196,3 +199,41 @@ def test_missing_override_directory_is_a_problem(tmp_path: Path) -> None:
     assert check_with_overrides(missing, None)[1] == [f"{missing}: runbook override directory not found"]
     with pytest.raises(RunbookError):
         load_with_overrides(missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# an override through Kustomize, as deploy/README.md tells operators
+
+
+def test_users_kustomization_adds_an_override_that_validates(tmp_path: Path, builtin: RunbookSet) -> None:
+    readme = DEPLOY_README.read_text(encoding="utf-8")
+    assert "behavior: merge" in readme and "gpubot runbooks validate" in readme
+    mine = tmp_path / "my-gpubot"
+    (mine / "runbooks").mkdir(parents=True)
+    diagnosis = _a_diagnosis(builtin)
+    name = Path(diagnosis.source).name
+    shutil.copy(diagnosis.source, mine / "runbooks" / name)
+    (mine / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(BASE, mine)],
+                "configMapGenerator": [
+                    {"name": "gpubot-runbooks", "behavior": "merge", "files": [f"runbooks/{name}"]}
+                ],
+            }
+        )
+    )
+    objs = render_dir(mine)
+    configmap = one(objs, "ConfigMap", "gpubot-runbooks-")
+    assert set(configmap["data"]) == {name}
+    volumes = one(objs, "Deployment", "gpubot")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "runbooks", "configMap": {"name": configmap["metadata"]["name"]}} in volumes
+    # what the pod would mount at GPUBOT_RUNBOOK_DIR
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    for key, text in configmap["data"].items():
+        (mounted / key).write_text(text, encoding="utf-8")
+    rs = load_with_overrides(mounted)
+    assert rs.diagnoses[diagnosis.command].source == str(mounted / name)
