@@ -205,12 +205,12 @@ def _cmd_help(args: argparse.Namespace) -> int:
 
 
 def _cmd_runbooks(args: argparse.Namespace) -> int:
-    from bot.engine.runbooks import default_runbook_dir, validate_dir
+    from bot.engine.runbook_dir import check_with_overrides, default_runbook_dir
 
     directory = args.dir or _settings(args).runbook_dir or str(default_runbook_dir())
     if not Path(directory).is_dir():
         raise UsageError(f"not a directory: {printable(directory)}")
-    problems = validate_dir(directory)
+    problems = check_with_overrides(directory, None)[1]
     for line in problems:
         print(line)
     if problems:

@@ -149,7 +149,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),
     Command("help", "what gpubot can do", surfaces=BOTH),
-    Command("runbooks validate", "validate every runbook file in DIR (default: the configured one)",
+    Command("runbooks validate", "validate the built-in runbooks with the override files of DIR on top, as the bot "
+            "would load them (default DIR: the configured runbook_dir)",
             args=(Arg("dir", "DIR", count="optional"),)),
     Command("sim", "serve a scenario as a simulated cluster (Kubernetes API + SSH nodes)",
             args=(Arg("scenario", "SCENARIO", count="optional", help="scenario YAML file"),),
@@ -304,7 +305,8 @@ def _split(cmd: Command, rest: list[str], surface: Surface) -> dict[str, Any]:
             raise usage_error(cmd, f"unknown option {shown(word, limit=30)}", surface)
         if value is None:
             value = next(words, None)
-            if value is None:
+            # like argparse: a following option is not a value (``-n --bogus`` is a missing value)
+            if value is None or (value.startswith("-") and value != "-"):
                 raise usage_error(cmd, f"{word} needs a value", surface)
         values[opt.dest] = value
     values.update(_positionals(cmd, positionals, surface))

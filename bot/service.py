@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from bot.commands import Invocation, Surface, command_prefix, help_lines
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources
-from bot.engine.runbooks import RunbookSet, list_guides, load_runbooks, render_guide_text
+from bot.engine.runbook_dir import load_with_overrides
+from bot.engine.runbooks import RunbookSet, list_guides, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
 from bot.names import shown
@@ -52,7 +53,8 @@ class Service:
         self.ssh_pool = SshPool(idle_s=settings.ssh_idle_s) if keep_connections else None
         #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
         self.use_cache = use_cache and settings.cache_enabled
-        self.runbooks = runbooks if runbooks is not None else load_runbooks(settings.runbook_dir or None)
+        # the packaged runbooks, with the files of ``runbook_dir`` (if set) replacing or adding to them
+        self.runbooks = runbooks if runbooks is not None else load_with_overrides(settings.runbook_dir)
         self._clients: dict[str, _ClusterClients] = {}
         self._ready = False
 

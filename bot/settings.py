@@ -103,7 +103,8 @@ class Settings:
     api_timeout_s: float = 10.0
     #: page size for list calls (lists are never unbounded)
     page_size: int = 500
-    #: directory of runbook YAML files; empty = the packaged runbooks
+    #: directory of runbook overrides layered on the packaged runbooks: a file there replaces the
+    #: packaged file of the same name, any other file adds a runbook; empty = the packaged ones only
     runbook_dir: str = ""
     #: SQLite file for pending actions and the audit trail
     state_path: str = "gpubot-state.db"

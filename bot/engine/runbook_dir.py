@@ -1,9 +1,16 @@
-"""Validating a runbook directory as a whole: reading the files, then the references between them.
+"""Validating a runbook set as a whole: finding the files, reading them, then the references between them.
 
 Each file is parsed with line marks and checked on its own (``runbook_schema``); this module adds
-what only the whole set can tell: exactly one catalogue, unique names and commands, ``emits``
-checks whose codes exist, and ``docs``/``see_also`` references that name a real guide. It
+what only the whole set can tell: exactly one catalogue, unique names and commands, checks whose
+codes exist, and ``docs``/``see_also`` references that name a real guide. It
 must never execute or import anything a runbook names.
+
+Where the files come from: the built-in set ships inside the package (``setup.py`` installs the
+repository's ``runbooks/`` as ``bot/runbooks/``), so there is one source and no copy to keep in
+sync. The bot's ``runbook_dir`` setting names an *override* directory layered on top of it
+(``check_with_overrides``): a file there replaces the built-in file of the same name, any other
+file adds a runbook, and the combined set is validated as one. ``check_dir`` validates one
+directory on its own, as a complete set.
 """
 
 from __future__ import annotations
@@ -27,32 +34,81 @@ from bot.engine.runbook_schema import (
     type_name,
 )
 from bot.engine.yaml_marks import YamlSyntaxError, parse_yaml
+from bot.errors import RunbookError
 
 #: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
 MAX_FILE_BYTES = 1024 * 1024
 SUFFIXES = (".yaml", ".yml")
 
 
+def builtin_runbook_dir() -> Path:
+    """The runbooks shipped with gpubot: ``bot/runbooks/`` in an installed package, else the
+    ``runbooks/`` directory next to the ``bot`` package (a source checkout or an editable install)."""
+    package = Path(bot.__file__).resolve().parent
+    installed = package / "runbooks"
+    return installed if installed.is_dir() else package.parent / "runbooks"
+
+
 def default_runbook_dir() -> Path:
-    """The ``runbooks/`` directory shipped next to the ``bot`` package."""
-    return Path(bot.__file__).resolve().parent.parent / "runbooks"
+    """The directory ``check_dir(None)`` validates: the built-in runbooks."""
+    return builtin_runbook_dir()
 
 
-def check_dir(
-    directory: str | Path | None, checks: Mapping[str, Check] | None = None
-) -> tuple[RunbookSet, list[str]]:
-    """Read and validate every runbook file of a directory; the set is only usable with no problems."""
+def runbook_files(root: Path) -> list[Path]:
+    """The runbook files of a directory, by name: top-level ``*.yaml``/``*.yml``, no dot-files."""
+    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
+    return sorted(
+        (p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()),
+        key=lambda p: p.name,
+    )
+
+
+def check_dir(directory: str | Path | None, checks: Mapping[str, Check] | None) -> tuple[RunbookSet, list[str]]:
+    """Read and validate every runbook file of one directory as a complete set (``None``/``""`` =
+    the built-in one); the set is only usable with no problems."""
     root = Path(directory) if directory else default_runbook_dir()
-    if checks is None:
-        checks = builtin_checks()
     if not root.is_dir():
         return RunbookSet(directory=str(root)), [f"{root}: runbook directory not found"]
+    return _check_files(runbook_files(root), checks, str(root))
+
+
+def check_with_overrides(
+    overrides: str | Path | None, checks: Mapping[str, Check] | None
+) -> tuple[RunbookSet, list[str]]:
+    """The built-in runbooks with the files of ``overrides`` layered on top, validated as one set.
+
+    A file in ``overrides`` replaces the built-in file with the same name (``why-pending.yaml``
+    replaces ``why-pending.yaml``; ``why-pending.yml`` would be a second file); every other file
+    adds a runbook. Problems name the file they are in, built-in or override. ``None``/``""`` =
+    the built-in runbooks alone; a directory that does not exist is a problem, not "no overrides".
+    """
+    builtin = builtin_runbook_dir()
+    if not builtin.is_dir():
+        return RunbookSet(directory=str(builtin)), [f"{builtin}: built-in runbook directory not found"]
+    files = {p.name: p for p in runbook_files(builtin)}
+    if not overrides:
+        return _check_files(list(files.values()), checks, str(builtin))
+    root = Path(overrides)
+    if not root.is_dir():
+        return RunbookSet(directory=str(root)), [f"{root}: runbook override directory not found"]
+    files.update((p.name, p) for p in runbook_files(root))
+    return _check_files(sorted(files.values(), key=lambda p: p.name), checks, str(root))
+
+
+def load_with_overrides(overrides: str | Path | None, *, checks: Mapping[str, Check] | None = None) -> RunbookSet:
+    """``check_with_overrides`` for the bot: the set, or ``RunbookError`` listing every problem."""
+    rs, problems = check_with_overrides(overrides, checks)
+    if problems:
+        raise RunbookError(problems)
+    return rs
+
+
+def _check_files(files: list[Path], checks: Mapping[str, Check] | None, directory: str) -> tuple[RunbookSet, list[str]]:
+    """Read and parse ``files``, then validate them together as one set."""
+    if checks is None:
+        checks = builtin_checks()
     docs: list[Doc] = []
     problems: list[str] = []
-    # dot-files are skipped: a mounted ConfigMap keeps its real files under ``..data``
-    files = sorted(
-        p for p in root.iterdir() if p.suffix in SUFFIXES and not p.name.startswith(".") and p.is_file()
-    )
     for path in files:
         source = str(path)
         try:
@@ -72,7 +128,7 @@ def check_dir(
             problems.append(f"{source}:{exc.line}: invalid YAML: {exc.message}")
             continue
         docs.append(Doc(source, parsed))
-    rs, found = assemble(docs, checks, str(root))
+    rs, found = assemble(docs, checks, directory)
     return rs, problems + found
 
 

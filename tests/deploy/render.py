@@ -75,6 +75,11 @@ def _kustomize(path: Path) -> str:
     return proc.stdout
 
 
+def render_dir(path: Path) -> list[Obj]:
+    """The rendered objects of any kustomization directory (a user's own, built in a test)."""
+    return [d for d in yaml.safe_load_all(_kustomize(path)) if d]
+
+
 def render(name: str) -> list[Obj]:
     """The rendered objects of target ``name`` (fresh dicts: callers may not share mutations)."""
     return [d for d in yaml.safe_load_all(render_text(name)) if d]

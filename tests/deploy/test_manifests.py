@@ -1,5 +1,6 @@
 """The Kustomize targets render, match the Kubernetes schemas, wire the bot the way its settings
-expect, ship exactly the runbooks in ``runbooks/``, and pass a security scan.
+expect, keep no copy of the runbooks (the image carries them; the ConfigMap holds only
+overrides), and pass a security scan.
 
 Every target (base, each overlay, and all components together) is rendered with the real
 ``kubectl kustomize``, the same code path as ``kubectl apply -k``.
@@ -7,12 +8,10 @@ Every target (base, each overlay, and all components together) is rendered with 
 
 from __future__ import annotations
 
-import importlib.util
 import posixpath
 import re
 import shutil
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import kubernetes_validate
@@ -20,7 +19,7 @@ import pytest
 
 from bot.settings import load_settings
 from tests.deploy.checkov_tool import scan
-from tests.deploy.render import KUSTOMIZE, REPO, RUNBOOKS, find, one, render, render_text, target_names
+from tests.deploy.render import REPO, find, one, render, render_text, target_names
 
 TARGETS = target_names()
 #: schema versions checked offline: an older cluster still common on TKE/TCE, and a recent one
@@ -94,47 +93,22 @@ def test_target_matches_kubernetes_schema(target: str, version: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_runbook_configmap_is_exactly_the_runbooks_directory(target: str) -> None:
-    expected = {p.name: p.read_text(encoding="utf-8") for p in RUNBOOKS.glob("*.yaml")}
+def test_runbook_configmap_holds_only_overrides_and_is_mounted_whole(target: str) -> None:
+    """The image carries the built-in runbooks; the ConfigMap is the operator's overrides, empty here."""
     configmap = one(render(target), "ConfigMap", "gpubot-runbooks-")
-    data = dict(configmap.get("data") or {})
-    assert not configmap.get("binaryData")
-    stale = "run: python3 deploy/kustomize/sync_runbooks.py"
-    assert set(data) == set(expected), f"runbook ConfigMap files differ from runbooks/*.yaml; {stale}"
-    for name, text in expected.items():
-        assert data[name] == text, f"{name} differs from runbooks/{name}; {stale}"
+    assert not configmap.get("data") and not configmap.get("binaryData"), "base ships no runbook copies"
     volume = _volume_at(target, _env(target)["GPUBOT_RUNBOOK_DIR"])
     assert volume["configMap"]["name"] == configmap["metadata"]["name"]
-    assert volume["configMap"].get("items") is None, "the mount must carry every runbook"
+    assert volume["configMap"].get("items") is None, "the mount must carry every override file"
 
 
-def _sync_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sync_runbooks", KUSTOMIZE / "sync_runbooks.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_runbook_copies_are_in_sync() -> None:
-    assert _sync_module().stale() == [], "run: python3 deploy/kustomize/sync_runbooks.py"
-
-
-def test_sync_script_adds_updates_and_removes(tmp_path: Path) -> None:
-    sync = _sync_module()
-    source, target = tmp_path / "runbooks", tmp_path / "copies"
-    source.mkdir()
-    (source / "a.yaml").write_text("name: a\n")
-    (source / "README.md").write_text("not a runbook\n")
-    assert sync.sync(target, source) == ["a.yaml", "kustomization.yaml"]
-    (source / "a.yaml").write_text("name: a2\n")
-    (source / "b.yaml").write_text("name: b\n")
-    (target / "old.yaml").write_text("gone\n")
-    assert sync.stale(target, source) == ["a.yaml", "b.yaml", "kustomization.yaml", "old.yaml"]
-    sync.sync(target, source)
-    assert sync.stale(target, source) == []
-    assert sorted(p.name for p in target.iterdir()) == ["a.yaml", "b.yaml", "kustomization.yaml"]
-    assert "- b.yaml" in (target / "kustomization.yaml").read_text()
+def test_no_runbook_copies_under_deploy() -> None:
+    """runbooks/ is the one source: no runbook file (a YAML mapping with a runbook kind) in deploy/."""
+    copies = []
+    for path in sorted((REPO / "deploy").rglob("*.y*ml")):
+        if re.search(r"(?m)^kind: (findings|diagnosis|guidance)\s*$", path.read_text(encoding="utf-8")):
+            copies.append(str(path.relative_to(REPO)))
+    assert copies == [], "runbooks are shipped in the package; override them with a ConfigMap (deploy/README.md)"
 
 
 @pytest.mark.parametrize("target", TARGETS)
