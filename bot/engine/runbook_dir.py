@@ -201,7 +201,7 @@ def _cross_check(
                 rs.diagnoses[rb.command] = rb
     for doc, rb in runbooks:
         if catalogue_doc is not None:
-            for i, name in enumerate(rb.checks):
+            for name, i in rb.checks.items():
                 for code in checks[name].emits if name in checks else ():
                     if code not in rs.catalogue:
                         doc.err(

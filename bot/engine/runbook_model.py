@@ -148,7 +148,8 @@ class Runbook:
     line: int = 0
     # diagnosis
     command: str = ""
-    checks: list[str] = field(default_factory=list)
+    #: check name -> index of the ``checks`` item (a name or ``family.*``) that selected it
+    checks: dict[str, int] = field(default_factory=dict)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: report sections besides findings (``node_table``)
     views: list[str] = field(default_factory=list)

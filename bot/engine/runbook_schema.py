@@ -300,22 +300,41 @@ def read_diagnosis(doc: Doc, data: Mapping[Any, Any], checks: Mapping[str, Check
     rb.command = _text(doc, data, "command", (), one_line=True).strip()
     if rb.command and not _DNS_LABEL.match(rb.command):
         doc.err(("command",), f"command '{rb.command}' must be lowercase letters, digits and '-'")
-    rb.checks = _text_list(doc, data, "checks", ())
+    rb.checks = _expand_checks(doc, _text_list(doc, data, "checks", ()), checks)
     rb.tables = _tables(doc, data)
     rb.views = _text_list(doc, data, "views", ())
     for i, view in enumerate(rb.views):
         if view not in VIEWS:
             doc.err(("views", i), f"unknown view '{view}'; known: {', '.join(sorted(VIEWS))}")
-    for i, name in enumerate(rb.checks):
-        check = checks.get(name)
-        if check is None:
-            doc.err(("checks", i), f"unknown check '{name}'{suggest(name, checks)}")
-            continue
-        for table in check.tables:
+    for name, i in rb.checks.items():
+        for table in checks[name].tables:
             if table not in rb.tables:
                 doc.err(("checks", i), f"check '{name}' reads table '{table}', which is not in tables")
-    _no_repeats(doc, ("checks",), rb)
     return rb
+
+
+def _expand_checks(doc: Doc, items: list[str], checks: Mapping[str, Check]) -> dict[str, int]:
+    """Check names and ``family.*`` patterns -> the matching checks, each with its list index.
+
+    A pattern lets a new check join every runbook of its family without editing them; a pattern
+    that matches nothing, an unknown name and a name listed twice are problems.
+    """
+    out: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.endswith(".*"):
+            found = sorted(n for n in checks if n.startswith(item[:-1]))
+            if not found:
+                doc.err(("checks", i), f"pattern '{item}' matches no check")
+        elif item in checks:
+            found = [item]
+        else:
+            doc.err(("checks", i), f"unknown check '{item}'{suggest(item, checks)}")
+            continue
+        for name in found:
+            if name in out and not item.endswith(".*"):
+                doc.err(("checks", i), f"'{item}' is listed twice in checks")
+            out.setdefault(name, i)
+    return out
 
 
 def _tables(doc: Doc, data: Mapping[Any, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -430,12 +449,3 @@ def suggest(name: str, known: Mapping[str, object]) -> str:
     """'; did you mean X?' when a known name is close (typos), else nothing."""
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
     return f"; did you mean '{close[0]}'?" if close else ""
-
-
-def _no_repeats(doc: Doc, keys: tuple[str, ...], rb: Runbook) -> None:
-    for key in keys:
-        seen: set[str] = set()
-        for i, item in enumerate(cast(list[str], getattr(rb, key))):
-            if item in seen:
-                doc.err((key, i), f"'{item}' is listed twice in {key}")
-            seen.add(item)

@@ -103,6 +103,8 @@ class Expectation:
     run: str
     codes: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
+    #: the first finding (the root cause) must be one of these; empty = not checked
+    first: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -347,6 +349,11 @@ def _load_expect(raw: Any, problems: _Problems) -> list[Expectation]:
             problems.add(f"expect[{i}]", "must have a run string")
             continue
         out.append(
-            Expectation(run=e["run"], codes=list(e.get("codes") or []), absent=list(e.get("absent") or []))
+            Expectation(
+                run=e["run"],
+                codes=list(e.get("codes") or []),
+                absent=list(e.get("absent") or []),
+                first=list(e.get("first") or []),
+            )
         )
     return out

@@ -40,11 +40,11 @@ def test_runbooks_validate_clean_and_broken(capsys: pytest.CaptureFixture[str], 
     broken.mkdir()
     for f in (ROOT / "runbooks").glob("*.yaml"):
         (broken / f.name).write_text(f.read_text())
-    text = (broken / "why-pending.yaml").read_text().replace("  - sched.taints\n", "  - sched.tiants\n", 1)
+    text = (broken / "why-pending.yaml").read_text().replace("  - leak.triage\n", "  - leak.traige\n", 1)
     (broken / "why-pending.yaml").write_text(text)
     assert main(["runbooks", "validate", str(broken)]) == 1
     out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if "sched.tiants" in x)
+    line = next(x for x in out.splitlines() if "leak.traige" in x)
     file_part, line_no, _ = line.split(":", 2)
     assert file_part.endswith("why-pending.yaml") and int(line_no) > 1
 

@@ -60,3 +60,11 @@ def test_expect_block(path: Path, index: int, exp, capsys: pytest.CaptureFixture
     unexpected = [c for c in exp.absent if c in codes]
     assert not missing, f"{path.name}: {exp.run}: missing {missing}; got {codes}"
     assert not unexpected, f"{path.name}: {exp.run}: must not report {unexpected}; got {codes}"
+    if exp.first:
+        assert codes and codes[0] in exp.first, f"{path.name}: {exp.run}: first must be one of {exp.first}; got {codes}"
+
+
+def test_every_scenario_names_its_root_cause() -> None:
+    """Judged as the user reads it: each expectation says which finding must come first."""
+    missing = [f"{p.name}: {e.run}" for p in SCENARIOS for e in load_scenario(p).expect if not e.first]
+    assert not missing, missing

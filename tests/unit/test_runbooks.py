@@ -266,7 +266,7 @@ def test_shipped_catalogue_and_guides_validate_with_a_fixture_diagnosis(tmp_path
     shutil.copy(RUNBOOKS / "findings.yaml", target / "findings.yaml")
     rs = load_runbooks(target, checks=FIXTURE_CHECKS)
     demo = rs.diagnosis("demo")
-    assert demo.checks == ["fixture.status", "fixture.sched"]
+    assert list(demo.checks) == ["fixture.status", "fixture.sched"]
     assert demo.views == ["node_table"]
     assert demo.tables["pod_status"][1]["look_at"] == ["kubectl logs --previous"]
     assert len(rs.guides) >= 13
@@ -675,3 +675,20 @@ def test_guide_text_wraps_prose_and_aligns_tables(width: int, mine: RunbookSet) 
     header = table_text.splitlines()[table_text.splitlines().index(rule) - 1]
     starts = [m.start() for m in re.finditer(r"-+", rule)]
     assert [header[i - 1] if i else " " for i in starts] == [" "] * len(starts)
+
+
+def test_a_family_pattern_selects_every_check_of_the_family(tmp_path: Path) -> None:
+    """A new check joins every runbook that lists its family (``fixture.*``) without editing it."""
+    target = _base_dir(tmp_path)
+    demo = target / "demo.yaml"
+    text = demo.read_text(encoding="utf-8")
+    original = "checks: [fixture.status, fixture.sched]"
+    assert original in text
+    demo.write_text(text.replace(original, "checks: [fixture.*]"), encoding="utf-8")
+    extra = dict(FIXTURE_CHECKS)
+    extra["fixture.new"] = Check("fixture.new", ("pod",), ("POD_RUNNING",), lambda facts: iter(()))
+    rs = load_runbooks(target, checks={k: v for k, v in extra.items() if k != "fixture.stray"})
+    assert set(rs.diagnosis("demo").checks) == {"fixture.status", "fixture.sched", "fixture.new"}
+    demo.write_text(text.replace(original, "checks: [nothing.*]"), encoding="utf-8")
+    problems = validate_dir(target, checks=extra)
+    assert any("pattern 'nothing.*' matches no check" in p for p in problems), problems

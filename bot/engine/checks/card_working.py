@@ -29,7 +29,7 @@ def run(facts: Facts) -> Iterator[Outcome]:
 
 
 CHECK = Check(
-    name="gpu.working",
+    name="card.working",
     reads=("card_verdicts",),
     emits=("GPU_BUSY", "GPU_IDLE"),
     run=run,

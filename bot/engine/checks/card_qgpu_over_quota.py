@@ -48,7 +48,7 @@ def run(facts: Facts) -> Iterator[Detection]:
 
 
 CHECK = Check(
-    name="qgpu.over_quota",
+    name="card.qgpu_over_quota",
     reads=("card_pods", "observations"),
     emits=("QGPU_CORE_OVER_QUOTA",),
     run=run,
