@@ -1,0 +1,73 @@
+"""No node the pod may use advertises the GPU resource it asks for.
+
+"Insufficient nvidia.com/gpu" reads like "all cards are taken", but when allocatable is 0
+everywhere nothing was ever handed out: the device plugin (or the operator stack under it) never
+registered the cards, or registered them under another name (MIG, ``.shared`` time-slicing).
+Sending the user to hunt for a leak is then exactly wrong, so this finding leads and the
+generic scheduler echo is dropped (``unless:`` in the catalogue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.checks._common import pod_ref
+from bot.engine.facts import Facts
+from bot.kube.gpu import advertised_gpu_resources, gpu_labels
+from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+
+
+def _node_line(facts: Facts, name: str) -> str:
+    node = facts.nodes[name]
+    advertised = advertised_gpu_resources(node)
+    allocatable = {r: a for r, (_, a) in node_gpu_capacity(node).items()}
+    offers = ", ".join(f"{r} capacity {advertised[r]}, allocatable {allocatable.get(r, 0):g}" for r in sorted(advertised))
+    why = []
+    labels = gpu_labels(node)
+    if labels:
+        why.append("labels " + ", ".join(labels[:3]))
+    plugins = [
+        str((p.get("metadata") or {}).get("name"))
+        for p in facts.components.pods
+        if (p.get("spec") or {}).get("nodeName") == name
+    ]
+    if plugins:
+        why.append("runs " + ", ".join(plugins[:3]))
+    return f"{name} ({'; '.join(why) or 'GPU node'}): advertises {offers or 'no GPU resource'}"
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """GPU_RESOURCE_NOT_ADVERTISED per requested resource with zero allocatable on every node."""
+    pod = facts.pending_pod
+    if pod is None:
+        return
+    for resource, want in sorted(pod_gpu_requests(pod).items()):
+        total = sum(node_gpu_capacity(node).get(resource, (0.0, 0.0))[1] for node in facts.nodes.values())
+        if total > 0:
+            continue
+        evidence = [f"{pod_ref(pod)} asks {resource}: {want:g}; allocatable on all {len(facts.nodes)} node(s): 0"]
+        evidence += [_node_line(facts, n) for n in facts.gpu_nodes[:20]]
+        if not facts.gpu_nodes:
+            evidence.append("no node looks like a GPU node (no GPU resource, GPU label or GPU device-plugin pod)")
+        for msg in facts.events.scheduling[:1]:
+            evidence.append(f"scheduler: {msg.raw[:500]}")
+        others = sorted({r for n in facts.gpu_nodes for r in advertised_gpu_resources(facts.nodes[n])} - {resource})
+        yield detect(
+            "GPU_RESOURCE_NOT_ADVERTISED",
+            pod_subject(pod),
+            pod=pod_ref(pod),
+            resource=resource,
+            nodes=", ".join(facts.gpu_nodes[:10]) or "none",
+            count=len(facts.gpu_nodes),
+            value=", ".join(others) or "nothing",
+            evidence=evidence,
+        )
+
+
+CHECK = Check(
+    name="sched.not_advertised",
+    reads=("pending_pod", "nodes", "gpu_nodes", "components", "events"),
+    emits=("GPU_RESOURCE_NOT_ADVERTISED",),
+    run=run,
+)
