@@ -215,7 +215,7 @@ class Remediator:
                 except Exception:  # noqa: BLE001 - a failed status message must not stop the action
                     log.exception("could not announce the run of %s", record.id)
             outcome = await get_action(record.action).run(ctx_for(record), dry_run=dry)
-            return outcome.to_run_outcome()
+            return RunOutcome(outcome.ok, outcome.summary_line(), outcome.step_lines())
 
         return await self.flow.on_click(
             action_id, user_id, user_groups, precondition=precondition, run=run

@@ -6,26 +6,6 @@ single use and the precondition. Importing this package registers every action i
 """
 
 from bot.actions import checkpoint, kubelet, namespace, node, pod, qgpu  # noqa: F401 - registration
-from bot.actions.base import (
-    ACTIONS,
-    BLAST_RADIUS_LIMIT,
-    Action,
-    ActionContext,
-    ActionOutcome,
-    BaseAction,
-    StepOutcome,
-    action,
-    get_action,
-)
+from bot.actions.base import ACTIONS, BLAST_RADIUS_LIMIT, Action, ActionContext, get_action
 
-__all__ = [
-    "ACTIONS",
-    "BLAST_RADIUS_LIMIT",
-    "Action",
-    "ActionContext",
-    "ActionOutcome",
-    "BaseAction",
-    "StepOutcome",
-    "action",
-    "get_action",
-]
+__all__ = ["ACTIONS", "BLAST_RADIUS_LIMIT", "Action", "ActionContext", "get_action"]

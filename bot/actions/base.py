@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from bot.confirm import RunOutcome
 from bot.errors import UsageError
 from bot.probes.kube import KubeReads
 from bot.settings import ClusterConfig, Settings
@@ -54,12 +53,13 @@ class ActionOutcome:
     #: the target's state after the run, in words (``node x: schedulable, Ready, kubelet active``)
     state: str = ""
 
-    def to_run_outcome(self) -> RunOutcome:
-        """The shape ``bot.confirm.ConfirmFlow`` audits."""
-        summary = self.summary + (
-            f" State: {self.state}" if self.state and self.state not in self.summary else ""
-        )
-        return RunOutcome(self.ok, summary, [s.line() for s in self.steps])
+    def summary_line(self) -> str:
+        """The summary, then where the target stands unless the summary already says it."""
+        return self.summary + (f" State: {self.state}" if self.state and self.state not in self.summary else "")
+
+    def step_lines(self) -> list[str]:
+        """One line per step, as the audit trail and the thread show them."""
+        return [s.line() for s in self.steps]
 
 
 @dataclass

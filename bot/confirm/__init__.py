@@ -7,7 +7,7 @@ itself and never imports Slack or ``bot.actions``.
 """
 
 from bot.confirm.audit import AUDIT_EVENTS, AuditEntry, AuditLog, format_audit, parse_since
-from bot.confirm.flow import ClickOutcome, ClickStatus, ConfirmFlow, RunOutcome, error_text
+from bot.confirm.flow import ClickOutcome, ClickStatus, ConfirmFlow, RunOutcome
 from bot.confirm.ids import is_well_formed, new_action_id
 from bot.confirm.policy import ApproverPolicy, Decision
 from bot.confirm.sqlite_store import SqliteAuditLog, SqliteDatabase, SqlitePendingStore, open_state
@@ -31,7 +31,6 @@ __all__ = [
     "SqliteAuditLog",
     "SqliteDatabase",
     "SqlitePendingStore",
-    "error_text",
     "format_audit",
     "is_well_formed",
     "new_action_id",

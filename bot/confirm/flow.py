@@ -31,7 +31,7 @@ from bot.confirm.audit import AuditLog, format_ts
 from bot.confirm.ids import is_well_formed, new_action_id, safe_for_log
 from bot.confirm.policy import ApproverPolicy
 from bot.confirm.store import PendingAction, PendingStore
-from bot.errors import GpubotError
+from bot.errors import GpubotError, error_text
 
 log = logging.getLogger(__name__)
 
@@ -87,17 +87,6 @@ Runner = Callable[[PendingAction], Awaitable[RunOutcome]]
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def error_text(exc: BaseException) -> str:
-    """One line that says what failed: our own errors' user message, else type and message."""
-    message = str(exc).strip()
-    if isinstance(exc, GpubotError):
-        message = exc.user_message.strip()
-    elif message:
-        message = f"{type(exc).__name__}: {message}"
-    line = message.splitlines()[0] if message else type(exc).__name__
-    return line if len(line) <= 300 else line[:300] + "…"
 
 
 class ConfirmFlow:

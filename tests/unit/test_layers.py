@@ -18,7 +18,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bot.probes": ("bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm", "bot.engine.checks"),
     "bot.engine": ("bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm", "bot.remediation"),
     "bot.confirm": ("bot.actions", "bot.slack", "bot.cli", "bot.engine", "bot.probes"),
-    "bot.actions": ("bot.slack", "bot.cli", "bot.engine.checks"),
+    # actions are what gets confirmed; they never know who confirms them
+    "bot.actions": ("bot.slack", "bot.cli", "bot.engine.checks", "bot.confirm", "bot.remediation"),
     "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.confirm"),
 }
 
