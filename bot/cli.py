@@ -129,27 +129,6 @@ def invocation_from_args(args: argparse.Namespace) -> Invocation:
     return parse_invocation(argv)
 
 
-async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
-    """Run against the configured cluster, or a fresh simulator of ``scenario``."""
-    from bot.service import Service
-
-    if scenario:
-        from bot.sim.cluster import SimCluster
-
-        async with SimCluster.from_file(scenario) as sim:
-            sim_settings = sim.settings(runbook_dir=settings.runbook_dir)
-            service = Service(sim_settings)
-            try:
-                return await service.run(replace(inv, cluster=""))
-            finally:
-                await service.close()
-    service = Service(settings)
-    try:
-        return await service.run(inv)
-    finally:
-        await service.close()
-
-
 def _emit(report: Report, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -162,6 +141,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     settings = _with_context(_settings(args), "" if args.scenario else args.context)
     if args.scenario and not Path(args.scenario).is_file():
         raise UsageError(f"scenario file not found: {args.scenario}")
+    from bot.oneshot import run_invocation
+
     report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
     _emit(report, args.json)
     return 0
@@ -201,9 +182,9 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from bot.remediation import serve_with_remediation
+    from bot.server import serve
 
-    asyncio.run(serve_with_remediation(_settings(args)))
+    asyncio.run(serve(_settings(args)))
     return 0
 
 
@@ -214,7 +195,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_act(args: argparse.Namespace) -> int:
-    from bot.remediation import run_act
+    from bot.oneshot import run_act
 
     names = ("node", "pod", "namespace", "label", "value", "copy_from")
     params = {k: getattr(args, k) for k in names if getattr(args, k)}

@@ -1,4 +1,5 @@
-"""Fixtures of the action tests: a simulated cluster on real ports and a Remediator on a temp SQLite file."""
+"""Fixtures of the action tests: a simulated cluster on real ports and a Remediator on a temp SQLite file,
+borrowing the clients of a ``KubeClients`` pool as ``serve`` lends the diagnosis service's."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.clients import KubeClients
 from bot.remediation import Remediator
 from bot.sim.cluster import SimCluster
 
@@ -43,11 +45,12 @@ def rig(tmp_path: Path) -> Rig:
         async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
             values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
             values.update(overrides)
-            rem = Remediator(sim.settings(**values))
+            settings = sim.settings(**values)
+            clients = KubeClients(settings)
             try:
-                yield sim, rem
+                yield sim, Remediator(settings, clients)
             finally:
-                await rem.close()
+                await clients.close()
 
     return start
 
@@ -56,6 +59,7 @@ async def offer_and_click(
     rem: Remediator, action: str, params: dict[str, str], *, user: str = APPROVER, **click: Any
 ) -> Any:
     """Offer as the requester, click as ``user``: the same path a Slack button takes."""
-    record = rem.offer(action, params, cluster="", requested_by=REQUESTER, finding_code=click.pop("finding", None))
+    finding = click.pop("finding", None)
+    record = await rem.offer(action, params, cluster="", requested_by=REQUESTER, finding_code=finding)
     assert record is not None, f"{action} {params} could not be offered"
     return await rem.click(record.id, user, **click)

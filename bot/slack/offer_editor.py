@@ -1,0 +1,127 @@
+"""Edits posted offer buttons in place and posts into report threads, for one bot process.
+
+A click or an expiry changes only its own button: the message is edited with ``chat.update``
+from the freshest blocks this process knows (those it last wrote, else the blocks Slack sent with
+the click), so the report and the other offers stay. When no blocks are known (an expiry after a
+restart), the status goes into the report's thread instead: the report is never wiped.
+
+This module only sends what ``offer_messages`` words; it never decides or runs an action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.slack import limits as L
+from bot.slack.blocks import Block
+from bot.slack.offer_messages import LINE_LIMIT, replace_offer
+
+log = logging.getLogger("gpubot.slack.offers")
+
+#: report messages whose blocks this process remembers (the newest; each at most ~24 kB)
+MAX_REMEMBERED = 256
+
+MessageKey = tuple[str, str]
+
+
+def slack_error(exc: SlackApiError) -> str:
+    """The error name of a failed Web API call, for a log line."""
+    try:
+        return str(exc.response.get("error", "unknown"))
+    except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
+        return f"HTTP {getattr(exc.response, 'status_code', '?')}"
+
+
+class OfferEditor:
+    """Remembers the blocks of messages with offers, and edits one button at a time."""
+
+    def __init__(self, client: AsyncWebClient | None) -> None:
+        self.client = client
+        self._blocks: OrderedDict[MessageKey, list[Block]] = OrderedDict()
+        self._locks: dict[MessageKey, asyncio.Lock] = {}
+
+    def remember(self, channel: str, ts: str, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """The message's blocks as they stand now (as posted, or as we last edited them)."""
+        key = (channel, ts)
+        self._blocks[key] = [dict(b) for b in blocks]
+        self._blocks.move_to_end(key)
+        while len(self._blocks) > MAX_REMEMBERED:
+            old, _ = self._blocks.popitem(last=False)
+            lock = self._locks.get(old)
+            if lock is not None and not lock.locked():
+                del self._locks[old]
+
+    def remembered(self, channel: str, ts: str) -> list[Block] | None:
+        return self._blocks.get((channel, ts))
+
+    async def update_offers(
+        self,
+        channel: str,
+        ts: str,
+        lines: Iterable[tuple[str, str]],
+        *,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
+        thread_ts: str | None = None,
+    ) -> None:
+        """Replace each ``(offer id, text)``'s button in message ``ts`` by its status line.
+
+        One ``chat.update`` per message however many offers change (expiry sweeps them together);
+        edits of one message are serialised so two clicks cannot undo each other's line.
+        """
+        lines = list(lines)
+        if self.client is None or not channel or not ts or not lines:
+            return
+        key = (channel, ts)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            edited: list[Block] | None = None
+            for base in (self._blocks.get(key), blocks):
+                if not base:
+                    continue
+                edited = [dict(b) for b in base]
+                changed = 0
+                for offer_id, text in lines:
+                    replaced = replace_offer(edited, offer_id, L.clip(text, LINE_LIMIT))
+                    if replaced is not None:
+                        edited, changed = replaced, changed + 1
+                if changed:
+                    break
+                edited = None
+            summary = L.clip("\n".join(text for _, text in lines), L.MAX_FALLBACK_TEXT)
+            if edited is None:
+                await self.post(channel, summary, thread_ts=thread_ts or ts)
+                return
+            try:
+                await self.client.chat_update(channel=channel, ts=ts, text=summary, blocks=edited)
+            except SlackApiError as exc:
+                log.warning("chat.update failed: %s", slack_error(exc))
+                return
+            self.remember(channel, ts, edited)
+
+    async def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
+        if self.client is None or not channel:
+            return
+        kwargs: dict[str, Any] = {"channel": channel, "text": L.clip(text, L.MAX_FALLBACK_TEXT)}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            await self.client.chat_postMessage(**kwargs)
+        except SlackApiError as exc:
+            log.warning("chat.postMessage failed: %s", slack_error(exc))
+
+    async def ephemeral(self, response_url: str, text: str) -> None:
+        if not response_url:
+            return
+        try:
+            await AsyncWebhookClient(response_url).send(
+                text=L.clip(text, L.MAX_FALLBACK_TEXT), response_type="ephemeral", replace_original=False
+            )
+        except Exception:  # noqa: BLE001 - a lost ephemeral note must not fail the click handling
+            log.warning("response_url post failed")
