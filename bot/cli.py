@@ -206,7 +206,7 @@ def _cmd_act(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from bot.confirm.audit_cli import print_audit
+    from bot.remediation.terminal import print_audit
 
     return print_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 

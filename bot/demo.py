@@ -45,8 +45,8 @@ DEMO_REQUESTER, DEMO_APPROVER = "U0ALICE", "U0ONCALL"
 
 
 async def _remediation_loop(as_json: bool) -> None:
-    from bot.confirm import format_audit
-    from bot.remediation import Remediator
+    from bot.remediation import RemediationService
+    from bot.remediation.audit import format_audit
     from bot.service import Service
     from bot.sim.cluster import SimCluster
 
@@ -55,7 +55,7 @@ async def _remediation_loop(as_json: bool) -> None:
     async with SimCluster.from_file(SCENARIO_DIR / "zombie-checkpoint.yaml") as sim:
         settings = sim.settings(approvers={"checkpoint.clear": (DEMO_APPROVER,)}, node_ready_timeout_s=30)
         service = Service(settings)
-        rem = Remediator(settings, service.clients)
+        rem = RemediationService(settings, service.clients)
         try:
             before = await service.run(inv)
             offers = [

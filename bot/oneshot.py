@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
-from bot.remediation import cli_act, cli_actor
+from bot.remediation.terminal import cli_act, cli_actor
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
-from bot.remediation import ClusterClients, Remediator
+from bot.remediation import ClusterClients, RemediationService
 from bot.settings import Settings
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
@@ -69,7 +69,7 @@ def build_bot(
 
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
-    remediation = SlackRemediation(Remediator(settings, clients), web) if clients is not None else None
+    remediation = SlackRemediation(RemediationService(settings, clients), web) if clients is not None else None
     slack = create_app(
         settings,
         service,

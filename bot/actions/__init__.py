@@ -1,6 +1,6 @@
 """The only code that changes anything in a cluster or on a node.
 
-Every action runs only after a confirmation (``bot.confirm``) that checked approver, expiry,
+Every action runs only after a confirmation (``bot.remediation``) that checked approver, expiry,
 single use and the precondition. Importing this package registers every action in ``ACTIONS``;
 ``bot.registry.ACTION_NAMES`` is the public list they must match.
 """

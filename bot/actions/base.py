@@ -8,7 +8,7 @@ the plan and changes nothing. A failed step stops the action; the action then tr
 what it changed and says exactly what state it left the target in.
 
 This module must never perform I/O itself, and nothing outside ``bot.actions`` may register an
-action or call ``run`` without going through ``bot.confirm`` first.
+action or call ``run`` without going through ``bot.remediation`` first.
 """
 
 from __future__ import annotations

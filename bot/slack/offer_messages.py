@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.confirm import ClickOutcome, PendingAction
+from bot.remediation import ClickOutcome, PendingAction
 from bot.slack import limits as L
 from bot.slack.blocks import REMEDIATE_ACTION, Block, context
 

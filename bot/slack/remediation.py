@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.confirm import PendingAction
-from bot.remediation import Remediator
+from bot.remediation import PendingAction, RemediationService
 from bot.report import Finding, Remediation, Report
 from bot.slack.hooks import Click, OfferButton, OfferContext, PostedOffers
 from bot.slack.offer_editor import OfferEditor, slack_error
@@ -33,7 +32,7 @@ log = logging.getLogger("gpubot.slack.remediation")
 class SlackRemediation:
     """Offers, clicks, expiry and restart notes for one bot process, on one Slack workspace."""
 
-    def __init__(self, remediation: Remediator, client: AsyncWebClient | None) -> None:
+    def __init__(self, remediation: RemediationService, client: AsyncWebClient | None) -> None:
         self.remediation = remediation
         self.client = client
         self.messages = OfferEditor(client)

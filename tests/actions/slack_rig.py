@@ -16,7 +16,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.remediation import Remediator
+from bot.remediation import RemediationService
 from bot.service import Service
 from bot.settings import Settings
 from bot.sim.cluster import SimCluster
@@ -44,7 +44,7 @@ WHY_PENDING = "why-pending gpu-full-5d8c6-q7wz2 -n ai"
 class Process:
     """One bot process: the remediation service, its Slack view and the running Slack app."""
 
-    rem: Remediator
+    rem: RemediationService
     slack: SlackRemediation
     app: Running
     #: offer ids whose click handling has finished, in order
@@ -59,7 +59,7 @@ class SlackRig:
     settings: Settings
 
     @property
-    def rem(self) -> Remediator:
+    def rem(self) -> RemediationService:
         return self.bot.rem
 
     @property
@@ -138,7 +138,7 @@ async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[Proce
     hook that records each click once its handling has finished."""
     web = AsyncWebClient(token=BOT_TOKEN, base_url=mock.api_url)
     service = Service(settings)
-    rem = Remediator(settings, service.clients)
+    rem = RemediationService(settings, service.clients)
     slack = SlackRemediation(rem, web)
     await slack.start()
     handled: list[str] = []

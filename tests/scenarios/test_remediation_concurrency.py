@@ -1,7 +1,7 @@
 """One button, many clicks; and a bot restart between the offer and the click.
 
 50 signed clicks on one "checkpoint.clear" button at once run it exactly once. A bot restarted on
-the same SQLite file (new Remediator, Service and Slack app) still honours an offer made before
+the same SQLite file (new RemediationService, Service and Slack app) still honours an offer made before
 the restart; a record found running at start-up is marked interrupted, reported, never re-run.
 """
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.confirm import ApproverPolicy, Decision
 from bot.errors import ConfigError
+from bot.remediation.policy import ApproverPolicy, Decision
 
 APPROVERS = {
     "*": ("S0SRE",),

@@ -1,22 +1,21 @@
-"""Between "a diagnosis offers a fix" and "the fix ran once, or was refused, and why".
+"""The remediation service: offer → approver policy → atomic claim → precondition re-probe → run → audit.
 
-``Remediator`` builds the ``ConfirmFlow`` from settings (SQLite state, approver policy, expiry)
-and binds it to the registered actions: ``offer`` turns a remediation a diagnosis offers into a
-pending record whose id a button (or the CLI) carries; ``click`` turns a click into at most one
-run: approver check, atomic claim, the action's precondition re-probe, the run, the audit.
+``RemediationService`` builds the ``ConfirmFlow`` from settings (SQLite state, approver policy,
+expiry) and binds it to the registered actions: ``offer`` turns a remediation a diagnosis offers
+into a pending record whose id a button (or the CLI) carries; ``click`` turns a click into at most
+one run: approver check, atomic claim, the action's precondition re-probe, the run, the audit.
 ``sweep_expired`` expires offers nobody clicked and ``recover`` marks runs cut off by a restart.
-``cli_act`` is the same path for ``gpubot act``, with a typed confirmation in place of a button.
+The cluster clients come from the caller (``ClusterClients``); this service opens none.
 
-This module knows no chat system: the Slack view (``bot.slack.remediation``) words and edits the
-messages. It must never run an action except through ``ConfirmFlow.on_click``, and never put a
-traceback or user-typed text into the audit trail.
+It knows no chat system: the Slack view (``bot.slack.remediation``) words and edits the messages.
+It must never run an action except through ``ConfirmFlow.on_click``, and never put a traceback or
+user-typed text into the audit trail.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
 from typing import Protocol
@@ -24,14 +23,15 @@ from typing import Protocol
 from kubernetes.client import ApiClient
 
 from bot.actions import ActionContext, get_action
-from bot.confirm import ApproverPolicy, ClickOutcome, ConfirmFlow, PendingAction, RunOutcome, open_state
 from bot.errors import GpubotError
 from bot.probes.kube import KubeReads
+from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome
+from bot.remediation.policy import ApproverPolicy
+from bot.remediation.sqlite_store import open_state
+from bot.remediation.store import PendingAction
 from bot.settings import Settings
 
 log = logging.getLogger("gpubot.remediation")
-
-_CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
 
 OnRunning = Callable[[PendingAction], Awaitable[None]]
 
@@ -51,7 +51,7 @@ class ClusterClients(Protocol):
         ...
 
 
-class Remediator:
+class RemediationService:
     """Offers and clicks for one bot process; several processes may share the SQLite file."""
 
     def __init__(
@@ -181,62 +181,3 @@ class Remediator:
             return RunOutcome(outcome.ok, outcome.summary_line(), outcome.step_lines())
 
         return await self.flow.on_click(action_id, user_id, user_groups, precondition=precondition, run=run)
-
-
-def cli_actor(username: str) -> str:
-    """``cli:<user>`` with only the characters the approver policy accepts."""
-    return "cli:" + (_CLI_USER.sub("_", username)[:64] or "unknown")
-
-
-async def cli_act(
-    settings: Settings,
-    clients: ClusterClients,
-    action_name: str,
-    params: Mapping[str, str],
-    *,
-    actor: str,
-    dry_run: bool,
-    assume_yes: bool,
-    read_line: Callable[[str], str],
-    write: Callable[[str], None],
-) -> int:
-    """``gpubot act``: plan, typed confirmation, then the same flow and audit as a Slack click.
-
-    The person at the terminal confirms by typing the target's name; they are the requester and
-    the approver (the CLI needs cluster credentials already), so the flow's policy for this one
-    run names only them and the two-person rule does not apply.
-    """
-    action = get_action(action_name)
-    checked = action.check_params(params)
-    rem = Remediator(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False))
-    dry = dry_run or settings.dry_run
-    target = action.target(checked)
-    ctx = rem.context(action_name, checked, cluster="")
-
-    def refuse(reason: str) -> None:
-        rem.flow.audit.append(
-            "refuse", action=action_name, actor=actor, cluster=ctx.cluster.name, target=target,
-            detail={"reason": reason}, outcome="refused",
-        )
-
-    holds, why = await action.precondition(ctx)
-    write(f"{action_name} on {target} (cluster {ctx.cluster.name})")
-    write(f"blast radius: {action.blast_radius}")
-    write(f"done when: {action.done}")
-    write(f"precondition: {'holds' if holds else 'does NOT hold'}: {why}")
-    if not holds:
-        refuse(f"precondition does not hold: {why}")
-        return 1
-    write("plan:" + "".join(f"\n  {i}. {s}" for i, s in enumerate(await action.plan(ctx), start=1)))
-    if not dry and not assume_yes:
-        typed = read_line(f"Type the target name ({target}) to proceed: ").strip()
-        if typed != target:
-            refuse("typed confirmation did not match")
-            write("aborted: the typed name did not match; nothing was changed")
-            return 1
-    record = await asyncio.to_thread(rem.flow.offer, action_name, checked, ctx.cluster.name, actor)
-    outcome = await rem.click(record.id, actor, dry_run=dry)
-    for i, step in enumerate(outcome.steps, start=1):
-        write(f"  step {i}: {step}")
-    write(outcome.message)
-    return 0 if outcome.status == "succeeded" else 1
