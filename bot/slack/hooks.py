@@ -48,18 +48,6 @@ class OfferButton:
     blast_radius: str = ""
 
 
-class RemediationOffers(Protocol):
-    """Registers an offered remediation and returns the button that will carry it.
-
-    Returning ``None`` means "do not offer this one here" (the message lists it without a button).
-    The method may be a plain function or a coroutine function.
-    """
-
-    def offer_remediation(
-        self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
-    ) -> OfferButton | None | Awaitable[OfferButton | None]: ...
-
-
 @dataclass(frozen=True)
 class PostedOffers:
     """Where a report carrying offer buttons landed, so the offers can be found (and edited) later."""
@@ -75,14 +63,21 @@ class PostedOffers:
     offer_ids: tuple[str, ...]
 
 
-class OffersPosted(Protocol):
-    """Optional second method of a ``RemediationOffers``: told where its buttons were posted.
+class RemediationOffers(Protocol):
+    """Where the answer gets its remediation buttons (``bot.slack.remediation.SlackRemediation``)."""
 
-    Called once per report message that carries buttons, after Slack answered with its ``ts``.
-    May be a plain function or a coroutine function; a failure there never fails the answer.
-    """
+    async def offer_remediation(
+        self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
+    ) -> OfferButton | None:
+        """Register one offered fix; its button, or ``None`` to list it without one."""
+        ...
 
-    def offers_posted(self, posted: PostedOffers) -> Awaitable[None] | None: ...
+    async def offers_posted(self, posted: PostedOffers) -> None:
+        """Told once per report message that carries buttons, after Slack answered with its ``ts``.
+
+        A failure here never fails the answer.
+        """
+        ...
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The remediation loop as Slack shows it: buttons for offers, a click's progress in place.
 
-``SlackRemediation`` is what the Slack app is given for remediation: it registers each offered
-fix with the remediation service and hands back the button (``RemediationOffers``), learns where
-the buttons were posted (``OffersPosted``), and turns a click into one call of the service's
+``SlackRemediation`` is what the Slack app is given for remediation (``RemediationOffers`` and
+the click hook): it registers each offered fix with the remediation service and hands back the
+button, learns where the buttons were posted, and turns a click into one call of the service's
 ``click`` (the app's click hook): the clicked button alone becomes "approved by <@U…> at …,
 running", then the outcome, and the step details go into the report's thread. Clickers named
 only through a Slack user group are looked up here, and only when group approvers are configured.
@@ -49,7 +49,7 @@ class SlackRemediation:
     async def offer_remediation(
         self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
     ) -> OfferButton | None:
-        """``RemediationOffers``: the button for one offered fix, or ``None`` (listed without one)."""
+        """The button for one offered fix, or ``None`` (listed without one)."""
         record = await self.remediation.offer(
             remediation.action,
             remediation.params,
@@ -63,7 +63,7 @@ class SlackRemediation:
         return OfferButton(record.id, self.remediation.blast_radius(record.action))
 
     async def offers_posted(self, posted: PostedOffers) -> None:
-        """``OffersPosted``: remember where each offer's button is, for clicks and the expiry sweep."""
+        """Remember where each offer's button is, for clicks and the expiry sweep."""
         self.messages.remember(posted.channel, posted.message_ts, posted.blocks)
         await self.remediation.locate(
             posted.offer_ids, channel=posted.channel, message_ts=posted.message_ts, thread_ts=posted.thread_ts

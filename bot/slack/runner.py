@@ -11,7 +11,6 @@ module renders nothing itself and never runs a remediation.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import time
@@ -153,24 +152,18 @@ class Answerer:
         buttons: dict[tuple[int, int], OfferButton] = {}
         for i, finding in enumerate(report.findings):
             for j, rem in enumerate(finding.remediations[: B.MAX_BUTTONS_PER_FINDING]):
-                offered: Any = self._offers.offer_remediation(report, finding, rem, ctx)
-                if inspect.isawaitable(offered):
-                    offered = await offered
+                offered = await self._offers.offer_remediation(report, finding, rem, ctx)
                 if offered is not None:
                     buttons[(i, j)] = offered
         return buttons
 
     async def _offers_posted(self, channel: str, ts: str, thread_ts: str, rendered: B.Rendered) -> None:
         """Tell the offers hook where its buttons landed (for later edits and expiry)."""
-        notify = getattr(self._offers, "offers_posted", None)
         shown = tuple(offer_ids_in(rendered.blocks))
-        if notify is None or not shown:
+        if self._offers is None or not shown:
             return
-        posted = PostedOffers(channel, ts, thread_ts, rendered.blocks, shown)
         try:
-            result = notify(posted)
-            if inspect.isawaitable(result):
-                await result
+            await self._offers.offers_posted(PostedOffers(channel, ts, thread_ts, rendered.blocks, shown))
         except Exception:  # noqa: BLE001 - the answer is posted; a bookkeeping failure must not hide it
             log.exception("offers_posted failed", extra={"channel": channel})
 

@@ -202,6 +202,9 @@ class _Offers:
             return None
         return OfferButton(f"offer-{len(self.offered)}", "Stops kubelet on the node; its pods keep running.")
 
+    async def offers_posted(self, posted: PostedOffers) -> None:
+        pass
+
 
 async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: MockSlackApi) -> None:
     report = Report(
@@ -299,7 +302,7 @@ class _PostedOffers(_Offers):
         super().__init__()
         self.posted: list[PostedOffers] = []
 
-    def offers_posted(self, posted: PostedOffers) -> None:
+    async def offers_posted(self, posted: PostedOffers) -> None:
         self.posted.append(posted)
 
 
