@@ -116,7 +116,7 @@ def pod_memory(cache: WatchCache) -> tuple[float, int]:
 async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
     service = Service(sim.settings(ssh_deadline_s=SSH_DEADLINE_S), use_cache=True, keep_connections=True)
     cluster = sim.info["cluster"]["name"]
-    cache = service.cache_for(cluster)
+    cache = service.clients.cache_for(cluster)
     assert cache is not None
     t0 = time.perf_counter()
     if not await cache.wait_ready(300):
@@ -125,7 +125,7 @@ async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
     gc.collect()
     gc.freeze()  # what a long-running bot would do after its initial sync: keep the cache out of GC scans
     inv = parse_invocation(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE])
-    reader = service.reads_for(cluster)
+    reader = service.clients.reads_for(cluster)
     await service.run(inv)  # first run opens the SSH connections
     ssh_spent = time_physical_probe()
     walls, reqs, nbytes = [], [], []

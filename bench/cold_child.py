@@ -43,7 +43,7 @@ async def main(info_path: str, namespace: str, pod: str) -> None:
     started = time.perf_counter()
     report = await service.run(inv)
     wall = time.perf_counter() - started
-    stats = service.reads_for(info["cluster"]["name"]).stats
+    stats = service.clients.reads_for(info["cluster"]["name"]).stats
     await service.close()
     out = {
         "wall_s": wall,

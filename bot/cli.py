@@ -151,27 +151,6 @@ def invocation_from_args(args: argparse.Namespace) -> Invocation:
     return build_invocation(args.spec, vars(args), "cli")
 
 
-async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
-    """Run against the configured cluster, or a fresh simulator of ``scenario``."""
-    from bot.service import Service
-
-    if scenario:
-        from bot.sim.cluster import SimCluster
-
-        async with SimCluster.from_file(scenario) as sim:
-            sim_settings = sim.settings(runbook_dir=settings.runbook_dir)
-            service = Service(sim_settings)
-            try:
-                return await service.run(replace(inv, cluster=""))
-            finally:
-                await service.close()
-    service = Service(settings)
-    try:
-        return await service.run(inv)
-    finally:
-        await service.close()
-
-
 def _emit(report: Report, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -184,6 +163,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
     if args.scenario and not Path(args.scenario).is_file():
         raise UsageError(f"scenario file not found: {printable(args.scenario)}")
+    from bot.oneshot import run_invocation
+
     report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
     _emit(report, args.json)
     return 0
@@ -227,9 +208,9 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from bot.remediation import serve_with_remediation
+    from bot.server import serve
 
-    asyncio.run(serve_with_remediation(_settings(args)))
+    asyncio.run(serve(_settings(args)))
     return 0
 
 
@@ -240,7 +221,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_act(args: argparse.Namespace) -> int:
-    from bot.remediation import run_act
+    from bot.oneshot import run_act
 
     names = ("node", "pod", "namespace", "label", "value", "copy_from")
     params = {k: getattr(args, k) for k in names if getattr(args, k)}
@@ -251,7 +232,7 @@ def _cmd_act(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from bot.confirm.audit_cli import print_audit
+    from bot.remediation.terminal import print_audit
 
     return print_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 

@@ -12,8 +12,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from bot.cli import run_invocation
 from bot.commands import parse_invocation
+from bot.oneshot import run_invocation
 from bot.render_text import render_text
 from bot.settings import load_settings
 
@@ -45,8 +45,8 @@ DEMO_REQUESTER, DEMO_APPROVER = "U0ALICE", "U0ONCALL"
 
 
 async def _remediation_loop(as_json: bool) -> None:
-    from bot.confirm import format_audit
-    from bot.remediation import Remediator
+    from bot.remediation import RemediationService
+    from bot.remediation.audit import format_audit
     from bot.service import Service
     from bot.sim.cluster import SimCluster
 
@@ -54,7 +54,8 @@ async def _remediation_loop(as_json: bool) -> None:
     inv = parse_invocation(line.split())
     async with SimCluster.from_file(SCENARIO_DIR / "zombie-checkpoint.yaml") as sim:
         settings = sim.settings(approvers={"checkpoint.clear": (DEMO_APPROVER,)}, node_ready_timeout_s=30)
-        service, rem = Service(settings), Remediator(settings)
+        service = Service(settings)
+        rem = RemediationService(settings, service.clients)
         try:
             before = await service.run(inv)
             offers = [
@@ -63,15 +64,14 @@ async def _remediation_loop(as_json: bool) -> None:
             ]
             outcomes = []
             for finding, remedy in offers:
-                record = rem.offer(remedy.action, remedy.params, cluster="", requested_by=DEMO_REQUESTER,
-                                   finding_code=finding.code)
+                record = await rem.offer(remedy.action, remedy.params, cluster="", requested_by=DEMO_REQUESTER,
+                                         finding_code=finding.code)
                 if record is not None:
                     outcomes.append((record, await rem.click(record.id, DEMO_APPROVER)))
             after = await service.run(inv)
             trail = rem.flow.audit.query()
         finally:
             await service.close()
-            await rem.close()
     if as_json:
         print(json.dumps({"remediation_demo": {
             "before": before.codes(), "after": after.codes(),

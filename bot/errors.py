@@ -83,3 +83,17 @@ class NodeProbeError(ProbeError):
 
 class ActionError(GpubotError):
     """A remediation step failed; the message says what state things were left in."""
+
+
+def error_text(exc: BaseException) -> str:
+    """One line that says what failed: our own errors' user message, else type and message.
+
+    Never a traceback: this line goes into chat messages and the audit trail.
+    """
+    message = str(exc).strip()
+    if isinstance(exc, GpubotError):
+        message = exc.user_message.strip()
+    elif message:
+        message = f"{type(exc).__name__}: {message}"
+    line = message.splitlines()[0] if message else type(exc).__name__
+    return line if len(line) <= 300 else line[:300] + "…"

@@ -1,16 +1,16 @@
 """The application service: runs one validated invocation and returns a Report.
 
 The CLI and the Slack app both call ``Service.run``; neither holds diagnosis logic. The service
-owns the per-cluster clients (API reader, exec) and the loaded runbooks.
+owns the loaded runbooks and the per-cluster clients (``bot.clients.KubeClients``), which ``serve``
+also lends to the remediation service.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from dataclasses import dataclass
 
+from bot.clients import KubeClients
 from bot.commands import Invocation, Surface, command_prefix, help_lines
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources
@@ -19,22 +19,11 @@ from bot.engine.runbooks import RunbookSet, list_guides, render_guide_text
 from bot.engine.runner import run_diagnosis
 from bot.errors import UsageError
 from bot.names import shown
-from bot.probes.cache import WatchCache
-from bot.probes.exec import PodExec
-from bot.probes.kube import KubeReader, KubeReads
-from bot.probes.kube_client import new_api_client
 from bot.probes.ssh_pool import SshPool
 from bot.report import Report
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
-@dataclass
-class _ClusterClients:
-    reads: KubeReads
-    reader: KubeReader
-    exec: PodExec
-    cache: WatchCache | None = None
 
 
 class Service:
@@ -52,49 +41,18 @@ class Service:
         #: the long-running bot keeps each node's SSH connection for the next question
         self.ssh_pool = SshPool(idle_s=settings.ssh_idle_s) if keep_connections else None
         #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
-        self.use_cache = use_cache and settings.cache_enabled
+        self.clients = KubeClients(settings, use_cache=use_cache and settings.cache_enabled)
         # the packaged runbooks, with the files of ``runbook_dir`` (if set) replacing or adding to them
         self.runbooks = runbooks if runbooks is not None else load_with_overrides(settings.runbook_dir)
-        self._clients: dict[str, _ClusterClients] = {}
         self._ready = False
 
     async def start(self) -> None:
         """Create the default cluster's clients so the first command does not pay for it."""
-        self._clients_for(self.settings.cluster(None).name)
+        self.clients.for_cluster("")
         self._ready = True
 
     def ready(self) -> bool:
         return self._ready
-
-    def _clients_for(self, cluster_name: str) -> _ClusterClients:
-        clients = self._clients.get(cluster_name)
-        if clients is None:
-            cluster = self.settings.cluster(cluster_name)
-            reader = KubeReader(
-                new_api_client(cluster),
-                page_size=self.settings.page_size,
-                timeout=self.settings.api_timeout_s,
-            )
-            clients = _ClusterClients(reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
-            if self.use_cache:
-                cache = WatchCache(
-                    new_api_client(cluster),
-                    reader,
-                    staleness_s=self.settings.cache_staleness_s,
-                    page_size=self.settings.page_size,
-                )
-                cache.start()  # reads fall back to the API reader until it has synced
-                clients.reads, clients.cache = cache, cache
-            self._clients[cluster_name] = clients
-        return clients
-
-    def cache_for(self, cluster_name: str) -> WatchCache | None:
-        """The watch-fed cache of a cluster, when this service uses one (benchmarks wait on it)."""
-        return self._clients_for(self.settings.cluster(cluster_name).name).cache
-
-    def reads_for(self, cluster_name: str) -> KubeReader:
-        """The API reader of a cluster (benchmarks read its request counters)."""
-        return self._clients_for(self.settings.cluster(cluster_name).name).reader
 
     async def run(self, inv: Invocation) -> Report:
         """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
@@ -103,7 +61,7 @@ class Service:
         if inv.command == "runbook":
             return self._runbook(inv)
         cluster = self.settings.cluster(inv.cluster or None)
-        clients = self._clients_for(cluster.name)
+        clients = self.clients.for_cluster(cluster.name)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(inv, tables=runbook.tables, ssh_concurrency=self.settings.ssh_concurrency)
         sources = Sources(
@@ -147,10 +105,6 @@ class Service:
         return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))
 
     async def close(self) -> None:
-        for clients in self._clients.values():
-            if clients.cache is not None:
-                await asyncio.to_thread(clients.cache.close)
-            clients.reader.close()
-        self._clients.clear()
+        await self.clients.close()
         if self.ssh_pool is not None:
             await self.ssh_pool.close()

@@ -8,7 +8,7 @@ the plan and changes nothing. A failed step stops the action; the action then tr
 what it changed and says exactly what state it left the target in.
 
 This module must never perform I/O itself, and nothing outside ``bot.actions`` may register an
-action or call ``run`` without going through ``bot.confirm`` first.
+action or call ``run`` without going through ``bot.remediation`` first.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
-from bot.confirm import RunOutcome
+from kubernetes.client import ApiClient
+
+from bot.actions.kube_writes import KubeWriter
 from bot.errors import UsageError
 from bot.probes.kube import KubeReads
 from bot.settings import ClusterConfig, Settings
@@ -54,27 +57,33 @@ class ActionOutcome:
     #: the target's state after the run, in words (``node x: schedulable, Ready, kubelet active``)
     state: str = ""
 
-    def to_run_outcome(self) -> RunOutcome:
-        """The shape ``bot.confirm.ConfirmFlow`` audits."""
-        summary = self.summary + (
-            f" State: {self.state}" if self.state and self.state not in self.summary else ""
-        )
-        return RunOutcome(self.ok, summary, [s.line() for s in self.steps])
+    def summary_line(self) -> str:
+        """The summary, then where the target stands unless the summary already says it."""
+        return self.summary + (f" State: {self.state}" if self.state and self.state not in self.summary else "")
+
+    def step_lines(self) -> list[str]:
+        """One line per step, as the audit trail and the thread show them."""
+        return [s.line() for s in self.steps]
 
 
 @dataclass
 class ActionContext:
-    """Everything one run of one action may use; built per click by ``bot.remediation``."""
+    """Everything one run of one action may use; built per click by ``bot.remediation``.
+
+    The Kubernetes clients are lent by the caller (the diagnosis service's, in ``serve``): the
+    context never closes them. Writes go only through ``writer``, built here on the lent connection.
+    """
 
     action: str
     #: validated parameters (``Action.check_params``)
     params: Mapping[str, str]
     settings: Settings
     cluster: ClusterConfig
-    #: Kubernetes reads (the probes' facade)
+    #: Kubernetes reads straight from the API server (the probes' facade; never a cache: a
+    #: precondition must see the cluster as it is now)
     kube: KubeReads
-    #: Kubernetes writes (``bot.actions.kube_writes.KubeWriter``)
-    writer: Any
+    #: the cluster's API connection that ``writer`` uses
+    api: ApiClient
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     #: the finding that offered the action, when it came from a diagnosis
     finding_code: str | None = None
@@ -85,6 +94,11 @@ class ActionContext:
 
     def param(self, name: str) -> str:
         return self.params.get(name, "")
+
+    @cached_property
+    def writer(self) -> KubeWriter:
+        """The only Kubernetes writes an action may make, on the lent connection."""
+        return KubeWriter(self.api, timeout=self.settings.api_timeout_s)
 
 
 class Action(Protocol):

@@ -42,7 +42,10 @@ def _message(exc: ApiException) -> str:
 
 
 class KubeWriter:
-    """Writes for one cluster; every method is a coroutine and raises only ``ActionError``."""
+    """Writes for one cluster; every method is a coroutine and raises only ``ActionError``.
+
+    It borrows ``api_client`` (its owner closes it).
+    """
 
     def __init__(self, api_client: client.ApiClient, *, timeout: float = 10.0) -> None:
         self._client = api_client
@@ -116,6 +119,3 @@ class KubeWriter:
             _content_type=STRATEGIC_MERGE,
         )
         return f"{RESTARTED_AT}={at}"
-
-    def close(self) -> None:
-        self._client.close()

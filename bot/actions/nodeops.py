@@ -19,8 +19,7 @@ from typing import Any
 from bot.actions.base import ActionContext
 from bot.actions.node_exec import NodeShell
 from bot.actions.steps import StepLog
-from bot.confirm import error_text
-from bot.errors import ActionError, GpubotError
+from bot.errors import ActionError, GpubotError, error_text
 from bot.probes.checkpoint import CheckpointEntry
 from bot.probes.node import ssh_target_for
 

@@ -15,8 +15,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from bot.actions.base import ActionContext, StepOutcome
-from bot.confirm import error_text
-from bot.errors import GpubotError
+from bot.errors import GpubotError, error_text
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

@@ -8,13 +8,12 @@ module holds no diagnosis logic and never executes a remediation: clicks go to a
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -29,7 +28,7 @@ from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
 from bot.slack.dedupe import RecentKeys, request_key
-from bot.slack.hooks import ClickHook, DiagnosisService, RemediateHook, RemediationOffers
+from bot.slack.hooks import Click, ClickHook, DiagnosisService, RemediationOffers
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
 from bot.slack.tasks import TaskTracker
@@ -97,14 +96,14 @@ def create_app(
     *,
     metrics: Metrics | None = None,
     offers: RemediationOffers | None = None,
-    on_remediate: RemediateHook | None = None,
+    on_remediate: ClickHook | None = None,
     client: AsyncWebClient | None = None,
 ) -> SlackBot:
     """Build the Slack app for ``settings``; ``transport.SlackServer`` connects it to Slack.
 
     ``offers`` registers remediation buttons (none: buttons show as "not enabled") and, if it
-    has ``offers_posted``, learns where they were posted; ``on_remediate`` receives clicks with
-    the clicked message's blocks and thread. ``client`` overrides the Web API client (tests).
+    has ``offers_posted``, learns where they were posted; ``on_remediate`` receives each click
+    (with the clicked message's blocks and thread). ``client`` overrides the Web API client (tests).
     """
     metrics = metrics or Metrics()
     web = client or AsyncWebClient(
@@ -124,7 +123,6 @@ def create_app(
         name="gpubot",
     )
     bot = SlackBot(app=app, service=service, metrics=metrics)
-    with_message = on_remediate is not None and takes_message(on_remediate)
     answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
 
     @app.command(COMMAND)
@@ -180,32 +178,15 @@ def create_app(
             if response_url:
                 bot.after_ack(context, "remediate-not-enabled", lambda: _say_not_enabled(response_url))
             return
+        click = Click(offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts)
         hook = on_remediate
 
-        async def click() -> None:
-            if with_message:
-                await cast(ClickHook, hook)(
-                    offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts
-                )
-            else:
-                await cast(Callable[[str, str, str, str, str], Coroutine[Any, Any, None]], hook)(
-                    offer, user, channel, message_ts, response_url
-                )
+        async def handle() -> None:
+            await hook(click)
 
-        bot.after_ack(context, "remediate", click)
+        bot.after_ack(context, "remediate", handle)
 
     return bot
-
-
-def takes_message(hook: Callable[..., Any]) -> bool:
-    """Whether ``hook`` accepts the ``blocks`` and ``thread_ts`` keywords (older hooks do not)."""
-    try:
-        params = inspect.signature(hook).parameters
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return True
-    return "blocks" in params and "thread_ts" in params
 
 
 async def _say_not_enabled(response_url: str) -> None:

@@ -1,6 +1,6 @@
 """Block Kit rendering of a ``Report``: the same findings the CLI prints, shaped for a channel.
 
-Pure functions: a report (plus the opaque ids of offered remediations) in, a message out. Every
+Pure functions: a report (plus the buttons of offered remediations) in, a message out. Every
 string passes through ``limits`` so the message always respects Slack's limits; what does not fit
 is counted in ``Rendered.omitted`` and the caller attaches the full report as a file. This module
 never calls Slack and never decides whether a remediation may be offered.
@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.report import Finding, Remediation, Report
 from bot.slack import limits as L
+from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
 from bot.slack.tables import node_table_lines
 
@@ -33,8 +34,8 @@ STEPS_LIMIT = 1500
 MAX_MESSAGE_JSON = 24000
 NOT_ENABLED = "remediation buttons not enabled"
 
-#: (finding index, remediation index) -> opaque offer id; None means no offer hook is installed
-OfferIds = Mapping[tuple[int, int], str]
+#: (finding index, remediation index) -> its button; None means no offer hook is installed
+Offers = Mapping[tuple[int, int], OfferButton]
 
 
 @dataclass
@@ -83,34 +84,32 @@ def button_label(rem: Remediation) -> str:
     return L.clip(f"{rem.action} {values}".strip(), L.MAX_BUTTON_TEXT)
 
 
-def confirm_text(rem: Remediation) -> str:
+def confirm_text(rem: Remediation, blast_radius: str) -> str:
     """The dialog text: the fix in a line, then the action's own blast radius (its hazards).
 
-    The action declares its blast radius (at most 300 characters); when both do not fit Slack's
-    limit, the blast radius wins, because it is what a person must read before confirming.
+    The action declares its blast radius (at most 300 characters; the offer brings it along);
+    when both do not fit Slack's limit, the blast radius wins, because it is what a person must
+    read before confirming.
     """
-    from bot.actions import ACTIONS  # the actions own their hazard text; this only shows it
-
     summary = rem.summary or f"gpubot will run {rem.action}."
-    action = ACTIONS.get(rem.action)
-    radius = action.blast_radius if action is not None else ""
+    radius = blast_radius
     if not radius:
         return summary
     both = f"{summary}\n{radius}"
     return both if len(both) <= L.MAX_CONFIRM_TEXT else radius
 
 
-def remediation_button(rem: Remediation, offer_id: str, index: int) -> Block:
+def remediation_button(rem: Remediation, offer: OfferButton, index: int) -> Block:
     """A danger button carrying only the opaque offer id, behind Slack's confirmation dialog."""
     return {
         "type": "button",
         "action_id": f"{REMEDIATE_ACTION}:{index}",
         "text": _plain(button_label(rem), L.MAX_BUTTON_TEXT),
-        "value": L.clip(offer_id, L.MAX_BUTTON_VALUE, marker=""),
+        "value": L.clip(offer.offer_id, L.MAX_BUTTON_VALUE, marker=""),
         "style": "danger",
         "confirm": {
             "title": _plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
-            "text": _plain(confirm_text(rem), L.MAX_CONFIRM_TEXT),
+            "text": _plain(confirm_text(rem, offer.blast_radius), L.MAX_CONFIRM_TEXT),
             "confirm": _plain("Run it", L.MAX_CONFIRM_BUTTON),
             "deny": _plain("Cancel", L.MAX_CONFIRM_BUTTON),
             "style": "danger",
@@ -118,7 +117,7 @@ def remediation_button(rem: Remediation, offer_id: str, index: int) -> Block:
     }
 
 
-def finding_blocks(i: int, f: Finding, offer_ids: OfferIds | None) -> list[Block]:
+def finding_blocks(i: int, f: Finding, offers: Offers | None) -> list[Block]:
     """Title + explanation, evidence in a code block, next steps, then the remediation buttons."""
     title = L.escape_mrkdwn(f.title)
     head = f"{severity_marker(f.severity)} *{title}*  `{f.code}`"
@@ -130,11 +129,11 @@ def finding_blocks(i: int, f: Finding, offer_ids: OfferIds | None) -> list[Block
     if f.next_steps:
         steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in f.next_steps)
         out.append(section(L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT)))
-    out.extend(_remediation_blocks(i, f, offer_ids))
+    out.extend(_remediation_blocks(i, f, offers))
     return out
 
 
-def _remediation_blocks(i: int, f: Finding, offer_ids: OfferIds | None) -> list[Block]:
+def _remediation_blocks(i: int, f: Finding, offers: Offers | None) -> list[Block]:
     if not f.remediations:
         return []
     shown = f.remediations[:MAX_BUTTONS_PER_FINDING]
@@ -142,7 +141,7 @@ def _remediation_blocks(i: int, f: Finding, offer_ids: OfferIds | None) -> list[
     buttons = []
     unavailable = []
     for j, rem in enumerate(shown):
-        offer = offer_ids.get((i, j)) if offer_ids is not None else None
+        offer = offers.get((i, j)) if offers is not None else None
         if offer:
             buttons.append(remediation_button(rem, offer, j))
         else:
@@ -152,7 +151,7 @@ def _remediation_blocks(i: int, f: Finding, offer_ids: OfferIds | None) -> list[
         chunk = buttons[start : start + L.MAX_ACTIONS_ELEMENTS]
         out.append({"type": "actions", "block_id": f"remediate-{i}-{start}", "elements": chunk})
     if unavailable or more:
-        why = NOT_ENABLED if offer_ids is None else "not offered here"
+        why = NOT_ENABLED if offers is None else "not offered here"
         note = f"Possible fixes: {', '.join(unavailable)} ({why})" if unavailable else ""
         if more:
             note += f" {more} more in the full report."
@@ -172,14 +171,14 @@ def _footer(report: Report) -> Block:
     return context([L.clip(" · ".join(parts), 2000)])
 
 
-def render_report(report: Report, *, offer_ids: OfferIds | None = None) -> Rendered:
+def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
     """The channel message for a report; groups that do not fit are counted, never half-shown."""
     target = describe_target(report)
     verdict = report.verdict()
     top = report.findings[0].severity if report.findings else ""
     marker = severity_marker(top) if top else "✅"
     blocks: list[Block] = [header(f"{marker} {target}: {verdict}")]
-    groups: list[list[Block]] = [finding_blocks(i, f, offer_ids) for i, f in enumerate(report.findings)]
+    groups: list[list[Block]] = [finding_blocks(i, f, offers) for i, f in enumerate(report.findings)]
     if report.nodes:
         groups += [[section(L.code_block(c))] for c in L.split_chunks(node_table_lines(report.nodes), 2900)]
     if report.text:

@@ -38,16 +38,14 @@ class OfferContext:
     invocation: Invocation
 
 
-class RemediationOffers(Protocol):
-    """Registers an offered remediation and returns the opaque id its button will carry.
+@dataclass(frozen=True)
+class OfferButton:
+    """What one remediation button carries and warns about: plain data from the remediation layer."""
 
-    Returning ``None`` means "do not offer this one here" (the message lists it without a button).
-    The method may be a plain function or a coroutine function.
-    """
-
-    def offer_remediation(
-        self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
-    ) -> str | None | Awaitable[str | None]: ...
+    #: the opaque offer id the button's value carries (the whole capability; nothing else is trusted)
+    offer_id: str
+    #: the action's own hazards, shown in Slack's confirmation dialog before anyone can confirm
+    blast_radius: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,38 +63,41 @@ class PostedOffers:
     offer_ids: tuple[str, ...]
 
 
-class OffersPosted(Protocol):
-    """Optional second method of a ``RemediationOffers``: told where its buttons were posted.
+class RemediationOffers(Protocol):
+    """Where the answer gets its remediation buttons (``bot.slack.remediation.SlackRemediation``)."""
 
-    Called once per report message that carries buttons, after Slack answered with its ``ts``.
-    May be a plain function or a coroutine function; a failure there never fails the answer.
-    """
+    async def offer_remediation(
+        self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
+    ) -> OfferButton | None:
+        """Register one offered fix; its button, or ``None`` to list it without one."""
+        ...
 
-    def offers_posted(self, posted: PostedOffers) -> Awaitable[None] | None: ...
+    async def offers_posted(self, posted: PostedOffers) -> None:
+        """Told once per report message that carries buttons, after Slack answered with its ``ts``.
 
-
-class ClickHook(Protocol):
-    """Called (after the ack) when someone clicks a remediation button.
-
-    ``action_value`` is the opaque offer id the button carried. ``blocks`` are the clicked
-    message's blocks as Slack sent them (so the hook can replace that one button and keep the
-    rest), ``thread_ts`` the thread the message is in (``None`` when it is top level).
-    """
-
-    def __call__(
-        self,
-        action_value: str,
-        user_id: str,
-        channel: str,
-        message_ts: str,
-        response_url: str,
-        *,
-        blocks: Sequence[Mapping[str, Any]] | None = None,
-        thread_ts: str | None = None,
-    ) -> Awaitable[None]: ...
+        A failure here never fails the answer.
+        """
+        ...
 
 
-#: The click hook ``create_app`` accepts: a ``ClickHook``, or the older shape taking only the
-#: positional ``(action_value, user_id, channel, message_ts, response_url)``; the app passes
-#: ``blocks`` and ``thread_ts`` only to hooks whose signature accepts them.
-RemediateHook = ClickHook | Callable[[str, str, str, str, str], Awaitable[None]]
+@dataclass(frozen=True)
+class Click:
+    """One click on a remediation button, as Slack reported it (after the ack)."""
+
+    #: the opaque offer id the button carried (untrusted: anyone can forge a payload)
+    offer_id: str
+    user_id: str
+    channel: str
+    #: ``ts`` of the clicked message
+    message_ts: str
+    #: where an answer only the clicker sees goes
+    response_url: str
+    #: the clicked message's blocks as Slack sent them, so one button can be replaced and the
+    #: rest kept; ``None`` when Slack sent none
+    blocks: Sequence[Mapping[str, Any]] | None = None
+    #: the thread the message is in; ``None`` when it is top level
+    thread_ts: str | None = None
+
+
+#: Called (after the ack) when someone clicks a remediation button.
+ClickHook = Callable[[Click], Awaitable[None]]

@@ -1,23 +1,74 @@
-"""Editing a posted report so that one offer's button becomes a status line, and nothing else moves.
+"""What a remediation offer's button turns into: status lines in its place, steps for the thread.
 
 A report message can carry several remediation buttons (one per node, several per finding).
 When one is clicked, or its offer expires, only that button may change: the report, and the other
 offers, must stay as they were so a second fix can still be approved from the same message. These
-pure functions take the message's blocks and return edited copies; they never call Slack, never
-decide whether an action may run, and never mutate the blocks they are given.
+pure functions take the message's blocks and return edited copies, and word the status lines
+(who approved, how it ended, that it expired). They never call Slack, never decide whether an
+action may run, never mutate the blocks they are given, and never put a traceback, a token or
+user-typed text into a line.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from bot.remediation import ClickOutcome, PendingAction
 from bot.slack import limits as L
 from bot.slack.blocks import REMEDIATE_ACTION, Block, context
 
 #: prefix of the block_id of an offer's status line (the offer id follows)
 STATUS_PREFIX = "offer-status-"
+#: what an expired offer's line says
+EXPIRED = "expired — run the diagnosis again"
+#: the longest status line or thread note we send (Slack's section limit is 3,000)
+LINE_LIMIT = 2900
+
+
+def _hms(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _what(record: PendingAction | None) -> str:
+    if record is None:
+        return "the action"
+    return f"*{L.escape_mrkdwn(record.action)}* on `{L.escape_mrkdwn(record.target or '-')}`"
+
+
+def running_text(record: PendingAction, user_id: str, at: datetime, *, dry_run: bool) -> str:
+    dry = " (dry run: nothing will change)" if dry_run else ""
+    return f":hourglass_flowing_sand: {_what(record)}: approved by <@{user_id}> at {_hms(at)}, running{dry}…"
+
+
+def expired_text(record: PendingAction | None) -> str:
+    return f":hourglass: {_what(record)}: {EXPIRED}"
+
+
+def final_text(outcome: ClickOutcome, user_id: str) -> str:
+    """The status line once a click has ended: who approved it and how it went, in one line."""
+    record = outcome.action
+    if outcome.status == "expired":
+        return expired_text(record)
+    icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(outcome.status, ":no_entry_sign:")
+    by = f"approved by <@{user_id}>, " if outcome.executed else ""
+    summary = record.result_summary if record and record.result_summary else outcome.message
+    status = outcome.status.replace("_", " ")
+    return L.clip(f"{icon} {_what(record)}: {by}{status}. {L.escape_mrkdwn(summary or '')}", LINE_LIMIT)
+
+
+def steps_text(steps: Sequence[str]) -> str:
+    lines = "\n".join(f"{i}. {L.escape_mrkdwn(s)}" for i, s in enumerate(steps, start=1))
+    return L.clip("*Steps*\n" + lines, LINE_LIMIT)
+
+
+def interrupted_text(record: PendingAction) -> str:
+    return (
+        f":warning: {record.action} on {record.target or 'the cluster'} was interrupted by a "
+        "gpubot restart and was not re-run. Check the target's state by hand."
+    )
 
 
 def is_remediate_button(element: Mapping[str, Any]) -> bool:

@@ -11,7 +11,6 @@ module renders nothing itself and never runs a remediation.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import time
@@ -28,7 +27,7 @@ from bot.observability import Metrics, log_event
 from bot.report import Report
 from bot.slack import blocks as B
 from bot.slack import limits as L
-from bot.slack.hooks import DiagnosisService, OfferContext, PostedOffers, RemediationOffers
+from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedOffers, RemediationOffers
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 
@@ -133,44 +132,38 @@ class Answerer:
                 failed = B.render_progress_failed(progress, "internal error; see the bot's logs")
                 await self._update(req.channel_id, parent_ts, failed)
             raise
-        offer_ids = await self._offer_ids(report, inv, req)
-        rendered = B.render_report(report, offer_ids=offer_ids)
+        offers = await self._offers_for(report, inv, req)
+        rendered = B.render_report(report, offers=offers)
         if parent_ts is None:
             await self._webhook(req, rendered, response_type="in_channel")
             return report
         report_ts = await self._post(req.channel_id, rendered, thread_ts=parent_ts)
-        if report_ts and offer_ids:
+        if report_ts and offers:
             await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
         if rendered.truncated:
             await self._attach(req.channel_id, parent_ts, report)
         return report
 
-    async def _offer_ids(self, report: Report, inv: Invocation, req: SlashRequest) -> B.OfferIds | None:
+    async def _offers_for(self, report: Report, inv: Invocation, req: SlashRequest) -> B.Offers | None:
         if self._offers is None:
             return None
         ctx = OfferContext(req.user_id, req.channel_id, req.team_id, report.cluster or inv.cluster, inv)
-        ids: dict[tuple[int, int], str] = {}
+        buttons: dict[tuple[int, int], OfferButton] = {}
         for i, finding in enumerate(report.findings):
             for j, rem in enumerate(finding.remediations[: B.MAX_BUTTONS_PER_FINDING]):
-                offered: Any = self._offers.offer_remediation(report, finding, rem, ctx)
-                if inspect.isawaitable(offered):
-                    offered = await offered
-                if offered:
-                    ids[(i, j)] = str(offered)
-        return ids
+                offered = await self._offers.offer_remediation(report, finding, rem, ctx)
+                if offered is not None:
+                    buttons[(i, j)] = offered
+        return buttons
 
     async def _offers_posted(self, channel: str, ts: str, thread_ts: str, rendered: B.Rendered) -> None:
         """Tell the offers hook where its buttons landed (for later edits and expiry)."""
-        notify = getattr(self._offers, "offers_posted", None)
         shown = tuple(offer_ids_in(rendered.blocks))
-        if notify is None or not shown:
+        if self._offers is None or not shown:
             return
-        posted = PostedOffers(channel, ts, thread_ts, rendered.blocks, shown)
         try:
-            result = notify(posted)
-            if inspect.isawaitable(result):
-                await result
+            await self._offers.offers_posted(PostedOffers(channel, ts, thread_ts, rendered.blocks, shown))
         except Exception:  # noqa: BLE001 - the answer is posted; a bookkeeping failure must not hide it
             log.exception("offers_posted failed", extra={"channel": channel})
 

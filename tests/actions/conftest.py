@@ -1,4 +1,5 @@
-"""Fixtures of the action tests: a simulated cluster on real ports and a Remediator on a temp SQLite file."""
+"""Fixtures of the action tests: a simulated cluster on real ports and a RemediationService on a temp SQLite file,
+borrowing the clients of a ``KubeClients`` pool as ``serve`` lends the diagnosis service's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.remediation import Remediator
+from bot.clients import KubeClients
+from bot.remediation import RemediationService
 from bot.sim.cluster import SimCluster
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -31,7 +33,7 @@ def api_writes(sim: SimCluster) -> list[tuple[str, str, Any]]:
     return [(w.verb, w.path, w.body) for w in sim.api.writes]
 
 
-Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, Remediator]]]
+Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]]
 
 
 @pytest.fixture
@@ -39,23 +41,25 @@ def rig(tmp_path: Path) -> Rig:
     """``async with rig("zombie-checkpoint", two_person_rule=True) as (sim, rem)``."""
 
     @asynccontextmanager
-    async def start(name: str, **overrides: Any) -> AsyncIterator[tuple[SimCluster, Remediator]]:
+    async def start(name: str, **overrides: Any) -> AsyncIterator[tuple[SimCluster, RemediationService]]:
         async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
             values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
             values.update(overrides)
-            rem = Remediator(sim.settings(**values))
+            settings = sim.settings(**values)
+            clients = KubeClients(settings)
             try:
-                yield sim, rem
+                yield sim, RemediationService(settings, clients)
             finally:
-                await rem.close()
+                await clients.close()
 
     return start
 
 
 async def offer_and_click(
-    rem: Remediator, action: str, params: dict[str, str], *, user: str = APPROVER, **click: Any
+    rem: RemediationService, action: str, params: dict[str, str], *, user: str = APPROVER, **click: Any
 ) -> Any:
     """Offer as the requester, click as ``user``: the same path a Slack button takes."""
-    record = rem.offer(action, params, cluster="", requested_by=REQUESTER, finding_code=click.pop("finding", None))
+    finding = click.pop("finding", None)
+    record = await rem.offer(action, params, cluster="", requested_by=REQUESTER, finding_code=finding)
     assert record is not None, f"{action} {params} could not be offered"
     return await rem.click(record.id, user, **click)

@@ -1,5 +1,5 @@
 """A whole bot on real ports for the remediation scenario tests: simulator, Slack HTTP app with the
-Remediator's hooks, a recording mock of Slack, and signed requests to drive it.
+remediation service's Slack view, a recording mock of Slack, and signed requests to drive it.
 
 Shared by ``tests/scenarios/test_remediation_*.py``; it only wires things and waits, it asserts nothing.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +16,12 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.remediation import Remediator
+from bot.remediation import RemediationService
 from bot.service import Service
 from bot.settings import Settings
 from bot.sim.cluster import SimCluster
+from bot.slack.hooks import Click
+from bot.slack.remediation import SlackRemediation
 from tests.actions.conftest import APPROVER, REQUESTER, scenario
 from tests.slack.helpers import (
     BOT_TOKEN,
@@ -39,14 +41,34 @@ WHY_PENDING = "why-pending gpu-full-5d8c6-q7wz2 -n ai"
 
 
 @dataclass
-class SlackRig:
-    sim: SimCluster
-    rem: Remediator
+class Process:
+    """One bot process: the remediation service, its Slack view and the running Slack app."""
+
+    rem: RemediationService
+    slack: SlackRemediation
     app: Running
-    mock: MockSlackApi
-    settings: Settings
     #: offer ids whose click handling has finished, in order
     handled: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SlackRig:
+    sim: SimCluster
+    bot: Process
+    mock: MockSlackApi
+    settings: Settings
+
+    @property
+    def rem(self) -> RemediationService:
+        return self.bot.rem
+
+    @property
+    def app(self) -> Running:
+        return self.bot.app
+
+    @property
+    def handled(self) -> list[str]:
+        return self.bot.handled
 
     async def command(self, text: str = WHY_PENDING, *, user: str = REQUESTER) -> dict[str, list[str]]:
         """Run a slash command; return button label -> offer ids from the report it posted."""
@@ -106,38 +128,31 @@ async def slack_rig(
         if state is not None:
             values["state_path"] = str(state)
         settings = settings_for(mock, base=sim.settings(), **values)
-        async with started(settings, mock) as (rem, app, handled):
-            yield SlackRig(sim, rem, app, mock, settings, handled)
+        async with started(settings, mock) as bot:
+            yield SlackRig(sim, bot, mock, settings)
 
 
 @asynccontextmanager
-async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[tuple[Remediator, Running, list[str]]]:
-    """One bot process: a Remediator (recovering its state file) and the Slack app wired to it."""
+async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[Process]:
+    """One bot process wired as ``bot.wiring`` wires it, recovering its state file, plus a click
+    hook that records each click once its handling has finished."""
     web = AsyncWebClient(token=BOT_TOKEN, base_url=mock.api_url)
-    rem = Remediator(settings, client=web)
-    await rem.start()
+    service = Service(settings)
+    rem = RemediationService(settings, service.clients)
+    slack = SlackRemediation(rem, web)
+    await slack.start()
     handled: list[str] = []
 
-    async def hook(
-        value: str,
-        user: str,
-        channel: str,
-        message_ts: str,
-        response_url: str,
-        *,
-        blocks: Sequence[Mapping[str, Any]] | None = None,
-        thread_ts: str | None = None,
-    ) -> None:
+    async def hook(click: Click) -> None:
         try:
-            await rem.on_remediate(value, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts)
+            await slack.on_click(click)
         finally:
-            handled.append(value)
+            handled.append(click.offer_id)
 
     try:
-        async with running_app(settings, Service(settings), offers=rem, on_remediate=hook) as app:
-            yield rem, app, handled
+        async with running_app(settings, service, offers=slack, on_remediate=hook) as app:
+            yield Process(rem, slack, app, handled)
     finally:
-        await rem.close()
         if web.session is not None:
             await web.session.close()
 

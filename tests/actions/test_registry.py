@@ -101,9 +101,9 @@ def test_outcome_lines_carry_each_step_status() -> None:
         "stopped.",
         [StepOutcome("cordon node n", "ok"), StepOutcome("start kubelet", "failed", "exit 1")],
         state="node n: CORDONED",
-    ).to_run_outcome()
-    assert outcome.steps == ["ok: cordon node n", "failed: start kubelet — exit 1"]
-    assert outcome.summary == "stopped. State: node n: CORDONED"
+    )
+    assert outcome.step_lines() == ["ok: cordon node n", "failed: start kubelet — exit 1"]
+    assert outcome.summary_line() == "stopped. State: node n: CORDONED"
 
 
 def _client_write_calls(path: Path) -> list[tuple[str, int]]:

@@ -1,7 +1,7 @@
 """One button, many clicks; and a bot restart between the offer and the click.
 
 50 signed clicks on one "checkpoint.clear" button at once run it exactly once. A bot restarted on
-the same SQLite file (new Remediator, Service and Slack app) still honours an offer made before
+the same SQLite file (new RemediationService, Service and Slack app) still honours an offer made before
 the restart; a record found running at start-up is marked interrupted, reported, never re-run.
 """
 
@@ -52,15 +52,15 @@ async def test_offer_survives_a_restart_of_the_bot(tmp_path: Path, slack_api: Mo
             node_ready_timeout_s=5.0,
             state_path=str(state),
         )
-        async with started(settings, slack_api) as (rem, app, handled):
-            first = SlackRig(sim, rem, app, slack_api, settings, handled)
+        async with started(settings, slack_api) as bot:
+            first = SlackRig(sim, bot, slack_api, settings)
             value = (await first.command())[BUTTON][0]
         assert sim.api.writes == []
         # a new process on the same state file
-        async with started(settings, slack_api) as (rem, app, handled):
-            second = SlackRig(sim, rem, app, slack_api, settings, handled)
+        async with started(settings, slack_api) as bot:
+            second = SlackRig(sim, bot, slack_api, settings)
             await second.click(value)
-            assert rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
+            assert bot.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
         assert len(sim.ssh.history(ZOMBIE_NODE)) == 3
 
 
@@ -68,17 +68,17 @@ async def test_a_run_cut_off_by_a_restart_is_interrupted_not_rerun(tmp_path: Pat
     state = tmp_path / "state.db"
     async with SimCluster.from_file(scenario("zombie-checkpoint"), workdir=tmp_path / "sim") as sim:
         settings = settings_for(slack_api, base=sim.settings(), approvers={"*": (APPROVER,)}, state_path=str(state))
-        async with started(settings, slack_api) as (rem, app, handled):
-            first = SlackRig(sim, rem, app, slack_api, settings, handled)
+        async with started(settings, slack_api) as bot:
+            first = SlackRig(sim, bot, slack_api, settings)
             value = (await first.command())[BUTTON][0]
             # as if the process died mid-run: claimed, never finished
-            rem.flow.store.claim(value, approver=APPROVER, now=rem.flow.clock())
-            rem.flow.store.set_message(value, channel="C0GPU", message_ts="1700000000.000002")
-        async with started(settings, slack_api) as (rem, app, handled):
-            assert rem.flow.store.get(value).state == "interrupted"  # type: ignore[union-attr]
-            second = SlackRig(sim, rem, app, slack_api, settings, handled)
+            bot.rem.flow.store.claim(value, approver=APPROVER, now=bot.rem.flow.clock())
+            bot.rem.flow.store.set_message(value, channel="C0GPU", message_ts="1700000000.000002")
+        async with started(settings, slack_api) as bot:
+            assert bot.rem.flow.store.get(value).state == "interrupted"  # type: ignore[union-attr]
+            second = SlackRig(sim, bot, slack_api, settings)
             await second.click(value)
-            assert any(e.event == "interrupted" for e in rem.flow.audit.query(action_id=value))
+            assert any(e.event == "interrupted" for e in bot.rem.flow.audit.query(action_id=value))
         notes = [c.body for c in slack_api.of("chat.postMessage") if "interrupted" in c.body.get("text", "")]
         assert notes and notes[0]["channel"] == "C0GPU" and notes[0]["thread_ts"] == "1700000000.000002"
         assert sim.api.writes == [] and sim.ssh.history(ZOMBIE_NODE) == []

@@ -8,6 +8,7 @@ are in the thread → the diagnosis no longer reports CHECKPOINT_ZOMBIE.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,10 +18,13 @@ import pytest
 
 from bot.commands import parse_invocation
 from bot.probes.checkpoint import CHECKPOINT_PATH
+from bot.server import serve
 from bot.service import Service
 from bot.sim.cluster import SimCluster
-from tests.actions.conftest import APPROVER
+from bot.slack.transport import SlackServer
+from tests.actions.conftest import APPROVER, scenario
 from tests.actions.slack_rig import WHY_PENDING, buttons, mock_slack_server, slack_rig
+from tests.slack.helpers import click_payload, form, interaction_form, post, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
 
@@ -31,6 +35,7 @@ async def slack_api() -> AsyncIterator[MockSlackApi]:
 
 
 NODES = ("tcs-10-29-25-5", "tcs-10-29-25-6")
+REPORT_TS = "1700000000.000002"
 
 
 def record_timeline(sim: SimCluster) -> Callable[[], dict[str, list[str]]]:
@@ -131,3 +136,41 @@ async def test_buttons_carry_only_an_opaque_id_behind_a_danger_confirmation(
             assert "tcs-10-29" not in element["value"]
             assert record.requested_by == "U0ALICE" and record.finding_code
         assert rig.sim.api.writes == []
+
+
+async def test_gpubot_serve_wires_the_remediation_loop(tmp_path: Path, slack_api: MockSlackApi) -> None:
+    """``gpubot serve`` as production builds it (``bot.wiring``, no stand-ins): the report's buttons
+    carry offers, an approver's click runs the fix once through the diagnosis service's clients,
+    and the clicked button becomes the outcome."""
+    async with SimCluster.from_file(scenario("zombie-checkpoint"), workdir=tmp_path / "sim") as sim:
+        settings = settings_for(
+            slack_api,
+            base=sim.settings(),
+            approvers={"*": (APPROVER,)},
+            node_ready_timeout_s=5.0,
+            state_path=str(tmp_path / "state.db"),
+        )
+        stop = asyncio.Event()
+        started: asyncio.Future[SlackServer] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve(settings, stop=stop, started=started, configure_logs=False))
+        try:
+            server = await asyncio.wait_for(asyncio.shield(started), 30)
+            url = f"http://127.0.0.1:{server.port}/slack/events"
+            body = form(slash_payload(slack_api, WHY_PENDING))
+            assert (await post(url, body, sign(body)))[0] == 200
+            await slack_api.wait_for(lambda: ("C0GPU", REPORT_TS) in slack_api.messages, timeout=60)
+            await slack_api.wait_for(lambda: len(server.bot.tasks) == 0, timeout=60)  # offers recorded
+            value = buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])[f"checkpoint.clear {NODES[0]}"][0]
+            click = interaction_form(click_payload(slack_api, value, user=APPROVER))
+            assert (await post(url, click, sign(click)))[0] == 200
+            done = f"offer-status-{value}"
+
+            def outcome() -> str:
+                blocks = slack_api.message("C0GPU", REPORT_TS)["blocks"]
+                return next((b["elements"][0]["text"] for b in blocks if b.get("block_id") == done), "")
+
+            await slack_api.wait_for(lambda: "succeeded" in outcome(), timeout=60)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+        assert len(sim.ssh.history(NODES[0])) == 3 and sim.ssh.history(NODES[1]) == []

@@ -45,16 +45,16 @@ async def test_a_restarted_bot_edits_the_blocks_the_click_carries(tmp_path: Path
             node_ready_timeout_s=5.0,
             state_path=str(state),
         )
-        async with started(settings, slack_api) as (rem, app, handled):
-            offered = await SlackRig(sim, rem, app, slack_api, settings, handled).command()
+        async with started(settings, slack_api) as bot:
+            offered = await SlackRig(sim, bot, slack_api, settings).command()
         posted = json.dumps(slack_api.message("C0GPU", REPORT_TS)["blocks"])
-        async with started(settings, slack_api) as (rem, app, handled):
-            rig = SlackRig(sim, rem, app, slack_api, settings, handled)
-            assert rem.messages.remembered("C0GPU", REPORT_TS) is None  # nothing cached: a new process
-            record = rem.flow.store.get(offered[BUTTON][0])
+        async with started(settings, slack_api) as bot:
+            rig = SlackRig(sim, bot, slack_api, settings)
+            assert bot.slack.messages.remembered("C0GPU", REPORT_TS) is None  # nothing cached: a new process
+            record = bot.rem.flow.store.get(offered[BUTTON][0])
             assert record is not None and (record.message_ts, record.thread_ts) == (REPORT_TS, PARENT_TS)
             await rig.click(offered[BUTTON][0])
-            assert rem.flow.store.get(offered[BUTTON][0]).state == "succeeded"  # type: ignore[union-attr]
+            assert bot.rem.flow.store.get(offered[BUTTON][0]).state == "succeeded"  # type: ignore[union-attr]
 
     final = slack_api.message("C0GPU", REPORT_TS)["blocks"]
     left = buttons(final)

@@ -1,7 +1,7 @@
 """Offers nobody clicks: the periodic sweep expires them and says so where their buttons were.
 
 The report is posted through the Slack HTTP app on the zombie-checkpoint scenario; the flow's
-clock is a fake one, moved past the offers' expiry; ``Remediator.sweep_expired`` (what ``serve``
+clock is a fake one, moved past the offers' expiry; ``SlackRemediation.sweep_expired`` (what ``serve``
 runs every ``offer_sweep_interval_s``) must then audit each expiry and turn every button of the
 message into an "expired" line with one ``chat.update``, keeping the report. After a restart,
 with no blocks in memory, it says so in the report's thread instead of wiping the report.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.remediation_slack import EXPIRED
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
+from bot.slack.offer_messages import EXPIRED
 from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario, state_changes
 from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
@@ -59,11 +59,11 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
 
         clock.now = T0 + timedelta(seconds=TTL_S - 1)
         updates_before = len(slack_api.of("chat.update"))
-        assert await rig.rem.sweep_expired() == []
+        assert await rig.bot.slack.sweep_expired() == []
         assert len(slack_api.of("chat.update")) == updates_before
 
         clock.now = T0 + timedelta(seconds=TTL_S + 1)
-        expired = await rig.rem.sweep_expired()
+        expired = await rig.bot.slack.sweep_expired()
         assert {r.id for r in expired} == offers
         assert all(rig.rem.flow.store.get(v).state == "expired" for v in offers)  # type: ignore[union-attr]
         updates = slack_api.of("chat.update")[updates_before:]
@@ -88,7 +88,7 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
         assert {e.action_id for e in audit} == offers and {e.actor for e in audit} == {"gpubot"}
 
         # a second sweep finds nothing; a late click on the old button runs nothing
-        assert await rig.rem.sweep_expired() == []
+        assert await rig.bot.slack.sweep_expired() == []
         assert len(slack_api.of("chat.update")) == updates_before + 1
         await rig.click(offered[f"checkpoint.clear {ZOMBIE_NODE}"][0], user=APPROVER)
         assert rig.sim.api.writes == [] and state_changes(rig.sim) == {}
@@ -104,14 +104,14 @@ async def test_after_a_restart_the_sweep_notes_expiry_in_the_thread(tmp_path: Pa
             action_ttl_s=TTL_S,
             state_path=str(tmp_path / "state.db"),
         )
-        async with started(settings, slack_api) as (rem, app, handled):
-            rem.flow.clock = clock
-            offered = await SlackRig(sim, rem, app, slack_api, settings, handled).command()
+        async with started(settings, slack_api) as bot:
+            bot.rem.flow.clock = clock
+            offered = await SlackRig(sim, bot, slack_api, settings).command()
         posted = slack_api.message("C0GPU", REPORT_TS)["blocks"]
-        async with started(settings, slack_api) as (rem, app, handled):
-            rem.flow.clock = clock
+        async with started(settings, slack_api) as bot:
+            bot.rem.flow.clock = clock
             clock.now = T0 + timedelta(seconds=TTL_S + 60)
-            expired = await rem.sweep_expired()
+            expired = await bot.slack.sweep_expired()
     assert {r.id for r in expired} == _values(offered)
     assert not [c for c in slack_api.of("chat.update") if c.body["ts"] == REPORT_TS]
     assert slack_api.message("C0GPU", REPORT_TS)["blocks"] == posted  # the report is never wiped

@@ -21,7 +21,7 @@ from bot.observability import Metrics
 from bot.report import Finding, Remediation, Report
 from bot.settings import Settings, load_settings
 from bot.slack.app import SlackBot, create_app
-from bot.slack.hooks import DiagnosisService, RemediateHook, RemediationOffers
+from bot.slack.hooks import ClickHook, DiagnosisService, RemediationOffers
 from bot.slack.transport import SlackServer
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -228,7 +228,7 @@ async def running_app(
     service: DiagnosisService,
     *,
     offers: RemediationOffers | None = None,
-    on_remediate: RemediateHook | None = None,
+    on_remediate: ClickHook | None = None,
 ) -> AsyncIterator[Running]:
     bot = create_app(settings, service, metrics=Metrics(), offers=offers, on_remediate=on_remediate)
     server = SlackServer(bot, settings)

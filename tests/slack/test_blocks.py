@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report
 from bot.slack import blocks as B
 from bot.slack import limits as L
+from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import full_text
 
 
@@ -94,8 +95,10 @@ def huge_report() -> Report:
 def test_200_findings_and_20kb_evidence_respect_every_limit() -> None:
     report = huge_report()
     assert sum(len(e) for f in report.findings for e in f.evidence) >= 20000
-    offer_ids = {(i, j): f"offer-{i}-{j}-" + "v" * 2100 for i in range(200) for j in range(30)}
-    rendered = B.render_report(report, offer_ids=offer_ids)
+    offers = {
+        (i, j): OfferButton(f"offer-{i}-{j}-" + "v" * 2100, "hazard " * 60) for i in range(200) for j in range(30)
+    }
+    rendered = B.render_report(report, offers=offers)
     assert_within_limits(rendered)
     assert rendered.truncated and rendered.omitted > 150
     assert "did not fit" in json.dumps(rendered.blocks)
@@ -109,7 +112,7 @@ def test_200_findings_and_20kb_evidence_respect_every_limit() -> None:
 
 
 def test_same_report_without_offer_hook_says_not_enabled() -> None:
-    rendered = B.render_report(huge_report(), offer_ids=None)
+    rendered = B.render_report(huge_report(), offers=None)
     assert_within_limits(rendered)
     assert not any(b["type"] == "actions" for b in rendered.blocks)
     assert B.NOT_ENABLED in json.dumps(rendered.blocks)
@@ -206,7 +209,7 @@ def test_any_text_stays_within_limits(titles: list[str], evidence: list[str], su
                 remediations=[Remediation("pod.delete", {"pod": title[:300]}, summary)],
             )
         )
-    rendered = B.render_report(report, offer_ids={(i, 0): "id" for i in range(len(titles))})
+    rendered = B.render_report(report, offers={(i, 0): OfferButton("id") for i in range(len(titles))})
     assert_within_limits(rendered)
 
 

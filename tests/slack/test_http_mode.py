@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 
 from bot.report import Finding, Remediation, Report
 from bot.settings import ClusterConfig
-from bot.slack.hooks import PostedOffers
+from bot.slack.hooks import Click, OfferButton, PostedOffers
 from tests.slack.helpers import (
     FakeService,
     action_payload,
@@ -197,9 +196,14 @@ class _Offers:
     def __init__(self) -> None:
         self.offered: list[tuple[str, str, str]] = []
 
-    async def offer_remediation(self, report, finding, remediation, context) -> str | None:  # type: ignore[no-untyped-def]
+    async def offer_remediation(self, report, finding, remediation, context) -> OfferButton | None:  # type: ignore[no-untyped-def]
         self.offered.append((finding.code, remediation.action, context.user_id))
-        return None if remediation.action == "node.cordon" else f"offer-{len(self.offered)}"
+        if remediation.action == "node.cordon":
+            return None
+        return OfferButton(f"offer-{len(self.offered)}", "Stops kubelet on the node; its pods keep running.")
+
+    async def offers_posted(self, posted: PostedOffers) -> None:
+        pass
 
 
 async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: MockSlackApi) -> None:
@@ -220,10 +224,10 @@ async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: Moc
         )
     )
     offers = _Offers()
-    clicks: list[tuple[str, ...]] = []
+    clicks: list[Click] = []
 
-    async def on_remediate(value: str, user: str, channel: str, ts: str, response_url: str) -> None:
-        clicks.append((value, user, channel, ts, response_url))
+    async def on_remediate(click: Click) -> None:
+        clicks.append(click)
 
     async with running_app(
         settings_for(mock_slack), FakeService(report), offers=offers, on_remediate=on_remediate
@@ -235,7 +239,8 @@ async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: Moc
         buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
         assert [b["value"] for b in buttons] == ["offer-1"]
         assert buttons[0]["confirm"]["style"] == "danger"
-        assert "backs up the checkpoint" in buttons[0]["confirm"]["text"]["text"]
+        confirm = buttons[0]["confirm"]["text"]["text"]
+        assert "backs up the checkpoint" in confirm and "Stops kubelet on the node" in confirm  # fix, then hazards
         assert "node.cordon n1" in _texts(blocks)  # declined offer: listed without a button
 
         click = interaction_form(action_payload(mock_slack, "offer-1"))
@@ -251,9 +256,11 @@ async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: Moc
         ("CHECKPOINT_ZOMBIE", "node.cordon", "U0ALICE"),
     ]
     assert len(clicks) == 1
-    value, user, channel, ts, response_url = clicks[0]
-    assert (value, user, channel, ts) == ("offer-1", "U0BOB", "C0GPU", "1700000000.000002")
-    assert response_url.startswith(mock_slack.base)
+    click = clicks[0]
+    assert (click.offer_id, click.user_id, click.channel, click.message_ts) == (
+        "offer-1", "U0BOB", "C0GPU", "1700000000.000002"
+    )
+    assert click.response_url.startswith(mock_slack.base)
 
 
 async def test_click_without_hook_says_not_enabled(mock_slack: MockSlackApi) -> None:
@@ -295,7 +302,7 @@ class _PostedOffers(_Offers):
         super().__init__()
         self.posted: list[PostedOffers] = []
 
-    def offers_posted(self, posted: PostedOffers) -> None:
+    async def offers_posted(self, posted: PostedOffers) -> None:
         self.posted.append(posted)
 
 
@@ -304,17 +311,10 @@ async def test_the_hook_learns_where_offers_are_and_gets_the_clicked_message(moc
     offers = _PostedOffers()
     clicks: list[dict[str, Any]] = []
 
-    async def on_remediate(
-        value: str,
-        user: str,
-        channel: str,
-        ts: str,
-        response_url: str,
-        *,
-        blocks: Sequence[Mapping[str, Any]] | None = None,
-        thread_ts: str | None = None,
-    ) -> None:
-        clicks.append({"value": value, "ts": ts, "blocks": blocks, "thread_ts": thread_ts})
+    async def on_remediate(click: Click) -> None:
+        clicks.append(
+            {"value": click.offer_id, "ts": click.message_ts, "blocks": click.blocks, "thread_ts": click.thread_ts}
+        )
 
     async with running_app(
         settings_for(mock_slack), FakeService(report), offers=offers, on_remediate=on_remediate

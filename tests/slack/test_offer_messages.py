@@ -7,6 +7,7 @@ import json
 
 from bot.report import Finding, Remediation, Report
 from bot.slack.blocks import render_report
+from bot.slack.hooks import OfferButton
 from bot.slack.limits import MAX_BLOCKS
 from bot.slack.offer_messages import STATUS_PREFIX, offer_ids_in, replace_offer
 
@@ -19,8 +20,8 @@ def _report(n_rems: int = 3) -> Report:
 
 
 def _blocks(n_rems: int = 3) -> list[dict]:
-    ids = {(0, j): f"offer-{j}" for j in range(n_rems)}
-    return render_report(_report(n_rems), offer_ids=ids).blocks
+    offers = {(0, j): OfferButton(f"offer-{j}") for j in range(n_rems)}
+    return render_report(_report(n_rems), offers=offers).blocks
 
 
 def _buttons(blocks: list[dict]) -> list[str]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.errors import ConfigError
+from bot.remediation import RemediationService
 from bot.server import serve, sweep_periodically
 from bot.settings import load_settings
 from bot.slack.transport import SlackServer
@@ -58,21 +61,39 @@ async def test_no_sweep_before_the_first_interval() -> None:
     assert sweeps.calls == 0
 
 
-async def test_serve_runs_the_sweep_until_shutdown(mock_slack: MockSlackApi) -> None:
-    sweeps = Sweeps()
+class NoClients:
+    """Cluster clients a sweep never needs: expiring an offer runs no action."""
+
+    def reads_for(self, cluster_name: str) -> Any:
+        raise AssertionError("the sweep read a cluster")
+
+    def api_client_for(self, cluster_name: str) -> Any:
+        raise AssertionError("the sweep wrote to a cluster")
+
+
+async def test_serve_expires_offers_on_a_timer_until_shutdown(mock_slack: MockSlackApi, tmp_path: Path) -> None:
+    settings = settings_for(
+        mock_slack, offer_sweep_interval_s=0.02, action_ttl_s=60, state_path=str(tmp_path / "state.db")
+    )
+    earlier = RemediationService(settings, NoClients())
+    earlier.flow.clock = lambda: datetime.now(UTC) - timedelta(hours=1)  # offered an hour ago
+    record = await earlier.offer("node.cordon", {"node": "gpu-1"}, cluster="", requested_by="U0ALICE")
+    assert record is not None and record.state == "pending"
     stop = asyncio.Event()
     started: asyncio.Future[SlackServer] = asyncio.get_running_loop().create_future()
-    settings = settings_for(mock_slack, offer_sweep_interval_s=0.02)
     task = asyncio.create_task(
-        serve(settings, service=FakeService(), sweep=sweeps, stop=stop, started=started, configure_logs=False)
+        serve(settings, service=FakeService(), clients=NoClients(), stop=stop, started=started, configure_logs=False)
     )
     await asyncio.wait_for(asyncio.shield(started), 10)
-    await _until(lambda: sweeps.calls >= 2)
+
+    def expiries() -> list[str]:
+        return [e.actor for e in earlier.flow.audit.query(action_id=record.id) if e.event == "expire"]
+
+    await _until(lambda: expiries() != [])  # the state changes first, then the expiry is audited
     stop.set()
     await asyncio.wait_for(task, 10)
-    calls = sweeps.calls
-    await asyncio.sleep(0.06)
-    assert sweeps.calls == calls, "the sweep stopped with the bot"
+    assert expiries() == ["gpubot"]
+    assert earlier.flow.store.get(record.id).state == "expired"  # type: ignore[union-attr]
     assert not [t for t in asyncio.all_tasks() if "sweep_periodically" in repr(t.get_coro())]
 
 

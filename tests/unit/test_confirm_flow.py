@@ -11,19 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.confirm import (
-    ApproverPolicy,
-    ClickOutcome,
-    ConfirmFlow,
-    PendingAction,
-    RunOutcome,
-    SqliteAuditLog,
-    SqlitePendingStore,
-    format_audit,
-    new_action_id,
-    open_state,
-)
 from bot.errors import ActionError
+from bot.remediation.audit import format_audit
+from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome
+from bot.remediation.ids import new_action_id
+from bot.remediation.policy import ApproverPolicy
+from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, open_state
+from bot.remediation.store import PendingAction
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 APPROVERS = {"*": ("U0SRE", "U0OTHER", "S0ONCALL"), "namespace.label": ()}
@@ -452,11 +446,14 @@ async def test_the_trail_reads_as_a_story(flow: ConfirmFlow) -> None:
     assert "U0INTRUDER is not an approver for kubelet.restart" in text
 
 
-def test_confirm_imports_neither_slack_nor_actions_nor_kubernetes() -> None:
+def test_the_remediation_package_loads_no_slack_and_no_view() -> None:
+    """Transitively: importing the package pulls in neither Slack nor a view, the service or the
+    simulator. (That the flow layer imports no action or client is checked in ``test_layers``.)"""
     code = (
-        "import sys, bot.confirm\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('slack_bolt', 'slack_sdk', 'kubernetes',"
-        " 'asyncssh') or m.startswith(('bot.actions', 'bot.slack', 'bot.probes', 'bot.engine')))\n"
+        "import sys, bot.remediation\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('slack_bolt', 'slack_sdk')"
+        " or m.startswith(('bot.slack', 'bot.cli', 'bot.demo', 'bot.server', 'bot.wiring', 'bot.service',"
+        " 'bot.sim')))\n"
         "assert not bad, bad\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

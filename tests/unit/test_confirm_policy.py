@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.confirm import ApproverPolicy, Decision
 from bot.errors import ConfigError
+from bot.remediation.policy import ApproverPolicy, Decision
 
 APPROVERS = {
     "*": ("S0SRE",),
@@ -83,13 +83,6 @@ def test_an_empty_list_switches_an_action_off(policy: ApproverPolicy) -> None:
     # "*" would allow S0SRE, but the exact key with an empty list wins
     decision = policy.decide("namespace.label", "U0X", ("S0SRE",), "U0R")
     assert decision == Decision(False, "no approvers configured for namespace.label")
-    assert policy.approvers_for("namespace.label") == ()
-
-
-def test_approvers_for(policy: ApproverPolicy) -> None:
-    assert policy.approvers_for("kubelet.restart") == ("U0KUBELET", "W0ENTERPRISE")
-    assert policy.approvers_for("node.cordon") == ("U0NODE", "S0NODE")
-    assert policy.approvers_for("pod.delete") == ("S0SRE",)
 
 
 def test_two_person_rule_refuses_the_requester() -> None:

@@ -14,18 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import bot.confirm
-from bot.confirm import (
-    PendingAction,
-    SqliteAuditLog,
-    SqlitePendingStore,
-    format_audit,
-    new_action_id,
-    open_state,
-    parse_since,
-)
-from bot.confirm.audit import AuditEntry
+import bot.remediation
 from bot.errors import ConfigError, UsageError
+from bot.remediation.audit import AuditEntry, format_audit, parse_since
+from bot.remediation.ids import new_action_id
+from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, open_state
+from bot.remediation.store import PendingAction
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
@@ -364,7 +358,7 @@ def test_audit_rows_cannot_be_changed_or_deleted(
 
 
 def test_no_code_updates_or_deletes_audit_rows() -> None:
-    package = Path(bot.confirm.__file__).parent
+    package = Path(bot.remediation.__file__).parent
     forbidden = re.compile(r"\b(UPDATE\s+audit|DELETE\s+FROM\s+audit|DROP\s+TRIGGER)\b", re.IGNORECASE)
     for source in package.glob("*.py"):
         assert not forbidden.search(source.read_text(encoding="utf-8")), source

@@ -1,7 +1,9 @@
 """The package boundaries of DESIGN.md, checked on the import graph (an import-linter in a test).
 
-slack/cli → service → engine → probes; actions → probes; nothing but actions writes. A module
-that imports across a forbidden edge fails here with the offending line.
+slack/cli → service → engine → probes; remediation → actions → probes; nothing but actions
+writes. The remediation package knows no Slack, and its decision layer (flow, policy, store,
+audit, ids) knows neither the actions nor a Kubernetes client. No module imports itself back
+through others. A module that imports across a forbidden edge fails here with the offending line.
 """
 
 from __future__ import annotations
@@ -13,19 +15,34 @@ import pytest
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
 
-#: package → prefixes it must never import
+#: the composition roots: they wire the packages together, so no package may import them
+ROOTS = ("bot.cli", "bot.demo", "bot.oneshot", "bot.server", "bot.wiring")
+#: remediation's decision layer: what may happen and what did, independent of any action or client
+DECISION = ("flow", "policy", "store", "audit", "sqlite_store", "ids")
+
+#: package or module → prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # pure Kubernetes logic: plain dicts in, answers out
-    "bot.kube": ("bot.engine", "bot.probes", "bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm",
-                 "bot.sim"),
-    "bot.probes": ("bot.engine", "bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm"),
+    "bot.kube": ("bot.engine", "bot.probes", "bot.actions", "bot.slack", "bot.service", "bot.remediation", "bot.sim",
+                 *ROOTS),
+    "bot.probes": ("bot.engine", "bot.actions", "bot.slack", "bot.service", "bot.remediation", *ROOTS),
     # a check reads facts and yields detections: it never reaches a client or another surface
     "bot.engine.checks": ("bot.engine.gather", "bot.engine.runner", "bot.probes.kube", "bot.probes.ssh",
                           "bot.probes.exec", "kubernetes", "asyncssh"),
-    "bot.engine": ("bot.actions", "bot.slack", "bot.cli", "bot.service", "bot.confirm", "bot.remediation"),
-    "bot.confirm": ("bot.actions", "bot.slack", "bot.cli", "bot.engine", "bot.probes"),
-    "bot.actions": ("bot.slack", "bot.cli", "bot.engine.checks"),
-    "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.confirm"),
+    "bot.engine": ("bot.actions", "bot.slack", "bot.service", "bot.remediation", *ROOTS),
+    # actions are what gets confirmed; they never know who confirms them
+    "bot.actions": ("bot.slack", "bot.engine.checks", "bot.remediation", *ROOTS),
+    # a Slack-free package: views word its outcomes; it takes cluster clients from its caller
+    "bot.remediation": (
+        "slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.service", "bot.clients", "bot.sim", *ROOTS
+    ),
+    **{
+        f"bot.remediation.{name}": ("bot.actions", "bot.probes", "kubernetes", "asyncssh")
+        for name in DECISION
+    },
+    # Slack renders and forwards; action metadata reaches it as plain data through remediation
+    "bot.slack": ("bot.actions", "bot.service", *ROOTS),
+    "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation"),
 }
 
 
@@ -49,10 +66,13 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 MODULES = sorted(BOT.rglob("*.py"))
+NAMES = {_module_name(p): p for p in MODULES}
 
 
 def test_modules_found() -> None:
     assert len(MODULES) > 50
+    for pkg in FORBIDDEN:
+        assert pkg in NAMES, f"FORBIDDEN names {pkg}, which does not exist"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: _module_name(p))
@@ -90,3 +110,67 @@ def _only_in_text(source: str, needle: str) -> bool:
             return False
     return True
 
+
+def _bot_imports(path: Path) -> set[str]:
+    """The bot modules ``path`` imports, at any depth in the file (lazy imports count too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in NAMES}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in NAMES:
+                    found.add(sub)
+                elif node.module in NAMES:
+                    found.add(node.module)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    """A package's ``__init__`` may import its own modules; a module importing its package back
+    (``from bot.remediation import …`` inside ``bot/remediation/``) or two modules importing each
+    other, even lazily inside a function, is a cycle."""
+    graph = {name: _bot_imports(path) - {name} for name, path in NAMES.items()}
+    assert not _cycles(graph)
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -22,7 +22,9 @@ def _node_line(facts: Facts, name: str) -> str:
     node = facts.nodes[name]
     advertised = advertised_gpu_resources(node)
     allocatable = {r: a for r, (_, a) in node_gpu_capacity(node).items()}
-    offers = ", ".join(f"{r} capacity {advertised[r]}, allocatable {allocatable.get(r, 0):g}" for r in sorted(advertised))
+    offers = ", ".join(
+        f"{r} capacity {advertised[r]}, allocatable {allocatable.get(r, 0):g}" for r in sorted(advertised)
+    )
     why = []
     labels = gpu_labels(node)
     if labels:

@@ -1,9 +1,9 @@
 """What happens between "the bot offers a fix" and "the fix ran once, or was refused, and why".
 
-``ConfirmFlow`` is the click handling, independent of Slack and of the concrete actions: the
-Slack button handler and ``gpubot act`` both call ``on_click`` with the id from the button, the
-clicker, and two callables from ``bot.actions`` (re-check the precondition, run). The order of
-checks is the safety argument:
+``ConfirmFlow`` is the click handling, independent of Slack and of the concrete actions:
+``RemediationService.click`` (for a Slack button and for ``gpubot act`` alike) calls ``on_click``
+with the id from the button, the clicker, and two callables bound to the action (re-check the
+precondition, run). The order of checks is the safety argument:
 
 1. the id must be one we issued (else: refused, "unknown or forged id");
 2. the clicker must be an approver (else: refused, and the offer stays pending so a real approver
@@ -27,11 +27,11 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
 
-from bot.confirm.audit import AuditLog, format_ts
-from bot.confirm.ids import is_well_formed, new_action_id, safe_for_log
-from bot.confirm.policy import ApproverPolicy
-from bot.confirm.store import PendingAction, PendingStore
-from bot.errors import GpubotError
+from bot.errors import GpubotError, error_text
+from bot.remediation.audit import AuditLog, format_ts
+from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
+from bot.remediation.policy import ApproverPolicy
+from bot.remediation.store import PendingAction, PendingStore
 
 log = logging.getLogger(__name__)
 
@@ -87,17 +87,6 @@ Runner = Callable[[PendingAction], Awaitable[RunOutcome]]
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def error_text(exc: BaseException) -> str:
-    """One line that says what failed: our own errors' user message, else type and message."""
-    message = str(exc).strip()
-    if isinstance(exc, GpubotError):
-        message = exc.user_message.strip()
-    elif message:
-        message = f"{type(exc).__name__}: {message}"
-    line = message.splitlines()[0] if message else type(exc).__name__
-    return line if len(line) <= 300 else line[:300] + "…"
 
 
 class ConfirmFlow:

@@ -1,14 +1,11 @@
-"""What the remediation loop says in Slack: status lines in place of buttons, steps in the thread.
+"""Edits posted offer buttons in place and posts into report threads, for one bot process.
 
-A report message may offer several fixes. A click or an expiry changes only its own button: the
-message is edited with ``chat.update`` from the freshest blocks this process knows (those it last
-wrote, else the blocks Slack sent with the click), so the report and the other offers stay. When
-no blocks are known (an expiry after a restart), the status goes into the report's thread
-instead: the report is never wiped. Step details always go into the thread of the report (the
-"diagnosing…" placeholder's thread, not the reply's own ts).
+A click or an expiry changes only its own button: the message is edited with ``chat.update``
+from the freshest blocks this process knows (those it last wrote, else the blocks Slack sent with
+the click), so the report and the other offers stay. When no blocks are known (an expiry after a
+restart), the status goes into the report's thread instead: the report is never wiped.
 
-This module only formats and sends messages; it never decides or runs an action, and never puts a
-traceback, a token or user-typed text into a message.
+This module only sends what ``offer_messages`` words; it never decides or runs an action.
 """
 
 from __future__ import annotations
@@ -17,80 +14,34 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.confirm import ClickOutcome, PendingAction
+from bot.slack import limits as L
 from bot.slack.blocks import Block
-from bot.slack.offer_messages import replace_offer
+from bot.slack.offer_messages import LINE_LIMIT, replace_offer
 
-log = logging.getLogger("gpubot.remediation")
+log = logging.getLogger("gpubot.slack.offers")
 
-#: Slack section text limit (we stay well below it)
-SECTION_LIMIT = 2900
 #: report messages whose blocks this process remembers (the newest; each at most ~24 kB)
 MAX_REMEMBERED = 256
-EXPIRED = "expired — run the diagnosis again"
-_MRKDWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 MessageKey = tuple[str, str]
 
 
-def esc(text: str) -> str:
-    return text.translate(_MRKDWN)
-
-
-def clip(text: str, limit: int = SECTION_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def slack_error(exc: SlackApiError) -> str:
+    """The error name of a failed Web API call, for a log line."""
     try:
         return str(exc.response.get("error", "unknown"))
     except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
         return f"HTTP {getattr(exc.response, 'status_code', '?')}"
 
 
-def hms(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def what(record: PendingAction | None) -> str:
-    if record is None:
-        return "the action"
-    return f"*{esc(record.action)}* on `{esc(record.target or '-')}`"
-
-
-def running_text(record: PendingAction, user_id: str, at: datetime, *, dry_run: bool) -> str:
-    dry = " (dry run: nothing will change)" if dry_run else ""
-    return f":hourglass_flowing_sand: {what(record)}: approved by <@{user_id}> at {hms(at)}, running{dry}…"
-
-
-def expired_text(record: PendingAction | None) -> str:
-    return f":hourglass: {what(record)}: {EXPIRED}"
-
-
-def final_text(outcome: ClickOutcome, user_id: str) -> str:
-    """The status line once a click has ended: who approved it and how it went, in one line."""
-    record = outcome.action
-    if outcome.status == "expired":
-        return expired_text(record)
-    icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(outcome.status, ":no_entry_sign:")
-    by = f"approved by <@{user_id}>, " if outcome.executed else ""
-    summary = record.result_summary if record and record.result_summary else outcome.message
-    return clip(f"{icon} {what(record)}: {by}{outcome.status.replace('_', ' ')}. {esc(summary or '')}")
-
-
-def steps_text(steps: Sequence[str]) -> str:
-    return clip("*Steps*\n" + "\n".join(f"{i}. {esc(s)}" for i, s in enumerate(steps, start=1)))
-
-
-class OfferMessenger:
-    """Edits offer buttons in place and posts into report threads, for one bot process."""
+class OfferEditor:
+    """Remembers the blocks of messages with offers, and edits one button at a time."""
 
     def __init__(self, client: AsyncWebClient | None) -> None:
         self.client = client
@@ -110,18 +61,6 @@ class OfferMessenger:
 
     def remembered(self, channel: str, ts: str) -> list[Block] | None:
         return self._blocks.get((channel, ts))
-
-    async def update_offer(
-        self,
-        channel: str,
-        ts: str,
-        offer_id: str,
-        text: str,
-        *,
-        blocks: Sequence[Mapping[str, Any]] | None = None,
-        thread_ts: str | None = None,
-    ) -> None:
-        await self.update_offers(channel, ts, [(offer_id, text)], blocks=blocks, thread_ts=thread_ts)
 
     async def update_offers(
         self,
@@ -149,13 +88,13 @@ class OfferMessenger:
                 edited = [dict(b) for b in base]
                 changed = 0
                 for offer_id, text in lines:
-                    replaced = replace_offer(edited, offer_id, clip(text))
+                    replaced = replace_offer(edited, offer_id, L.clip(text, LINE_LIMIT))
                     if replaced is not None:
                         edited, changed = replaced, changed + 1
                 if changed:
                     break
                 edited = None
-            summary = clip("\n".join(text for _, text in lines), 3000)
+            summary = L.clip("\n".join(text for _, text in lines), L.MAX_FALLBACK_TEXT)
             if edited is None:
                 await self.post(channel, summary, thread_ts=thread_ts or ts)
                 return
@@ -169,7 +108,7 @@ class OfferMessenger:
     async def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
         if self.client is None or not channel:
             return
-        kwargs: dict[str, Any] = {"channel": channel, "text": clip(text, 3000)}
+        kwargs: dict[str, Any] = {"channel": channel, "text": L.clip(text, L.MAX_FALLBACK_TEXT)}
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         try:
@@ -182,7 +121,7 @@ class OfferMessenger:
             return
         try:
             await AsyncWebhookClient(response_url).send(
-                text=clip(text, 3000), response_type="ephemeral", replace_original=False
+                text=L.clip(text, L.MAX_FALLBACK_TEXT), response_type="ephemeral", replace_original=False
             )
         except Exception:  # noqa: BLE001 - a lost ephemeral note must not fail the click handling
             log.warning("response_url post failed")

@@ -26,8 +26,6 @@ STATES: frozenset[str] = frozenset(
 )
 #: states a running record may finish in (``finish``)
 FINISH_STATES: frozenset[str] = frozenset({"succeeded", "failed", "refused"})
-#: states after which nothing happens to a record any more
-TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "refused", "expired", "interrupted"})
 
 ClaimStatus = Literal["claimed", "already_taken", "expired", "unknown"]
 

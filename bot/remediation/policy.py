@@ -64,13 +64,6 @@ class ApproverPolicy:
                     )
             self._by_key[key] = _Approvers(key, frozenset(users), frozenset(groups))
 
-    def approvers_for(self, action: str) -> tuple[str, ...]:
-        """The ids allowed to approve ``action`` (users then groups, sorted); empty if none."""
-        entry = self._lookup(action)
-        if entry is None:
-            return ()
-        return tuple(sorted(entry.users)) + tuple(sorted(entry.groups))
-
     def decide(self, action: str, user_id: str, user_groups: Iterable[str], requested_by: str) -> Decision:
         entry = self._lookup(action)
         if entry is None or not (entry.users or entry.groups):

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.confirm.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.confirm.store import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction, utc
 from bot.errors import ConfigError
+from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
+from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction, utc
 
 SCHEMA_VERSION = 1
 _STATE_LIST = ", ".join(f"'{s}'" for s in sorted(STATES))

@@ -1,0 +1,80 @@
+"""One-shot runs from a terminal: on the configured cluster, or on a fresh simulator of a scenario.
+
+``gpubot why-pending …`` (and the other diagnoses) and ``gpubot act`` run here: each builds what
+it needs (a ``Service``; for ``act`` only the cluster clients, no runbooks), runs once and closes
+it. The CLI parses arguments and prints, the demo strings runs together; both call this module
+and neither imports the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Mapping
+from dataclasses import replace
+
+from bot.clients import KubeClients
+from bot.commands import Invocation
+from bot.remediation.terminal import cli_act, cli_actor
+from bot.report import Report
+from bot.service import Service
+from bot.settings import Settings
+
+
+async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
+    """Run against the configured cluster, or a fresh simulator of ``scenario``."""
+    if scenario:
+        from bot.sim.cluster import SimCluster
+
+        async with SimCluster.from_file(scenario) as sim:
+            sim_settings = sim.settings(runbook_dir=settings.runbook_dir)
+            service = Service(sim_settings)
+            try:
+                return await service.run(replace(inv, cluster=""))
+            finally:
+                await service.close()
+    service = Service(settings)
+    try:
+        return await service.run(inv)
+    finally:
+        await service.close()
+
+
+def run_act(
+    settings: Settings,
+    action: str,
+    params: Mapping[str, str],
+    *,
+    dry_run: bool,
+    assume_yes: bool,
+    scenario: str = "",
+) -> int:
+    """``gpubot act`` from the command line; ``scenario`` runs it on a fresh simulator of that file."""
+    actor = cli_actor(getpass.getuser())
+
+    def read_line(prompt: str) -> str:
+        try:
+            return input(prompt)
+        except EOFError:
+            return ""
+
+    async def act(on: Settings) -> int:
+        clients = KubeClients(on)
+        try:
+            return await cli_act(on, clients, action, params, actor=actor, dry_run=dry_run,
+                                 assume_yes=assume_yes, read_line=read_line, write=print)
+        finally:
+            await clients.close()
+
+    async def go() -> int:
+        if not scenario:
+            return await act(settings)
+        from bot.sim.cluster import SimCluster
+
+        async with SimCluster.from_file(scenario) as sim:
+            return await act(sim.settings(
+                state_path=settings.state_path, dry_run=settings.dry_run, runbook_dir=settings.runbook_dir,
+                node_ready_timeout_s=settings.node_ready_timeout_s, action_ttl_s=settings.action_ttl_s,
+            ))
+
+    return asyncio.run(go())

@@ -1,0 +1,95 @@
+"""The remediation loop at a terminal: ``gpubot act`` (typed confirmation) and ``gpubot audit``.
+
+``cli_act`` runs one action through the same service, flow and audit trail as a Slack click, with
+the target's name typed in place of a button. ``print_audit`` only reads: it opens the SQLite file
+named by ``settings.state_path`` (creating the schema if the file is new, so a fresh install prints
+"no audit entries" rather than an error) and never appends to the trail or changes a pending action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from bot.actions import get_action
+from bot.errors import UsageError
+from bot.remediation.audit import format_audit, parse_since
+from bot.remediation.policy import ApproverPolicy
+from bot.remediation.service import ClusterClients, RemediationService
+from bot.remediation.sqlite_store import open_state
+from bot.settings import Settings
+
+_CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
+
+
+def print_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
+    """Print the newest ``limit`` entries at or after ``since`` (oldest first); exit code 0."""
+    if limit < 1:
+        raise UsageError("--limit: must be at least 1")
+    start = parse_since(since, datetime.now(UTC)) if since else None
+    _store, audit = open_state(settings.state_path)
+    text = format_audit(audit.query(start, limit), as_json)
+    if text:
+        print(text)
+    return 0
+
+
+def cli_actor(username: str) -> str:
+    """``cli:<user>`` with only the characters the approver policy accepts."""
+    return "cli:" + (_CLI_USER.sub("_", username)[:64] or "unknown")
+
+
+async def cli_act(
+    settings: Settings,
+    clients: ClusterClients,
+    action_name: str,
+    params: Mapping[str, str],
+    *,
+    actor: str,
+    dry_run: bool,
+    assume_yes: bool,
+    read_line: Callable[[str], str],
+    write: Callable[[str], None],
+) -> int:
+    """``gpubot act``: plan, typed confirmation, then the same flow and audit as a Slack click.
+
+    The person at the terminal confirms by typing the target's name; they are the requester and
+    the approver (the CLI needs cluster credentials already), so the flow's policy for this one
+    run names only them and the two-person rule does not apply.
+    """
+    action = get_action(action_name)
+    checked = action.check_params(params)
+    rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False))
+    dry = dry_run or settings.dry_run
+    target = action.target(checked)
+    ctx = rem.context(action_name, checked, cluster="")
+
+    def refuse(reason: str) -> None:
+        rem.flow.audit.append(
+            "refuse", action=action_name, actor=actor, cluster=ctx.cluster.name, target=target,
+            detail={"reason": reason}, outcome="refused",
+        )
+
+    holds, why = await action.precondition(ctx)
+    write(f"{action_name} on {target} (cluster {ctx.cluster.name})")
+    write(f"blast radius: {action.blast_radius}")
+    write(f"done when: {action.done}")
+    write(f"precondition: {'holds' if holds else 'does NOT hold'}: {why}")
+    if not holds:
+        refuse(f"precondition does not hold: {why}")
+        return 1
+    write("plan:" + "".join(f"\n  {i}. {s}" for i, s in enumerate(await action.plan(ctx), start=1)))
+    if not dry and not assume_yes:
+        typed = read_line(f"Type the target name ({target}) to proceed: ").strip()
+        if typed != target:
+            refuse("typed confirmation did not match")
+            write("aborted: the typed name did not match; nothing was changed")
+            return 1
+    record = await asyncio.to_thread(rem.flow.offer, action_name, checked, ctx.cluster.name, actor)
+    outcome = await rem.click(record.id, actor, dry_run=dry)
+    for i, step in enumerate(outcome.steps, start=1):
+        write(f"  step {i}: {step}")
+    write(outcome.message)
+    return 0 if outcome.status == "succeeded" else 1
