@@ -32,4 +32,7 @@ async def start_fleet(tmp_path: Path) -> AsyncIterator[StartFleet]:
 @pytest.fixture(autouse=True)
 def strict_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     """A check that raises or emits an undeclared code fails the test instead of being skipped."""
+    import bot.engine.runner
+
     monkeypatch.setenv("GPUBOT_STRICT_CHECKS", "true")
+    monkeypatch.setattr(bot.engine.runner, "STRICT_EVERYWHERE", True)

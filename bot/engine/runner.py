@@ -24,6 +24,10 @@ from bot.report import Finding, Report, Skipped
 
 log = logging.getLogger(__name__)
 
+#: strict for every diagnosis in this process, whatever the settings say: the test suite sets it
+#: so that a broken check fails a test even where a test builds its own settings
+STRICT_EVERYWHERE = False
+
 
 class UndeclaredCode(GpubotError):
     """A check emitted a code missing from its ``emits`` (a bug in the check)."""
@@ -95,6 +99,7 @@ async def run_diagnosis(
 ) -> Report:
     """Gather facts, apply the runbook's checks, and word the findings."""
     checks = checks if checks is not None else builtin_checks()
+    strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
     await gather(facts, sources, reads_of(runbook, checks))
     detections = run_checks(runbook, facts, checks, strict=strict)
