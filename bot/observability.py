@@ -58,13 +58,16 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(
     level: str = "INFO", *, secrets: Iterable[Secret | str] = (), stream: IO[str] | None = None
 ) -> logging.Handler:
-    """Send every logger's records, as JSON lines, to ``stream`` (stderr); returns the handler."""
+    """Send every logger's records, as JSON lines, to ``stream`` (stderr); returns the handler.
+
+    It becomes the root logger's only handler: any other (the CLI's plain one, a library's) would
+    write each line a second time, and without the redaction.
+    """
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "_gpubot", False)]:
+    for old in list(root.handlers):
         root.removeHandler(old)
-    handler._gpubot = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
     return handler

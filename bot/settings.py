@@ -161,7 +161,9 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         if isinstance(default, str):
             return str(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"setting {name}: expected {type(default).__name__}, got {value!r}") from None
+        # the value is never echoed: a token pasted into the wrong variable must not reach a log
+        shown = f"text of {len(value)} characters" if isinstance(value, str) else type(value).__name__
+        raise ConfigError(f"setting {name}: expected {type(default).__name__}, got {shown}") from None
     return value
 
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from bot.sim.scenario import Scenario
 from bot.sim.ssh_server import SshFleet
+
+# CI runs the same examples every time (a failure there is reproducible, never a coin toss);
+# locally hypothesis keeps exploring. Found failures are pinned with @example.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
 

@@ -141,7 +141,8 @@ def classify_card(
     state: State = "busy" if busy > idle else "idle" if idle > busy else "unknown"
     clean = {k: _number(v) for k, v in readings.items()}
     profile = closest_profile(clean, profiles)
-    util = "N/A" if _number(utilization) is None else f"{_fmt(utilization, '%').replace(' ', '')}"
+    util_value = _number(utilization)
+    util = "N/A" if util_value is None else _fmt(util_value, "%").replace(" ", "")
     text = ", ".join(parts) + f"; util {util} (context only); {processes} process(es)"
     if profile:
         text += f"; closest to: {profile}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -98,6 +99,13 @@ class SlackServer:
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         start = time.monotonic()
+        if not _well_formed_signature(request.headers):
+            # Bolt would raise on a non-numeric timestamp (a 500 with a traceback); a forged or
+            # mangled request is simply unauthenticated
+            log_event(log, "rejected request", level=logging.WARNING, reason="malformed signature headers",
+                      path=EVENTS_PATH)
+            self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+            return web.Response(status=401, text="invalid request")
         jobs: list[Job] = []
         bolt_req = AsyncBoltRequest(
             body=await request.text(),
@@ -154,3 +162,10 @@ class SlackServer:
             await self._runner.cleanup()
         log_event(log, "slack app stopped", cancelled=cancelled)
         return cancelled
+
+
+def _well_formed_signature(headers: Mapping[str, str]) -> bool:
+    """Both Slack signature headers present and shaped as Slack sends them (checked before Bolt)."""
+    timestamp = headers.get("X-Slack-Request-Timestamp", "")
+    signature = headers.get("X-Slack-Signature", "")
+    return timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12 and signature.startswith("v0=")

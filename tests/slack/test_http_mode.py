@@ -73,6 +73,19 @@ async def test_bad_signature_is_401_and_nothing_runs(mock_slack: MockSlackApi) -
     assert not mock_slack.of("chat.postMessage") and not mock_slack.of("response_url")
 
 
+async def test_malformed_signature_headers_are_401_not_500(mock_slack: MockSlackApi) -> None:
+    service = FakeService()
+    async with running_app(settings_for(mock_slack), service) as app:
+        body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
+        good = sign(body)
+        for bad in ({"X-Slack-Request-Timestamp": "soon"}, {"X-Slack-Request-Timestamp": "1e9"},
+                    {"X-Slack-Request-Timestamp": ""}, {"X-Slack-Signature": "v1=zz"}):
+            status, text, _ = await post(app.url + "/slack/events", body, {**good, **bad})
+            assert status == 401, (bad, status)
+            assert "Traceback" not in text
+    assert service.runs == []
+
+
 async def test_stale_timestamp_is_401(mock_slack: MockSlackApi) -> None:
     service = FakeService()
     async with running_app(settings_for(mock_slack), service) as app:

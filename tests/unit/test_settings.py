@@ -62,3 +62,11 @@ def test_unknown_cluster_and_unknown_keys(tmp_path: Path) -> None:
         load_settings(env={}).cluster("other")
     with pytest.raises(ConfigError, match="unknown settings"):
         load_settings(env={}, bogus=1)
+
+
+def test_a_secret_pasted_into_a_numeric_setting_is_not_echoed() -> None:
+    token = "xoxb-1234567890-abcdefghijkl"
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env={"GPUBOT_API_TIMEOUT_S": token})
+    assert token not in str(caught.value)
+    assert "api_timeout_s" in str(caught.value)

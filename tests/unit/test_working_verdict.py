@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bot.engine.runbooks import load_runbooks
@@ -94,6 +94,7 @@ reading = st.one_of(
 
 
 @given(mem=reading, temp=reading, power=reading, util=reading, procs=st.integers(0, 64))
+@example(mem=None, temp=None, power=None, util="0.", procs=0)  # text that parses as a whole number
 def test_any_reading_never_crashes(tables, thresholds, mem, temp, power, util, procs) -> None:
     verdict = classify_card(
         {"memory_used_mib": mem, "temperature_c": temp, "power_w": power},
