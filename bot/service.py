@@ -63,7 +63,12 @@ class Service:
         cluster = self.settings.cluster(inv.cluster or None)
         clients = self.clients.for_cluster(cluster.name)
         runbook = self.runbooks.diagnosis(inv.command)
-        facts = Facts(inv, tables=runbook.tables, ssh_concurrency=self.settings.ssh_concurrency)
+        facts = Facts(
+            inv,
+            tables=runbook.tables,
+            ssh_concurrency=self.settings.ssh_concurrency,
+            deadline=time.monotonic() + self.settings.command_deadline_s,
+        )
         sources = Sources(
             kube=clients.reads,
             settings=self.settings,

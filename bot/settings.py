@@ -97,6 +97,8 @@ class Settings:
     ssh_concurrency: int = 16
     #: seconds one node may take for all its commands before it is reported unreachable
     ssh_deadline_s: float = 10.0
+    #: seconds one diagnosis may take in all; what is not read by then is reported as skipped
+    command_deadline_s: float = 20.0
     #: the long-running bot keeps a node's SSH connection this many seconds after its last use
     ssh_idle_s: float = 120.0
     #: seconds one Kubernetes API request may take
@@ -243,8 +245,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
     if s.ssh_concurrency < 1:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
-    if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0:
-        raise ConfigError("settings ssh_deadline_s and api_timeout_s must be positive")
+    if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0 or s.command_deadline_s <= 0:
+        raise ConfigError("settings ssh_deadline_s, api_timeout_s and command_deadline_s must be positive")
     if s.offer_sweep_interval_s <= 0:
         raise ConfigError("setting offer_sweep_interval_s: must be positive")
     if not 1 <= s.page_size <= 10000:

@@ -94,10 +94,13 @@ class Facts:
         *,
         tables: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
         ssh_concurrency: int = 16,
+        deadline: float | None = None,
     ) -> None:
         self.inv = inv
         self._tables = dict(tables or {})
         self.ssh_concurrency = ssh_concurrency
+        #: ``time.monotonic()`` by which gathering must be done (None: no overall deadline)
+        self.deadline = deadline
         self._values: dict[str, Any] = {}
         self.skipped: list[Skipped] = []
 

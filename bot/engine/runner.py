@@ -8,6 +8,7 @@ ordered so the most likely root cause comes first: severity, then the catalogue'
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 #: strict for every diagnosis in this process, whatever the settings say: the test suite sets it
 #: so that a broken check fails a test even where a test builds its own settings
 STRICT_EVERYWHERE = False
+#: evidence is what a finding rests on, not a log: longer lists and lines are cut, saying so
+MAX_EVIDENCE_LINES = 40
+MAX_EVIDENCE_CHARS = 2000
 
 
 class UndeclaredCode(GpubotError):
@@ -68,6 +72,31 @@ def run_checks(
     return found
 
 
+def _conclude(
+    runbook: Runbook,
+    runbooks: RunbookSet,
+    facts: Facts,
+    checks: Mapping[str, Check],
+    strict: bool,
+    command_prefix: str,
+) -> Report:
+    detections = run_checks(runbook, facts, checks, strict=strict)
+    report = Report(command=runbook.command, target=facts.inv.target())
+    report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+    if "node_table" in runbook.views:
+        report.nodes = build_node_rows(facts)
+    return report
+
+
+def capped(evidence: Iterable[str]) -> list[str]:
+    """At most ``MAX_EVIDENCE_LINES`` lines of at most ``MAX_EVIDENCE_CHARS``, saying what was cut."""
+    lines = list(evidence)
+    out = [ln if len(ln) <= MAX_EVIDENCE_CHARS else ln[: MAX_EVIDENCE_CHARS - 1] + "…" for ln in lines]
+    if len(out) > MAX_EVIDENCE_LINES:
+        out = out[: MAX_EVIDENCE_LINES - 1] + [f"… {len(lines) - MAX_EVIDENCE_LINES + 1} more line(s)"]
+    return out
+
+
 def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[str, object]) -> list[Finding]:
     """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted."""
     detections = list(detections)
@@ -78,7 +107,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
         template = runbooks.template(d.code)
         if template.suppressed_by(present):
             continue
-        finding = template.render({**d.params, **extra}, evidence=d.evidence, role=d.role)
+        finding = template.render({**d.params, **extra}, evidence=capped(d.evidence), role=d.role)
         key = (finding.code, finding.title)
         if key not in seen:
             seen.add(key)
@@ -102,11 +131,8 @@ async def run_diagnosis(
     strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
     await gather(facts, sources, reads_of(runbook, checks))
-    detections = run_checks(runbook, facts, checks, strict=strict)
-    report = Report(command=runbook.command, target=facts.inv.target())
-    report.findings = word(detections, runbooks, {"gpubot": command_prefix})
-    if "node_table" in runbook.views:
-        report.nodes = build_node_rows(facts)
+    # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)
+    report = await asyncio.to_thread(_conclude, runbook, runbooks, facts, checks, strict, command_prefix)
     report.skipped = list(facts.skipped)
     report.elapsed_ms = int((time.perf_counter() - started) * 1000)
     return report

@@ -219,14 +219,22 @@ async def observe_nodes(
     concurrency: int = 16,
     deadline: float = 10.0,
     pool: SshPool | None = None,
+    until: float | None = None,
 ) -> dict[str, NodeObservation | NodeProbeError]:
-    """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise."""
+    """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise.
+
+    ``until`` (``time.monotonic()``) bounds the whole call: a node whose turn comes later is not
+    read (reason ``deadline``), and no node's own deadline runs past it.
+    """
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(target: SshTarget) -> NodeObservation | NodeProbeError:
         async with gate:
+            budget = deadline if until is None else min(deadline, until - time.monotonic())
+            if budget <= 0:
+                return NodeProbeError(target.node, "deadline", "not read: the command's deadline ran out first")
             try:
-                return await observe_node(target, deadline=deadline, pool=pool)
+                return await observe_node(target, deadline=budget, pool=pool)
             except NodeProbeError as exc:
                 return exc
             except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report

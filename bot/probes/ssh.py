@@ -194,7 +194,8 @@ async def run_command(
     name = node or str(conn.get_extra_info("peername", ("?",))[0])
     try:
         async with asyncio.timeout(timeout):
-            result = await conn.run(command, check=False, stdin=asyncssh.DEVNULL)
+            # bytes, decoded leniently below: one stray byte must not make a node look unreachable
+            result = await conn.run(command, check=False, stdin=asyncssh.DEVNULL, encoding=None)
     except (asyncssh.Error, OSError, TimeoutError) as exc:
         raise _translate(name, exc) from None
     return CommandResult(
@@ -204,9 +205,13 @@ async def run_command(
     )
 
 
+#: the most output kept from one read command: a corrupt 50 MB checkpoint is evidence, not payload
+MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+
+
 def _text(value: object) -> str:
     if value is None:
         return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value[:MAX_OUTPUT_BYTES]).decode("utf-8", "replace")
+    return str(value)[:MAX_OUTPUT_BYTES]

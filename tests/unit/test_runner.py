@@ -77,3 +77,19 @@ def test_every_builtin_check_reads_only_known_facts() -> None:
     for check in builtin_checks().values():
         assert set(check.reads) <= FACT_NAMES, check.name
         assert check.emits, check.name
+
+
+def test_evidence_is_capped_in_lines_and_characters() -> None:
+    from bot.engine.runner import MAX_EVIDENCE_CHARS, MAX_EVIDENCE_LINES, capped
+
+    out = capped(["x" * 50_000_000] + [f"line {i}" for i in range(100)])
+    assert len(out) == MAX_EVIDENCE_LINES
+    assert len(out[0]) == MAX_EVIDENCE_CHARS and out[0].endswith("…")
+    assert out[-1] == f"… {101 - MAX_EVIDENCE_LINES + 1} more line(s)"
+
+
+def test_node_output_with_a_stray_byte_is_text_not_an_error() -> None:
+    from bot.probes.ssh import MAX_OUTPUT_BYTES, _text
+
+    assert _text(b"GPU-1, 0 \xff\xfe\n") == "GPU-1, 0 \ufffd\ufffd\n"
+    assert len(_text(b"a" * (MAX_OUTPUT_BYTES + 10))) == MAX_OUTPUT_BYTES

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -90,10 +91,29 @@ async def _load(name: str, facts: Facts, sources: Sources) -> None:
         facts.put(name, loader.empty())
 
 
+#: beyond the command deadline, how long loaders that keep their own deadline may take to hand in
+GRACE_S = 0.5
+
+
 async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
-    """Fill every base fact ``reads`` rests on."""
+    """Fill every base fact ``reads`` rests on, within ``facts.deadline`` when one is set.
+
+    A loader still running at the deadline is cancelled; its fact stays empty and the report says
+    it was skipped. The node loader hands in what it has before then (per-node results).
+    """
     for level in levels(base_facts(reads)):
-        await asyncio.gather(*(_load(name, facts, sources) for name in level))
+        tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}
+        timeout = None if facts.deadline is None else max(0.0, facts.deadline - time.monotonic()) + GRACE_S
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        for task in pending:
+            name = tasks[task]
+            facts.skip(LOADERS[name].label, "not finished within the command's deadline")
+            if not facts.gathered(name):
+                facts.put(name, LOADERS[name].empty())
 
 
 __all__ = ["FACT_NAMES", "LOADERS", "Loader", "Sources", "base_facts", "gather", "levels"]

@@ -72,9 +72,15 @@ async def readings(facts: Facts, src: Sources) -> None:
         except NodeProbeError as exc:  # a misconfigured override costs that node only
             results[n] = exc
     results.update(
-        await observe_nodes(targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s, pool=src.ssh_pool)
+        await observe_nodes(
+            targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s, pool=src.ssh_pool, until=facts.deadline
+        )
     )
+    late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
     for node, result in sorted(results.items()):
-        if isinstance(result, NodeProbeError):
+        if isinstance(result, NodeProbeError) and result.reason != "deadline":
             facts.skip(f"physical checks on {node}", f"ssh {result.reason}")
-    facts.put("node_readings", results)
+    if late:
+        shown = ", ".join(late[:20]) + (f" and {len(late) - 20} more" if len(late) > 20 else "")
+        facts.skip(f"physical checks on {len(late)} node(s): {shown}", "not read within the command's deadline")
+    facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
