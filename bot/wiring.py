@@ -12,7 +12,6 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -24,6 +23,7 @@ from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
 from bot.slack.remediation import SlackRemediation
 from bot.slack.transport import SlackServer
+from bot.slack.web import new_web_client
 
 
 @dataclass
@@ -59,11 +59,7 @@ def build_bot(
 ) -> Bot:
     """Build the bot for ``settings``; ``service`` and ``clients`` replace the diagnosis service
     and the cluster clients the remediation service borrows (tests)."""
-    web = AsyncWebClient(
-        token=settings.slack_bot_token.get() or None,
-        base_url=settings.slack_api_url,
-        logger=logging.getLogger("gpubot.slack.web"),
-    )
+    web = new_web_client(settings)
     if service is None:
         from bot.service import Service
 

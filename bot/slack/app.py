@@ -32,6 +32,7 @@ from bot.slack.hooks import Click, ClickHook, DiagnosisService, RemediationOffer
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
 from bot.slack.tasks import TaskTracker
+from bot.slack.web import new_web_client
 
 log = logging.getLogger("gpubot.slack")
 
@@ -106,11 +107,7 @@ def create_app(
     (with the clicked message's blocks and thread). ``client`` overrides the Web API client (tests).
     """
     metrics = metrics or Metrics()
-    web = client or AsyncWebClient(
-        token=settings.slack_bot_token.get() or None,
-        base_url=settings.slack_api_url,
-        logger=logging.getLogger("gpubot.slack.web"),
-    )
+    web = client or new_web_client(settings)
     http_mode = settings.slack_mode == "http"
     app = AsyncApp(
         client=web,

@@ -41,6 +41,8 @@ class MockSlackApi:
         self.calls: list[Call] = []
         #: Web API method -> Slack error string to answer instead of ok
         self.failures: dict[str, str] = {}
+        #: Web API method -> how many more calls get HTTP 429 with Retry-After: 1 (rate limiting)
+        self.rate_limited: dict[str, int] = {}
         #: user-group id -> member user ids (``usergroups.users.list``); unknown groups have none
         self.usergroup_members: dict[str, list[str]] = {}
         #: (channel, ts) -> the message as it stands: ``blocks``, ``text``, ``ts``, ``thread_ts``
@@ -137,6 +139,9 @@ class MockSlackApi:
         self.calls.append(Call(method, body, token, raw=raw))
         if method in self.failures:
             return web.json_response({"ok": False, "error": self.failures[method]})
+        if self.rate_limited.get(method, 0) > 0:
+            self.rate_limited[method] -= 1
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
         return web.json_response(self._answer(method, body))
 
     def _answer(self, method: str, body: dict[str, Any]) -> dict[str, Any]:

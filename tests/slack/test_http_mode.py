@@ -346,3 +346,17 @@ async def test_the_hook_learns_where_offers_are_and_gets_the_clicked_message(moc
     assert posted.offer_ids == ("offer-1",) and list(posted.blocks) == report_msg["blocks"]
     expected = {"value": "offer-1", "ts": "1700000000.000002", "thread_ts": "1700000000.000001"}
     assert clicks == [{**expected, "blocks": report_msg["blocks"]}]
+
+
+async def test_a_rate_limited_update_is_retried_after_retry_after(mock_slack: MockSlackApi) -> None:
+    """Slack answers 429 to chat.update: the report still replaces "diagnosing…", just later."""
+    mock_slack.rate_limited["chat.update"] = 1
+    service = FakeService()
+    async with running_app(settings_for(mock_slack), service) as app:
+        body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
+        status, _, _ = await post(app.url + "/slack/events", body, sign(body))
+        assert status == 200
+        await mock_slack.wait_for(lambda: len(mock_slack.of("chat.update")) >= 2, timeout=15)
+    first, retried = mock_slack.of("chat.update")[:2]
+    assert first.body == retried.body
+    assert "details in the thread" in _texts(retried.body["blocks"])
