@@ -53,8 +53,15 @@ class Admission:
     ok: bool
     #: one line per reason: a label the selector wants, a taint nobody tolerates
     reasons: tuple[str, ...] = ()
-    #: the labels the template's selection needs and the node lacks or has with another value
+    #: labels the template's selection needs and the node lacks (or has with another value)
     labels: tuple[str, ...] = ()
+    #: how many other required-affinity terms would admit the node instead (alternatives)
+    alternatives: int = 0
+
+    def wants(self) -> str:
+        """The missing labels in a few words: ``a=true`` or ``a=true or 2 alternatives``."""
+        text = ", ".join(self.labels)
+        return text + (f" or {self.alternatives} alternative(s)" if text and self.alternatives else "")
 
 
 @dataclass(frozen=True)
@@ -128,20 +135,35 @@ def daemon_tolerations(ds: Obj) -> list[Mapping[str, Any]]:
     return [*own, *extra]
 
 
-def _selection_labels(spec: Mapping[str, Any], node: Obj) -> list[str]:
-    """``key=value`` (or ``key``) of the selection the node does not satisfy, for the next step."""
+def _term_wants(term: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    """``key=value`` (or ``key``) of one nodeSelectorTerm's In/Exists requirements the node misses."""
+    out = []
+    for expr in term.get("matchExpressions") or []:
+        key, op, values = str(expr.get("key", "")), expr.get("operator"), [str(v) for v in expr.get("values") or []]
+        if op == "In" and labels.get(key) not in values:
+            out.append(f"{key}={values[0]}" if len(values) == 1 else f"{key} in ({', '.join(values)})")
+        elif op == "Exists" and key not in labels:
+            out.append(key)
+    return out
+
+
+def selection_wants(spec: Mapping[str, Any], node: Obj) -> tuple[tuple[str, ...], int]:
+    """What the template's node selection wants and the node lacks.
+
+    Returns (labels, alternatives): the nodeSelector pairs the node misses plus what the first
+    unmet required-affinity term misses, and how many other terms would also do (the terms of a
+    required node affinity are alternatives: any one of them admits the node).
+    """
     labels = _labels(node)
     out = [f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items() if labels.get(str(k)) != str(v)]
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in term.get("matchExpressions") or []:
-            key, op, values = str(expr.get("key", "")), expr.get("operator"), expr.get("values") or []
-            if op == "In" and labels.get(key) not in [str(v) for v in values]:
-                out.append(f"{key}={values[0]}" if len(values) == 1 else f"{key} in {list(values)}")
-            elif op == "Exists" and key not in labels:
-                out.append(key)
-    return sorted(set(out))
+    terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, Mapping)]
+    unmet = [w for w in (_term_wants(t, labels) for t in terms) if w]
+    if terms and len(unmet) == len(terms):
+        out += unmet[0]
+        return tuple(dict.fromkeys(out)), len(unmet) - 1
+    return tuple(dict.fromkeys(out)), 0
 
 
 def daemonset_admits(ds: Obj, node: Obj) -> Admission:
@@ -159,8 +181,8 @@ def daemonset_admits(ds: Obj, node: Obj) -> Admission:
     probe = {"spec": {"tolerations": daemon_tolerations(ds)}}
     for taint in untolerated_taints(probe, node, include_unschedulable=False):
         reasons.append(f"taint {taint_str(taint)} is not tolerated")
-    labels = tuple(_selection_labels(spec, node)) if not match.ok else ()
-    return Admission(ok=not reasons, reasons=tuple(reasons), labels=labels)
+    labels, alternatives = selection_wants(spec, node) if not match.ok else ((), 0)
+    return Admission(ok=not reasons, reasons=tuple(reasons), labels=labels, alternatives=alternatives)
 
 
 def owned_by(pod: Obj, ds: Obj) -> bool:

@@ -50,7 +50,7 @@ PLUGIN_KINDS: tuple[PluginKind, ...] = (
         "nvidia", "NVIDIA device plugin",
         ("nvidia-device-plugin", "gpu-device-plugin", "device-plugin-daemonset"),
         frozenset({"nvidia"}),
-        exclude=("mps-control-daemon", "validator", "validation"),
+        exclude=("mps-control-daemon", "validator", "validation", "feature-discovery"),
     ),
     PluginKind("gpu-manager", "tkestack gpu-manager", ("gpu-manager",), frozenset({"vcuda"}),
                exclude=("qgpu",)),
@@ -94,6 +94,17 @@ def plugin_daemonsets(controllers: Iterable[Obj], family: str | None = None) -> 
         if kind is not None and (family is None or family in kind.families):
             out.append(c)
     return out
+
+
+#: Node Feature Discovery's worker: it puts the PCI labels on a node that plugins select on
+NFD_WORKER_HINTS = ("node-feature-discovery-worker", "nfd-worker")
+#: node labels that NFD (or GFD, through NFD) maintains
+NFD_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nvidia.com/gpu.present")
+
+
+def nfd_workers(controllers: Iterable[Obj]) -> list[Obj]:
+    """The NFD worker DaemonSets among ``controllers`` (those the GPU-stack listing found)."""
+    return [c for c in controllers if is_daemonset(c) and any(h in _name(c).lower() for h in NFD_WORKER_HINTS)]
 
 
 def served_families(node: Obj) -> set[str]:

@@ -7,13 +7,13 @@ command: the GPU machines in scope.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts
 from bot.engine.node_rows import ready_condition
 from bot.kube.affinity import node_matches
+from bot.kube.daemonsets import Placement
 from bot.kube.gpu import advertised_gpu_resources, gpu_labels
 from bot.kube.resources import node_gpu_capacity
 from bot.kube.scheduling import NOT_READY_TAINTS
@@ -21,28 +21,10 @@ from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
 
 Obj = dict[str, Any]
 
-#: node agents that run on every node, not only GPU machines
-NOT_GPU_AGENTS = ("node-feature-discovery", "nfd-worker", "nfd-master", "nfd-gc")
-
-
-def _agent_nodes(facts: Facts) -> set[str]:
-    out = set()
-    for p in facts.components.pods:
-        meta = p.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, Mapping)]
-        if any(x in name for x in NOT_GPU_AGENTS) or any(o.get("kind") != "DaemonSet" for o in owners):
-            continue
-        node = (p.get("spec") or {}).get("nodeName")
-        if node:
-            out.add(str(node))
-    return out
-
-
 def gpu_machines(facts: Facts, names: list[str] | None = None) -> list[str]:
     """GPU machines among ``names`` (all nodes by default): a GPU label, an advertised GPU
     resource, or a GPU node agent (DaemonSet pod) running there. Sorted."""
-    agents = _agent_nodes(facts)
+    agents = facts.components.nodes_running_components()
     pool = facts.nodes if names is None else {n: facts.nodes[n] for n in names if n in facts.nodes}
     return sorted(
         n for n, node in pool.items() if gpu_labels(node) or advertised_gpu_resources(node) or n in agents
@@ -83,3 +65,52 @@ def offer_text(node: Obj, resource: str) -> str:
 def nodes_text(names: list[str], limit: int = 6) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def placement_status(p: Placement) -> str:
+    """A DaemonSet's state on a node in a few words: the pod's status, or why there is none."""
+    if p.pod is None:
+        if p.admission.ok:
+            return "no pod"
+        if p.admission.labels:
+            return f"not scheduled, node lacks {p.admission.wants()}"
+        taints = [r for r in p.admission.reasons if r.startswith("taint ")]
+        return f"not scheduled, {taints[0]}" if taints else "not scheduled"
+    return p.state
+
+
+def placement_line(p: Placement, what: str = "") -> str:
+    """One evidence line: which pod, its status, container, restarts and last words."""
+    owner = f"{what} ({p.namespace}/{p.daemonset})" if what else f"{p.namespace}/{p.daemonset}"
+    if p.pod is None:
+        if not p.admission.ok:
+            return f"{p.node}: {owner} does not admit the node: {'; '.join(p.admission.reasons)}"
+        return f"{p.node}: {owner} admits the node but has no pod there"
+    h = p.health
+    status = h.status if h is not None else "Unknown"
+    where = f" in container {h.container}" if h is not None and h.container else ""
+    restarts = f", {h.restarts} restarts" if h is not None and h.restarts else ""
+    said = f": {h.message}" if h is not None and h.message else ""
+    label = f"{what} pod" if what else "pod"
+    return f"{p.node}: {label} {p.namespace}/{p.pod_name} is {status}{where}{restarts}{said}"
+
+
+def placement_message(p: Placement) -> str:
+    """What the cluster shows about the DaemonSet on the node, quoting the pod's last words."""
+    if p.pod is None:
+        if not p.admission.ok:
+            more = f" (and {len(p.admission.reasons) - 1} more)" if len(p.admission.reasons) > 1 else ""
+            return f"the DaemonSet does not admit the node: {p.admission.reasons[0]}{more}"
+        return "the DaemonSet admits the node but has created no pod there"
+    h = p.health
+    if h is None:
+        return "its pod's state is unknown"
+    if h.unscheduled:
+        return f"its pod is not scheduled: {h.message}"
+    if h.crashing:
+        quote = h.message or "no message"
+        return f"container {h.container} keeps failing ({h.restarts} restarts); its last run ended with: {quote}"
+    if h.initialising:
+        return f"its pod waits in init container {h.container}" + (f": {h.message}" if h.message else "")
+    return f"its pod is {h.status}" + (f" (container {h.container})" if h.container else "") + (
+        f": {h.message}" if h.message else "")

@@ -21,14 +21,26 @@ from typing import Any
 
 from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
-from bot.engine.checks._plugin import eligible_nodes, gpu_machines, is_ready, nodes_text, offer_text, short_of
+from bot.engine.checks._plugin import (
+    eligible_nodes,
+    gpu_machines,
+    is_ready,
+    nodes_text,
+    offer_text,
+    placement_line,
+    placement_message,
+    placement_status,
+    short_of,
+)
 from bot.engine.facts import Facts
 from bot.kube.daemonsets import Placement, counts, placement
 from bot.kube.gpu_stack import (
     CORE_STAGES,
     FAMILY_PLUGIN,
+    NFD_LABEL_PREFIXES,
     PLUGIN_KINDS,
     first_failing,
+    nfd_workers,
     operator_operands,
     plugin_daemonsets,
     plugin_kind,
@@ -52,25 +64,6 @@ class Problem:
     message: str = ""
     labels: set[str] = field(default_factory=set)
     crashing: list[dict[str, str]] = field(default_factory=list)
-
-
-def _status(p: Placement) -> str:
-    if p.pod is None:
-        return "not scheduled" if not p.admission.ok else "no pod"
-    return p.state
-
-
-def _line(p: Placement) -> str:
-    if p.pod is None:
-        if not p.admission.ok:
-            return f"{p.node}: {p.namespace}/{p.daemonset} does not admit the node: {'; '.join(p.admission.reasons)}"
-        return f"{p.node}: {p.namespace}/{p.daemonset} admits the node but has no pod there"
-    h = p.health
-    assert h is not None
-    where = f" in container {h.container}" if h.container else ""
-    restarts = f", {h.restarts} restarts" if h.restarts else ""
-    said = f": {h.message}" if h.message else ""
-    return f"{p.node}: pod {p.namespace}/{p.pod_name} is {h.status}{where}{restarts}{said}"
 
 
 def _left_to_operator(facts: Facts, ds: Obj, node: str) -> bool:
@@ -107,28 +100,36 @@ def _examine(facts: Facts, node: str, families: set[str], problems: dict[tuple[s
     if placed:
         for d, p in placed:
             _record(problems, d, p)
+            if any(label.startswith(NFD_LABEL_PREFIXES) for label in p.admission.labels):
+                _why_unlabelled(facts, obj, problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))])
         return
     title = " or ".join(FAMILY_PLUGIN.get(f, f) for f in sorted(families))
-    prob = problems.setdefault(("", "missing"), Problem(None, "no device-plugin DaemonSet", title))
+    prob = problems.setdefault(("", "missing"), Problem(
+        None, "no device-plugin DaemonSet", title, message="no DaemonSet of a device plugin exists in any namespace"))
     prob.nodes.append(node)
     prob.lines.append(f"{node}: advertises no {'/'.join(sorted(families))} resource and no device-plugin "
                       f"DaemonSet for it exists in any namespace")
 
 
+def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
+    """The labels come from Node Feature Discovery: is its worker running on the node?"""
+    for w in nfd_workers(facts.components.controllers):
+        p = placement(w, facts.components.pods, node)
+        if not p.ok:
+            prob.lines.append(placement_line(p, "Node Feature Discovery worker"))
+
+
 def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement) -> None:
-    status = _status(p)
+    status = placement_status(p)
     kind = plugin_kind(ds)
     key = (f"{p.namespace}/{p.daemonset}", status)
     prob = problems.setdefault(key, Problem(ds, status, kind.title if kind else "device plugin"))
     prob.nodes.append(p.node)
-    prob.lines.append(_line(p))
+    prob.lines.append(placement_line(p))
     prob.labels.update(p.admission.labels)
     h = p.health
     if not prob.message:
-        if h is not None and h.message:
-            prob.message = h.message
-        elif p.pod is None and not p.admission.ok:
-            prob.message = "; ".join(p.admission.reasons)
+        prob.message = placement_message(p)
     if h is not None and h.crashing and p.pod is not None:
         prob.crashing.append({"namespace": p.namespace, "name": p.pod_name, "ref": f"{p.namespace}/{p.pod_name}",
                               "node": p.node})
@@ -152,7 +153,7 @@ def _detections(
             nodes=nodes_text(prob.nodes),
             node=prob.nodes[0],
             count=len(prob.nodes),
-            message=prob.message or "no message recorded",
+            message=prob.message,
             label=", ".join(sorted(prob.labels)) or "none",
             crashing=prob.crashing,
             evidence=evidence,

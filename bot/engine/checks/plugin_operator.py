@@ -18,7 +18,16 @@ from typing import Any
 
 from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
 from bot.engine.checks._common import pod_ref
-from bot.engine.checks._plugin import eligible_nodes, gpu_machines, is_ready, nodes_text, short_of
+from bot.engine.checks._plugin import (
+    eligible_nodes,
+    gpu_machines,
+    is_ready,
+    nodes_text,
+    placement_line,
+    placement_message,
+    placement_status,
+    short_of,
+)
 from bot.engine.facts import Facts
 from bot.kube.daemonsets import counts
 from bot.kube.gpu_stack import (
@@ -48,28 +57,6 @@ class Problem:
     host_driver: str = ""
 
 
-def _status(s: StageState) -> str:
-    p = s.placement
-    if p.pod is None:
-        return "not scheduled" if not p.admission.ok else "no pod"
-    return p.state
-
-
-def _line(s: StageState) -> str:
-    p = s.placement
-    if p.pod is None:
-        if not p.admission.ok:
-            return f"{p.node}: {s.stage} ({p.namespace}/{p.daemonset}) does not admit the node: " + "; ".join(
-                p.admission.reasons)
-        return f"{p.node}: {s.stage} ({p.namespace}/{p.daemonset}) admits the node but has no pod there"
-    h = p.health
-    assert h is not None
-    where = f" in container {h.container}" if h.container else ""
-    restarts = f", {h.restarts} restarts" if h.restarts else ""
-    said = f": {h.message}" if h.message else ""
-    return f"{p.node}: {s.stage} pod {p.namespace}/{p.pod_name} is {h.status}{where}{restarts}{said}"
-
-
 def _host_driver(facts: Facts, node: str) -> str:
     reading = facts.node_readings.get(node)
     if isinstance(reading, NodeObservation) and reading.driver_path == "host" and reading.driver_version:
@@ -85,20 +72,24 @@ def _examine(facts: Facts, node: str, stages: tuple[str, ...], problems: dict[tu
     failing: list[StageState] = []
     if first is not None and first.stage != "plugin":
         failing.append(first)
-    failing += [s for s in states if s.stage in AUX_STAGES and not s.ok]
+    if first is None or first.stage == "plugin":
+        # the auxiliary operands wait for the driver and toolkit too: they are a problem of their
+        # own only once those stand
+        failing += [s for s in states if s.stage in AUX_STAGES and not s.ok]
     for s in failing:
-        status = _status(s)
+        status = placement_status(s.placement)
         key = (s.stage, s.placement.daemonset, status)
         prob = problems.setdefault(key, Problem(s, status))
         prob.nodes.append(node)
-        prob.lines.append(_line(s))
+        prob.lines.append(placement_line(s.placement, s.stage))
         prob.labels.update(s.placement.admission.labels)
         if s.stage in CORE_STAGES:
             later = [t for t in core[core.index(s) + 1:] if not t.ok]
             prob.waiting.update(t.stage for t in later)
             if later:
-                prob.lines.append(f"{node}: waiting behind it: " + ", ".join(
-                    f"{t.stage} ({t.placement.pod_name or t.placement.daemonset} {_status(t)})" for t in later))
+                behind = [f"{t.stage} ({t.placement.pod_name or t.placement.daemonset} {placement_status(t.placement)})"
+                          for t in later]
+                prob.lines.append(f"{node}: waiting behind it: " + ", ".join(behind))
         if s.stage == "driver":
             host = _host_driver(facts, node)
             health = s.placement.health
@@ -136,8 +127,6 @@ def run(facts: Facts) -> Iterator[Detection]:
     for prob in problems.values():
         s, p = prob.state, prob.state.placement
         ds = operands[s.stage]
-        health = p.health
-        message = (health.message if health is not None else "") or "; ".join(p.admission.reasons)
         evidence = [f"{p.namespace}/{p.daemonset}: {counts(ds).text()}", *prob.lines[:20]]
         yield detect(
             "GPU_OPERATOR_NOT_READY",
@@ -147,7 +136,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             name=p.daemonset,
             namespace=p.namespace,
             status=prob.status,
-            message=message or "no message recorded",
+            message=placement_message(p),
             nodes=nodes_text(prob.nodes),
             node=prob.nodes[0],
             count=len(prob.nodes),
