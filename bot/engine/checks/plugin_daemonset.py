@@ -37,9 +37,11 @@ from bot.kube.daemonsets import Placement, counts, placement
 from bot.kube.gpu_stack import (
     CORE_STAGES,
     FAMILY_PLUGIN,
+    MIG_STRATEGY,
     NFD_LABEL_PREFIXES,
     PLUGIN_KINDS,
     first_failing,
+    mig_labels,
     nfd_workers,
     operator_operands,
     plugin_daemonsets,
@@ -94,6 +96,10 @@ def _examine(facts: Facts, node: str, families: set[str], problems: dict[tuple[s
         for d, p in on_node:
             if not p.ok:
                 _record(problems, d, p)
+                mig = mig_labels(obj)
+                if p.health is not None and p.health.crashing and mig.get(MIG_STRATEGY):
+                    problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))].lines.append(
+                        f"{node}: MIG labels " + ", ".join(f"{k}={v}" for k, v in sorted(mig.items())))
         return
     if served_families(obj):
         return  # something registers cards here: a plugin run by the host (Bottlerocket), or another stack

@@ -28,6 +28,7 @@ from bot.kube.gpu_stack import (
     mig_labels,
     mig_layout,
     offered,
+    operator_operands,
 )
 from bot.kube.resources import pod_gpu_requests
 
@@ -56,6 +57,11 @@ def _strategy(facts: Facts, names: list[str]) -> str:
     return ", ".join(layouts) or "unknown"
 
 
+def _mig_manager_namespace(facts: Facts) -> str:
+    manager = operator_operands(facts.components.controllers).get("mig-manager")
+    return str(((manager or {}).get("metadata") or {}).get("namespace") or "gpu-operator")
+
+
 def _pending(facts: Facts) -> Iterator[Detection]:
     pod = facts.pending_pod
     if pod is None:
@@ -71,24 +77,19 @@ def _pending(facts: Facts) -> Iterator[Detection]:
         stuck = _bad_state(facts, eligible)
         if resource == GPU:
             nodes = [n for n, layout in layouts.items() if layout == "mixed"]
-            what = (f"{ref} asks {resource} but the MIG nodes use the mixed strategy and offer only "
-                    f"{_offers(facts, nodes)}")
+            what = f"{resource} asked, mixed-strategy MIG nodes offer {_offers(facts, nodes)}"
         else:
             mixed = [n for n, layout in layouts.items() if layout == "mixed"]
             whole = [n for n, layout in layouts.items() if layout in ("single", "none")]
             nodes = mixed + whole
-            if mixed:
-                what = (f"{ref} asks {resource} but no node's MIG layout has that profile; "
-                        f"they offer {_offers(facts, nodes)}")
-            else:
-                what = (f"{ref} asks {resource} but the nodes offer only {_offers(facts, nodes)} "
-                        "(MIG off, or the single strategy, which names slices nvidia.com/gpu)")
+            where = "the MIG layout offers" if mixed else "the nodes offer only"
+            what = f"{resource} asked, {where} {_offers(facts, nodes)}"
         if not nodes and stuck:
             nodes = stuck
-            what = f"{ref} asks {resource} while the MIG layout of {nodes_text(stuck)} is still being applied or failed"
-        elif stuck:
+            what = f"{resource} asked while the MIG layout is not applied"
+        if stuck:
             states = sorted({mig_labels(facts.nodes[n]).get(MIG_CONFIG_STATE, "") for n in stuck})
-            what += f"; {MIG_CONFIG_STATE}={'/'.join(states)} on {nodes_text(stuck)}"
+            what += f"; {MIG_CONFIG_STATE} is {'/'.join(states)}"
         if not nodes:
             continue
         nodes = sorted(set(nodes) | set(stuck))
@@ -96,6 +97,7 @@ def _pending(facts: Facts) -> Iterator[Detection]:
         yield detect(
             "MIG_STRATEGY_MISMATCH",
             pod_subject(pod),
+            namespace=_mig_manager_namespace(facts),
             pod=ref,
             resource=resource,
             requested=fmt_num(want),
@@ -121,13 +123,14 @@ def _nodes(facts: Facts) -> Iterator[Detection]:
             pod="",
             resource="nvidia.com/mig-*",
             requested="",
-            what=f"the MIG manager has not applied {MIG_CONFIG}={config} on {name} ({MIG_CONFIG_STATE}={state})",
+            what=f"{MIG_CONFIG}={config} not applied, {MIG_CONFIG_STATE} is {state}",
             value=_offers(facts, [name]),
             strategy=_strategy(facts, [name]),
             nodes=name,
             node=name,
             count=1,
             state=state,
+            namespace=_mig_manager_namespace(facts),
             evidence=[_node_line(facts, name)],
         )
 

@@ -70,7 +70,8 @@ def _refused(facts: Facts, pod: Obj) -> Iterator[Detection]:
         pod=pod_ref(pod),
         resource=resource,
         requested=fmt_num(asks.get(resource, 0)),
-        what=f"the device plugin refused {pod_ref(pod)}'s request for more than one shared {resource}",
+        what=f"the device plugin refused {fmt_num(asks.get(resource, 0))} {resource} for {pod_ref(pod)}, "
+             "at most 1 per container",
         strategy=strategy,
         value=resource,
         nodes=node or "its node",
@@ -96,7 +97,7 @@ def _pending(facts: Facts, pod: Obj) -> Iterator[Detection]:
                 yield detect(
                     "SHARING_MISCONFIGURED",
                     pod_subject(pod),
-                    what=f"{ref} asks {resource} but the shared GPUs are advertised as {twin} ({why})",
+                    what=f"{resource} asked, the nodes advertise {twin} ({why})",
                     strategy=", ".join(sorted({sharing(facts.nodes[n])[0] for n in renamed})),
                     value=twin,
                     nodes=nodes_text(renamed),
@@ -114,13 +115,12 @@ def _pending(facts: Facts, pod: Obj) -> Iterator[Detection]:
         strategies = sorted({sharing(facts.nodes[n])[0] for n in shared})
         evidence = [f"{ref} asks {resource}: {fmt_num(want)}", *(_node_line(facts, n) for n in shared[:20])]
         if want > most and len(shared) == len(have):
-            what, role = (f"{ref} asks {fmt_num(want)} {resource} but no node has more than {fmt_num(most)} "
-                          "replicas"), ""
+            what, role = f"{fmt_num(want)} {resource} asked, no node has more than {fmt_num(most)} replicas", ""
         elif "mps" in strategies:
-            what, role = f"{ref} asks {fmt_num(want)} {resource}; with MPS a pod may take only one replica", ""
+            what, role = f"{fmt_num(want)} {resource} asked, with MPS a container may take only 1 replica", ""
         else:
-            what, role = (f"{ref} asks {fmt_num(want)} replicas of a time-sliced {resource}: they are slots, "
-                          "not extra GPUs"), "replicas"
+            what, role = (f"{fmt_num(want)} replicas of a time-sliced {resource} asked: slots, not extra GPUs"
+                          ), "replicas"
         yield detect(
             "SHARING_MISCONFIGURED",
             pod_subject(pod),
