@@ -35,7 +35,7 @@ def is_ready(node: Obj) -> bool:
     return ready_condition(node)[0]
 
 
-def _blocking_taints(pod: Obj, node: Obj) -> list[dict[str, Any]]:
+def blocking_taints(pod: Obj, node: Obj) -> list[dict[str, Any]]:
     return [t for t in untolerated_taints(pod, node, include_unschedulable=False)
             if t.get("key") != UNSCHEDULABLE_TAINT_KEY and t.get("key") not in NOT_READY_TAINTS]
 
@@ -44,7 +44,7 @@ def eligible_nodes(facts: Facts, pod: Obj) -> list[str]:
     """Ready GPU machines the pod's nodeSelector / required affinity admits; of those, the ones
     whose taints it tolerates when there are any (an untolerated taint is its own finding)."""
     selected = [n for n in gpu_machines(facts) if is_ready(facts.nodes[n]) and node_matches(pod, facts.nodes[n]).ok]
-    tolerated = [n for n in selected if not _blocking_taints(pod, facts.nodes[n])]
+    tolerated = [n for n in selected if not blocking_taints(pod, facts.nodes[n])]
     return tolerated or selected
 
 

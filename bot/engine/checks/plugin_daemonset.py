@@ -22,6 +22,7 @@ from typing import Any
 from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import (
+    blocking_taints,
     eligible_nodes,
     gpu_machines,
     is_ready,
@@ -50,6 +51,7 @@ from bot.kube.gpu_stack import (
     stage_states,
 )
 from bot.kube.resources import gpu_family, pod_gpu_requests
+from bot.kube.taints import taint_str
 
 Obj = Mapping[str, Any]
 
@@ -189,6 +191,11 @@ def run(facts: Facts) -> Iterator[Detection]:
                 _examine(facts, node, {family}, problems)
                 lead.append(f"{node}: {offer_text(facts.nodes[node], resource)}; "
                             f"{pod_ref(pod)} asks {resource}: {fmt_num(want)}")
+                taints = blocking_taints(pod, facts.nodes[node])
+                if taints:
+                    shown = ", ".join(taint_str(t) for t in taints)
+                    lead.append(f"{node}: {pod_ref(pod)} does not tolerate {shown} here either; "
+                                "it needs that toleration too")
         resources = ", ".join(sorted(asks))
         yield from _detections(problems, pod_subject(pod), lead, pod=pod_ref(pod), resource=resources)
         return

@@ -143,7 +143,6 @@ def run(facts: Facts) -> Iterator[Detection]:
             label=", ".join(sorted(prob.labels)) or DEPLOY_LABELS.get(s.stage, "none"),
             waiting=", ".join(t for t in CORE_STAGES if t in prob.waiting) or "nothing",
             driver=prob.host_driver or "none",
-            host_driver=bool(prob.host_driver),
             pod=ref,
             evidence=evidence,
         )
