@@ -69,7 +69,20 @@ class GpuComponents:
     pods: list[Obj] = field(default_factory=list)
 
     def nodes_running_components(self) -> set[str]:
-        return {str((p.get("spec") or {}).get("nodeName")) for p in self.pods if (p.get("spec") or {}).get("nodeName")}
+        """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU
+        Operator's own Deployment, and Node Feature Discovery (whose pods the operator names
+        gpu-operator-node-feature-discovery-*), which labels every node, GPU or not."""
+        out = set()
+        for p in self.pods:
+            meta = p.get("metadata") or {}
+            node = (p.get("spec") or {}).get("nodeName")
+            owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+            if not node or "node-feature-discovery" in str(meta.get("name", "")):
+                continue
+            if any(o.get("kind") in ("ReplicaSet", "Job") for o in owners):
+                continue
+            out.add(str(node))
+        return out
 
 
 #: derived fact -> the base facts it is computed from (the runner gathers those)

@@ -1,0 +1,116 @@
+"""Node scoping shared by the device-plugin, operator, MIG and sharing checks (plugin.*).
+
+Which nodes a GPU pod's resource should come from: GPU machines (by labels, advertised resources
+or a GPU node agent running there), Ready, that the pod's node selection admits. For a node-level
+command: the GPU machines in scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.engine.checks._common import fmt_num
+from bot.engine.facts import Facts
+from bot.engine.node_rows import ready_condition
+from bot.kube.affinity import node_matches
+from bot.kube.daemonsets import Placement
+from bot.kube.gpu import advertised_gpu_resources, gpu_labels
+from bot.kube.resources import node_gpu_capacity
+from bot.kube.scheduling import NOT_READY_TAINTS
+from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
+
+Obj = dict[str, Any]
+
+def gpu_machines(facts: Facts, names: list[str] | None = None) -> list[str]:
+    """GPU machines among ``names`` (all nodes by default): a GPU label, an advertised GPU
+    resource, or a GPU node agent (DaemonSet pod) running there. Sorted."""
+    agents = facts.components.nodes_running_components()
+    pool = facts.nodes if names is None else {n: facts.nodes[n] for n in names if n in facts.nodes}
+    return sorted(
+        n for n, node in pool.items() if gpu_labels(node) or advertised_gpu_resources(node) or n in agents
+    )
+
+
+def is_ready(node: Obj) -> bool:
+    return ready_condition(node)[0]
+
+
+def blocking_taints(pod: Obj, node: Obj) -> list[dict[str, Any]]:
+    return [t for t in untolerated_taints(pod, node, include_unschedulable=False)
+            if t.get("key") != UNSCHEDULABLE_TAINT_KEY and t.get("key") not in NOT_READY_TAINTS]
+
+
+def eligible_nodes(facts: Facts, pod: Obj) -> list[str]:
+    """Ready GPU machines the pod's nodeSelector / required affinity admits; of those, the ones
+    whose taints it tolerates when there are any (an untolerated taint is its own finding)."""
+    selected = [n for n in gpu_machines(facts) if is_ready(facts.nodes[n]) and node_matches(pod, facts.nodes[n]).ok]
+    tolerated = [n for n in selected if not blocking_taints(pod, facts.nodes[n])]
+    return tolerated or selected
+
+
+def short_of(node: Obj, resource: str) -> bool:
+    """The node offers none of ``resource``, or less than its capacity (cards marked unhealthy or a
+    plugin that stopped: the kubelet keeps capacity and drops allocatable)."""
+    capacity, alloc = node_gpu_capacity(node).get(resource, (0.0, 0.0))
+    return alloc <= 0 or alloc < capacity
+
+
+def offer_text(node: Obj, resource: str) -> str:
+    capacity, alloc = node_gpu_capacity(node).get(resource, (0.0, 0.0))
+    if resource not in node_gpu_capacity(node):
+        return f"no {resource}"
+    return f"{resource} allocatable {fmt_num(alloc)} of capacity {fmt_num(capacity)}"
+
+
+def nodes_text(names: list[str], limit: int = 6) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def placement_status(p: Placement) -> str:
+    """A DaemonSet's state on a node in a few words: the pod's status, or why there is none."""
+    if p.pod is None:
+        if p.admission.ok:
+            return "no pod"
+        if p.admission.labels:
+            return f"not scheduled, node lacks {p.admission.wants()}"
+        taints = [r for r in p.admission.reasons if r.startswith("taint ")]
+        return f"not scheduled, {taints[0]}" if taints else "not scheduled"
+    return p.state
+
+
+def placement_line(p: Placement, what: str = "") -> str:
+    """One evidence line: which pod, its status, container, restarts and last words."""
+    owner = f"{what} ({p.namespace}/{p.daemonset})" if what else f"{p.namespace}/{p.daemonset}"
+    if p.pod is None:
+        if not p.admission.ok:
+            return f"{p.node}: {owner} does not admit the node: {'; '.join(p.admission.reasons)}"
+        return f"{p.node}: {owner} admits the node but has no pod there"
+    h = p.health
+    status = h.status if h is not None else "Unknown"
+    where = f" in container {h.container}" if h is not None and h.container else ""
+    restarts = f", {h.restarts} restarts" if h is not None and h.restarts else ""
+    said = f": {h.message}" if h is not None and h.message else ""
+    label = f"{what} pod" if what else "pod"
+    return f"{p.node}: {label} {p.namespace}/{p.pod_name} is {status}{where}{restarts}{said}"
+
+
+def placement_message(p: Placement) -> str:
+    """What the cluster shows about the DaemonSet on the node, quoting the pod's last words."""
+    if p.pod is None:
+        if not p.admission.ok:
+            more = f" (and {len(p.admission.reasons) - 1} more)" if len(p.admission.reasons) > 1 else ""
+            return f"the DaemonSet does not admit the node: {p.admission.reasons[0]}{more}"
+        return "the DaemonSet admits the node but has created no pod there"
+    h = p.health
+    if h is None:
+        return "its pod's state is unknown"
+    if h.unscheduled:
+        return f"its pod is not scheduled: {h.message}"
+    if h.crashing:
+        quote = h.message or "no message"
+        return f"container {h.container} keeps failing ({h.restarts} restarts); its last run ended with: {quote}"
+    if h.initialising:
+        return f"its pod waits in init container {h.container}" + (f": {h.message}" if h.message else "")
+    return f"its pod is {h.status}" + (f" (container {h.container})" if h.container else "") + (
+        f": {h.message}" if h.message else "")

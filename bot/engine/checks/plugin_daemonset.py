@@ -1,0 +1,216 @@
+"""The device plugin that should register a GPU node's cards has no healthy pod on that node.
+
+Without a running device plugin the kubelet never learns of the cards (or drops them when the
+plugin dies), so the node advertises nothing and a GPU pod waits with "Insufficient
+nvidia.com/gpu", which reads like "all cards are taken". Three ways it happens: there is no
+plugin DaemonSet at all; the DaemonSet does not admit the node (its nodeSelector/affinity wants a
+label the node lacks, typically NFD's or the operator's GPU label, or the node has a taint the
+DaemonSet does not tolerate); or its pod on the node is crash-looping / not Ready. The pod's last
+termination message is quoted, since that is the line that says why.
+
+For a pending pod, only nodes the pod could use and that lack its resource are examined; for
+node-status, every GPU node in scope. A GPU Operator plugin that only waits for an earlier
+operand (driver, toolkit, validator) is left to GPU_OPERATOR_NOT_READY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
+from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.checks._plugin import (
+    blocking_taints,
+    eligible_nodes,
+    gpu_machines,
+    is_ready,
+    nodes_text,
+    offer_text,
+    placement_line,
+    placement_message,
+    placement_status,
+    short_of,
+)
+from bot.engine.facts import Facts
+from bot.kube.daemonsets import Placement, counts, placement
+from bot.kube.gpu_stack import (
+    CORE_STAGES,
+    FAMILY_PLUGIN,
+    MIG_STRATEGY,
+    NFD_LABEL_PREFIXES,
+    PLUGIN_KINDS,
+    first_failing,
+    mig_labels,
+    nfd_workers,
+    operator_operands,
+    plugin_daemonsets,
+    plugin_kind,
+    served_families,
+    stage_states,
+)
+from bot.kube.resources import gpu_family, pod_gpu_requests
+from bot.kube.taints import taint_str
+
+Obj = Mapping[str, Any]
+
+
+@dataclass
+class Problem:
+    """Nodes where one DaemonSet (or the lack of one) fails the same way."""
+
+    ds: Obj | None
+    status: str
+    plugin: str
+    nodes: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    message: str = ""
+    labels: set[str] = field(default_factory=set)
+    crashing: list[dict[str, str]] = field(default_factory=list)
+
+
+def _left_to_operator(facts: Facts, ds: Obj, node: str) -> bool:
+    """The GPU Operator's own plugin on a node where it is switched off (deploy label not
+    ``true``, e.g. paused for a MIG change) or waits for an earlier failing operand: that is
+    GPU_OPERATOR_NOT_READY's (or MIG_STRATEGY_MISMATCH's) to report."""
+    operands = operator_operands(facts.components.controllers)
+    if operands.get("plugin") is not ds:
+        return False
+    states = stage_states(operands, facts.components.pods, facts.nodes[node], CORE_STAGES)
+    if any(s.stage == "plugin" and s.disabled for s in states):
+        return True
+    first = first_failing(states)
+    return first is not None and first.stage != "plugin"
+
+
+def _examine(facts: Facts, node: str, families: set[str], problems: dict[tuple[str, str], Problem]) -> None:
+    """Record what keeps a plugin for ``families`` from running on ``node``."""
+    obj = facts.nodes[node]
+    serving = [d for d in plugin_daemonsets(facts.components.controllers)
+               if (k := plugin_kind(d)) and k.families & families]
+    placed = [(d, placement(d, facts.components.pods, obj)) for d in serving]
+    placed = [(d, p) for d, p in placed if not _left_to_operator(facts, d, node)]
+    if serving and not placed:
+        return
+    on_node = [(d, p) for d, p in placed if p.admission.ok or p.pod is not None]
+    if on_node:
+        for d, p in on_node:
+            if not p.ok:
+                _record(problems, d, p)
+                mig = mig_labels(obj)
+                if p.health is not None and p.health.crashing and mig.get(MIG_STRATEGY):
+                    problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))].lines.append(
+                        f"{node}: MIG labels " + ", ".join(f"{k}={v}" for k, v in sorted(mig.items())))
+        return
+    if served_families(obj):
+        return  # something registers cards here: a plugin run by the host (Bottlerocket), or another stack
+    if placed:
+        for d, p in placed:
+            _record(problems, d, p)
+            if any(label.startswith(NFD_LABEL_PREFIXES) for label in p.admission.labels):
+                _why_unlabelled(facts, obj, problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))])
+        return
+    title = " or ".join(FAMILY_PLUGIN.get(f, f) for f in sorted(families))
+    prob = problems.setdefault(("", "missing"), Problem(
+        None, "no device-plugin DaemonSet", title, message="no DaemonSet of a device plugin exists in any namespace"))
+    prob.nodes.append(node)
+    prob.lines.append(f"{node}: advertises no {'/'.join(sorted(families))} resource and no device-plugin "
+                      f"DaemonSet for it exists in any namespace")
+
+
+def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
+    """The labels come from Node Feature Discovery: is its worker running on the node?"""
+    for w in nfd_workers(facts.components.controllers):
+        p = placement(w, facts.components.pods, node)
+        if not p.ok:
+            prob.lines.append(placement_line(p, "Node Feature Discovery worker"))
+
+
+def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement) -> None:
+    status = placement_status(p)
+    kind = plugin_kind(ds)
+    key = (f"{p.namespace}/{p.daemonset}", status)
+    prob = problems.setdefault(key, Problem(ds, status, kind.title if kind else "device plugin"))
+    prob.nodes.append(p.node)
+    prob.lines.append(placement_line(p))
+    prob.labels.update(p.admission.labels)
+    h = p.health
+    if not prob.message:
+        prob.message = placement_message(p)
+    if h is not None and h.crashing and p.pod is not None:
+        prob.crashing.append({"namespace": p.namespace, "name": p.pod_name, "ref": f"{p.namespace}/{p.pod_name}",
+                              "node": p.node})
+
+
+def _detections(
+    problems: dict[tuple[str, str], Problem], subject: str, lead: list[str], **extra: Any
+) -> Iterator[Detection]:
+    for prob in problems.values():
+        meta = (prob.ds or {}).get("metadata") or {}
+        evidence = [f"{meta.get('namespace')}/{meta.get('name')}: {counts(prob.ds).text()}"] if prob.ds else []
+        evidence += [line for line in lead if line.split(":", 1)[0] in prob.nodes]
+        evidence += prob.lines[:20]
+        yield detect(
+            "DEVICE_PLUGIN_NOT_RUNNING",
+            subject if subject else node_subject(prob.nodes[0]),
+            plugin=prob.plugin,
+            name=str(meta.get("name") or "(none installed)"),
+            namespace=str(meta.get("namespace") or "(any)"),
+            status=prob.status,
+            nodes=nodes_text(prob.nodes),
+            node=prob.nodes[0],
+            count=len(prob.nodes),
+            message=prob.message,
+            label=", ".join(sorted(prob.labels)) or "none",
+            crashing=prob.crashing,
+            evidence=evidence,
+            **extra,
+        )
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """DEVICE_PLUGIN_NOT_RUNNING per DaemonSet and failure, with the nodes it affects."""
+    problems: dict[tuple[str, str], Problem] = {}
+    if facts.inv.kind:
+        pod = facts.pending_pod
+        if pod is None:
+            return
+        asks = pod_gpu_requests(pod)
+        lead: list[str] = []
+        seen: set[tuple[str, str]] = set()
+        eligible = eligible_nodes(facts, pod)
+        for resource, want in sorted(asks.items()):
+            family = gpu_family(resource)
+            if family is None:
+                continue
+            for node in eligible:
+                if (node, family) in seen or not short_of(facts.nodes[node], resource):
+                    continue
+                seen.add((node, family))
+                _examine(facts, node, {family}, problems)
+                lead.append(f"{node}: {offer_text(facts.nodes[node], resource)}; "
+                            f"{pod_ref(pod)} asks {resource}: {fmt_num(want)}")
+                taints = blocking_taints(pod, facts.nodes[node])
+                if taints:
+                    shown = ", ".join(taint_str(t) for t in taints)
+                    lead.append(f"{node}: {pod_ref(pod)} does not tolerate {shown} here either; "
+                                "it needs that toleration too")
+        resources = ", ".join(sorted(asks))
+        yield from _detections(problems, pod_subject(pod), lead, pod=pod_ref(pod), resource=resources)
+        return
+    # node-status: any plugin may serve a node; with none installed, the NVIDIA one is the one missing
+    families = set().union(*(k.families for k in PLUGIN_KINDS)) if plugin_daemonsets(
+        facts.components.controllers) else {"nvidia"}
+    for node in gpu_machines(facts, facts.scope_nodes):
+        if is_ready(facts.nodes[node]):
+            _examine(facts, node, families, problems)
+    yield from _detections(problems, "", [], pod="", resource="GPU")
+
+
+CHECK = Check(
+    name="plugin.daemonset",
+    reads=("pending_pod", "nodes", "components", "scope_nodes"),
+    emits=("DEVICE_PLUGIN_NOT_RUNNING",),
+    run=run,
+)

@@ -1,0 +1,95 @@
+"""The plugin.* checks on odd cluster data: a finding or nothing, never a traceback.
+
+Scenarios cover the real cases; these feed the checks objects a real cluster can still hold
+(a DaemonSet without pods or template, components in unexpected namespaces, labels with odd
+values, pods without status) in both modes: a pending pod, and node-status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.commands import Invocation
+from bot.engine.check import Check
+from bot.engine.checks import builtin_checks
+from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts
+
+PLUGIN_CHECKS = sorted(name for name in builtin_checks() if name.startswith("plugin."))
+
+
+def node(name: str, labels: dict[str, Any] | None = None, capacity: dict[str, Any] | None = None,
+         taints: list[Any] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}},
+            "spec": {"taints": taints or []},
+            "status": {"capacity": capacity or {}, "allocatable": capacity or {},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+PENDING = {
+    "metadata": {"name": "p", "namespace": "ns"},
+    "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+    "status": {"phase": "Pending"},
+}
+
+ODD_CONTROLLERS: list[dict[str, Any]] = [
+    {"kind": "DaemonSet", "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "weird-ns"}},
+    {"kind": "DaemonSet", "metadata": {"name": "nvidia-driver-daemonset", "namespace": "gpu-operator"},
+     "spec": {"template": {"spec": {"nodeSelector": {"nvidia.com/gpu.deploy.driver": "true"},
+                                    "tolerations": ["not-a-mapping", {"operator": "Exists"}]}}}},
+    {"kind": "DaemonSet", "metadata": {"name": "nvidia-operator-validator", "namespace": "gpu-operator"},
+     "spec": {"template": "nonsense"}, "status": {"desiredNumberScheduled": "many"}},
+    {"kind": "DaemonSet", "metadata": {"name": "qgpu-manager", "namespace": "kube-system"},
+     "spec": {"template": {"spec": {"affinity": {"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}}}},
+    {"kind": "Deployment", "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"}},
+]
+ODD_PODS: list[dict[str, Any]] = [
+    {"metadata": {"name": "nvidia-device-plugin-daemonset-x", "namespace": "weird-ns",
+                  "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-device-plugin-daemonset"}]},
+     "spec": {"nodeName": "gpu-1"}},
+    {"metadata": {"name": "nvidia-driver-daemonset-y", "namespace": "gpu-operator",
+                  "ownerReferences": ["garbage"]}, "spec": {}, "status": {"phase": "Pending"}},
+    {"metadata": {}, "spec": {"nodeName": "gpu-2"}, "status": {"containerStatuses": [{"state": None}]}},
+]
+ODD_NODES = {
+    "gpu-1": node("gpu-1", {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.replicas": "lots",
+                            "nvidia.com/mig.config.state": "failed"},
+                  {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "bogus"}),
+    "gpu-2": node("gpu-2", {"nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/mig-1g.10gb": "7"},
+                  taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}, "not-a-taint"]),
+    "cpu-1": node("cpu-1"),
+}
+
+
+def facts_for(inv: Invocation, pod: dict[str, Any] | None) -> Facts:
+    facts = Facts(inv)
+    facts.put("target", TargetFacts(kind=inv.kind, name=inv.name, namespace=inv.namespace, pod=pod,
+                                    pods=[pod] if pod else []))
+    facts.put("events", EventFacts(pod=[{"message": None}, {"message": "Allocate failed: something else"}]))
+    facts.put("nodes", ODD_NODES)
+    facts.put("components", GpuComponents(controllers=ODD_CONTROLLERS, pods=ODD_PODS))
+    facts.put("node_readings", {})
+    facts.put("namespaces", {})
+    facts.put("node_pods", {})
+    return facts
+
+
+@pytest.mark.parametrize("name", PLUGIN_CHECKS)
+@pytest.mark.parametrize("mode", ["why-pending", "node-status"])
+def test_odd_data_never_raises(name: str, mode: str) -> None:
+    check: Check = builtin_checks()[name]
+    if mode == "why-pending":
+        inv = Invocation(command="why-pending", kind="Pod", name="p", namespace="ns")
+        facts = facts_for(inv, PENDING)
+    else:
+        facts = facts_for(Invocation(command="node-status"), None)
+    outcomes = list(check.run(facts))
+    for outcome in outcomes:
+        code = getattr(outcome, "code", None)
+        assert code is None or code in check.emits
+
+
+def test_plugin_checks_exist() -> None:
+    assert PLUGIN_CHECKS == ["plugin.daemonset", "plugin.mig", "plugin.operator", "plugin.sharing"]
