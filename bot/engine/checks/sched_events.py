@@ -15,7 +15,8 @@ from bot.engine.facts import Facts
 from bot.kube.resources import pod_gpu_requests
 
 #: categories another check computes from the nodes themselves
-COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions"}
+COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
+                      "pod_affinity", "pod_anti_affinity", "existing_anti_affinity"}
 
 
 def run(facts: Facts) -> Iterator[Detection]:
