@@ -73,6 +73,11 @@ class GroupReason:
     why: str = ""
 
     @property
+    def shortfall(self) -> list[str]:
+        """Karpenter: what no instance type satisfied (``requirements``, ``resources``, ``offering``)."""
+        return karpenter_shortfall(self.why)
+
+    @property
     def skipped(self) -> bool:
         """The group was not even tried (size, limits, backoff): the pod might fit its nodes."""
         return self.category in ("max_size", "cluster_limit", "backoff", "not_registered", "limits")
@@ -104,6 +109,31 @@ class ScaleUpRefusal:
                 line = f"{r.count} {noun}: {r.text}"
             out.append(line)
         return out
+
+
+_DIMENSIONS = (
+    ("requirements", re.compile(r"met (?:the scheduling|all) requirements")),
+    ("resources", re.compile(r"(?:had|has) enough resources")),
+    ("offering", re.compile(r"(?:had|has) (?:a|the) required offering|the required offering")),
+)
+
+
+def karpenter_shortfall(why: str) -> list[str]:
+    """What no instance type satisfied, from Karpenter's parenthesised verdict.
+
+    ``no instance type which met the scheduling requirements and had enough resources, had a
+    required offering`` names what the types did satisfy first and what failed last;
+    ``no instance type met the scheduling requirements or had enough resources`` names the failed
+    dimensions themselves.
+    """
+    text = why.strip()
+    found = [(m.start(), name) for name, pattern in _DIMENSIONS for m in pattern.finditer(text)]
+    if not found:
+        return []
+    found.sort()
+    if text.startswith("no instance type which"):
+        return [found[-1][1]]
+    return sorted({name for _, name in found}, key=[d for d, _ in _DIMENSIONS].index)
 
 
 def _ca_category(text: str) -> tuple[str, str | None]:
@@ -284,6 +314,7 @@ __all__ = [
     "GroupReason",
     "ScaleUpRefusal",
     "newest_refusal",
+    "karpenter_shortfall",
     "node_group",
     "parse_autoscaler_event",
     "parse_cluster_autoscaler",

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.kube.autoscaler import (
+    karpenter_shortfall,
     newest_refusal,
     node_group,
     parse_autoscaler_event,
@@ -81,6 +82,19 @@ def test_karpenter_per_nodepool() -> None:
     assert gpu.requirements.startswith("gpu-type In [nvidia]")
     assert gpu.why.startswith("no instance type which met the scheduling requirements")
     assert refusal.lines()[1].startswith('NodePool "general-purpose": no instance type satisfied')
+
+
+def test_karpenter_shortfall_reads_the_verdict() -> None:
+    refusal = parse_karpenter(KARPENTER_5527)
+    assert refusal is not None
+    assert [r.shortfall for r in refusal.reasons] == [["offering"], ["requirements"]]
+    assert karpenter_shortfall("no instance type met all requirements") == ["requirements"]
+    assert karpenter_shortfall("no instance type met the scheduling requirements or had enough resources") == [
+        "requirements", "resources"]
+    assert karpenter_shortfall(
+        "no instance type which met the scheduling requirements and had a required offering had enough resources"
+    ) == ["resources"]
+    assert karpenter_shortfall("") == []
 
 
 def test_karpenter_incompatible_requirements_limits_and_provisioner() -> None:

@@ -52,6 +52,21 @@ _SPEC_REASONS = frozenset({
 })
 
 
+_SHORTFALL_WORDS = {
+    "offering": "instance types that match and are big enough exist, but none is on offer in the allowed zones "
+                "and capacity types (sold out, or excluded by the NodePool's zone/capacity-type requirements)",
+    "requirements": "the instance types big enough for the pod are excluded by the NodePool's requirements",
+    "resources": "no instance type the NodePool allows is big enough (for a GPU request: none of them has that GPU)",
+}
+
+
+_SHORT_WORDS = {
+    "offering": "fitting types not on offer",
+    "requirements": "types that fit are excluded by its requirements",
+    "resources": "no allowed type is big enough",
+}
+
+
 def _alloc(node: Obj, resource: str) -> Decimal | None:
     raw = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
     if raw is None:
@@ -107,9 +122,18 @@ def _summary(refusal: ScaleUpRefusal) -> str:
         return "it found no node group whose new node would fit the pod (no reason given)"
     parts = []
     for r in refusal.reasons:
-        who = f'NodePool "{r.group}"' if r.group else f"{r.count} group(s)"
-        parts.append(f"{who}: {r.text if r.category not in ('no_instance_type',) else 'no instance type fits'}")
-    return "; ".join(parts)
+        who = r.group or f"{r.count} group(s)"
+        text = r.text
+        if r.category == "no_instance_type":
+            text = " and ".join(_SHORT_WORDS[d] for d in r.shortfall) or "no instance type fits"
+        elif r.category == "requirements":
+            text = "requirements conflict with the pod's"
+        parts.append(f"{who}: {text}")
+    joined = "; ".join(parts)
+    if len(joined) <= 90 or len(parts) == 1:
+        return joined
+    more = "NodePool(s)" if refusal.source != CLUSTER_AUTOSCALER else "reason(s)"
+    return f"{parts[0]}; {len(parts) - 1} more {more} in the evidence"
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -126,8 +150,13 @@ def run(facts: Facts) -> Iterator[Detection]:
     when = event_time(dict(event)) or "?"
     evidence = [f"{refusal.source} ({event.get('reason')}{times}, last {when}): {refusal.raw[:1500]}"]
     for reason, line in zip(refusal.reasons, refusal.lines(), strict=True):
-        words = _CATEGORY_WORDS.get(reason.category)
-        evidence.append(f"  {line}" + (f" ({words})" if words else ""))
+        if reason.category == "no_instance_type":
+            meaning = [_SHORTFALL_WORDS[d] for d in reason.shortfall] or [_CATEGORY_WORDS["no_instance_type"]]
+            evidence.append(f'  NodePool "{reason.group}": no instance type it allows can take the pod: '
+                            + "; ".join(meaning))
+        else:
+            words = _CATEGORY_WORDS.get(reason.category)
+            evidence.append(f"  {line}" + (f" ({words})" if words else ""))
         if reason.resources:
             asked = ", ".join(f"{k}={v}" for k, v in sorted(reason.resources.items()))
             evidence.append(f"    asked of one node (pod + DaemonSets): {asked}")
@@ -143,6 +172,9 @@ def run(facts: Facts) -> Iterator[Detection]:
             "its min/max/current size in kubectl -n kube-system get configmap cluster-autoscaler-status -o yaml"
         )
     names = [r.group for r in refusal.reasons if r.group] or [g.split(" ", 2)[1] for g in groups]
+    considered = refusal.groups_considered or len(names)
+    if considered > len(names):
+        names.append(f"{considered - len(names)} group(s) without nodes")
     echo = bool(refusal.reasons) and all(r.category in _SPEC_REASONS for r in refusal.reasons)
     yield detect(
         "AUTOSCALER_NO_SCALE_UP",
@@ -150,8 +182,8 @@ def run(facts: Facts) -> Iterator[Detection]:
         role="echo" if echo else "",
         pod=pod_ref(pod),
         name="Karpenter" if refusal.source != CLUSTER_AUTOSCALER else "cluster-autoscaler",
-        count=refusal.groups_considered or len(names),
-        nodes=", ".join(names[:MAX_GROUPS]) or "none visible",
+        count=considered,
+        nodes=", ".join(names[: MAX_GROUPS + 1]) or "none visible",
         what=_summary(refusal),
         evidence=evidence,
     )

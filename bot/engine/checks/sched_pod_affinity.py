@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
-from bot.kube.pod_affinity import AffinityResult
+from bot.kube.pod_affinity import AffinityResult, selector_text
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.scheduling import POD_AFFINITY_CATEGORIES, ParsedSchedulingMessage
 
 _RULE_WORDS = {
-    "pod_affinity": "pod affinity",
-    "pod_anti_affinity": "pod anti-affinity",
+    "pod_affinity": "its required pod affinity",
+    "pod_anti_affinity": "its required pod anti-affinity",
     "existing_anti_affinity": "other pods' anti-affinity",
 }
 
@@ -33,21 +33,31 @@ def _message_share(msg: ParsedSchedulingMessage | None) -> tuple[set[str], int]:
     return {r.category for r in reasons}, max((r.count for r in reasons), default=0)
 
 
-def _what(result: AffinityResult, candidates: list[str], allowed: list[str], facts: Facts) -> str:
-    """The binding rule in one sentence: what it needs and where that is."""
+def _what(result: AffinityResult, candidates: list[str]) -> str:
+    """The binding rule in words: what it needs and where that is."""
     refusing = [t for t in result.terms if any(not t.allows.get(n, True) for n in candidates)]
     if not refusing:
         return "the scheduler blames inter-pod rules, but the pods behind them could not be identified"
-    term = refusing[0]
-    text = term.describe()
-    if term.where:
-        text += "; matching pods: " + ", ".join(term.where[:4]) + (" ..." if len(term.where) > 4 else "")
-    elif term.term.kind == "affinity" and term.origin == "own":
-        text += "; no running pod matches it"
-    if not allowed:
-        asks = ", ".join(sorted(pod_gpu_requests(facts.pending_pod or {}))) or "what it asks"
-        text += f"; none of the nodes offering {asks} ({', '.join(candidates[:6])}) is allowed by it"
+    tr = refusing[0]
+    term = tr.term
+    places = sorted({w.split(" on ", 1)[1].split(" (", 1)[0] for w in tr.where if " on " in w})
+    where = f"on {', '.join(places[:3])}" if places else "no such pod runs"
+    if tr.origin == "existing":
+        text = f"{term.owner} ({where}) keeps matching pods out of its {term.topology_key}"
+    elif term.kind == "affinity":
+        text = f"it must share {term.topology_key} with {selector_text(term.selector)} ({where})"
+    else:
+        text = f"it must not share {term.topology_key} with {selector_text(term.selector)} ({where})"
     return text
+
+
+def _verdict(allowed: list[str], facts: Facts) -> str:
+    """What the rules leave, short enough for a title."""
+    if not allowed:
+        asks = ", ".join(sorted(pod_gpu_requests(facts.pending_pod or {})))
+        return f"no node offering {asks} qualifies" if asks else "no node qualifies"
+    more = f" and {len(allowed) - 1} more" if len(allowed) > 1 else ""
+    return f"only {allowed[0]}{more} {'qualify' if more else 'qualifies'}"
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -64,7 +74,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     allowed = [n for n in candidates if result is None or result.allows(n)]
     categories = (result.categories if result is not None and refused else set()) or blamed
-    rule = " and ".join(_RULE_WORDS[c] for c in sorted(categories) if c in _RULE_WORDS) or "pod affinity"
+    rule = " and ".join(_RULE_WORDS[c] for c in sorted(categories) if c in _RULE_WORDS) or "inter-pod affinity"
     evidence: list[str] = []
     if msg is not None and blamed:
         evidence.append(f"scheduler: {msg.raw[:600]}")
@@ -79,13 +89,15 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence += [f"{n}: {'; '.join(result.refusals[n])}" for n in refused[:15]]
     if refused:
         role = "" if not allowed else "partial"
-        what = _what(result, candidates, allowed, facts) if result is not None else ""
+        reason = _what(result, candidates) if result is not None else ""
+        what = _verdict(allowed, facts)
     else:
         # The scheduler says so but the bot could not reproduce it (cross-namespace terms it did not
         # read, pods it could not list): trust the count.
         total = msg.total_nodes if msg is not None and msg.total_nodes else 0
         role = "" if total and blamed_nodes >= total else "partial"
-        what = "the pods behind the rule could not be identified from what the bot read"
+        reason = "the pods behind the rule could not be identified from what the bot read"
+        what = f"{blamed_nodes} node(s) ruled out" if blamed_nodes else "nodes ruled out"
         evidence.append("could not tell which pods the rule is about (they may be in namespaces the bot did not read)")
     yield detect(
         "SCHED_POD_AFFINITY",
@@ -94,6 +106,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         pod=pod_ref(pod),
         rule=rule,
         what=what,
+        reason=reason,
         nodes=", ".join(allowed[:10]) or "none",
         count=len(refused),
         evidence=evidence,

@@ -70,7 +70,8 @@ def _what(denial: QuotaDenial) -> str:
 def _quota_evidence(quota: Obj, template: Obj | None, pods: Sequence[Obj], focus: Sequence[str]) -> list[str]:
     name = (quota.get("metadata") or {}).get("name", "?")
     lines = []
-    for line in quota_lines(quota, template):
+    # the resources the refusal is about first, then the rest of the quota
+    for line in sorted(quota_lines(quota, template), key=lambda q: (q.resource not in focus, q.resource)):
         asks = f", one more pod asks {fmt_quantity(line.resource, line.asks)}" if line.asks else ""
         full = " (full)" if line.full else ""
         lines.append(f"quota {name}: {line.resource} {line.used} used of {line.hard}{asks}{full}")
