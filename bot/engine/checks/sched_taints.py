@@ -5,6 +5,9 @@ node when it asks none) that also pass its node selector/affinity and its requir
 a CPU-only pod pinned to a GPU pool, or tied to a GPU pod, is kept out by the GPU nodes' taint
 alone even though untainted CPU nodes exist. When no candidate passes those rules, every
 candidate is looked at (the selector or affinity finding then explains the rest).
+
+A GPU taint (``nvidia.com/gpu``) on a pod that evidently expects a GPU but requests none is left to
+SPEC_NO_GPU_REQUEST: the request is the fix there, and a toleration would be the wrong advice.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
+from bot.kube.gpu import gpu_expectations
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import toleration_yaml, untolerated_taints
@@ -69,7 +73,12 @@ def run(facts: Facts) -> Iterator[Detection]:
     if not blocked or {n for ns in blocked.values() for n in ns} != set(eligible):
         return
     narrowed = len(eligible) < len(facts.candidates)
+    # A pod that evidently wants a GPU but requests none: the request is the fix, and it brings the
+    # GPU taint's toleration with it (SPEC_NO_GPU_REQUEST says so); a toleration alone is not.
+    wants_gpu = not pod_gpu_requests(pod) and bool(gpu_expectations(pod))
     for text, names in blocked.items():
+        if wants_gpu and is_gpu_resource(str(first[text].get("key") or "")):
+            continue
         evidence = [f"{n}: taint {text}" for n in names] + ["pod tolerations: " + _tolerations(pod)]
         if narrowed:
             others = sorted(set(facts.candidates) - set(eligible))
