@@ -28,12 +28,17 @@ Obj = Mapping[str, Any]
 
 def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector against labels: ``None`` matches nothing, ``{}`` everything."""
-    if selector is None:
+    if not isinstance(selector, Mapping):
+        return False  # None (no selector) or something the API would have refused
+    match_labels = selector.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
         return False
-    for key, value in (selector.get("matchLabels") or {}).items():
+    for key, value in match_labels.items():
         if labels.get(str(key)) != str(value):
             return False
     for expr in selector.get("matchExpressions") or []:
+        if not isinstance(expr, Mapping):
+            return False
         key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
         values = [str(v) for v in expr.get("values") or []]
         present = key in labels
@@ -52,10 +57,13 @@ def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
 
 def selector_text(selector: Obj | None) -> str:
     """A selector the way a person reads it (``app=cache, tier in (a, b)``)."""
-    if selector is None:
+    if not isinstance(selector, Mapping):
         return "(no selector: matches nothing)"
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    labels = selector.get("matchLabels") or {}
+    parts = [f"{k}={v}" for k, v in labels.items()] if isinstance(labels, Mapping) else []
     for expr in selector.get("matchExpressions") or []:
+        if not isinstance(expr, Mapping):
+            continue
         values = ", ".join(str(v) for v in expr.get("values") or [])
         op = str(expr.get("operator", ""))
         suffix = f" ({values})" if values else ""
@@ -126,16 +134,19 @@ def required_pod_terms(pod: Obj, *, kinds: Sequence[str] = ("affinity", "anti-af
         if kind not in kinds:
             continue
         section = affinity.get(key) or {}
+        if not isinstance(section, Mapping):
+            continue
         for term in section.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
             if not isinstance(term, Mapping):
                 continue
             listed = tuple(str(n) for n in term.get("namespaces") or [])
             ns_selector = term.get("namespaceSelector")
             namespaces = listed or (() if ns_selector is not None else (own_ns,))
+            selector = term.get("labelSelector")
             out.append(
                 PodTerm(
                     kind=kind,
-                    selector=term.get("labelSelector"),
+                    selector=selector if isinstance(selector, Mapping) else None,
                     topology_key=str(term.get("topologyKey") or ""),
                     namespaces=namespaces,
                     namespace_selector=ns_selector if isinstance(ns_selector, Mapping) else None,

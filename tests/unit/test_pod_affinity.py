@@ -114,3 +114,14 @@ def test_node_without_the_topology_label() -> None:
 def test_no_terms_no_refusals() -> None:
     result = evaluate(_pod("plain"), NODES, [_pod("x", "a")])
     assert result.allowed == ["a", "b", "c"] and result.terms == [] and not result.categories
+
+
+def test_malformed_terms_never_raise() -> None:
+    odd = _pod("odd", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": "app=x", "topologyKey": "kubernetes.io/hostname"},
+        {"labelSelector": {"matchLabels": ["a"], "matchExpressions": ["b"]}},
+        "not a term",
+    ]}, "podAntiAffinity": "nonsense"})
+    result = evaluate(odd, NODES, [_pod("x", "a", labels={"app": "x"})])
+    assert result.allowed == []  # a selector that matches nothing admits no node
+    assert selector_text({"matchLabels": ["a"]}) == "(every pod)"
