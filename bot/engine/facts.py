@@ -17,6 +17,7 @@ from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.gpu import is_gpu_component, is_gpu_node
+from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, parse_event_messages
 from bot.probes.container import ExecFacts
@@ -85,9 +86,19 @@ class GpuComponents:
         return out
 
 
+@dataclass
+class QuotaFacts:
+    """The target namespace's ResourceQuotas, and (only when there is one) the pods they count."""
+
+    quotas: list[Obj] = field(default_factory=list)
+    #: the namespace's non-terminal pods, to say who uses a quota; empty when there is no quota
+    pods: list[Obj] = field(default_factory=list)
+
+
 #: derived fact -> the base facts it is computed from (the runner gathers those)
 DERIVED: dict[str, tuple[str, ...]] = {
     "pod": ("target",),
+    "pod_affinity": ("target", "nodes", "peers", "namespaces"),
     "gpu_nodes": ("nodes", "components"),
     "scope_nodes": ("nodes", "components"),
     "candidates": ("target", "nodes"),
@@ -166,6 +177,22 @@ class Facts:
         return value
 
     @property
+    def quotas(self) -> QuotaFacts:
+        """ResourceQuotas of the target's namespace (and the pods they count)."""
+        value: QuotaFacts = self._get("quotas")
+        return value
+
+    @property
+    def peers(self) -> list[Obj]:
+        """Pods the target's required pod (anti-)affinity may be about: full objects with labels.
+
+        Empty unless the pending pod has required inter-pod terms or the scheduler blamed
+        existing pods' anti-affinity.
+        """
+        value: list[Obj] = self._get("peers")
+        return value
+
+    @property
     def node_pods(self) -> dict[str, list[SlimPod]]:
         """Slim records of the pods bound to the nodes in scope (GPU nodes and the target's node)."""
         value: dict[str, list[SlimPod]] = self._get("node_pods")
@@ -223,6 +250,17 @@ class Facts:
             for name, node in self.nodes.items()
             if wanted <= set((node.get("status") or {}).get("capacity") or {})
         }
+
+    @cached_property
+    def pod_affinity(self) -> AffinityResult | None:
+        """Required inter-pod (anti-)affinity verdicts over every node, for the pending pod.
+
+        None when the pod is not pending or nothing inter-pod applies (no terms, no peers read).
+        """
+        pod = self.pending_pod
+        if pod is None or (not required_pod_terms(pod) and not self.peers):
+            return None
+        return evaluate(pod, self.nodes, self.peers, self.namespaces)
 
     @cached_property
     def observations(self) -> dict[str, NodeObservation]:

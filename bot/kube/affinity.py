@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.taints import untolerated_taints
+
 
 @dataclass(frozen=True)
 class MatchResult:
@@ -142,3 +144,13 @@ def describe_selection(pod: Mapping[str, Any]) -> list[str]:
 def matching_nodes(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     """Names of the nodes whose labels satisfy the pod's node selection."""
     return [str((n.get("metadata") or {}).get("name", "")) for n in nodes if node_matches(pod, n).ok]
+
+
+def reaches_resource_fit(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the scheduler's filters that run before NodeResourcesFit pass this node.
+
+    NodeUnschedulable, TaintToleration and NodeAffinity come first and a node is reported under
+    the first filter it fails, so only a node passing these can be counted as ``Insufficient X``.
+    A cordoned node counts as tainted ``node.kubernetes.io/unschedulable:NoSchedule``.
+    """
+    return not untolerated_taints(pod, node) and node_matches(pod, node).ok

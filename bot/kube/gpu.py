@@ -8,6 +8,7 @@ a cloud provider puts on GPU machines, or runs a GPU device-plugin / node-agent 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -83,3 +84,62 @@ def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
     """Advertises a GPU resource, carries a GPU label, or runs a GPU component pod."""
     name = str((node.get("metadata") or {}).get("name", ""))
     return bool(advertised_gpu_resources(node)) or bool(gpu_labels(node)) or name in set(component_nodes)
+
+
+#: node-label key prefixes a pod selects on only when it wants a GPU machine
+_GPU_SELECTOR_PREFIXES: tuple[str, ...] = (
+    "nvidia.com/gpu",
+    "nvidia.com/mig",
+    "karpenter.k8s.aws/instance-gpu",
+    "karpenter.k8s.aws/instance-accelerator",
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-gpu",
+    "k8s.amazonaws.com/accelerator",
+)
+#: image name tokens of CUDA builds (``nvidia/cuda:12.2.0-base``, ``pytorch:2.1.0-cuda12.1-cudnn8``,
+#: ``tensorflow:2.15.0-gpu``, wheels tags such as ``cu121``)
+_IMAGE_TOKEN = re.compile(r"^(?:cuda\w*|cudnn\w*|cu1\d\d|gpu|tensorrt\w*)$")
+#: environment variables only a GPU workload sets (the NVIDIA container runtime reads the first)
+_GPU_ENV: tuple[str, ...] = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+_NO_GPU_VALUES = frozenset({"", "void", "none", "-1"})
+
+
+def _gpu_label_key(key: str) -> bool:
+    return key in GPU_LABEL_KEYS or key in GPU_LABEL_VALUES or key.startswith(_GPU_SELECTOR_PREFIXES)
+
+
+def gpu_expectations(pod: Obj) -> list[str]:
+    """Evidence that a pod expects a GPU even if it requests none, one line per sign.
+
+    A CUDA image, a GPU environment variable, a GPU node selector or affinity, or the ``nvidia``
+    runtime class. Nothing here means the pod may well be CPU-only, and telling it to "add a GPU
+    request" would be wrong.
+    """
+    spec = pod.get("spec") or {}
+    hints: list[str] = []
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        name = str(container.get("name", "?"))
+        image = str(container.get("image") or "")
+        tokens = re.split(r"[/:@._-]+", image.lower())
+        if any(_IMAGE_TOKEN.match(t) for t in tokens):
+            hints.append(f"container {name}: image {image} is a CUDA/GPU build")
+        for env in container.get("env") or []:
+            env_name = str(env.get("name") or "")
+            value = str(env.get("value") or "").strip().lower()
+            if env_name in _GPU_ENV and (value not in _NO_GPU_VALUES or env.get("valueFrom")):
+                hints.append(f"container {name}: sets {env_name}={env.get('value', '(from a reference)')}")
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if _gpu_label_key(str(key)):
+            hints.append(f"nodeSelector {key}={value} picks GPU machines")
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in term.get("matchExpressions") or []:
+            key = str(expr.get("key") or "")
+            if _gpu_label_key(key) and expr.get("operator") in ("In", "Exists", "Gt"):
+                hints.append(f"required node affinity on {key} picks GPU machines")
+    runtime = str(spec.get("runtimeClassName") or "")
+    if "nvidia" in runtime.lower():
+        hints.append(f"runtimeClassName {runtime}")
+    return hints

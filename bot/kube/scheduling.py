@@ -23,7 +23,13 @@ from bot.kube.resources import is_gpu_resource
 CATEGORIES = frozenset({
     "insufficient_gpu", "insufficient_other", "untolerated_taint", "node_selector", "unschedulable",
     "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "unrecognised",
+    "pod_affinity", "pod_anti_affinity", "existing_anti_affinity",
 })
+#: the inter-pod affinity categories (InterPodAffinity plugin): computed from the pods themselves
+POD_AFFINITY_CATEGORIES = frozenset({"pod_affinity", "pod_anti_affinity", "existing_anti_affinity"})
+#: event sources that record ``FailedScheduling`` on a pod without being a kube-scheduler
+#: (Karpenter reports its own provisioning failures under that reason)
+NOT_SCHEDULERS = frozenset({"karpenter"})
 
 #: Taints the node lifecycle controller sets for node health; a toleration is not the fix.
 NOT_READY_TAINTS = frozenset({
@@ -179,6 +185,12 @@ _QGPU_CARD = re.compile(r"\(\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s
 #: texts overlap (taints before node conditions, qGPU before everything).
 REASON_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"failed to allocate"), "qgpu_alloc_failed"),
+    # InterPodAffinity, 1.18-1.34 wordings (before 1.21 the generic "pod affinity/anti-affinity"
+    # came beside the specific reason, so both counted the same nodes)
+    (re.compile(r"didn't satisfy existing pods anti-affinity|ExistingPodsAntiAffinityRulesNotMatch"),
+     "existing_anti_affinity"),
+    (re.compile(r"didn't match pod anti-affinity"), "pod_anti_affinity"),
+    (re.compile(r"didn't match pod affinity|MatchInterPodAffinity"), "pod_affinity"),
     (re.compile(r"had (?:untolerated )?taints?\b"), "untolerated_taint"),
     (re.compile(r"didn't match (?:Pod's )?node (?:affinity|selector)"
                 r"|didn't satisfy plugin\(?s?\)? \[?NodeAffinity", re.IGNORECASE), "node_selector"),
@@ -247,6 +259,12 @@ def classify_reason(count: int, text: str) -> Reason:
         taint = TaintRef(braces.group(1).strip(), braces.group(2).strip())
         return Reason(count, text, _taint_category(taint.key), taint=taint)
     return Reason(count, text, category)
+
+
+def split_histogram(body: str) -> list[str]:
+    """The ``<count> <reason>`` items of a histogram (see ``_split_items``); cluster-autoscaler's
+    NotTriggerScaleUp reasons use the same shape."""
+    return _split_items(body)
 
 
 def _split_items(body: str) -> list[str]:
@@ -346,9 +364,25 @@ def event_time(event: Mapping[str, Any]) -> datetime:
     return _EPOCH
 
 
+def event_source(event: Mapping[str, Any]) -> str:
+    """Who recorded an event: ``source.component``, else the events.k8s.io reporting fields."""
+    source = event.get("source")
+    component = source.get("component") if isinstance(source, Mapping) else None
+    return str(component or event.get("reportingComponent") or event.get("reportingController") or "")
+
+
+def is_scheduler_event(event: Mapping[str, Any]) -> bool:
+    """A FailedScheduling event from a scheduler, not from a provisioner that borrows the reason."""
+    if event.get("reason") != "FailedScheduling":
+        return False
+    if event_source(event).lower() in NOT_SCHEDULERS:
+        return False
+    return not str(event.get("message") or event.get("note") or "").startswith("Failed to schedule pod, ")
+
+
 def failed_scheduling_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The FailedScheduling events, newest first."""
-    chosen = [e for e in events if isinstance(e, Mapping) and e.get("reason") == "FailedScheduling"]
+    """The schedulers' FailedScheduling events, newest first (Karpenter's are left out)."""
+    chosen = [e for e in events if isinstance(e, Mapping) and is_scheduler_event(e)]
     return sorted(chosen, key=event_time, reverse=True)
 
 

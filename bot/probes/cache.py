@@ -9,7 +9,7 @@ Deployments (few, and read whole by the checks) are kept as the API served them.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
-anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
+anything the cache does not hold (``get_object``, events, ReplicaSets, ResourceQuotas, label-selected pods, other
 field selectors), they go to the fallback API reader. Pod lists are rebuilt as minimal dicts
 from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
 
@@ -409,3 +409,6 @@ class WatchCache(KubeReads):
 
     async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
         return await self.fallback.list_replicasets(namespace, label_selector=label_selector)
+
+    async def list_resourcequotas(self, namespace: str) -> list[Obj]:
+        return await self.fallback.list_resourcequotas(namespace)

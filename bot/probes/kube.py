@@ -66,6 +66,8 @@ class KubeReads(Protocol):
 
     async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]: ...
 
+    async def list_resourcequotas(self, namespace: str) -> list[Obj]: ...
+
 
 @dataclass
 class ReadStats:
@@ -239,6 +241,12 @@ class KubeReader:
         sel = {"label_selector": label_selector} if label_selector else {}
         return await self._list(
             f"replicasets in {namespace}", self._apps.list_namespaced_replica_set, namespace, **sel
+        )
+
+    async def list_resourcequotas(self, namespace: str) -> list[Obj]:
+        """The namespace's ResourceQuotas: a pod they refuse is never created, so no pod says why."""
+        return await self._list(
+            f"resourcequotas in {namespace}", self._core.list_namespaced_resource_quota, namespace
         )
 
     def close(self) -> None:

@@ -57,6 +57,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "events", "Event", True, ("ev",)),
     ResourceType("", "v1", "nodes", "Node", False, ("no",), ("status",)),
     ResourceType("", "v1", "namespaces", "Namespace", False, ("ns",), ("status",)),
+    ResourceType("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ("status",)),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("status",)),
     ResourceType("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status", "scale")),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("status", "scale")),

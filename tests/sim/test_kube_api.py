@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import time
@@ -11,6 +12,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from bot.probes.kube import KubeReader
 from bot.sim.faults import FaultSet
 from bot.sim.patch import json_patch, merge_patch, strategic_merge_patch
 from bot.sim.scenario import ApiFault, load_scenario
@@ -146,6 +148,20 @@ def test_discovery_and_version(kube: SimKube) -> None:
     groups = {g["name"] for g in kube.raw_json("/apis")[1]["groups"]}
     assert groups == {"apps", "batch"}
     assert kube.raw("/openapi/v2")[0] == 404
+
+
+def test_resourcequotas_through_the_official_client_and_the_reader(start_kube: Callable[..., SimKube]) -> None:
+    sim = start_kube(load_scenario(SCENARIOS / "quota-gpu-rollout-k8s126.yaml"))
+    resources = {r["name"]: r for r in sim.raw_json("/api/v1")[1]["resources"]}
+    assert resources["resourcequotas"]["namespaced"] and resources["resourcequotas"]["shortNames"] == ["quota"]
+    quotas = sim.core.list_namespaced_resource_quota("ml").items
+    assert [q.metadata.name for q in quotas] == ["gpu-quota"]
+    assert quotas[0].status.hard["requests.nvidia.com/gpu"] == "4"
+    assert sim.core.list_namespaced_resource_quota("kube-system").items == []
+    reader = KubeReader(sim.api_client, page_size=1)
+    [quota] = asyncio.run(reader.list_resourcequotas("ml"))
+    assert quota["kind"] == "ResourceQuota" and quota["status"]["used"]["requests.nvidia.com/gpu"] == "4"
+    assert sim.server.writes == []
 
 
 # -- writes -------------------------------------------------------------------------------------

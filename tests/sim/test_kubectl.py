@@ -108,3 +108,13 @@ def test_kubectl_exec_over_websocket(kube: SimKube) -> None:
         kubectl(kube, "exec", "-n", "ai", DEMO, "-c", "torch", "--", "cat", "/proc/1/comm").stdout
         == "sleep\n"
     )
+
+
+def test_get_resourcequota_by_short_name(start_kube: Callable[..., SimKube]) -> None:
+    sim = start_kube("quota-gpu-rollout-k8s126")
+    out = kubectl(sim, "get", "quota", "-n", "ml", "-o", "json")
+    [quota] = json.loads(out.stdout)["items"]
+    assert quota["metadata"]["name"] == "gpu-quota"
+    assert quota["status"]["used"]["requests.nvidia.com/gpu"] == "4"
+    assert "gpu-quota" in kubectl(sim, "get", "resourcequotas", "-A").stdout
+    assert sim.server.writes == []

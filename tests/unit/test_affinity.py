@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.kube.affinity import describe_selection, matching_nodes, node_matches
+from bot.kube.affinity import describe_selection, matching_nodes, node_matches, reaches_resource_fit
 
 
 def _node(name: str = "gpu-v100-1", **labels: str) -> dict[str, Any]:
@@ -161,3 +161,15 @@ def test_describe_selection_and_matching_nodes() -> None:
         _node("n3", **{"gpu-type": "a100", "zone": "a", "spot": "1"}),
     ]
     assert matching_nodes(pod, nodes) == ["n1"]
+
+
+def test_reaches_resource_fit_only_past_taints_cordon_and_selector() -> None:
+    pod = {"spec": {"nodeSelector": {"pool": "gpu"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
+    gpu = {"metadata": {"labels": {"pool": "gpu"}},
+           "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}}
+    assert reaches_resource_fit(pod, gpu)
+    assert not reaches_resource_fit(pod, {"metadata": {"labels": {"pool": "cpu"}}, "spec": {}})
+    assert not reaches_resource_fit(pod, {**gpu, "spec": {**gpu["spec"], "unschedulable": True}})
+    tainted = {"metadata": {"labels": {"pool": "gpu"}}, "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}}
+    assert not reaches_resource_fit(pod, tainted)

@@ -17,6 +17,7 @@ from bot.kube.scheduling import (
     QgpuAllocFailure,
     decode_qgpu,
     failed_scheduling_events,
+    is_scheduler_event,
     parse_event_messages,
     parse_scheduling_message,
 )
@@ -59,7 +60,8 @@ def _scenario_events() -> list[tuple[str, dict[str, Any]]]:
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         # Through the loader, so objects a scenario inherits from its base: count too.
         for obj in load_scenario(path).objects:
-            if obj.get("kind") == "Event" and obj.get("reason") == "FailedScheduling":
+            # Karpenter records its own FailedScheduling; bot.kube.autoscaler reads those.
+            if obj.get("kind") == "Event" and is_scheduler_event(obj):
                 found.append((path.name, obj))
     return found
 
@@ -175,6 +177,22 @@ def test_event_time_falls_back_through_series_and_creation() -> None:
         "0/6",
     ]
     assert [p.total_nodes for p in parse_event_messages(events)] == [5, 4, 6]
+
+
+def test_karpenter_failed_scheduling_is_not_a_scheduler_message() -> None:
+    karpenter = {
+        "reason": "FailedScheduling",
+        "source": {"component": "karpenter"},
+        "message": 'Failed to schedule pod, incompatible with nodepool "gpu", daemonset overhead={"pods":"3"}, '
+        "incompatible requirements, key nvidia.com/gpu.product, nvidia.com/gpu.product In [NVIDIA-A10G] not in "
+        "nvidia.com/gpu.product In [Tesla-T4]",
+        "lastTimestamp": "2026-05-08T09:00:00Z",
+    }
+    scheduler = _event("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.", lastTimestamp="2026-05-08T08:00:00Z")
+    assert not is_scheduler_event(karpenter)
+    assert not is_scheduler_event({**karpenter, "source": {}})  # recognised by its wording too
+    assert is_scheduler_event(scheduler)
+    assert [p.total_nodes for p in parse_event_messages([karpenter, scheduler])] == [2]
 
 
 def test_categories_and_by_category() -> None:

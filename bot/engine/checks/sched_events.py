@@ -8,14 +8,32 @@ skipped here. A reason no table knows is reported verbatim.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.facts import Facts
-from bot.kube.resources import pod_gpu_requests
+from bot.kube.affinity import reaches_resource_fit
+from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
 
 #: categories another check computes from the nodes themselves
-COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions"}
+COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
+                      "pod_affinity", "pod_anti_affinity", "existing_anti_affinity"}
+
+
+def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
+    """How many nodes offer none of ``resource`` yet pass the filters before the resource check.
+
+    The scheduler reports those as ``Insufficient <resource>`` too. When that is exactly the
+    count it gives, and some node does offer the resource, the message's shortage is only the
+    nodes without the GPU: the nodes that have it failed for another reason (a taint, pod
+    affinity), which another finding names, and "already handed out" would be wrong. None when
+    no node offers the resource at all (GPU_RESOURCE_NOT_ADVERTISED covers that).
+    """
+    offers = {n for n, node in facts.nodes.items() if node_gpu_capacity(node).get(resource, (0.0, 0.0))[1] > 0}
+    if not offers:
+        return None
+    return sum(1 for n, node in facts.nodes.items() if n not in offers and reaches_resource_fit(pod, node))
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -32,6 +50,8 @@ def run(facts: Facts) -> Iterator[Detection]:
         line = f"{reason.count} {reason.text}" if reason.count else reason.text
         if reason.category == "insufficient_gpu":
             resource = reason.resource or "GPU"
+            if reason.count and reason.count == _lacking(facts, pod, resource):
+                continue  # only nodes without the GPU: not a shortage (see _lacking)
             yield detect("SCHED_INSUFFICIENT_GPU", subject, pod=ref, resource=resource, count=reason.count,
                          requested=fmt_num(asks.get(resource, 0)), evidence=[line, msg.raw[:1000]])
         elif reason.category == "insufficient_other":
@@ -61,7 +81,7 @@ def run(facts: Facts) -> Iterator[Detection]:
 
 CHECK = Check(
     name="sched.events",
-    reads=("pending_pod", "events"),
+    reads=("pending_pod", "events", "nodes"),
     emits=("SCHED_INSUFFICIENT_GPU", "SCHED_INSUFFICIENT_OTHER", "SCHED_QGPU_ALLOC_FAILED", "SCHED_VOLUME",
            "SCHED_UNRECOGNISED"),
     run=run,

@@ -1,4 +1,14 @@
-"""Untolerated taints on the nodes that could otherwise run the pod, with the toleration to add."""
+"""Untolerated taints on the nodes that could otherwise run the pod, with the toleration to add.
+
+"Could otherwise run it" means the candidates (nodes offering the GPU resources it asks, every
+node when it asks none) that also pass its node selector/affinity and its required pod affinity:
+a CPU-only pod pinned to a GPU pool, or tied to a GPU pod, is kept out by the GPU nodes' taint
+alone even though untainted CPU nodes exist. When no candidate passes those rules, every
+candidate is looked at (the selector or affinity finding then explains the rest).
+
+A GPU taint (``nvidia.com/gpu``) on a pod that evidently expects a GPU but requests none is left to
+SPEC_NO_GPU_REQUEST: the request is the fix there, and a toleration would be the wrong advice.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +18,9 @@ from typing import Any
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
+from bot.kube.affinity import node_matches
+from bot.kube.gpu import gpu_expectations
+from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import toleration_yaml, untolerated_taints
 
@@ -18,24 +31,62 @@ def _tolerations(pod: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
+def _eligible(facts: Facts, pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Candidates that pass the pod's node selection and required pod affinity (else all)."""
+    candidates = facts.candidates
+    affinity = facts.pod_affinity
+    eligible = {
+        name: node
+        for name, node in candidates.items()
+        if node_matches(pod, node).ok and (affinity is None or affinity.allows(name))
+    }
+    return eligible or dict(candidates)
+
+
+def _gpu_taint_note(pod: dict[str, Any], taint_key: str) -> list[str]:
+    """Why a pod without a GPU request does not get the GPU taint's toleration for free."""
+    if not is_gpu_resource(taint_key) or pod_gpu_requests(pod):
+        return []
+    return [
+        f"{taint_key} is the taint GPU node pools carry (GKE adds {taint_key}=present:NoSchedule); "
+        "the ExtendedResourceToleration admission plugin (on by default in GKE and AKS) adds the "
+        "matching toleration only to pods that request that resource, and this pod requests no GPU: "
+        "add the toleration if it must run on those nodes without a GPU, or request a GPU if it needs one"
+    ]
+
+
 def run(facts: Facts) -> Iterator[Detection]:
-    """A cause only when every candidate node is blocked by some taint."""
+    """A cause only when every node the pod could otherwise use is blocked by some taint."""
     pod = facts.pending_pod
     if pod is None:
         return
-    candidates = facts.candidates
+    eligible = _eligible(facts, pod)
     blocked: dict[str, list[str]] = {}
     first: dict[str, dict[str, Any]] = {}
-    for name, node in sorted(candidates.items()):
+    for name, node in sorted(eligible.items()):
         for taint in untolerated_taints(pod, node):
             if taint.get("key") == "node.kubernetes.io/unschedulable" or taint.get("key") in NOT_READY_TAINTS:
                 continue  # a cordon or node health: a toleration is not the fix (their own checks)
             text = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
             blocked.setdefault(text, []).append(name)
             first.setdefault(text, taint)
-    if not blocked or {n for ns in blocked.values() for n in ns} != set(candidates):
+    if not blocked or {n for ns in blocked.values() for n in ns} != set(eligible):
         return
+    narrowed = len(eligible) < len(facts.candidates)
+    # A pod that evidently wants a GPU but requests none: the request is the fix, and it brings the
+    # GPU taint's toleration with it (SPEC_NO_GPU_REQUEST says so); a toleration alone is not.
+    wants_gpu = not pod_gpu_requests(pod) and bool(gpu_expectations(pod))
     for text, names in blocked.items():
+        if wants_gpu and is_gpu_resource(str(first[text].get("key") or "")):
+            continue
+        evidence = [f"{n}: taint {text}" for n in names] + ["pod tolerations: " + _tolerations(pod)]
+        if narrowed:
+            others = sorted(set(facts.candidates) - set(eligible))
+            evidence.append(
+                f"the other node(s) ({', '.join(others[:10])}) fail the pod's node selector or pod affinity, "
+                "so these are the only nodes it can use"
+            )
+        evidence += _gpu_taint_note(pod, str(first[text].get("key") or ""))
         yield detect(
             "SCHED_UNTOLERATED_TAINT",
             pod_subject(pod),
@@ -43,8 +94,13 @@ def run(facts: Facts) -> Iterator[Detection]:
             taint=text,
             nodes=", ".join(names),
             toleration=toleration_yaml(first[text]),
-            evidence=[f"{n}: taint {text}" for n in names] + ["pod tolerations: " + _tolerations(pod)],
+            evidence=evidence,
         )
 
 
-CHECK = Check(name="sched.taints", reads=("pending_pod", "candidates"), emits=("SCHED_UNTOLERATED_TAINT",), run=run)
+CHECK = Check(
+    name="sched.taints",
+    reads=("pending_pod", "candidates", "pod_affinity"),
+    emits=("SCHED_UNTOLERATED_TAINT",),
+    run=run,
+)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, TargetFacts
+from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts
 from bot.engine.gather import container, kube, node
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError
@@ -41,6 +41,8 @@ LOADERS: dict[str, Loader] = {
     "namespaces": Loader(kube.namespaces, (), dict, "namespaces"),
     "nodes": Loader(kube.nodes, (), dict, "nodes"),
     "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
+    "quotas": Loader(kube.quotas, ("target",), QuotaFacts, "resource quotas"),
+    "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name"),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
     "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),
     "containers": Loader(container.containers, ("target",), lambda: None, "reads inside the containers"),

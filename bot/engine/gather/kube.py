@@ -7,10 +7,11 @@ import asyncio
 import difflib
 from typing import Any
 
-from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts, component_pods
+from bot.engine.facts import EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts, component_pods
 from bot.engine.gather.sources import Sources
 from bot.errors import NotFoundError
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
+from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod, slim
@@ -19,6 +20,9 @@ Obj = dict[str, Any]
 
 #: with more nodes than this in scope, pods are listed cluster-wide once instead of node by node
 PER_NODE_LIST_LIMIT = 16
+#: pods a quota still counts and a pod (anti-)affinity can be about: not Succeeded/Failed. A field
+#: selector also makes the watch-fed cache pass the list to the API, which serves whole objects.
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: controller kinds whose ownerReferences we follow up from a pod
 OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet")
 
@@ -154,6 +158,55 @@ async def components(facts: Facts, src: Sources) -> None:
         apps = ",".join(h for h in COMPONENT_HINTS if "qgpu" in h or "device-plugin" in h)
         pods = component_pods(await src.kube.list_pods(label_selector=f"app in ({apps})"))
     facts.put("components", GpuComponents(controllers=controllers, pods=pods))
+
+
+async def quotas(facts: Facts, src: Sources) -> None:
+    """The target namespace's ResourceQuotas; with one, the namespace's pods (who uses it)."""
+    t = facts.target
+    out = QuotaFacts()
+    facts.put("quotas", out)
+    if not t.kind or not t.namespace_exists:
+        return
+    out.quotas = await src.kube.list_resourcequotas(t.namespace)
+    if out.quotas:
+        out.pods = await src.kube.list_pods(t.namespace, field_selector=NON_TERMINAL)
+
+
+async def peers(facts: Facts, src: Sources) -> None:
+    """Pods the pending pod's required pod (anti-)affinity is about, with their labels.
+
+    The pod's own namespace always (the default scope of a term, and where the pods whose own
+    anti-affinity can refuse it usually live); the namespaces a term names; every namespace when
+    a term has a namespaceSelector, narrowed by the term's label selector.
+    """
+    facts.put("peers", [])
+    pod = facts.target.pod
+    if pod is None or (pod.get("spec") or {}).get("nodeName"):
+        return
+    terms = required_pod_terms(pod)
+    blamed = any(
+        r.category == "existing_anti_affinity" for msg in facts.events.scheduling[:1] for r in msg.reasons
+    )
+    if not terms and not blamed:
+        return
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    jobs = [src.kube.list_pods(namespace, field_selector=NON_TERMINAL)]
+    for term in terms:
+        selector = selector_string(dict(term.selector)) if term.selector else ""
+        scopes = [ns for ns in term.namespaces if ns != namespace]
+        if term.namespace_selector is not None:
+            scopes = [""]  # every namespace; the evaluator applies the namespace selector
+        for scope in scopes:
+            if selector:
+                jobs.append(src.kube.list_pods(scope, label_selector=selector))
+            else:
+                jobs.append(src.kube.list_pods(scope, field_selector=NON_TERMINAL))
+    seen: dict[tuple[str, str], Obj] = {}
+    for batch in await asyncio.gather(*jobs):
+        for p in batch:
+            meta = p.get("metadata") or {}
+            seen.setdefault((str(meta.get("namespace", "")), str(meta.get("name", ""))), p)
+    facts.put("peers", list(seen.values()))
 
 
 async def node_pods(facts: Facts, src: Sources) -> None:

@@ -1,0 +1,174 @@
+"""A ResourceQuota refuses the workload's pods: they are never created, so no pod says why.
+
+The controller (ReplicaSet, Job, StatefulSet) records ``FailedCreate`` with the API server's
+``exceeded quota`` text, and a Deployment or ReplicaSet keeps it in its ``ReplicaFailure``
+condition after the event has expired. The finding shows the quota's used/hard beside what one
+more pod asks, and which pods use it up. With no refusal left to read but a quota that one more
+pod would overflow while the workload is short of pods, it is reported as inferred.
+
+A workload that has every pod it wants, ready and up to date, is not reported: a full quota is
+normal for a namespace that uses what it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from bot.engine.check import Check, Detection, detect
+from bot.engine.checks._common import event_time
+from bot.engine.facts import Facts
+from bot.kube.pod_status import classify
+from bot.kube.quota import QuotaDenial, fmt_quantity, parse_quota_denial, quota_lines, quota_users
+from bot.kube.workload import pod_template, replica_failure, workload_status
+
+Obj = dict[str, Any]
+MAX_USERS = 12
+
+
+def _kind_name(obj: Obj) -> str:
+    return f"{str(obj.get('kind', 'object')).lower()}/{(obj.get('metadata') or {}).get('name', '?')}"
+
+
+def _denials(facts: Facts) -> list[tuple[QuotaDenial, str]]:
+    """Quota refusals on the owners, newest first, one per quota: (denial, evidence line)."""
+    found: list[tuple[QuotaDenial, str]] = []
+    seen: set[str] = set()
+    for event in sorted(facts.events.owners, key=event_time, reverse=True):
+        if event.get("reason") != "FailedCreate":
+            continue
+        message = str(event.get("message") or "")
+        denial = parse_quota_denial(message)
+        if denial is None or denial.quota in seen:
+            continue
+        seen.add(denial.quota)
+        obj = event.get("involvedObject") or {}
+        count = event.get("count")
+        times = f" (x{count}, last {event_time(event) or '?'})" if count else ""
+        found.append((denial, f"{obj.get('kind')}/{obj.get('name')} FailedCreate{times}: {message[:600]}"))
+    for owner in facts.target.owners:
+        failure = replica_failure(owner)
+        denial = parse_quota_denial(failure) if failure else None
+        if denial is not None and denial.quota not in seen:
+            seen.add(denial.quota)
+            found.append((denial, f"{_kind_name(owner)} condition ReplicaFailure: {(failure or '')[:600]}"))
+    return found
+
+
+def _what(denial: QuotaDenial) -> str:
+    if denial.kind == "must_specify":
+        return f"every pod must state {', '.join(denial.missing)} and this one does not"
+    if denial.kind == "status_unknown":
+        return "the quota controller has not computed its usage yet"
+    return "; ".join(
+        f"{r} {denial.used.get(r, '?')} of {denial.limited.get(r, '?')} used, "
+        f"one more pod asks {denial.requested.get(r, '?')}"
+        for r in denial.resources
+    )
+
+
+def _quota_evidence(quota: Obj, template: Obj | None, pods: Sequence[Obj], focus: Sequence[str]) -> list[str]:
+    name = (quota.get("metadata") or {}).get("name", "?")
+    lines = []
+    # the resources the refusal is about first, then the rest of the quota
+    for line in sorted(quota_lines(quota, template), key=lambda q: (q.resource not in focus, q.resource)):
+        asks = f", one more pod asks {fmt_quantity(line.resource, line.asks)}" if line.asks else ""
+        full = " (full)" if line.full else ""
+        lines.append(f"quota {name}: {line.resource} {line.used} used of {line.hard}{asks}{full}")
+    for resource in focus:
+        users = quota_users(quota, resource, pods)
+        for user in users[:MAX_USERS]:
+            state = "Terminating" if user.terminating else user.phase
+            where = f" on {user.node}" if user.node else ""
+            lines.append(f"  uses {resource}: {user.name} {fmt_quantity(resource, user.amount)} ({state}{where})")
+        if len(users) > MAX_USERS:
+            lines.append(f"  ... and {len(users) - MAX_USERS} more pod(s)")
+        if not users and pods:
+            lines.append(f"  no live pod in the namespace uses {resource}: the quota's usage may be stale")
+    return lines
+
+
+def _workload(facts: Facts) -> Obj | None:
+    """The controller whose pods the quota refuses: the asked workload, else the pod's owner."""
+    t = facts.target
+    if t.workload is not None:
+        return t.workload
+    return t.owners[-1] if t.owners else None
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """QUOTA_EXCEEDED: from the refusal, or inferred from a full quota when the refusal expired."""
+    t = facts.target
+    if not t.kind or not t.namespace_exists or (t.pod is None and t.workload is None):
+        return
+    workload = _workload(facts)
+    status = workload_status(workload) if workload is not None else None
+    if status is not None and status.satisfied:
+        return
+    role = ""
+    if t.workload is None:
+        pod_state = classify(t.pod or {})
+        if pod_state.display_status == "Running" and pod_state.ready:
+            return
+        role = "sibling"  # the asked pod exists, so the quota admitted it: this is about its siblings
+    template = pod_template(workload) if workload is not None else None
+    quotas = {str((q.get("metadata") or {}).get("name", "")): q for q in facts.quotas.quotas}
+    where = _kind_name(workload) if workload is not None else f"{t.kind.lower()}/{t.name}"
+    subject = f"{where.split('/')[0]}/{t.namespace}/{where.split('/', 1)[1]}"
+    state = [status.describe()] if status is not None else []
+    denials = _denials(facts)
+    for denial, line in denials:
+        quota = quotas.get(denial.quota)
+        focus = denial.resources if denial.kind == "exceeded" else []
+        evidence = [line, *state]
+        if quota is not None:
+            evidence += _quota_evidence(quota, template, facts.quotas.pods, focus)
+        else:
+            evidence.append(
+                f"quota {denial.quota} could not be read in namespace {t.namespace} (deleted since, or no "
+                "permission to list resourcequotas): its current usage is not shown"
+            )
+        resource = ", ".join(denial.resources) or "?"
+        yield detect(
+            "QUOTA_EXCEEDED",
+            subject,
+            role=role,
+            pod=f"{t.namespace}/{t.name}",
+            workload=where,
+            namespace=t.namespace,
+            quota=denial.quota,
+            resource=resource,
+            what=_what(denial),
+            evidence=evidence,
+        )
+    if denials or status is None or status.current >= status.desired or template is None:
+        return
+    for name, quota in sorted(quotas.items()):
+        full = [line for line in quota_lines(quota, template) if line.full]
+        if not full:
+            continue
+        what = "; ".join(
+            f"{line.resource} {line.used} of {line.hard} used, "
+            f"one more pod asks {fmt_quantity(line.resource, line.asks)}"
+            for line in full
+        )
+        evidence = [
+            "no FailedCreate event or ReplicaFailure condition is left to quote (events expire after about an hour)",
+            *state,
+            *_quota_evidence(quota, template, facts.quotas.pods, [line.resource for line in full]),
+        ]
+        yield detect(
+            "QUOTA_EXCEEDED",
+            subject,
+            role=role or "inferred",
+            pod=f"{t.namespace}/{t.name}",
+            workload=where,
+            namespace=t.namespace,
+            quota=name,
+            resource=", ".join(line.resource for line in full),
+            what=what,
+            evidence=evidence,
+        )
+
+
+CHECK = Check(name="workload.quota", reads=("target", "events", "quotas"), emits=("QUOTA_EXCEEDED",), run=run)
