@@ -17,7 +17,7 @@ from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.gpu import is_gpu_component, is_gpu_node
-from bot.kube.resources import pod_gpu_requests
+from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, parse_event_messages
 from bot.probes.container import ExecFacts
 from bot.probes.node import NodeObservation
@@ -69,7 +69,21 @@ class GpuComponents:
     pods: list[Obj] = field(default_factory=list)
 
     def nodes_running_components(self) -> set[str]:
-        return {str((p.get("spec") or {}).get("nodeName")) for p in self.pods if (p.get("spec") or {}).get("nodeName")}
+        """Nodes running a GPU node agent (a DaemonSet or bare pod: device plugin, manager).
+
+        A pod of a Deployment (a vGPU scheduler, an admission extender, an operator) lands on
+        any node, so the node it happens to run on is not thereby a GPU node.
+        """
+        return {
+            str((p.get("spec") or {}).get("nodeName"))
+            for p in self.pods
+            if (p.get("spec") or {}).get("nodeName") and not _deployment_pod(p)
+        }
+
+
+def _deployment_pod(pod: Obj) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(o.get("controller") and o.get("kind") in ("ReplicaSet", "Job") for o in owners)
 
 
 #: derived fact -> the base facts it is computed from (the runner gathers those)
@@ -197,11 +211,15 @@ class Facts:
 
     @cached_property
     def candidates(self) -> dict[str, Obj]:
-        """Nodes that offer every GPU resource the target pod asks for (all nodes if it asks none)."""
+        """Nodes that offer every GPU resource the target pod asks for (all nodes if it asks none).
+
+        HAMi's gpumem/gpucores are left out: no node advertises them, HAMi's scheduler places
+        them from its own registrations, so a node offering nvidia.com/gpu is a candidate.
+        """
         pod = self.pod
         if pod is None:
             return {}
-        wanted = set(pod_gpu_requests(pod))
+        wanted = set(pod_node_gpu_requests(pod))
         return {
             name: node
             for name, node in self.nodes.items()

@@ -22,7 +22,8 @@ from bot.kube.resources import is_gpu_resource
 
 CATEGORIES = frozenset({
     "insufficient_gpu", "insufficient_other", "untolerated_taint", "node_selector", "unschedulable",
-    "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "unrecognised",
+    "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "vgpu_unregistered",
+    "unrecognised",
 })
 
 #: Taints the node lifecycle controller sets for node health; a toleration is not the fix.
@@ -179,6 +180,8 @@ _QGPU_CARD = re.compile(r"\(\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s
 #: texts overlap (taints before node conditions, qGPU before everything).
 REASON_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"failed to allocate"), "qgpu_alloc_failed"),
+    # HAMi's extender: the node has no card registration (hami.io/node-nvidia-register)
+    (re.compile(r"\bnode unregistered\b"), "vgpu_unregistered"),
     (re.compile(r"had (?:untolerated )?taints?\b"), "untolerated_taint"),
     (re.compile(r"didn't match (?:Pod's )?node (?:affinity|selector)"
                 r"|didn't satisfy plugin\(?s?\)? \[?NodeAffinity", re.IGNORECASE), "node_selector"),
