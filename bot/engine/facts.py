@@ -18,7 +18,7 @@ from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.gpu import is_gpu_component, is_gpu_node
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
-from bot.kube.resources import pod_gpu_requests
+from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, parse_event_messages
 from bot.probes.container import ExecFacts
 from bot.probes.node import NodeObservation
@@ -240,11 +240,15 @@ class Facts:
 
     @cached_property
     def candidates(self) -> dict[str, Obj]:
-        """Nodes that offer every GPU resource the target pod asks for (all nodes if it asks none)."""
+        """Nodes that offer every GPU resource the target pod asks for (all nodes if it asks none).
+
+        HAMi's gpumem/gpucores are left out: no node advertises them, HAMi's scheduler places
+        them from its own registrations, so a node offering nvidia.com/gpu is a candidate.
+        """
         pod = self.pod
         if pod is None:
             return {}
-        wanted = set(pod_gpu_requests(pod))
+        wanted = set(pod_node_gpu_requests(pod))
         return {
             name: node
             for name, node in self.nodes.items()

@@ -35,6 +35,7 @@ GPU_LABEL_VALUES: dict[str, frozenset[str]] = {
     "nvidia.com/gpu.present": frozenset({"true"}),
     "feature.node.kubernetes.io/pci-10de.present": frozenset({"true"}),
     "qgpu-device-enable": frozenset({"enable"}),
+    "nvidia-device-enable": frozenset({"enable"}),
     "nvidia.com/gpu.deploy.device-plugin": frozenset({"true"}),
     "gpu": frozenset({"on", "true"}),
 }
@@ -55,7 +56,10 @@ COMPONENT_HINTS: tuple[str, ...] = (
     "qgpu-device-plugin",
     "hami-device-plugin",
     "hami-scheduler",
+    "vgpu-scheduler",
     "gpu-manager",
+    "gpu-admission",
+    "gpu-quota-admission",
     "gpubot-node",
 )
 

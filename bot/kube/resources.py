@@ -18,16 +18,32 @@ from typing import Any
 
 QGPU_CORE = "tke.cloud.tencent.com/qgpu-core"
 QGPU_MEMORY = "tke.cloud.tencent.com/qgpu-memory"
+#: HAMi's vGPU slice of an NVIDIA card (its chart defaults): device memory in MiB, memory as a
+#: percentage of the card, and a share of the card's compute in percent; counted with nvidia.com/gpu
+HAMI_GPUMEM = "nvidia.com/gpumem"
+HAMI_GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
+HAMI_GPUCORES = "nvidia.com/gpucores"
+#: tkestack gpu-manager's vGPU: vcuda-core in percent of a card (100 = one card), vcuda-memory in
+#: blocks of 256 MiB
+VCUDA_CORE = "tencent.com/vcuda-core"
+VCUDA_MEMORY = "tencent.com/vcuda-memory"
 
 #: Every extended resource that means "a GPU or a slice of one", with the family it belongs to.
-#: Families matter because a container must not mix them (whole cards and qGPU slices).
+#: Families matter because a container must not mix them (whole cards and qGPU slices), and
+#: because the vGPU families are placed by their own scheduler (``SCHEDULER_MANAGED_FAMILIES``).
 GPU_RESOURCE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"nvidia\.com/gpu(\.shared)?"), "nvidia"),
     (re.compile(r"nvidia\.com/mig-[0-9a-z.\-]+"), "nvidia"),
+    (re.compile(r"nvidia\.com/gpu(mem|mem-percentage|cores)"), "hami"),
     (re.compile(r"tke\.cloud\.tencent\.com/qgpu-(core|memory)"), "qgpu"),
+    (re.compile(r"tencent\.com/vcuda-(core|memory)"), "vcuda"),
     (re.compile(r"amd\.com/gpu"), "amd"),
     (re.compile(r"gpu\.intel\.com/i915"), "intel"),
 )
+#: Families no node advertises: HAMi's scheduler accounts for them from its own per-card
+#: registrations (a node annotation), and its kube-scheduler is told to ignore them. A scheduler
+#: without HAMi's extender therefore finds no node with any nvidia.com/gpumem at all.
+SCHEDULER_MANAGED_FAMILIES: frozenset[str] = frozenset({"hami"})
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d{1,4})|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
 _SUFFIX: dict[str, Decimal] = {
@@ -86,7 +102,7 @@ def _quantity_or_none(value: Any) -> Decimal | None:
 
 @lru_cache(maxsize=1024)
 def gpu_family(name: str) -> str | None:
-    """The GPU family (``nvidia``, ``qgpu``, ``amd``, ``intel``) of a resource name, or None."""
+    """The GPU family (``nvidia``, ``hami``, ``qgpu``, ``vcuda``, ``amd``, ``intel``) of a resource, or None."""
     for pattern, family in GPU_RESOURCE_PATTERNS:
         if pattern.fullmatch(name):
             return family
@@ -96,6 +112,12 @@ def gpu_family(name: str) -> str | None:
 def is_gpu_resource(name: str) -> bool:
     """True for any resource in ``GPU_RESOURCE_PATTERNS``."""
     return gpu_family(name) is not None
+
+
+def is_node_advertised(name: str) -> bool:
+    """A GPU resource that nodes advertise in capacity (every family but the scheduler-managed)."""
+    family = gpu_family(name)
+    return family is not None and family not in SCHEDULER_MANAGED_FAMILIES
 
 
 def container_requests(
@@ -162,6 +184,16 @@ def pod_requests(pod: Mapping[str, Any], *, only: Callable[[str], bool] | None =
 def pod_gpu_requests(pod: Mapping[str, Any]) -> dict[str, float]:
     """The effective GPU request of a pod per GPU resource (see pod_requests)."""
     return {k: float(v) for k, v in pod_requests(pod, only=is_gpu_resource).items() if v}
+
+
+def pod_node_gpu_requests(pod: Mapping[str, Any]) -> dict[str, float]:
+    """The pod's GPU requests a node must advertise (HAMi's gpumem/gpucores left out)."""
+    return {k: v for k, v in pod_gpu_requests(pod).items() if is_node_advertised(k)}
+
+
+def vgpu_families(pod: Mapping[str, Any]) -> set[str]:
+    """The vGPU families (``hami``, ``vcuda``) among the pod's GPU requests."""
+    return {f for r in pod_gpu_requests(pod) if (f := gpu_family(r)) in ("hami", "vcuda")}
 
 
 @dataclass(frozen=True)

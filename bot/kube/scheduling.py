@@ -22,8 +22,8 @@ from bot.kube.resources import is_gpu_resource
 
 CATEGORIES = frozenset({
     "insufficient_gpu", "insufficient_other", "untolerated_taint", "node_selector", "unschedulable",
-    "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "unrecognised",
-    "pod_affinity", "pod_anti_affinity", "existing_anti_affinity",
+    "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "vgpu_unregistered",
+    "unrecognised", "pod_affinity", "pod_anti_affinity", "existing_anti_affinity",
 })
 #: the inter-pod affinity categories (InterPodAffinity plugin): computed from the pods themselves
 POD_AFFINITY_CATEGORIES = frozenset({"pod_affinity", "pod_anti_affinity", "existing_anti_affinity"})
@@ -191,6 +191,8 @@ REASON_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
      "existing_anti_affinity"),
     (re.compile(r"didn't match pod anti-affinity"), "pod_anti_affinity"),
     (re.compile(r"didn't match pod affinity|MatchInterPodAffinity"), "pod_affinity"),
+    # HAMi's extender: the node has no card registration (hami.io/node-nvidia-register)
+    (re.compile(r"\bnode unregistered\b"), "vgpu_unregistered"),
     (re.compile(r"had (?:untolerated )?taints?\b"), "untolerated_taint"),
     (re.compile(r"didn't match (?:Pod's )?node (?:affinity|selector)"
                 r"|didn't satisfy plugin\(?s?\)? \[?NodeAffinity", re.IGNORECASE), "node_selector"),

@@ -39,7 +39,10 @@ def expected_row(g: GpuFacts) -> str:
     def n(v: float | None, unit: str) -> str:
         return "[N/A]" if v is None else f"{int(round(v))} {unit}".strip()
 
-    free = (g.memory_total_mib or 0) - (g.memory_used_mib or 0)
+    # nvidia-smi cannot compute free memory when it does not know used or total (GB10's unified
+    # memory reports neither): [N/A], like the other unknown fields.
+    unknown = g.memory_total_mib is None or g.memory_used_mib is None
+    free = None if unknown else (g.memory_total_mib or 0) - (g.memory_used_mib or 0)
     power = "[N/A]" if g.power_w is None else f"{g.power_w:.2f} W"
     # A scenario may print a field as the driver would ("[Not Supported]"), keyed either way.
     power = g.raw.get("power.draw", g.raw.get("power_w", power))

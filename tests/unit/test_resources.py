@@ -14,11 +14,14 @@ from bot.kube.resources import (
     container_gpu_resources,
     gpu_family,
     is_gpu_resource,
+    is_node_advertised,
     node_gpu_capacity,
     parse_quantity,
     pod_gpu_requests,
+    pod_node_gpu_requests,
     pod_requests,
     spec_problems,
+    vgpu_families,
 )
 
 
@@ -66,6 +69,13 @@ def test_parse_quantity_rejects(text: Any) -> None:
         (QGPU_MEMORY, "qgpu"),
         ("amd.com/gpu", "amd"),
         ("gpu.intel.com/i915", "intel"),
+        ("nvidia.com/gpumem", "hami"),
+        ("nvidia.com/gpumem-percentage", "hami"),
+        ("nvidia.com/gpucores", "hami"),
+        ("tencent.com/vcuda-core", "vcuda"),
+        ("tencent.com/vcuda-memory", "vcuda"),
+        ("nvidia.com/gpumemory", None),
+        ("tencent.com/vcuda", None),
         ("cpu", None),
         ("memory", None),
         ("nvidia.com/gpux", None),
@@ -235,3 +245,34 @@ def test_a_gpu_node_is_known_by_label_or_component_even_without_capacity() -> No
     assert is_gpu_node(gke)
     assert not is_gpu_node(plain)
     assert is_gpu_node(plain, component_nodes={"c1"})  # runs a device-plugin pod
+
+
+def test_vgpu_resources_are_gpu_requests() -> None:
+    """HAMi's and tkestack's vGPU resources count as GPU asks (no more "asks for no GPU")."""
+    hami = _pod(_c(limits={"nvidia.com/gpu": 1, "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": 30, "cpu": "1"}))
+    assert pod_gpu_requests(hami) == {"nvidia.com/gpu": 1.0, "nvidia.com/gpumem": 3000.0, "nvidia.com/gpucores": 30.0}
+    assert vgpu_families(hami) == {"hami"}
+    vcuda = _pod(_c(limits={"tencent.com/vcuda-core": 50, "tencent.com/vcuda-memory": 32}))
+    assert pod_gpu_requests(vcuda) == {"tencent.com/vcuda-core": 50.0, "tencent.com/vcuda-memory": 32.0}
+    assert vgpu_families(vcuda) == {"vcuda"}
+    assert vgpu_families(_pod(_c(limits={"nvidia.com/gpu": 1}))) == set()
+    assert not spec_problems(hami)  # nvidia.com/gpu beside gpumem is one system, not a mix
+
+
+def test_node_advertised_leaves_out_hami_slices() -> None:
+    """No node advertises nvidia.com/gpumem: only nvidia.com/gpu decides candidate nodes."""
+    assert is_node_advertised("nvidia.com/gpu")
+    assert is_node_advertised("tencent.com/vcuda-core")
+    assert not is_node_advertised("nvidia.com/gpumem")
+    assert not is_node_advertised("nvidia.com/gpumem-percentage")
+    assert not is_node_advertised("cpu")
+    pod = _pod(_c(limits={"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 50, "nvidia.com/gpucores": 40}))
+    assert pod_node_gpu_requests(pod) == {"nvidia.com/gpu": 2.0}
+
+
+def test_vgpu_node_capacity() -> None:
+    node = {"status": {"capacity": {"tencent.com/vcuda-core": "400", "tencent.com/vcuda-memory": "512", "cpu": "72"},
+                       "allocatable": {"tencent.com/vcuda-core": "400", "tencent.com/vcuda-memory": "512"}}}
+    assert node_gpu_capacity(node) == {"tencent.com/vcuda-core": (400.0, 400.0),
+                                       "tencent.com/vcuda-memory": (512.0, 512.0)}
+    assert is_gpu_node(node)

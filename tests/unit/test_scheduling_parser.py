@@ -85,7 +85,9 @@ def test_scenario_messages_parse_fully(name: str, event: dict[str, Any]) -> None
         return
     assert parsed.reasons, name
     assert all(r.category != "unrecognised" for r in parsed.reasons), parsed.reasons
-    assert sum(r.count for r in parsed.reasons) == parsed.total_nodes
+    # A node that fails for two reasons (Insufficient cpu and Insufficient memory, or HAMi's
+    # gpumem and gpucores) is counted under each, so the histogram sums to at least N.
+    assert sum(r.count for r in parsed.reasons) >= parsed.total_nodes
 
 
 def test_untolerated_taint_scenario_names_both_taints() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.facts import Facts
-from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -15,7 +15,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     pod = facts.pending_pod
     if pod is None:
         return
-    asks = pod_gpu_requests(pod)
+    asks = pod_node_gpu_requests(pod)  # HAMi's gpumem/gpucores are per card, not node totals
     if not asks:
         return
     rows = []

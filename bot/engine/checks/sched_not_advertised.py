@@ -15,7 +15,7 @@ from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.gpu import advertised_gpu_resources, gpu_labels
-from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
 
 def _node_line(facts: Facts, name: str) -> str:
@@ -40,31 +40,41 @@ def _node_line(facts: Facts, name: str) -> str:
 
 
 def run(facts: Facts) -> Iterator[Detection]:
-    """GPU_RESOURCE_NOT_ADVERTISED per requested resource with zero allocatable on every node."""
+    """GPU_RESOURCE_NOT_ADVERTISED naming every requested resource with zero allocatable on every node.
+
+    One finding for all of them: a pair such as vcuda-core/vcuda-memory (or qgpu-core/qgpu-memory)
+    goes missing together, when the one plugin that offers both does not run.
+    """
     pod = facts.pending_pod
     if pod is None:
         return
-    for resource, want in sorted(pod_gpu_requests(pod).items()):
+    # HAMi's gpumem/gpucores are never advertised by design (VGPU_SCHEDULER_BYPASSED covers a
+    # scheduler that expects them on nodes), so only node-advertised resources are judged here.
+    missing = {}
+    for resource, want in sorted(pod_node_gpu_requests(pod).items()):
         total = sum(node_gpu_capacity(node).get(resource, (0.0, 0.0))[1] for node in facts.nodes.values())
-        if total > 0:
-            continue
-        evidence = [f"{pod_ref(pod)} asks {resource}: {want:g}; allocatable on all {len(facts.nodes)} node(s): 0"]
-        evidence += [_node_line(facts, n) for n in facts.gpu_nodes[:20]]
-        if not facts.gpu_nodes:
-            evidence.append("no node looks like a GPU node (no GPU resource, GPU label or GPU device-plugin pod)")
-        for msg in facts.events.scheduling[:1]:
-            evidence.append(f"scheduler: {msg.raw[:500]}")
-        others = sorted({r for n in facts.gpu_nodes for r in advertised_gpu_resources(facts.nodes[n])} - {resource})
-        yield detect(
-            "GPU_RESOURCE_NOT_ADVERTISED",
-            pod_subject(pod),
-            pod=pod_ref(pod),
-            resource=resource,
-            nodes=", ".join(facts.gpu_nodes[:10]) or "none",
-            count=len(facts.gpu_nodes),
-            value=", ".join(others) or "nothing",
-            evidence=evidence,
-        )
+        if total <= 0:
+            missing[resource] = want
+    if not missing:
+        return
+    evidence = [f"{pod_ref(pod)} asks {resource}: {want:g}; allocatable on all {len(facts.nodes)} node(s): 0"
+                for resource, want in missing.items()]
+    evidence += [_node_line(facts, n) for n in facts.gpu_nodes[:20]]
+    if not facts.gpu_nodes:
+        evidence.append("no node looks like a GPU node (no GPU resource, GPU label or GPU device-plugin pod)")
+    for msg in facts.events.scheduling[:1]:
+        evidence.append(f"scheduler: {msg.raw[:500]}")
+    others = sorted({r for n in facts.gpu_nodes for r in advertised_gpu_resources(facts.nodes[n])} - set(missing))
+    yield detect(
+        "GPU_RESOURCE_NOT_ADVERTISED",
+        pod_subject(pod),
+        pod=pod_ref(pod),
+        resource=", ".join(missing),
+        nodes=", ".join(facts.gpu_nodes[:10]) or "none",
+        count=len(facts.gpu_nodes),
+        value=", ".join(others) or "nothing",
+        evidence=evidence,
+    )
 
 
 CHECK = Check(
