@@ -66,9 +66,16 @@ def _volume_at(objs: list[dict[str, Any]], path: str) -> dict[str, Any]:
     raise AssertionError(f"{path} is not on any mounted volume")
 
 
+def _image_env() -> dict[str, str]:
+    """The GPUBOT_* variables the image itself sets (ENV in the Dockerfile's final stage)."""
+    final = re.split(r"(?m)^FROM ", (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8"))[-1]
+    return dict(re.findall(r"(GPUBOT_[A-Z_]+)=(\S+)", final))
+
+
 def _load(objs: list[dict[str, Any]], tmp_path: Path) -> Any:
-    """The settings the pod would load: its settings file and environment, secrets left out."""
-    env = _env(objs)
+    """The settings the pod would load: the image's environment under the pod's, and its settings
+    file; secrets left out."""
+    env = {**_image_env(), **_env(objs)}
     config = one(objs, "ConfigMap", "gpubot-config")
     assert _volume_at(objs, env["GPUBOT_CONFIG"])["configMap"]["name"] == config["metadata"]["name"]
     path = tmp_path / "config.yaml"
@@ -104,8 +111,15 @@ def test_every_config_key_reaches_the_bot(tmp_path: Path) -> None:
         "channel_clusters": {"C0123": "this-cluster"},
         "log_level": "DEBUG",
         "dry_run": True,
+        "http_port": 9090,
     }
-    settings = _load(render({"config": config, "remediation": {"enabled": True}}), tmp_path)
+    objs = render({"config": config, "remediation": {"enabled": True}})
+    settings = _load(objs, tmp_path)
+    assert _image_env()["GPUBOT_HTTP_PORT"] == "8080", "the image sets a port the chart must override"
+    assert settings.http_port == 9090
+    assert _container(objs)["ports"] == [{"name": "http", "containerPort": 9090, "protocol": "TCP"}]
+    assert one(objs, "Service")["spec"]["ports"][0]["port"] == 9090
+    assert one(objs, "NetworkPolicy")["spec"]["ingress"][0]["ports"][0]["port"] == 9090
     assert settings.approvers == {"*": ("S0123456789",), "kubelet.restart": ("U0123456789",)}
     assert settings.two_person_rule is True and settings.dry_run is True
     assert settings.command_deadline_s == 35.0 and settings.ssh_concurrency == 4
@@ -290,3 +304,30 @@ def test_dockerfile_is_multi_stage_non_root_and_serves() -> None:
     sources = {s for line in copied for s in line.split()}
     for src in sources:
         assert f"!{src.rstrip('/')}/" in ignore or f"!{src}" in ignore, f".dockerignore drops {src}"
+
+
+def test_pod_and_object_extras_land_where_they_belong() -> None:
+    values = {
+        "nodeSelector": {"pool": "system"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+        "priorityClassName": "system-cluster-critical",
+        "podAnnotations": {"team": "gpu-sre"},
+        "serviceAccount": {"annotations": {"iam.example.com/role": "gpubot"}},
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+        "metrics": {"serviceMonitor": {"enabled": True, "interval": "1m", "labels": {"release": "prom"}}},
+        "slack": {"mode": "http"},
+        "ingress": {"enabled": True, "host": "bot.example.com", "annotations": {"a.example.com/x": "z"}},
+    }
+    objs = render(values)
+    template = _deployment(objs)["spec"]["template"]
+    pod = template["spec"]
+    assert pod["nodeSelector"] == values["nodeSelector"] and pod["tolerations"] == values["tolerations"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert template["metadata"]["annotations"]["team"] == "gpu-sre"
+    assert _container(objs)["resources"] == values["resources"]
+    assert one(objs, "ServiceAccount")["metadata"]["annotations"] == {"iam.example.com/role": "gpubot"}
+    monitor = one(objs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom" and monitor["spec"]["endpoints"][0]["interval"] == "1m"
+    assert one(objs, "Ingress")["metadata"]["annotations"] == {"a.example.com/x": "z"}
+    plain = _deployment(render())["spec"]["template"]["spec"]
+    assert not {"nodeSelector", "tolerations", "priorityClassName", "imagePullSecrets"} & set(plain)
