@@ -10,13 +10,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
 from bot.errors import ConfigError
 
 ENV_PREFIX = "GPUBOT_"
+
+#: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
+SlackMode = Literal["socket", "http"]
+#: the log levels ``log_level`` accepts (any case; stored upper case)
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 class Secret:
@@ -76,7 +81,7 @@ class Settings:
     #: Slack signing secret; needed for HTTP mode
     slack_signing_secret: Secret = field(default_factory=lambda: Secret(""))
     #: "socket" (default: no inbound URL needed) or "http"
-    slack_mode: str = "socket"
+    slack_mode: SlackMode = "socket"
     #: Web API base URL; only tests point it elsewhere
     slack_api_url: str = "https://slack.com/api/"
     #: port of the HTTP server (Slack events in HTTP mode, health and metrics in both)
@@ -128,7 +133,7 @@ class Settings:
     #: seconds to wait for a node to become Ready after a kubelet restart
     node_ready_timeout_s: float = 120.0
     #: log level name
-    log_level: str = "INFO"
+    log_level: LogLevel = "INFO"
     #: a check that raises, or yields a code it did not declare, fails the command instead of being
     #: logged and skipped (the test suite turns this on; production keeps the partial report)
     strict_checks: bool = False
@@ -160,6 +165,8 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
             return int(value)
         if isinstance(default, float):
             return float(value)
+        if name == "log_level":
+            return str(value).strip().upper()
         if isinstance(default, str):
             return str(value)
     except (TypeError, ValueError):
@@ -241,8 +248,10 @@ def load_settings(
 
 
 def _check(s: Settings) -> None:
-    if s.slack_mode not in ("socket", "http"):
+    if s.slack_mode not in get_args(SlackMode):
         raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
+    if s.log_level not in get_args(LogLevel):
+        raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
     if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0 or s.command_deadline_s <= 0:

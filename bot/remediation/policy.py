@@ -23,6 +23,8 @@ _USER_RE = re.compile(r"[UW][A-Z0-9]{2,}")
 _GROUP_RE = re.compile(r"S[A-Z0-9]{2,}")
 _CLI_RE = re.compile(r"cli:[A-Za-z0-9._@-]{1,64}")
 _KEY_RE = re.compile(r"\*|[a-z0-9-]+(\.[a-z0-9-]+)*(\.\*)?")
+#: every form an approver id may take (the Helm chart's values schema is built from these)
+ID_FORMS = (_USER_RE, _GROUP_RE, _CLI_RE)
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,2 @@
-"""Tests of the deployment artefacts: Kustomize manifests, RBAC, container image, security scan."""
+"""Tests of the deployment artefacts: the Helm chart, the Kustomize targets that render it, RBAC,
+the container image, the security scan."""

@@ -1,88 +1,234 @@
-"""Render the Kustomize targets with the real ``kubectl kustomize``, the way users apply them.
+"""Render the Helm chart (deploy/helm/gpubot) with the real ``helm template``, and the Kustomize
+targets, which render the same chart through Kustomize's ``helmCharts``, with ``kubectl kustomize``.
 
-Helpers only; never writes into the repository (a combined target is built in a temp dir).
+The switches are read from the chart's own schema: every ``….enabled`` value (what the chart
+installs) and every choice of ``slack.mode``. ``combinations()`` is every combination of them, so a
+switch added to the chart is tested in every combination without editing this file. The other
+booleans outside ``config`` (``options()``, each changing one object) are flipped one at a time,
+alone and with every switch on.
+
+Helpers only; never writes into the repository.
 """
 
 from __future__ import annotations
 
 import functools
-import os
+import itertools
+import json
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.deploy import helm_tool
+
 REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "deploy" / "helm" / "gpubot"
 KUSTOMIZE = REPO / "deploy" / "kustomize"
-BASE = KUSTOMIZE / "base"
-OVERLAYS = KUSTOMIZE / "overlays"
-COMPONENTS = KUSTOMIZE / "components"
 RUNBOOKS = REPO / "runbooks"
+RELEASE = "gpubot"
+NAMESPACE = "gpubot"
+#: a host for combinations that turn the Ingress on (the chart requires one then)
+INGRESS_HOST = "gpubot.example.com"
 
 Obj = dict[str, Any]
+
+
+def schema() -> dict[str, Any]:
+    return dict(json.loads((CHART / "values.schema.json").read_text(encoding="utf-8")))
+
+
+def _booleans(node: dict[str, Any], path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out = []
+    for key, sub in node.get("properties", {}).items():
+        here = (*path, key)
+        if here == ("config",):
+            continue  # gpubot's own settings, not what the chart installs
+        if sub.get("type") == "boolean":
+            out.append(here)
+        out.extend(_booleans(sub, here))
+    return out
+
+
+def switches() -> dict[str, list[Any]]:
+    """Dotted value path -> the values it takes in the combinations."""
+    out: dict[str, list[Any]] = {".".join(p): [False, True] for p in _booleans(schema(), ()) if p[-1] == "enabled"}
+    out["slack.mode"] = list(schema()["properties"]["slack"]["properties"]["mode"]["enum"])
+    return out
+
+
+def options() -> list[str]:
+    """The other booleans outside ``config``, as dotted paths."""
+    return [".".join(p) for p in _booleans(schema(), ()) if p[-1] != "enabled"]
+
+
+def chart_defaults() -> dict[str, Any]:
+    return dict(yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8")))
+
+
+def lookup(values: dict[str, Any], dotted: str) -> Any:
+    node: Any = values
+    for key in dotted.split("."):
+        node = node[key]
+    return node
+
+
+def nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1}`` -> ``{"a": {"b": 1}}``."""
+    out: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        *parents, last = dotted.split(".")
+        node = out
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out
+
+
+def merge(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of values, later layers win (as helm merges -f files)."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = merge(out[key], value)
+            else:
+                out[key] = value
+    return out
+
+
+def combinations() -> list[dict[str, Any]]:
+    """Every combination of the switches, as flat ``{path: value}`` dicts."""
+    names = sorted(switches())
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(switches()[n] for n in names))]
+
+
+def variants() -> list[dict[str, Any]]:
+    """Every combination of the switches, then each option flipped alone and with every switch on."""
+    out = combinations()
+    all_on = {name: choices[-1] for name, choices in switches().items()}
+    for option in options():
+        flipped = {option: not lookup(chart_defaults(), option)}
+        out += [flipped, {**all_on, **flipped}]
+    return out
+
+
+def combination_values(combo: dict[str, Any]) -> dict[str, Any]:
+    """Values for one combination (with an Ingress host where the Ingress is on)."""
+    values = nested(combo)
+    if combo.get("ingress.enabled"):
+        values = merge(values, {"ingress": {"host": INGRESS_HOST}})
+    return values
+
+
+def combination_id(combo: dict[str, Any]) -> str:
+    """The values that differ from the chart's defaults, or ``defaults``."""
+    defaults = chart_defaults()
+    return ",".join(f"{k}={v}" for k, v in sorted(combo.items()) if v != lookup(defaults, k)) or "defaults"
+
+
+def valid(combo: dict[str, Any]) -> bool:
+    """The chart refuses an Ingress in Socket Mode (nothing would answer /slack/events)."""
+    return not (combo.get("ingress.enabled") and combo.get("slack.mode") != "http")
+
+
+# ---------------------------------------------------------------------------------------------
+# helm
+
+
+def _key(values: dict[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True)
+
+
+@functools.cache
+def _helm_cached(command: str, key: str, extra: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        values_file = Path(tmp) / "values.yaml"
+        values_file.write_text(yaml.safe_dump(json.loads(key)), encoding="utf-8")
+        if command == "lint":
+            args = ["lint", "--strict", str(CHART), "-f", str(values_file), "--namespace", NAMESPACE, *extra]
+        else:
+            args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(values_file), *extra]
+        return helm_tool.run(args)
+
+
+def helm_template(values: dict[str, Any] | None = None, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``helm template gpubot deploy/helm/gpubot -n gpubot -f VALUES EXTRA…`` (cached)."""
+    return _helm_cached("template", _key(values or {}), tuple(extra))
+
+
+def helm_lint(values: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
+    """``helm lint --strict deploy/helm/gpubot -f VALUES`` (cached)."""
+    return _helm_cached("lint", _key(values or {}), ())
+
+
+def render_text(values: dict[str, Any] | None = None, *extra: str) -> str:
+    proc = helm_template(values, *extra)
+    if proc.returncode != 0:
+        raise AssertionError(f"helm template failed for values {values}:\n{proc.stderr}")
+    return proc.stdout
+
+
+def parse(text: str) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def render(values: dict[str, Any] | None = None, *extra: str) -> list[Obj]:
+    """The objects the chart renders with ``values`` (fresh dicts: callers may not share mutations)."""
+    return parse(render_text(values, *extra))
+
+
+def prerender(all_values: list[dict[str, Any]]) -> None:
+    """Run helm template and helm lint for many value sets at once (fills the caches)."""
+    helm_tool.helm()  # install once, before the threads race for the lock
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(helm_template, all_values))
+        list(pool.map(helm_lint, all_values))
+
+
+# ---------------------------------------------------------------------------------------------
+# kustomize
 
 
 def kubectl() -> str:
     path = shutil.which("kubectl")
     if not path:
-        raise AssertionError("kubectl is not on PATH; the deploy tests render with `kubectl kustomize`")
+        raise AssertionError("kubectl is not on PATH; the Kustomize tests render with `kubectl kustomize`")
     return path
 
 
-def overlay_dirs() -> list[Path]:
-    """Every overlay users can apply directly."""
-    return sorted(p for p in OVERLAYS.iterdir() if (p / "kustomization.yaml").is_file())
+def kustomize_targets() -> list[str]:
+    """base and each overlay, relative to deploy/kustomize."""
+    found = sorted(p.parent for p in KUSTOMIZE.rglob("kustomization.yaml"))
+    return [str(p.relative_to(KUSTOMIZE)) for p in found]
 
 
-def component_dirs() -> list[Path]:
-    return sorted(p for p in COMPONENTS.iterdir() if (p / "kustomization.yaml").is_file())
-
-
-def target_names() -> list[str]:
-    """base, each overlay, and ``all-components`` (every component at once: they must compose)."""
-    return ["base", *(f"overlays/{p.name}" for p in overlay_dirs()), "all-components"]
-
-
-@functools.cache
-def render_text(name: str) -> str:
-    """The YAML stream ``kubectl kustomize`` prints for the target ``name``."""
-    if name == "all-components":
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "kustomization.yaml").write_text(
-                yaml.safe_dump(
-                    {
-                        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                        "kind": "Kustomization",
-                        # kustomize refuses absolute paths here
-                        "resources": [os.path.relpath(BASE, tmp)],
-                        "components": [os.path.relpath(p, tmp) for p in component_dirs()],
-                    }
-                )
-            )
-            return _kustomize(Path(tmp))
-    return _kustomize(KUSTOMIZE / name)
-
-
-def _kustomize(path: Path) -> str:
+def kustomize_text(path: Path) -> str:
+    """What ``kubectl kustomize --enable-helm`` prints for the kustomization in ``path``."""
     proc = subprocess.run(
-        [kubectl(), "kustomize", str(path)], capture_output=True, text=True, timeout=60, check=False
+        [
+            kubectl(),
+            "kustomize",
+            "--enable-helm",
+            "--helm-command",
+            helm_tool.helm(),
+            "--load-restrictor",
+            "LoadRestrictionsNone",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=helm_tool.helm_env(),
     )
     if proc.returncode != 0:
         raise AssertionError(f"kubectl kustomize {path} failed:\n{proc.stderr}")
     return proc.stdout
-
-
-def render_dir(path: Path) -> list[Obj]:
-    """The rendered objects of any kustomization directory (a user's own, built in a test)."""
-    return [d for d in yaml.safe_load_all(_kustomize(path)) if d]
-
-
-def render(name: str) -> list[Obj]:
-    """The rendered objects of target ``name`` (fresh dicts: callers may not share mutations)."""
-    return [d for d in yaml.safe_load_all(render_text(name)) if d]
 
 
 def find(objs: list[Obj], kind: str, name_prefix: str = "") -> list[Obj]:

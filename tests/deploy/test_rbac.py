@@ -2,8 +2,11 @@
 
 Read-only role (always bound): every call outside ``bot/actions`` is granted, it grants no write
 (``create`` only on ``pods/exec``, for ``nvml``/``verify``) and no resource the code never reads.
-Remediation role (opt-in overlay): together with the read-only role it covers every call in
-``bot/actions``, and it grants nothing ``bot/actions`` does not use.
+Remediation role (opt-in, ``remediation.enabled``): together with the read-only role it covers
+every call in ``bot/actions``, and it grants nothing ``bot/actions`` does not use.
+
+The roles are read from the Helm chart as ``helm template`` renders it, in every variant of its
+switches (``render.variants()``).
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import pytest
-
 from tests.deploy.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source, scan_tree
 from tests.deploy.rbac import grants, has_wildcard
-from tests.deploy.render import REPO, find, one, render, target_names
+from tests.deploy.render import (
+    REPO,
+    combination_id,
+    combination_values,
+    find,
+    one,
+    prerender,
+    render,
+    valid,
+    variants,
+)
 
 BOT = REPO / "bot"
 ACTIONS = BOT / "actions"
@@ -66,11 +77,11 @@ def _writes() -> dict[Perm, list[str]]:
 
 
 def _readonly() -> set[Perm]:
-    return grants(one(render("base"), "ClusterRole", "gpubot-readonly"))
+    return grants(one(render(), "ClusterRole", "gpubot-readonly"))
 
 
 def _remediation() -> set[Perm]:
-    return grants(one(render("overlays/remediation"), "ClusterRole", "gpubot-remediation"))
+    return grants(one(render({"remediation": {"enabled": True}}), "ClusterRole", "gpubot-remediation"))
 
 
 def _fmt(perms: dict[Perm, list[str]] | set[Perm]) -> str:
@@ -169,19 +180,39 @@ def test_remediation_role_grants_nothing_beyond_what_actions_use() -> None:
     assert not extra, "gpubot-remediation grants what bot/actions never calls:\n" + _fmt(extra)
 
 
-@pytest.mark.parametrize("target", target_names())
-def test_roles_are_explicit_and_bound_only_to_the_bot(target: str) -> None:
-    objs = render(target)
-    assert not find(objs, "Role") and not find(objs, "RoleBinding")
-    roles = find(objs, "ClusterRole")
-    assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation"}
-    assert not any(has_wildcard(r) for r in roles)
-    for binding in find(objs, "ClusterRoleBinding"):
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
-    bound = {b["roleRef"]["name"] for b in find(objs, "ClusterRoleBinding")}
-    assert bound == {r["metadata"]["name"] for r in roles}
-    assert "gpubot-readonly" in bound
-    has_remediation = "gpubot-remediation" in bound
-    assert has_remediation == (target in ("overlays/remediation", "all-components")), (
-        "only the remediation overlay (or a kustomization that picks its component) may grant writes"
-    )
+def test_default_install_writes_nothing_and_reads_no_secret() -> None:
+    """helm install with no values: no write verb but the exec of fixed read commands, no Secret."""
+    objs = render()
+    granted = set().union(*(grants(r) for r in find(objs, "ClusterRole")))
+    assert {p for p in granted if p.verb in WRITE_VERBS} == EXEC
+    assert not {p for p in granted if p.resource in ("secrets", "configmaps")}
+    assert not find(objs, "ClusterRole", "gpubot-remediation")
+    assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("dry_run: true") == 1
+
+
+def test_container_exec_can_be_left_out() -> None:
+    granted = grants(one(render({"rbac": {"containerExec": False}}), "ClusterRole", "gpubot-readonly"))
+    assert not {p for p in granted if p.resource == "pods/exec"}
+    assert granted == _readonly() - {Perm("create", "", "pods/exec"), Perm("get", "", "pods/exec")}
+
+
+def test_roles_are_explicit_and_bound_only_to_the_bot_in_every_variant() -> None:
+    prerender([combination_values(c) for c in variants()])
+    for combo in filter(valid, variants()):
+        name = combination_id(combo)
+        objs = render(combination_values(combo))
+        assert not find(objs, "Role") and not find(objs, "RoleBinding"), name
+        roles = find(objs, "ClusterRole")
+        assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation"}, name
+        assert not any(has_wildcard(r) for r in roles), name
+        for binding in find(objs, "ClusterRoleBinding"):
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
+        bound = {b["roleRef"]["name"] for b in find(objs, "ClusterRoleBinding")}
+        assert bound == {r["metadata"]["name"] for r in roles}, name
+        assert "gpubot-readonly" in bound
+        granted = set().union(*(grants(r) for r in roles))
+        assert not {p for p in granted if p.resource == "secrets"}, f"{name}: the bot never reads Secrets"
+        writes = {p for p in granted if p.verb in WRITE_VERBS} - EXEC
+        assert bool(writes) == ("gpubot-remediation" in bound) == bool(combo.get("remediation.enabled")), (
+            f"{name}: only remediation.enabled may grant writes"
+        )

@@ -1,10 +1,10 @@
 """One source for runbooks: the package (and so the image) carries ``runbooks/``; ``runbook_dir``
-names an override directory layered on top, which the Kustomize base mounts from a ConfigMap.
+names an override directory layered on top, which the Helm chart mounts from a ConfigMap.
 
 The tests build the package's files with setuptools' own ``build_py`` (offline, about a second),
-layer override directories on the built-in set, and render a user's kustomization that adds an
-override the way ``deploy/README.md`` says. They derive every file and name from the built-in
-runbooks, so they do not depend on what the runbooks say.
+layer override directories on the built-in set, and add an override to the chart the two ways
+``deploy/README.md`` says (``helm --set-file``, and a user's kustomization). They derive every
+file and name from the built-in runbooks, so they do not depend on what the runbooks say.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from bot.engine.runbook_dir import (
 )
 from bot.engine.runbook_model import Runbook, RunbookSet
 from bot.errors import RunbookError
-from tests.deploy.render import BASE, REPO, RUNBOOKS, one, render_dir
+from tests.deploy.render import KUSTOMIZE, REPO, RUNBOOKS, kustomize_text, one, parse, render_text
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
 DEPLOY_README = REPO / "deploy" / "README.md"
@@ -202,12 +202,43 @@ def test_missing_override_directory_is_a_problem(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# an override through Kustomize, as deploy/README.md tells operators
+# an override through the chart, as deploy/README.md tells operators
+
+
+def _mounted_overrides(objs: list[dict[str, Any]], into: Path) -> Path:
+    """What the pod would see at GPUBOT_RUNBOOK_DIR: the runbooks ConfigMap its volume names."""
+    deployment = one(objs, "Deployment", "gpubot")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == env["GPUBOT_RUNBOOK_DIR"])
+    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    configmap = one(objs, "ConfigMap", volume["configMap"]["name"])
+    assert volume["configMap"]["name"] == configmap["metadata"]["name"]
+    into.mkdir()
+    for key, text in (configmap.get("data") or {}).items():
+        (into / key).write_text(text, encoding="utf-8")
+    return into
+
+
+def test_helm_set_file_adds_an_override_that_validates(tmp_path: Path, builtin: RunbookSet) -> None:
+    readme = DEPLOY_README.read_text(encoding="utf-8")
+    assert "--set-file 'runbookOverrides." in readme and "gpubot runbooks validate" in readme
+    diagnosis = _a_diagnosis(builtin)
+    name = Path(diagnosis.source).name
+    mine = tmp_path / "my-runbooks"
+    mine.mkdir()
+    shutil.copy(diagnosis.source, mine / name)
+    key = name.replace(".", "\\.")  # helm's --set-file path syntax escapes the dots of a key
+    objs = parse(render_text(None, "--set-file", f"runbookOverrides.{key}={mine / name}"))
+    mounted = _mounted_overrides(objs, tmp_path / "mounted")
+    assert sorted(p.name for p in mounted.iterdir()) == [name]
+    rs = load_with_overrides(mounted)
+    assert rs.diagnoses[diagnosis.command].source == str(mounted / name)
 
 
 def test_users_kustomization_adds_an_override_that_validates(tmp_path: Path, builtin: RunbookSet) -> None:
     readme = DEPLOY_README.read_text(encoding="utf-8")
-    assert "behavior: merge" in readme and "gpubot runbooks validate" in readme
+    assert "behavior: merge" in readme
     mine = tmp_path / "my-gpubot"
     (mine / "runbooks").mkdir(parents=True)
     diagnosis = _a_diagnosis(builtin)
@@ -218,22 +249,20 @@ def test_users_kustomization_adds_an_override_that_validates(tmp_path: Path, bui
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
-                "resources": [os.path.relpath(BASE, mine)],
+                "resources": [os.path.relpath(KUSTOMIZE / "base", mine)],
                 "configMapGenerator": [
-                    {"name": "gpubot-runbooks", "behavior": "merge", "files": [f"runbooks/{name}"]}
+                    {
+                        "name": "gpubot-runbooks",
+                        "namespace": "gpubot",
+                        "behavior": "merge",
+                        "files": [f"runbooks/{name}"],
+                    }
                 ],
             }
         )
     )
-    objs = render_dir(mine)
-    configmap = one(objs, "ConfigMap", "gpubot-runbooks-")
-    assert set(configmap["data"]) == {name}
-    volumes = one(objs, "Deployment", "gpubot")["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "runbooks", "configMap": {"name": configmap["metadata"]["name"]}} in volumes
-    # what the pod would mount at GPUBOT_RUNBOOK_DIR
-    mounted = tmp_path / "mounted"
-    mounted.mkdir()
-    for key, text in configmap["data"].items():
-        (mounted / key).write_text(text, encoding="utf-8")
+    objs = parse(kustomize_text(mine))
+    mounted = _mounted_overrides(objs, tmp_path / "mounted")
+    assert sorted(p.name for p in mounted.iterdir()) == [name]
     rs = load_with_overrides(mounted)
     assert rs.diagnoses[diagnosis.command].source == str(mounted / name)

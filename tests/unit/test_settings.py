@@ -41,6 +41,7 @@ def test_yaml_file_then_environment(tmp_path: Path) -> None:
         ({"GPUBOT_SSH_CONCURRENCY": "many"}, "ssh_concurrency"),
         ({"GPUBOT_SSH_CONCURRENCY": "0"}, "ssh_concurrency"),
         ({"GPUBOT_PAGE_SIZE": "0"}, "page_size"),
+        ({"GPUBOT_LOG_LEVEL": "chatty"}, "log_level: expected one of DEBUG, INFO"),
         ({"GPUBOT_SLACK_BOT_TOKEN_FILE": "/nonexistent/token"}, "cannot read"),
         ({"GPUBOT_CONFIG": "/nonexistent/gpubot.yaml"}, "cannot read"),
     ],
@@ -70,3 +71,8 @@ def test_a_secret_pasted_into_a_numeric_setting_is_not_echoed() -> None:
         load_settings(env={"GPUBOT_API_TIMEOUT_S": token})
     assert token not in str(caught.value)
     assert "api_timeout_s" in str(caught.value)
+
+
+def test_log_level_is_accepted_in_any_case_and_stored_upper_case() -> None:
+    assert load_settings(env={"GPUBOT_LOG_LEVEL": "debug"}).log_level == "DEBUG"
+    assert load_settings(env={}).log_level == "INFO"

