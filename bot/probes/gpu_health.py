@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 #: ECC counters, retired pages and remapped rows of every card (text; the -q layout)
 ECC_QUERY = "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"
-#: the kernel ring of the current boot with ISO times; bounded, read and filtered here
-KERNEL_LOG = "journalctl -k --no-pager -o short-iso -n 2000"
+#: the driver's kernel messages of the current boot with ISO times, the newest 2000: the journal
+#: filters on NVRM (Xid, fallen off the bus, init failures) so a chatty kernel costs little; where
+#: journalctl is missing, built without pattern matching or not readable, dmesg is read instead
+KERNEL_LOG = "journalctl -k --no-pager -o short-iso --grep=NVRM -n 2000"
 #: the fallback where there is no journal (or no access to it)
 KERNEL_LOG_DMESG = "dmesg --ctime --level=err,warn"
 

@@ -313,7 +313,7 @@ class SshFleet:
                 "",
                 0,
             )
-        if line == "journalctl -k --no-pager -o short-iso -n 2000":
+        if line == "journalctl -k --no-pager -o short-iso --grep=NVRM -n 2000":
             return _journal(facts, node)
         if line == "dmesg --ctime --level=err,warn":
             return _dmesg(facts)
@@ -385,13 +385,17 @@ def kernel_lines(facts: NodeFacts) -> list[tuple[datetime, str]]:
 
 
 def _journal(facts: NodeFacts, node: str) -> _Answer:
-    """``journalctl -k -o short-iso``: ``TIME HOST kernel: MESSAGE``; 127 where journalctl is missing."""
+    """``journalctl -k -o short-iso --grep=NVRM``: ``TIME HOST kernel: MESSAGE`` lines with NVRM in
+    them; 127 where journalctl is missing."""
     if facts.kernel_log_source == "dmesg":
         return _Answer("", "bash: journalctl: command not found\n", 127)
     if facts.kernel_log_source == "none":
         return _Answer("", "No journal files were opened due to insufficient permissions.\n", 1)
     host = node.split(".")[0]
-    body = "".join(f"{t.strftime('%Y-%m-%dT%H:%M:%S%z')} {host} kernel: {text}\n" for t, text in kernel_lines(facts))
+    lines = [(t, text) for t, text in kernel_lines(facts) if "NVRM" in text][-2000:]
+    if not lines:
+        return _Answer("-- No entries --\n", "", 0)
+    body = "".join(f"{t.strftime('%Y-%m-%dT%H:%M:%S%z')} {host} kernel: {text}\n" for t, text in lines)
     return _Answer(body, "", 0)
 
 

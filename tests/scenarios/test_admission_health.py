@@ -109,3 +109,12 @@ def test_busy_healthy_nodes_raise_none_of_it(
     for run in runs:
         codes = {f["code"] for f in report(run, scenario, capsys)}
         assert not codes & quiet, (run, codes)
+
+
+def test_no_healthy_devices_with_healthy_slices_blames_the_plugin(capsys: pytest.CaptureFixture[str]) -> None:
+    f = one(report("why-pending cuda-vectoradd-58 -n default", "admission-mig-no-healthy-devices.yaml", capsys),
+            "DEVICE_ADMISSION_FAILED")
+    assert "nvidia.com/mig-1g.5gb" in f["explanation"] and "restarting" in f["explanation"]
+    assert offers(f) == []  # a plugin that keeps restarting is not helped by one more restart
+    assert any("CrashLoopBackOff (57 restarts)" in e for e in f["evidence"])
+    assert any("4 restart(s)" in e for e in f["evidence"])

@@ -11,8 +11,9 @@ workload never runs. The kubelet's message is the evidence; what lies behind it 
   devices is stale (kubernetes/kubernetes#130145), and restarting the kubelet rebuilds it;
 - ``full``: the node really had no free device (a pod bound with spec.nodeName, or a race);
 - ``plugin`` / ``unregistered``: the device plugin's Allocate or GetPreferredAllocation call
-  failed (MIG strategy mismatch, NVML permissions, a crashed plugin), or the plugin has not
-  registered with the kubelet;
+  failed (MIG strategy mismatch, NVML permissions, a crashed plugin), it reported "no healthy
+  devices" while every card is healthy (it was restarting), or it has not registered with the
+  kubelet;
 - ``topology``: the topology manager found no NUMA-aligned set of devices;
 - ``other``: any other reason, shown verbatim with where to look.
 
@@ -22,12 +23,14 @@ The words for each case are the ``admission_causes`` table of the runbook.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from bot.engine.check import Check, Detection, detect
 from bot.engine.checks._common import fmt_num
 from bot.engine.checks._gpu_health import NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.admission import Rejection
+from bot.kube.pod_status import classify
 from bot.kube.resources import node_gpu_capacity
 
 
@@ -41,15 +44,22 @@ def _free(facts: Facts, node: str, resource: str) -> tuple[float, float, float] 
     return allocatable, used, allocatable - used
 
 
+def _restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return sum(int(str(cs.get("restartCount") or 0)) for cs in statuses if isinstance(cs, dict))
+
+
 def _cause(facts: Facts, rej: Rejection, health: NodeHealth) -> str:
     if rej.cause in ("topology", "other", "unregistered"):
         return rej.cause
     lost = bool(health.by_class("lost")) or bool(
         health.withdrawn if not rej.resource else health.withdrawn.get(rej.resource)
     )
-    if rej.cause in ("lost", "unhealthy") or lost:
+    if rej.cause == "lost" or lost:
         return "lost"
-    if rej.cause == "plugin":
+    if rej.cause in ("plugin", "unhealthy"):
+        # "no healthy devices present" with every card healthy now: the plugin reported them
+        # unhealthy for a while (it was restarting or re-registering)
         return "plugin"
     free = _free(facts, rej.node, rej.resource) if rej.resource else None
     if rej.cause == "unavailable" and free is not None and free[2] >= (rej.requested or 1):
@@ -81,7 +91,17 @@ def _node_lines(facts: Facts, rej: Rejection, cause: str, health: NodeHealth) ->
         lines.append(f"{node}: physical checks incomplete ({health.unread})")
     for pod in health.plugin_pods[:2]:
         meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-        lines.append(f"device plugin on {node}: {meta.get('namespace')}/{meta.get('name')} {status.get('phase', '?')}")
+        restarts = _restarts(pod)
+        lines.append(f"device plugin on {node}: {meta.get('namespace')}/{meta.get('name')} {status.get('phase', '?')}"
+                     + (f", {restarts} restart(s)" if restarts else ""))
+    for pod in facts.components.pods:
+        meta = pod.get("metadata") or {}
+        if (pod.get("spec") or {}).get("nodeName") != node or pod in health.plugin_pods:
+            continue
+        state = classify(pod)
+        if not state.ready:
+            lines.append(f"GPU component on {node}: {meta.get('namespace')}/{meta.get('name')} {state.display_status}"
+                         + (f" ({state.restarts} restarts)" if state.restarts else ""))
     return lines
 
 
@@ -116,6 +136,8 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence += _node_lines(facts, newest, cause, health)
         plugin = next((p for p in health.plugin_pods if plugin_running(p)), None)
         meta = (plugin or {}).get("metadata") or {}
+        # a plugin that keeps restarting is not helped by one more restart: its log says why
+        steady = plugin is not None and _restarts(plugin) == 0
         yield detect(
             "DEVICE_ADMISSION_FAILED",
             f"pod/{newest.ref}",
@@ -134,7 +156,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             # the health check offers the cordon where it reports the card; only here otherwise
             cordon=cause == "lost" and not (health.cards or health.withdrawn)
             and not (facts.nodes.get(node, {}).get("spec") or {}).get("unschedulable"),
-            restart_plugin=cause in ("plugin", "unregistered") and plugin is not None,
+            restart_plugin=cause in ("plugin", "unregistered") and steady,
             plugin_namespace=str(meta.get("namespace") or ""),
             plugin_pod=str(meta.get("name") or ""),
             evidence=evidence,
