@@ -106,3 +106,31 @@ def test_a_missing_index_and_a_registered_card_nvidia_smi_no_longer_lists() -> N
     facts.put("target", TargetFacts("", "", ""))
     (lost,) = list(health_gpus.run(facts))
     assert lost.code == "GPU_LOST" and lost.params["count"] == 2  # index 1 missing; GPU-b registered, not listed
+
+
+def test_an_unreadable_kernel_log_is_a_skipped_note_not_a_finding() -> None:
+    from bot.report import Skipped
+
+    obs = NodeObservation(node="n1", gpus=[GpuRow(0, "GPU-a", "A100", 0, 0, 40960, 30, 50)], ecc_read=True)
+    facts = facts_for("node-status", pods=[], nodes={"n1": gpu_node("n1", 1, 1)}, readings={"n1": obs}, workload=False)
+    facts.inv = Invocation("node-status")
+    facts.put("target", TargetFacts("", "", ""))
+    (only,) = list(health_gpus.run(facts))
+    assert isinstance(only, Skipped) and only.what == "Xid check on n1"
+
+
+def test_rejections_older_than_a_running_replica_are_past() -> None:
+    old = rejected("app-1", "n1", "UnexpectedAdmissionError",
+                   "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+                   "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected")
+    running = {"metadata": {"name": "app-2", "namespace": "ml", "creationTimestamp": "2025-01-02T00:00:00Z"},
+               "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                          "containerStatuses": [{"name": "c", "ready": True, "image": "i", "imageID": "x",
+                                                 "restartCount": 0, "state": {"running": {}}}]}}
+    facts = facts_for("why-pending", pods=[old, running], nodes={"n1": gpu_node("n1", 2, 2)}, readings={})
+    (found,) = list(pod_admission.run(facts))
+    assert found.role == "past" and not found.params["stale"]
+    assert any("these rejections are past" in e for e in found.evidence)
+    finding = RUNBOOKS.template("DEVICE_ADMISSION_FAILED").render(dict(found.params), role=found.role)
+    assert finding.severity == "warning" and finding.remediations == []

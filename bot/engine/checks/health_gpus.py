@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Outcome, detect, node_subject
 from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+from bot.report import Skipped
 
 #: how a node relates to the question -> the finding's role (why-pending weighs by it)
 ROLE_OF_PLACE = {"rejected": "cause", "candidate": "cause", "bound": "", "": ""}
@@ -105,10 +106,12 @@ def _cordoned(facts: Facts, name: str) -> bool:
     return bool((facts.nodes.get(name, {}).get("spec") or {}).get("unschedulable"))
 
 
-def run(facts: Facts) -> Iterator[Detection]:
+def run(facts: Facts) -> Iterator[Outcome]:
     """GPU_LOST and GPU_UNHEALTHY per node in scope."""
     for name, place in sorted(_scope(facts).items()):
         health = node_health(facts, name)
+        if health.unread == "kernel log not readable":
+            yield Skipped(f"Xid check on {name}", "the kernel log is not readable (journalctl and dmesg refused)")
         lost = health.by_class("lost")
         sick = health.by_class("reset", "watch")
         withdrawn_left = health.withdrawn_count > len(lost)

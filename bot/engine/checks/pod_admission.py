@@ -95,8 +95,8 @@ def _node_lines(facts: Facts, rej: Rejection, cause: str, health: NodeHealth) ->
         lines.append(f"device plugin on {node}: {meta.get('namespace')}/{meta.get('name')} {status.get('phase', '?')}"
                      + (f", {restarts} restart(s)" if restarts else ""))
     for pod in facts.components.pods:
-        meta = pod.get("metadata") or {}
-        if (pod.get("spec") or {}).get("nodeName") != node or pod in health.plugin_pods:
+        meta = _dict(pod.get("metadata"))
+        if _dict(pod.get("spec")).get("nodeName") != node or pod in health.plugin_pods:
             continue
         state = classify(pod)
         if not state.ready:
@@ -105,11 +105,33 @@ def _node_lines(facts: Facts, rej: Rejection, cause: str, health: NodeHealth) ->
     return lines
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _running_ready(pod: Any) -> bool:
+    status = _dict(_dict(pod).get("status"))
+    raw = status.get("conditions")
+    conditions: list[Any] = raw if isinstance(raw, list) else []
+    return status.get("phase") == "Running" and any(
+        _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True" for c in conditions
+    )
+
+
+def _ready_since(facts: Facts) -> str:
+    """The creation time of the newest Running and Ready pod of the target ("" when none)."""
+    times = [str(_dict(_dict(p).get("metadata")).get("creationTimestamp") or "") for p in facts.target.pods
+             if _running_ready(p)]
+    return max(times, default="")
+
+
 def run(facts: Facts) -> Iterator[Detection]:
     """DEVICE_ADMISSION_FAILED per node and cause, for the asked pod or its workload's pods."""
     found = facts.admission_rejected
     if not found:
         return
+    # a replica created after the last rejection runs: the rejections are history to clean up
+    recovered = _ready_since(facts)
     rows = {str(r.get("cause")): r for r in facts.table("admission_causes")}
     t = facts.target
     healths: dict[str, NodeHealth] = {}
@@ -138,10 +160,14 @@ def run(facts: Facts) -> Iterator[Detection]:
         meta = (plugin or {}).get("metadata") or {}
         # a plugin that keeps restarting is not helped by one more restart: its log says why
         steady = plugin is not None and _restarts(plugin) == 0
+        past = bool(recovered) and recovered > newest.created
+        if past:
+            evidence.append(f"a pod of the workload created at {recovered} runs and is Ready: "
+                            "these rejections are past")
         yield detect(
             "DEVICE_ADMISSION_FAILED",
             f"pod/{newest.ref}",
-            role=cause,
+            role="past" if past else cause,
             pod=newest.ref,
             namespace=newest.namespace,
             what=what,
@@ -152,11 +178,11 @@ def run(facts: Facts) -> Iterator[Detection]:
             resource=newest.resource or "the requested device",
             meaning=str(row.get("meaning", "")),
             look_at=str(row.get("look_at", "")),
-            stale=cause == "stale",
+            stale=cause == "stale" and not past,
             # the health check offers the cordon where it reports the card; only here otherwise
-            cordon=cause == "lost" and not (health.cards or health.withdrawn)
+            cordon=cause == "lost" and not past and not (health.cards or health.withdrawn)
             and not (facts.nodes.get(node, {}).get("spec") or {}).get("unschedulable"),
-            restart_plugin=cause in ("plugin", "unregistered") and steady,
+            restart_plugin=cause in ("plugin", "unregistered") and steady and not past,
             plugin_namespace=str(meta.get("namespace") or ""),
             plugin_pod=str(meta.get("name") or ""),
             evidence=evidence,
