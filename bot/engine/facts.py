@@ -16,6 +16,7 @@ from typing import Any
 from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
 from bot.errors import GpubotError, NodeProbeError
+from bot.kube.admission import Rejection, rejections
 from bot.kube.gpu import is_gpu_component, is_gpu_node
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
@@ -104,6 +105,7 @@ DERIVED: dict[str, tuple[str, ...]] = {
     "candidates": ("target", "nodes"),
     "observations": ("node_readings",),
     "pending_pod": ("target",),
+    "admission_rejected": ("target",),
     "card_verdicts": ("node_readings",),
     "card_pods": ("node_readings", "node_pods"),
 }
@@ -224,6 +226,11 @@ class Facts:
         if pod is None or (pod.get("status") or {}).get("phase") != "Pending":
             return None
         return None if (pod.get("spec") or {}).get("nodeName") else pod
+
+    @cached_property
+    def admission_rejected(self) -> list[Rejection]:
+        """The target's pods (a workload's, Failed ones included) its kubelets rejected, newest first."""
+        return rejections(self.target.pods)
 
     @cached_property
     def gpu_nodes(self) -> list[str]:

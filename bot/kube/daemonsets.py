@@ -191,11 +191,12 @@ def owned_by(pod: Obj, ds: Obj) -> bool:
     uid, name = meta.get("uid"), meta.get("name")
     pod_meta = pod.get("metadata") or {}
     refs = [r for r in pod_meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
-    if refs:
-        return any(r.get("kind") == "DaemonSet" and (r.get("uid") == uid if uid else r.get("name") == name)
-                   for r in refs)
     if pod_meta.get("namespace", "") != meta.get("namespace", ""):
         return False
+    if refs:
+        # the uid first; the name as well, so a pasted or re-created object whose uids drifted
+        # is not mistaken for "the DaemonSet has no pod there"
+        return any(r.get("kind") == "DaemonSet" and (r.get("uid") == uid or r.get("name") == name) for r in refs)
     wanted = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     labels = _labels(pod)
     return bool(wanted) and all(labels.get(str(k)) == str(v) for k, v in wanted.items())

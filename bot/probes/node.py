@@ -28,6 +28,21 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from bot.errors import NodeProbeError
 from bot.probes.checkpoint import Checkpoint, CheckpointError, parse_checkpoint
 from bot.probes.devices import LS_DEV_NVIDIA, DevEntry, device_time_skew, parse_ls
+from bot.probes.gpu_health import (
+    ECC_QUERY,
+    KERNEL_LOG,
+    KERNEL_LOG_DMESG,
+    EccReading,
+    KernelGpuError,
+    LostGpu,
+    TableGpu,
+    XidEvent,
+    has_kernel_lines,
+    parse_ecc_report,
+    parse_handle_errors,
+    parse_kernel_log,
+    parse_table,
+)
 from bot.probes.nvidia_smi import (
     APPS_QUERY,
     GPU_QUERY,
@@ -80,6 +95,18 @@ class NodeObservation:
     driver_path: Literal["host", "operator"] = "host"
     #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
     nvidia_smi_error: str = ""
+    #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
+    lost_gpus: list[LostGpu] = field(default_factory=list)
+    #: the default table's cards: index, PCI address, ERR! cells
+    table: list[TableGpu] = field(default_factory=list)
+    #: ECC counters, retired pages and remapped rows per card (empty: not read)
+    ecc: list[EccReading] = field(default_factory=list)
+    ecc_read: bool = False
+    #: NVRM Xid lines and fallen-off-the-bus / init-failure lines of the kernel log
+    xids: list[XidEvent] = field(default_factory=list)
+    kernel_errors: list[KernelGpuError] = field(default_factory=list)
+    #: where the kernel log came from: "journal", "dmesg", or "" (could not be read)
+    kernel_log: str = ""
     #: anything odd worth showing beside the facts (unreadable lines, failed commands)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -87,6 +114,10 @@ class NodeObservation:
     @property
     def device_skew(self) -> timedelta | None:
         return device_time_skew(self.dev_nvidia)
+
+    def index_of(self, pci: str) -> int | None:
+        """The nvidia-smi index of the card at ``pci`` (from the table), if it was listed."""
+        return next((t.index for t in self.table if t.pci == pci), None)
 
 
 def _first_line(text: str) -> str:
@@ -117,6 +148,7 @@ async def _run_all(conn: asyncssh.SSHClientConnection, node: str, commands: list
 
 
 def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResult, summary: CommandResult) -> None:
+    lost = parse_handle_errors(gpu.stdout + "\n" + summary.stdout)
     if gpu.exit_status == 0:
         obs.gpus = parse_gpu_query(gpu.stdout, problems=obs.notes)
     else:
@@ -129,6 +161,34 @@ def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResu
     if summary.exit_status == 0:
         obs.cuda_version = parse_cuda_version(summary.stdout) or ""
         obs.driver_version = parse_driver_version(summary.stdout) or ""
+        obs.table = parse_table(summary.stdout)
+    for row in obs.gpus:
+        if any(v.strip() == "[GPU is lost]" for v in row.raw.values()):
+            text = f"GPU {row.index} {row.uuid}: [GPU is lost]"
+            lost.append(LostGpu(pci="", index=row.index, source="query", text=text))
+    for card in obs.table:
+        # one ERR! can be a broken fan sensor; a card whose readings are mostly ERR! is unreachable
+        if card.err_cells >= 2 and all(lost_gpu.pci != card.pci for lost_gpu in lost):
+            lost.append(LostGpu(pci=card.pci, index=card.index, source="table", text=card.text))
+    obs.lost_gpus = lost
+
+
+def _read_health(obs: NodeObservation, ecc: CommandResult, kernel: CommandResult | None, source: str) -> None:
+    """ECC counters and the kernel log; a failure is a note, never an error."""
+    if ecc.exit_status == 0:
+        obs.ecc = parse_ecc_report(ecc.stdout, problems=obs.notes)
+        obs.ecc_read = True
+    elif obs.gpus:
+        why = _first_line(ecc.stdout) or _first_line(ecc.stderr)
+        obs.notes.append(f"nvidia-smi ECC query failed (exit {ecc.exit_status}): {why}")
+    if kernel is None:
+        return
+    if kernel.exit_status != 0 and not has_kernel_lines(kernel.stdout):
+        why = _first_line(kernel.stderr) or _first_line(kernel.stdout) or f"exit {kernel.exit_status}"
+        obs.notes.append(f"kernel log not readable (journalctl and dmesg): {why}")
+        return
+    log = parse_kernel_log(kernel.stdout, problems=obs.notes)
+    obs.xids, obs.kernel_errors, obs.kernel_log = log.xids, log.errors, source
 
 
 def _read_rest(obs: NodeObservation, results: Mapping[str, CommandResult]) -> None:
@@ -184,9 +244,13 @@ async def _observe(target: SshTarget, deadline: float, pool: SshPool | None = No
 async def _observe_on(conn: asyncssh.SSHClientConnection, target: SshTarget) -> NodeObservation:
     started = time.monotonic()
     obs = NodeObservation(node=target.node)
-    smi = [GPU_QUERY, APPS_QUERY, SUMMARY]
-    rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION]
+    smi = [GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY]
+    rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION, KERNEL_LOG]
     results = await _run_all(conn, target.node, smi + rest)
+    kernel, source = results[KERNEL_LOG], "journal"
+    if kernel.exit_status != 0 or not has_kernel_lines(kernel.stdout):
+        # no journal, or no access to its kernel messages: the ring buffer has the same lines
+        kernel, source = (await _run_all(conn, target.node, [KERNEL_LOG_DMESG]))[KERNEL_LOG_DMESG], "dmesg"
     if results[GPU_QUERY].exit_status == NOT_FOUND:
         # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
         operator = await _run_all(conn, target.node, [OPERATOR_PREFIX + c for c in smi])
@@ -196,6 +260,7 @@ async def _observe_on(conn: asyncssh.SSHClientConnection, target: SshTarget) -> 
         else:
             obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
     _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
+    _read_health(obs, results[ECC_QUERY], kernel, source)
     _read_rest(obs, results)
     obs.elapsed_s = time.monotonic() - started
     return obs

@@ -1,7 +1,10 @@
 """The SSH client boundary: strict host-key checking, key-only auth, allow-listed commands.
 
 Everything gpubot runs on a node goes through ``run_command``, which refuses (before anything is
-sent) a command that is not in the caller's allow-list. Probes pass ``READ_COMMANDS``; the
+sent) a command that is not in the caller's allow-list. The reads are nvidia-smi queries (cards,
+processes, the summary table, ECC / retired pages / remapped rows), the kubelet checkpoint,
+``ls -l /dev/nvidia*``, ``systemctl is-active kubelet``, the driver version and the kernel log
+(``journalctl -k``, or ``dmesg`` where there is no journal) for NVRM Xid lines. Probes pass ``READ_COMMANDS``; the
 actions package passes its own write list. Command strings are constants: no user text, node
 name or pod name is ever interpolated into one.
 
@@ -23,6 +26,7 @@ import asyncssh
 from bot.errors import NodeProbeError
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.probes.devices import LS_DEV_NVIDIA
+from bot.probes.gpu_health import ECC_QUERY, KERNEL_LOG, KERNEL_LOG_DMESG
 from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
 
 #: how the GPU Operator's containerised driver exposes its binaries on the host
@@ -31,7 +35,7 @@ OPERATOR_PREFIX = "chroot /run/nvidia/driver "
 CAT_CHECKPOINT = f"cat {CHECKPOINT_PATH}"
 KUBELET_ACTIVE = "systemctl is-active kubelet"
 DRIVER_VERSION = "cat /proc/driver/nvidia/version"
-NVIDIA_SMI_COMMANDS: tuple[str, ...] = (GPU_QUERY, APPS_QUERY, SUMMARY)
+NVIDIA_SMI_COMMANDS: tuple[str, ...] = (GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY)
 
 #: every command a probe may run on a node, exactly as sent
 READ_COMMANDS: frozenset[str] = frozenset(
@@ -42,6 +46,8 @@ READ_COMMANDS: frozenset[str] = frozenset(
         LS_DEV_NVIDIA,
         KUBELET_ACTIVE,
         DRIVER_VERSION,
+        KERNEL_LOG,
+        KERNEL_LOG_DMESG,
     }
 )
 

@@ -96,7 +96,148 @@ _RAW_ATTR = {
 
 
 def _bus_id(gpu: GpuFacts) -> str:
+    """The card's bus id as nvidia-smi prints it (8-digit domain, upper-case hex)."""
+    if gpu.bus_id:
+        parts = gpu.bus_id.strip().split(":")
+        if len(parts) == 3:
+            return f"{int(parts[0] or '0', 16):08X}:{parts[1].upper()}:{parts[2].upper()}"
+        return gpu.bus_id
     return f"00000000:{(0x1A + gpu.index) % 256:02X}:00.0"
+
+
+def _handle_error(gpu: GpuFacts, driver: str) -> str:
+    """The line nvidia-smi prints for a card whose handle NVML cannot get.
+
+    Drivers from the 525 series print ``GPU0000:3B:00.0``; older ones ``GPU 0000:3B:00.0``.
+    """
+    bus = _bus_id(gpu)
+    short = bus[4:] if len(bus) > 12 else bus
+    try:
+        major = int(driver.split(".")[0])
+    except ValueError:
+        major = 535
+    gap = "" if major >= 525 else " "
+    return f"Unable to determine the device handle for GPU{gap}{short}: {gpu.lost}\n"
+
+
+#: display types ``-q -d`` accepts (nvidia-smi --help); only the health ones print sections here
+_DISPLAY_TYPES = frozenset(
+    {
+        "MEMORY", "UTILIZATION", "ECC", "TEMPERATURE", "POWER", "CLOCK", "COMPUTE", "PIDS",
+        "PERFORMANCE", "SUPPORTED_CLOCKS", "PAGE_RETIREMENT", "ACCOUNTING", "ENCODER_STATS",
+        "SUPPORTED_GPU_TARGET_TEMP", "VOLTAGE", "FBC_STATS", "ROW_REMAPPER", "RESET_STATUS",
+        "GSP_FIRMWARE_VERSION",
+    }
+)
+_AMPERE_AND_NEWER = ("A100", "A30", "A10", "A40", "A800", "H100", "H200", "H800", "H20", "L40", "L4", "B200", "GH200")
+
+
+def _ecc_style(gpu: GpuFacts) -> str:
+    """How the card reports memory health: ``rows`` (row remapping), ``pages`` (page retirement),
+    ``none`` (consumer cards without ECC)."""
+    name = gpu.name.upper()
+    if "GEFORCE" in name or "TITAN" in name:
+        return "none"
+    if any(model in name for model in _AMPERE_AND_NEWER):
+        return "rows"
+    return "pages"
+
+
+def _kv(indent: int, key: str, value: object) -> str:
+    return f"{' ' * indent}{key:<{42 - indent}}: {value}"
+
+
+def _ecc_sections(gpu: GpuFacts, display: set[str]) -> list[str]:
+    style = _ecc_style(gpu)
+    volatile = gpu.ecc_volatile_uncorrected
+    no_ecc = style == "none" or volatile is None
+    aggregate = volatile if gpu.ecc_aggregate_uncorrected is None else gpu.ecc_aggregate_uncorrected
+    out: list[str] = []
+    if "ECC" in display:
+        mode = "N/A" if style == "none" else ("Disabled" if volatile is None else "Enabled")
+        out += ["    ECC Mode", _kv(8, "Current", mode), _kv(8, "Pending", mode), "    ECC Errors"]
+        for scope, count in (("Volatile", volatile), ("Aggregate", aggregate)):
+            out.append(f"        {scope}")
+            if style == "rows":
+                value = "N/A" if no_ecc else count or 0
+                out += [
+                    _kv(12, "SRAM Correctable", "N/A" if no_ecc else 0),
+                    _kv(12, "SRAM Uncorrectable", "N/A" if no_ecc else 0),
+                    _kv(12, "DRAM Correctable", "N/A" if no_ecc else 0),
+                    _kv(12, "DRAM Uncorrectable", value),
+                ]
+            else:
+                for kind, n in (("Single Bit", 0), ("Double Bit", count or 0)):
+                    cell = "N/A" if no_ecc else n
+                    out += [
+                        f"            {kind}            ",
+                        _kv(16, "Device Memory", cell),
+                        _kv(16, "Register File", "N/A" if no_ecc else 0),
+                        _kv(16, "L1 Cache", "N/A" if no_ecc else 0),
+                        _kv(16, "L2 Cache", "N/A" if no_ecc else 0),
+                        _kv(16, "Texture Memory", "N/A"),
+                        _kv(16, "Texture Shared", "N/A"),
+                        _kv(16, "CBU", "N/A"),
+                        _kv(16, "Total", cell),
+                    ]
+    if "PAGE_RETIREMENT" in display:
+        if style == "pages" and not no_ecc:
+            out += [
+                "    Retired Pages",
+                _kv(8, "Single Bit ECC", 0),
+                _kv(8, "Double Bit ECC", 1 if (aggregate or 0) > 0 else 0),
+                _kv(8, "Pending Page Blacklist", "Yes" if gpu.retired_pages_pending else "No"),
+            ]
+        else:
+            out += ["    Retired Pages", _kv(8, "Single Bit ECC", "N/A"), _kv(8, "Double Bit ECC", "N/A"),
+                    _kv(8, "Pending Page Blacklist", "N/A")]
+    if "ROW_REMAPPER" in display:
+        if style == "rows" and not no_ecc:
+            out += [
+                "    Remapped Rows",
+                _kv(8, "Correctable Error", 0),
+                _kv(8, "Uncorrectable Error", aggregate or 0),
+                _kv(8, "Pending", "Yes" if gpu.remapped_rows_pending else "No"),
+                _kv(8, "Remapping Failure Occurred", "Yes" if gpu.remapping_failure else "No"),
+                "        Bank Remap Availability Histogram",
+                _kv(12, "Max", "639 bank(s)" if aggregate else "640 bank(s)"),
+                _kv(12, "High", "1 bank(s)" if aggregate else "0 bank(s)"),
+                _kv(12, "Partial", "0 bank(s)"),
+                _kv(12, "Low", "0 bank(s)"),
+                _kv(12, "None", "0 bank(s)"),
+            ]
+        else:
+            out.append(_kv(4, "Remapped Rows", "N/A"))
+    return out
+
+
+def _query_display(gpus: list[GpuFacts], driver: str, cuda: str, display: set[str]) -> str:
+    """``nvidia-smi -q -d TYPES``: the header, then each card's sections of those types."""
+    lines = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        f"Timestamp                                 : {time.strftime('%a %b %d %H:%M:%S %Y', time.gmtime())}",
+        f"Driver Version                            : {driver or 'N/A'}",
+        f"CUDA Version                              : {cuda or 'N/A'}",
+        "",
+        f"Attached GPUs                             : {len(gpus)}",
+    ]
+    for gpu in gpus:
+        lines.append(f"GPU {_bus_id(gpu)}")
+        lines += _ecc_sections(gpu, display)
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+#: raw values that mean the driver could not read the card; the table shows them as ERR!
+_ERROR_MARKERS = frozenset({"[GPU is lost]", "[Unknown Error]"})
+_RAW_FIELD = {attr: name for name, attr in _RAW_ATTR.items()}
+
+
+def _err_or(broken: set[str], attr: str, text: str) -> str:
+    """``ERR!`` where the card's reading of ``attr`` is an error marker, as the table prints it."""
+    return "ERR!" if attr in broken or _RAW_FIELD.get(attr, "") in broken else text
 
 
 def _number(value: float, fmt: str) -> str:
@@ -163,6 +304,7 @@ class _Args:
     list_gpus: bool = False
     query: bool = False
     xml: bool = False
+    display: str | None = None
 
 
 def _parse_args(args: list[str]) -> _Args | None:
@@ -174,6 +316,8 @@ def _parse_args(args: list[str]) -> _Args | None:
         "--format": "fmt",
         "--id": "ids",
         "-i": "ids",
+        "-d": "display",
+        "--display": "display",
     }
     flags = {
         "-L": "list_gpus",
@@ -376,14 +520,19 @@ def _table(gpus: list[GpuFacts], processes: list[ProcessFacts], driver: str, cud
         "|=========================================+======================+======================|",
     ]
     for gpu in gpus:
-        temp = "N/A" if gpu.temperature_c is None else f"{int(round(gpu.temperature_c))}C"
-        power = "N/A" if gpu.power_w is None else f"{int(round(gpu.power_w))}W"
-        used = "N/A" if gpu.memory_used_mib is None else f"{int(round(gpu.memory_used_mib))}MiB"
-        total = "N/A" if gpu.memory_total_mib is None else f"{int(round(gpu.memory_total_mib))}MiB"
-        util = "N/A" if gpu.utilization_gpu is None else f"{int(round(gpu.utilization_gpu))}%"
+        broken = {k for k, v in gpu.raw.items() if v.strip() in _ERROR_MARKERS}
+        temp = _err_or(broken, "temperature_c", _text(gpu.temperature_c, "C").replace(" ", ""))
+        power = _err_or(broken, "power_w", _text(gpu.power_w, "W").replace(" ", ""))
+        used = _err_or(broken, "memory_used_mib", _text(gpu.memory_used_mib, "MiB").replace(" ", ""))
+        total = _text(gpu.memory_total_mib, "MiB").replace(" ", "")
+        util = _err_or(broken, "utilization_gpu", _text(gpu.utilization_gpu, "%").replace(" ", ""))
         pstate = "P0" if (gpu.utilization_gpu or 0) > 0 else "P8"
+        ecc = "N/A" if _ecc_style(gpu) == "none" or gpu.ecc_volatile_uncorrected is None else str(
+            gpu.ecc_volatile_uncorrected
+        )
+        ecc = "ERR!" if broken else ecc
         out += [
-            f"| {gpu.index:>3}  {gpu.name[:20]:<20}           On  | {_bus_id(gpu)} Off |{'0':>21} |",
+            f"| {gpu.index:>3}  {gpu.name[:20]:<20}           On  | {_bus_id(gpu)} Off |{ecc:>21} |",
             f"| N/A  {temp:>4}    {pstate}  {power + ' / 300W':>22} | {used + ' / ' + total:>20} |"
             f" {util:>7}      Default |",
             "|                                         |                      |                  N/A |",
@@ -425,6 +574,17 @@ def render(
     selected = _select(gpus, parsed.ids)
     if selected is None:
         return f"No devices were found matching the id {parsed.ids!r}.\n", "", 6
+    display: set[str] = set()
+    if parsed.display is not None:
+        display = {d.strip().upper() for d in parsed.display.split(",") if d.strip()}
+        if not parsed.query or not display or not display <= _DISPLAY_TYPES:
+            return USAGE_ERROR, "", 2
+    lost = [g for g in selected if g.lost]
+    if lost:
+        # NVML cannot enumerate the cards when one has no handle: nvidia-smi prints only that
+        # (15 = "GPU has fallen off the bus or has otherwise become inaccessible", 255 = other)
+        status = 15 if any("lost" in g.lost.lower() for g in lost) else 255
+        return "".join(_handle_error(g, driver) for g in lost), "", status
     if parsed.query_gpu is not None or parsed.query_apps is not None:
         if parsed.query_gpu is not None and parsed.query_apps is not None:
             return USAGE_ERROR, "", 2
@@ -443,6 +603,8 @@ def render(
     if parsed.query:
         if parsed.xml:
             return _xml(selected, processes, driver, cuda), "", 0
+        if display:
+            return _query_display(selected, driver, cuda, display), "", 0
         return _query_text(selected, driver, cuda), "", 0
     if parsed.xml:
         return USAGE_ERROR, "", 2

@@ -16,6 +16,7 @@ from bot.errors import ScenarioError
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
+KERNEL_LOG_SOURCES = ("journal", "dmesg", "none")
 DRIVER_INSTALLS = ("host", "operator")
 _GPU_NUMERIC = ("utilization_gpu", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
 
@@ -34,6 +35,20 @@ class GpuFacts:
     power_w: float | None = 0
     #: a field name -> raw text to print instead (e.g. "[Not Supported]")
     raw: dict[str, str] = field(default_factory=dict)
+    #: PCI bus id as nvidia-smi prints it ("00000000:3B:00.0"); "" = derived from the index
+    bus_id: str = ""
+    #: "" = reachable; otherwise why the driver cannot reach it ("Unknown Error", "GPU is lost. …"):
+    #: nvidia-smi then prints "Unable to determine the device handle for GPU…: <this>"
+    lost: str = ""
+    #: ECC: uncorrectable errors since the driver loaded (None = the card has no ECC: N/A)
+    ecc_volatile_uncorrected: int | None = 0
+    #: ECC: uncorrectable errors over the card's life (None = same as volatile)
+    ecc_aggregate_uncorrected: int | None = None
+    #: a retired page waits for a reset (pre-Ampere cards)
+    retired_pages_pending: bool = False
+    #: a remapped row waits for a reset (Ampere and newer)
+    remapped_rows_pending: bool = False
+    remapping_failure: bool = False
 
 
 @dataclass
@@ -42,6 +57,26 @@ class ProcessFacts:
     name: str
     gpu_uuid: str
     used_memory_mib: float | None = 0
+
+
+@dataclass
+class XidFacts:
+    """One ``NVRM: Xid`` line the node's kernel log holds."""
+
+    time: str
+    pci: str
+    xid: int
+    text: str
+    pid: str = "<unknown>"
+    name: str = ""
+
+
+@dataclass
+class KernelLine:
+    """Any other kernel log line (the message after ``kernel:``)."""
+
+    time: str
+    text: str
 
 
 @dataclass
@@ -69,6 +104,12 @@ class NodeFacts:
     latency_ms: float = 0.0
     #: the kubelet fails to start again after a stop/restart (fault injection for actions)
     kubelet_fails_start: bool = False
+    #: NVRM Xid lines in the kernel log (current boot)
+    xid: list[XidFacts] = field(default_factory=list)
+    #: other kernel log lines; empty = a few ordinary boot lines
+    kernel_log: list[KernelLine] = field(default_factory=list)
+    #: where the kernel log can be read: journal | dmesg (no journalctl) | none (neither readable)
+    kernel_log_source: str = "journal"
 
 
 @dataclass
@@ -226,6 +267,9 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
         ssh = str(facts.get("ssh", "ok"))
         if ssh not in SSH_MODES:
             problems.add(f"{where}.ssh", f"unknown mode {ssh!r}; use one of {', '.join(SSH_MODES)}")
+        source = str(facts.get("kernel_log_source", "journal"))
+        if source not in KERNEL_LOG_SOURCES:
+            problems.add(f"{where}.kernel_log_source", f"use one of {', '.join(KERNEL_LOG_SOURCES)}")
         install = str(facts.get("driver_install", "host"))
         if install not in DRIVER_INSTALLS:
             problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
@@ -235,7 +279,8 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             if not isinstance(g, dict) or "uuid" not in g:
                 problems.add(gw, "must be a mapping with at least index and uuid")
                 continue
-            values = {k: _num(g.get(k, 0), f"{gw}.{k}", problems) for k in _GPU_NUMERIC}
+            values: dict[str, Any] = {k: _num(g.get(k, 0), f"{gw}.{k}", problems) for k in _GPU_NUMERIC}
+            values.update(_gpu_health(g, gw, problems))
             gpus.append(
                 GpuFacts(
                     index=int(g.get("index", i)),
@@ -277,8 +322,83 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             dev_nvidia=_devs(facts.get("dev_nvidia"), f"{where}.dev_nvidia", problems),
             latency_ms=float(facts.get("latency_ms", 0) or 0),
             kubelet_fails_start=bool(facts.get("kubelet_fails_start", False)),
+            xid=_xids(facts.get("xid"), f"{where}.xid", problems),
+            kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
+            kernel_log_source=source,
         )
     return nodes
+
+
+def _gpu_health(g: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
+    """The health fields of one card (``lost``, ECC counters, pending retirement/remapping)."""
+    lost = g.get("lost", False)
+    if lost is True:
+        lost_text = "Unknown Error"
+    elif lost in (False, None):
+        lost_text = ""
+    elif isinstance(lost, str):
+        lost_text = lost
+    else:
+        problems.add(f"{where}.lost", "must be true, false or the error text nvidia-smi prints")
+        lost_text = ""
+    out: dict[str, Any] = {"bus_id": str(g.get("bus_id") or ""), "lost": lost_text}
+    for key in ("ecc_volatile_uncorrected", "ecc_aggregate_uncorrected"):
+        value = g.get(key, 0 if key == "ecc_volatile_uncorrected" else None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.add(f"{where}.{key}", f"must be a count (0 or more) or null, got {value!r}")
+            value = 0
+        out[key] = value
+    for key in ("retired_pages_pending", "remapped_rows_pending", "remapping_failure"):
+        value = g.get(key, False)
+        if not isinstance(value, bool):
+            problems.add(f"{where}.{key}", f"must be true or false, got {value!r}")
+            value = False
+        out[key] = value
+    return out
+
+
+def _xids(raw: Any, where: str, problems: _Problems) -> list[XidFacts]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.add(where, "must be a list of {time, pci, xid, pid?, name?, text}")
+        return []
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not {"time", "pci", "xid"} <= set(item):
+            problems.add(f"{where}[{i}]", "must have time, pci and xid (and usually text)")
+            continue
+        try:
+            code = int(item["xid"])
+        except (TypeError, ValueError):
+            problems.add(f"{where}[{i}].xid", f"must be a number, got {item['xid']!r}")
+            continue
+        out.append(
+            XidFacts(
+                time=str(item["time"]),
+                pci=str(item["pci"]),
+                xid=code,
+                text=str(item.get("text", "")),
+                pid=str(item.get("pid", "<unknown>")),
+                name=str(item.get("name", "")),
+            )
+        )
+    return out
+
+
+def _kernel_lines(raw: Any, where: str, problems: _Problems) -> list[KernelLine]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.add(where, "must be a list of {time, text}")
+        return []
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "text" not in item:
+            problems.add(f"{where}[{i}]", "must have time and text")
+            continue
+        out.append(KernelLine(time=str(item.get("time", "")), text=str(item["text"])))
+    return out
 
 
 def _load_containers(raw: Any, problems: _Problems) -> dict[str, ContainerFacts]:

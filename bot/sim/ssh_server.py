@@ -25,7 +25,7 @@ import asyncssh
 
 from bot.sim.keys import FleetKeys, generate_keys, write_client_files
 from bot.sim.nvidia_smi import render
-from bot.sim.scenario import DevFile, NodeFacts, Scenario
+from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
 
 HOST = "127.0.0.1"
 CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
@@ -313,6 +313,10 @@ class SshFleet:
                 "",
                 0,
             )
+        if line == "journalctl -k --no-pager -o short-iso --grep=NVRM -n 2000":
+            return _journal(facts, node)
+        if line == "dmesg --ctime --level=err,warn":
+            return _dmesg(facts)
         if line == "systemctl is-active kubelet":
             return _Answer(facts.kubelet + "\n", "", 0 if facts.kubelet == "active" else 3)
         if line in ("systemctl stop kubelet", "systemctl start kubelet", "systemctl restart kubelet"):
@@ -346,6 +350,61 @@ class SshFleet:
         self._backups[node][dest] = facts.checkpoint
         facts.checkpoint = None
         return _Answer("", "", 0, changes_state=True)
+
+
+def _stamp(text: str) -> datetime:
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
+def kernel_lines(facts: NodeFacts) -> list[tuple[datetime, str]]:
+    """The node's kernel messages, oldest first: boot lines, the scenario's lines, its Xids."""
+    lines = list(facts.kernel_log)
+    if not lines:
+        lines = [
+            KernelLine("2026-01-01T00:00:01Z", "Linux version 5.15.0-105-generic (buildd@lcy02-amd64-007) "
+                       "(gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0) #115-Ubuntu SMP"),
+            KernelLine("2026-01-01T00:00:09Z", "ACPI: PCI Root Bridge [PCI0] (domain 0000 [bus 00-ff])"),
+        ]
+        if facts.driver:
+            lines.append(KernelLine("2026-01-01T00:00:21Z", "nvidia: module license 'NVIDIA' taints kernel."))
+            lines.append(KernelLine("2026-01-01T00:00:21Z", f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  "
+                                    f"{facts.driver}  Thu Oct 10 19:11:32 UTC 2024"))
+            uvm = "nvidia-uvm: Loaded the UVM driver, major device number 510."
+            lines.append(KernelLine("2026-01-01T00:00:22Z", uvm))
+    out = [(_stamp(k.time), k.text) for k in lines]
+    for x in facts.xid:
+        name = f", name={x.name}" if x.name else ""
+        pid = x.pid if x.pid.isdigit() else f"'{x.pid}'"
+        out.append((_stamp(x.time), f"NVRM: Xid (PCI:{x.pci}): {x.xid}, pid={pid}{name}, {x.text}".rstrip(", ")))
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def _journal(facts: NodeFacts, node: str) -> _Answer:
+    """``journalctl -k -o short-iso --grep=NVRM``: ``TIME HOST kernel: MESSAGE`` lines with NVRM in
+    them; 127 where journalctl is missing."""
+    if facts.kernel_log_source == "dmesg":
+        return _Answer("", "bash: journalctl: command not found\n", 127)
+    if facts.kernel_log_source == "none":
+        return _Answer("", "No journal files were opened due to insufficient permissions.\n", 1)
+    host = node.split(".")[0]
+    lines = [(t, text) for t, text in kernel_lines(facts) if "NVRM" in text][-2000:]
+    if not lines:
+        return _Answer("-- No entries --\n", "", 0)
+    body = "".join(f"{t.strftime('%Y-%m-%dT%H:%M:%S%z')} {host} kernel: {text}\n" for t, text in lines)
+    return _Answer(body, "", 0)
+
+
+def _dmesg(facts: NodeFacts) -> _Answer:
+    """``dmesg --ctime``: ``[Www Mmm dd HH:MM:SS YYYY] MESSAGE``; refused where the ring is restricted."""
+    if facts.kernel_log_source == "none":
+        return _Answer("", "dmesg: read kernel buffer failed: Operation not permitted\n", 1)
+    body = "".join(f"[{t.strftime('%a %b %e %H:%M:%S %Y')}] {text}\n" for t, text in kernel_lines(facts))
+    return _Answer(body, "", 0)
 
 
 def _not_found(word: str) -> _Answer:

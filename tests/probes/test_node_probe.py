@@ -35,21 +35,32 @@ async def test_observation_matches_every_scenario(path: Path, start_fleet: Start
             assert isinstance(obs, NodeProbeError)
             continue
         assert isinstance(obs, NodeObservation), obs
+        # a card without a handle makes nvidia-smi print only that error, as the real tool does
+        lost = [g for g in facts.gpus if g.lost]
+        shown = [] if lost else facts.gpus
         assert [(g.index, g.uuid, g.utilization_gpu, g.memory_used_mib, g.power_w) for g in obs.gpus] == [
-            (g.index, g.uuid, g.utilization_gpu, g.memory_used_mib, g.power_w) for g in facts.gpus
+            (g.index, g.uuid, g.utilization_gpu, g.memory_used_mib, g.power_w) for g in shown
         ]
         assert [(p.pid, p.gpu_uuid, p.used_memory_mib) for p in obs.processes] == [
-            (p.pid, p.gpu_uuid, p.used_memory_mib) for p in facts.processes
+            (p.pid, p.gpu_uuid, p.used_memory_mib) for p in ([] if lost else facts.processes)
         ]
         assert (obs.driver_version, obs.cuda_version, obs.kubelet) == (
             facts.driver,
-            facts.cuda,
+            "" if lost else facts.cuda,
             facts.kubelet,
         )
+        assert len(obs.lost_gpus) == len(lost)
+        assert len(obs.xids) == len(facts.xid)
+        assert obs.kernel_log == {"journal": "journal", "dmesg": "dmesg", "none": ""}[facts.kernel_log_source]
+        if shown:
+            assert [(e.volatile_uncorrected or 0) for e in obs.ecc] == [
+                g.ecc_volatile_uncorrected or 0 for g in shown
+            ]
         assert (obs.checkpoint is None) == (facts.checkpoint is None) and obs.checkpoint_error == ""
         assert [d.name for d in obs.dev_nvidia] == sorted(d.name for d in facts.dev_nvidia)
         assert obs.driver_path == ("operator" if facts.driver_install == "operator" else "host")
-        expected_notes = (not facts.dev_nvidia) + (not facts.driver)
+        expected_notes = (not facts.dev_nvidia) + (not facts.driver) + bool(lost)
+        expected_notes += facts.kernel_log_source == "none"
         assert len(obs.notes) == expected_notes, obs.notes
     assert only_reads(fleet.command_log)
     assert all(fleet.history(n) == [] for n in scenario.nodes)
@@ -62,7 +73,9 @@ async def test_one_connection_and_the_full_observation(start_fleet: StartFleet) 
     assert obs.processes[0].pid == 1000
     assert obs.checkpoint is not None and obs.checkpoint.pod_uids() == {"pod-0"}
     assert obs.device_skew == timedelta(seconds=3)
-    assert len(fleet.command_log) == 7 and only_reads(fleet.command_log)
+    # 4 nvidia-smi reads, checkpoint, /dev/nvidia*, kubelet, driver version, kernel log
+    assert len(fleet.command_log) == 9 and only_reads(fleet.command_log)
+    assert obs.kernel_log == "journal" and obs.xids == [] and obs.ecc_read and obs.lost_gpus == []
     assert len(fleet._connections) <= 1  # the probe's one connection, if not yet reaped
 
 
@@ -73,7 +86,7 @@ async def test_operator_driver_falls_back_to_chroot(start_fleet: StartFleet) -> 
     assert [g.uuid for g in obs.gpus] == [gpu_uuid(0)] and obs.cuda_version == "12.2"
     assert obs.nvidia_smi_error == "" and obs.notes == []
     assert only_reads(fleet.command_log)
-    assert sum(r.exit_status == 127 for r in fleet.command_log) == 3
+    assert sum(r.exit_status == 127 for r in fleet.command_log) == 4
 
 
 async def test_odd_node_states_become_notes_not_errors(start_fleet: StartFleet) -> None:
@@ -266,3 +279,32 @@ async def test_a_changed_known_hosts_file_is_read_again(start_fleet: StartFleet)
     os.utime(fleet.known_hosts_path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     conn = await open_connection(targets["node-001"], timeout=5)
     conn.close()
+
+
+async def test_lost_card_xids_and_ecc_are_read(start_fleet: StartFleet) -> None:
+    lost_card = {**node_dict(0)["gpus"][0], "index": 1, "uuid": gpu_uuid(0, 1), "bus_id": "0000:a1:00.0",
+                 "lost": True}
+    sick = {
+        "gpus": [{**node_dict(0)["gpus"][0], "ecc_volatile_uncorrected": 2, "retired_pages_pending": True}],
+        "xid": [{"time": "2026-05-07T10:00:00Z", "pci": "0000:1a:00", "xid": 48, "pid": 4242, "name": "python",
+                 "text": "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer"}],
+    }
+    fleet = await start_fleet(many_nodes(3, {0: sick, 1: {"gpus": [node_dict(1)["gpus"][0], lost_card],
+                                                          "kernel_log_source": "dmesg"},
+                                             2: {"kernel_log_source": "none"}}))
+    results = await observe_nodes(targets_of(fleet), deadline=5)
+    first, second, third = (results[f"node-00{i}"] for i in range(3))
+    assert isinstance(first, NodeObservation) and isinstance(second, NodeObservation)
+    assert isinstance(third, NodeObservation)
+    assert [(x.xid, x.pci, x.pid) for x in first.xids] == [(48, "0000:1a:00", "4242")]
+    assert first.kernel_log == "journal" and first.lost_gpus == []
+    assert [(e.pci, e.volatile_uncorrected, e.retired_pending) for e in first.ecc] == [("0000:1a:00", 2, True)]
+    assert first.index_of("0000:1a:00") == 0
+    # one lost card: nvidia-smi prints only the handle error, the probe keeps reading the rest
+    assert second.gpus == [] and [(g.pci, g.source) for g in second.lost_gpus] == [("0000:a1:00", "nvidia-smi")]
+    assert "Unable to determine the device handle" in second.nvidia_smi_error
+    assert second.kernel_log == "dmesg" and second.checkpoint is not None
+    assert third.kernel_log == "" and any("kernel log not readable" in n for n in third.notes)
+    assert only_reads(fleet.command_log)
+    dmesg = [r for r in fleet.command_log if r.command.startswith("dmesg")]
+    assert sorted(r.node for r in dmesg) == ["node-001", "node-002"]

@@ -79,3 +79,41 @@ def test_kubectl_list_output_is_accepted(tmp_path: Path) -> None:
     # A bare List in place of `objects` works too.
     data["kubernetes"] = {"objects": {"apiVersion": "v1", "kind": "List", "items": [node]}}
     assert [o["kind"] for o in load_scenario(_write(tmp_path, data, "b.yaml")).objects] == ["Node"]
+
+
+def _node_scenario(tmp_path: Path, node: dict[str, object]) -> Path:
+    return _write(tmp_path, {"scenario": "x", "kubernetes": {"objects": []}, "nodes": {"n1": node}})
+
+
+def test_gpu_health_fields_load(tmp_path: Path) -> None:
+    path = _node_scenario(tmp_path, {
+        "gpus": [{"index": 0, "uuid": "GPU-a", "lost": True, "bus_id": "0000:3b:00.0"},
+                 {"index": 1, "uuid": "GPU-b", "lost": "GPU is lost.  Reboot the system to recover this GPU",
+                  "ecc_volatile_uncorrected": None, "remapped_rows_pending": True}],
+        "xid": [{"time": "2026-01-01T00:00:00Z", "pci": "0000:3b:00", "xid": 79, "text": "fallen off the bus"}],
+        "kernel_log": [{"time": "2026-01-01T00:00:00Z", "text": "NVRM: loading"}],
+        "kernel_log_source": "dmesg",
+    })
+    node = load_scenario(path).nodes["n1"]
+    assert [g.lost for g in node.gpus] == ["Unknown Error", "GPU is lost.  Reboot the system to recover this GPU"]
+    assert node.gpus[1].ecc_volatile_uncorrected is None and node.gpus[1].remapped_rows_pending
+    assert [(x.xid, x.pid) for x in node.xid] == [(79, "<unknown>")] and node.kernel_log_source == "dmesg"
+
+
+@pytest.mark.parametrize(
+    ("node", "fragment"),
+    [
+        ({"gpus": [{"uuid": "GPU-a", "lost": 3}]}, "gpus[0].lost"),
+        ({"gpus": [{"uuid": "GPU-a", "ecc_volatile_uncorrected": -1}]}, "ecc_volatile_uncorrected"),
+        ({"gpus": [{"uuid": "GPU-a", "retired_pages_pending": "yes"}]}, "retired_pages_pending"),
+        ({"xid": [{"time": "t", "pci": "0000:3b:00"}]}, "xid[0]"),
+        ({"xid": [{"time": "t", "pci": "p", "xid": "seventy-nine"}]}, "xid[0].xid"),
+        ({"xid": "79"}, "nodes.n1.xid"),
+        ({"kernel_log": [{"time": "t"}]}, "kernel_log[0]"),
+        ({"kernel_log_source": "syslog"}, "kernel_log_source"),
+    ],
+)
+def test_bad_gpu_health_fields_are_named(tmp_path: Path, node: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(_node_scenario(tmp_path, node))
+    assert fragment in str(err.value)

@@ -26,25 +26,29 @@ def physical_scope(facts: Facts) -> list[str]:
 
     node-status: the asked or all GPU nodes. A running pod: its own node (the "host nvidia-smi
     shows no load" trap is about looking at the wrong node). A pending GPU pod: the GPU nodes that
-    offer what it asks, most allocated first, at most ``ssh_concurrency`` of them.
+    offer what it asks, most allocated first, at most ``ssh_concurrency`` of them. Nodes whose
+    kubelet rejected one of the target's pods at admission (a workload's Failed pods) come first.
     """
     if not facts.inv.kind:
         return facts.scope_nodes
     pod = facts.target.pod
     if pod is None:
         return []
+    # nodes whose kubelet rejected the target's pods: the card or the kubelet there is the question
+    rejected = sorted({r.node for r in facts.admission_rejected if r.node in facts.nodes})
     node = (pod.get("spec") or {}).get("nodeName")
     if node:
-        return [str(node)]
+        return [str(node)] + [n for n in rejected if n != node][: max(facts.ssh_concurrency - 1, 0)]
     wanted = set(pod_gpu_requests(pod))
     if not wanted:
-        return []
+        return rejected[: facts.ssh_concurrency]
     candidates = [
         n
         for n in facts.gpu_nodes
         if wanted & set(((facts.nodes[n].get("status") or {}).get("capacity") or {}).keys())
     ]
     candidates.sort(key=lambda n: -_allocated_share(facts.node_pods.get(n, [])))
+    candidates = rejected + [n for n in candidates if n not in rejected]
     limit = facts.ssh_concurrency
     if len(candidates) > limit:
         facts.skip(
