@@ -211,9 +211,9 @@ def _ecc_sections(gpu: GpuFacts, display: set[str]) -> list[str]:
     return out
 
 
-def _query_display(gpus: list[GpuFacts], driver: str, cuda: str, display: set[str]) -> str:
-    """``nvidia-smi -q -d TYPES``: the header, then each card's sections of those types."""
-    lines = [
+def _query_header(gpus: list[GpuFacts], driver: str, cuda: str) -> list[str]:
+    """The lines ``nvidia-smi -q`` prints before the first card."""
+    return [
         "",
         "==============NVSMI LOG==============",
         "",
@@ -223,6 +223,11 @@ def _query_display(gpus: list[GpuFacts], driver: str, cuda: str, display: set[st
         "",
         f"Attached GPUs                             : {len(gpus)}",
     ]
+
+
+def _query_display(gpus: list[GpuFacts], driver: str, cuda: str, display: set[str]) -> str:
+    """``nvidia-smi -q -d TYPES``: the header, then each card's sections of those types."""
+    lines = _query_header(gpus, driver, cuda)
     for gpu in gpus:
         lines.append(f"GPU {_bus_id(gpu)}")
         lines += _ecc_sections(gpu, display)
@@ -471,16 +476,7 @@ def _xml(gpus: list[GpuFacts], processes: list[ProcessFacts], driver: str, cuda:
 
 
 def _query_text(gpus: list[GpuFacts], driver: str, cuda: str) -> str:
-    lines = [
-        "",
-        "==============NVSMI LOG==============",
-        "",
-        f"Timestamp                                 : {time.strftime('%a %b %d %H:%M:%S %Y', time.gmtime())}",
-        f"Driver Version                            : {driver or 'N/A'}",
-        f"CUDA Version                              : {cuda or 'N/A'}",
-        "",
-        f"Attached GPUs                             : {len(gpus)}",
-    ]
+    lines = _query_header(gpus, driver, cuda)
     for gpu in gpus:
         lines += [
             f"GPU {_bus_id(gpu)}",
