@@ -2,7 +2,9 @@
 
 A report is plain data: the CLI prints it as text or JSON, Slack renders it as Block Kit, tests
 read its codes. The JSON shape is a public contract (see README):
-``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``.
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``. Findings
+stay one flat list (each with its ``subject``); grouping them by cause is a view's business
+(``bot.report_groups``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Finding:
     remediations: list[Remediation] = field(default_factory=list)
     #: lower sorts first among findings of equal severity: how likely this is the root cause
     rank: int = 50
+    #: the object the finding is about (``node/NAME``, ``pod/NS/NAME``); views group by it
+    subject: str = ""
 
     def sort_key(self) -> tuple[int, int]:
         """Most likely root cause first: severity, then rank."""

@@ -117,8 +117,12 @@ class Settings:
     #: seconds between sweeps of the running bot that expire offers nobody clicked and mark their
     #: buttons "expired" in place (so a stale button never sits there looking clickable)
     offer_sweep_interval_s: float = 60.0
-    #: the requester of an action may not approve it
+    #: the requester of an action may not approve it: their click counts as the first approval
+    #: and another approver must second it
     two_person_rule: bool = False
+    #: Slack channel id where approval requests go (a click by someone who may not approve asks
+    #: the approvers there); empty = a reply in the thread of the report that offered the fix
+    approval_channel: str = ""
     #: every action reports what it would do and changes nothing
     dry_run: bool = False
     #: serve reads from a watch-fed cache in the long-running bot

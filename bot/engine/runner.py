@@ -108,6 +108,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
         if template.suppressed_by(present):
             continue
         finding = template.render({**d.params, **extra}, evidence=capped(d.evidence), role=d.role)
+        finding.subject = d.subject
         key = (finding.code, finding.title)
         if key not in seen:
             seen.add(key)

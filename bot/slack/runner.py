@@ -1,7 +1,8 @@
 """What happens after the ack: run the command, then post the answer where it was asked.
 
-Order in the channel: a "diagnosing…" placeholder at once, the full answer as a thread reply, the
-placeholder updated to the verdict, and the whole report attached as a file when the message had
+Order in the channel: a "diagnosing…" placeholder at once, the answer as a thread reply (the
+verdict, one part per cause, one button per distinct fix), the evidence as the next reply, the
+placeholder updated to the verdict, and the whole report attached as a file when a message had
 to be cut. When the answer carries remediation buttons, the offers hook is told where that
 message landed (channel, ts, thread), so a click or an expiry can later edit just one button.
 Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
@@ -25,6 +26,7 @@ from bot.commands import Invocation
 from bot.errors import GpubotError
 from bot.observability import Metrics, log_event
 from bot.report import Report
+from bot.report_groups import FixKey, group_findings
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedOffers, RemediationOffers
@@ -35,6 +37,8 @@ log = logging.getLogger("gpubot.slack")
 
 #: response_url accepts at most five messages; keep one for errors
 MAX_EPHEMERAL_PAGES = 4
+#: evidence messages posted under a report; beyond them the full report is attached
+MAX_DETAIL_MESSAGES = 3
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -134,14 +138,19 @@ class Answerer:
             raise
         offers = await self._offers_for(report, inv, req)
         rendered = B.render_report(report, offers=offers)
+        details = B.render_details(report)
         if parent_ts is None:
             await self._webhook(req, rendered, response_type="in_channel")
+            for page in details[: MAX_EPHEMERAL_PAGES - 1]:
+                await self._webhook(req, page, response_type="in_channel")
             return report
         report_ts = await self._post(req.channel_id, rendered, thread_ts=parent_ts)
         if report_ts and offers:
             await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
+        for page in details[:MAX_DETAIL_MESSAGES]:
+            await self._post(req.channel_id, page, thread_ts=parent_ts)
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
-        if rendered.truncated:
+        if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
             await self._attach(req.channel_id, parent_ts, report)
         return report
 
@@ -149,12 +158,12 @@ class Answerer:
         if self._offers is None:
             return None
         ctx = OfferContext(req.user_id, req.channel_id, req.team_id, report.cluster or inv.cluster, inv)
-        buttons: dict[tuple[int, int], OfferButton] = {}
-        for i, finding in enumerate(report.findings):
-            for j, rem in enumerate(finding.remediations[: B.MAX_BUTTONS_PER_FINDING]):
-                offered = await self._offers.offer_remediation(report, finding, rem, ctx)
+        buttons: dict[FixKey, OfferButton] = {}
+        for group in group_findings(report.findings):
+            for fix in group.fixes[: B.MAX_BUTTONS_PER_GROUP]:
+                offered = await self._offers.offer_remediation(report, fix.finding, fix.remediation, ctx)
                 if offered is not None:
-                    buttons[(i, j)] = offered
+                    buttons[fix.key] = offered
         return buttons
 
     async def _offers_posted(self, channel: str, ts: str, thread_ts: str, rendered: B.Rendered) -> None:
