@@ -87,6 +87,9 @@ class Settings:
     clusters: tuple[ClusterConfig, ...] = (ClusterConfig(name="default"),)
     #: Slack channel id -> default cluster name for commands typed there
     channel_clusters: Mapping[str, str] = field(default_factory=dict)
+    #: Slack channel ids where answers go only to the asker unless they type ``--public``
+    #: (``*``: everywhere); elsewhere an answer is private only with ``--private``
+    private_channels: tuple[str, ...] = ()
     #: SSH user for node probes
     ssh_user: str = "root"
     #: SSH private key file
@@ -233,6 +236,11 @@ def load_settings(
             if not isinstance(value, Mapping):
                 raise ConfigError("setting approvers: expected a mapping of action -> list of ids")
             result[fname] = {str(k): tuple(str(x) for x in v) for k, v in value.items()}
+        elif fname == "private_channels":
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple):
+                raise ConfigError("setting private_channels: expected a list of channel ids")
+            result[fname] = tuple(str(x).strip() for x in items if str(x).strip())
         elif fname == "channel_clusters":
             if not isinstance(value, Mapping):
                 raise ConfigError("setting channel_clusters: expected a mapping of channel -> cluster")

@@ -49,6 +49,7 @@ NOT_ENABLED = "remediation buttons not enabled"
 #: the dialog's confirm button: an approver's click runs the fix, anyone else's asks the approvers
 CONFIRM_LABEL = "Run it / ask approvers"
 NOT_OFFERED = "nobody here may approve it, or it cannot be offered"
+PRIVATE_NOTE = "buttons only in answers the channel sees: run it without --private"
 DETAILS_NOTE = "🔎 The evidence for each cause follows in the next message."
 
 #: a distinct fix -> its button; None means no offer hook is installed
@@ -162,7 +163,12 @@ def _title_lines(group: FindingGroup) -> str:
 
 
 def group_blocks(
-    n: int, group: FindingGroup, offers: Offers | None, *, max_buttons: int = MAX_BUTTONS_PER_GROUP
+    n: int,
+    group: FindingGroup,
+    offers: Offers | None,
+    *,
+    max_buttons: int = MAX_BUTTONS_PER_GROUP,
+    why_none: str = NOT_ENABLED,
 ) -> list[Block]:
     """One cause: its head, explanation and next steps in one section, then its fix buttons."""
     text = _title_lines(group)
@@ -172,11 +178,11 @@ def group_blocks(
         steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in group.next_steps)
         text += "\n" + L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT)
     out = [section(L.clip_lines(text, L.MAX_SECTION_TEXT), block_id=f"finding-{n}")]
-    out.extend(_fix_blocks(n, group.fixes, offers, max_buttons))
+    out.extend(_fix_blocks(n, group.fixes, offers, max_buttons, why_none))
     return out
 
 
-def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: int) -> list[Block]:
+def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: int, why_none: str) -> list[Block]:
     """A button per fix that was offered (in fix order), the others named in one line."""
     if not fixes:
         return []
@@ -195,7 +201,7 @@ def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: in
         chunk = buttons[start : start + L.MAX_ACTIONS_ELEMENTS]
         out.append({"type": "actions", "block_id": f"remediate-{n}-{start}", "elements": chunk})
     if unavailable or more:
-        why = NOT_ENABLED if offers is None else NOT_OFFERED
+        why = why_none if offers is None else NOT_OFFERED
         note = f"Without a button: {', '.join(unavailable)} ({why})" if unavailable else ""
         if more:
             note += f" {more} more in the full report."
@@ -243,10 +249,12 @@ def node_lines(report: Report) -> list[str]:
     return lines
 
 
-def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
+def render_report(report: Report, *, offers: Offers | None = None, private: bool = False) -> Rendered:
     """The channel message for a report: the verdict, then one part per cause (with its fix
     buttons); evidence goes into ``render_details``. Parts that do not fit are counted, never
-    half-shown."""
+    half-shown. ``private``: only the asker sees it, so fixes are named without buttons and
+    nothing can be attached."""
+    why_none = PRIVATE_NOTE if private else NOT_ENABLED
     target = describe_target(report)
     found = verdict(report)
     troubled = sum(1 for row in report.nodes if node_problems(row, report.findings))
@@ -266,16 +274,16 @@ def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
     budget = MAX_MESSAGE_JSON - _size([footer, *tail]) - 400
     if causes:
         # the root cause is never cut: with huge offers it keeps as many buttons as fit
-        first = group_blocks(0, causes[0], offers)
+        first = group_blocks(0, causes[0], offers, why_none=why_none)
         buttons = MAX_BUTTONS_PER_GROUP
         while buttons > 0 and _size(blocks + first) > budget:
             buttons //= 2
-            first = group_blocks(0, causes[0], offers, max_buttons=buttons)
+            first = group_blocks(0, causes[0], offers, max_buttons=buttons, why_none=why_none)
         blocks.extend(first)
     groups: list[list[Block]] = []
     if report.nodes:
         groups += [[section(c)] for c in L.split_chunks(node_lines(report), 2900)]
-    groups += [group_blocks(n, g, offers) for n, g in enumerate(causes) if n > 0]
+    groups += [group_blocks(n, g, offers, why_none=why_none) for n, g in enumerate(causes) if n > 0]
     if report.text:
         lines = [L.escape_mrkdwn(x) for x in report.text.splitlines()]
         groups += [[section(c)] for c in L.split_chunks(lines, 2900)]
@@ -286,8 +294,8 @@ def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
             break
         blocks.extend(group)
     if omitted:
-        note = f"_{omitted} more part(s) of this report did not fit; the full report is attached._"
-        blocks.append(section(note))
+        where = "run it without --private to get it as a file" if private else "the full report is attached"
+        blocks.append(section(f"_{omitted} more part(s) of this report did not fit; {where}._"))
     blocks.extend(tail)
     blocks.append(footer)
     headline = found.text() if found else "no problem found"

@@ -3,8 +3,10 @@
 Order in the channel: a "diagnosing…" placeholder at once, the answer as a thread reply (the
 verdict, one part per cause, one button per distinct fix), the evidence as the next reply, the
 placeholder updated to the verdict, and the whole report attached as a file when a message had
-to be cut. When the answer carries remediation buttons, the offers hook is told where that
-message landed (channel, ts, thread), so a click or an expiry can later edit just one button.
+to be cut. A private answer (``--private``, or a channel in ``private_channels``) goes only to the
+asker, through the command's ``response_url``, without buttons. When the answer carries
+remediation buttons, the offers hook is told where that message landed (channel, ts, thread), so
+a click or an expiry can later edit just one button.
 Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
 command's ``response_url`` instead. Help and runbooks answer only the asker (ephemeral). This
 module renders nothing itself and never runs a remediation.
@@ -91,6 +93,8 @@ class Answerer:
             if inv.command in ("help", "runbook"):
                 report = await self._service.run(inv)
                 await self._answer_text(report, req)
+            elif inv.private:
+                report = await self._diagnose_privately(inv, req)
             else:
                 report = await self._diagnose(inv, req)
             outcome = outcome_of(report)
@@ -152,6 +156,17 @@ class Answerer:
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
         if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
             await self._attach(req.channel_id, parent_ts, report)
+        return report
+
+    async def _diagnose_privately(self, inv: Invocation, req: SlashRequest) -> Report:
+        """``--private`` (or a private channel): every message goes to the asker alone through
+        ``response_url``, nothing is posted in the channel, and no fix gets a button (a button in
+        a message only one person sees could not show its outcome to anyone else)."""
+        await self._ephemeral(req, B.render_progress(target_words(inv), req.user_id, req.text).text)
+        report = await self._service.run(inv)
+        await self._webhook(req, B.render_report(report, private=True), response_type="ephemeral")
+        for page in B.render_details(report)[: MAX_EPHEMERAL_PAGES - 2]:
+            await self._webhook(req, page, response_type="ephemeral")
         return report
 
     async def _offers_for(self, report: Report, inv: Invocation, req: SlashRequest) -> B.Offers | None:
