@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.errors import InvalidNameError, UsageError
+from bot.identity import Identity
 from bot.names import parse_target, shown, validate_name, validate_namespace
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
@@ -241,6 +242,8 @@ class Invocation:
     #: Slack: answer only to the asker (``--private``), in the channel (``--public``), or as the
     #: channel's default says (None)
     private: bool | None = None
+    #: per-user authority: the Kubernetes identity the diagnosis reads as (None: the bot's own)
+    identity: Identity | None = None
 
     def target(self) -> dict[str, str | list[str]]:
         """The target as reported in JSON and headers."""

@@ -71,7 +71,8 @@ def render_text(report: Report, *, width: int = 100) -> str:
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
     lines = [head, "=" * min(len(head), width)]
     if report.cluster:
-        lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms")
+        read_as = f"   read as: {report.read_as}" if report.read_as else ""
+        lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms{read_as}")
     lines.append("")
     if report.nodes:
         lines += render_node_table(report)

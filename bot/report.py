@@ -121,6 +121,8 @@ class Report:
     nodes: list[NodeRow] = field(default_factory=list)
     #: preformatted guidance text (``runbook NAME``, ``help``); empty for diagnoses
     text: str = ""
+    #: per-user authority: the Kubernetes identity the diagnosis read as (empty: the bot's own)
+    read_as: str = ""
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -154,4 +156,6 @@ class Report:
             data["nodes"] = [row.to_dict() for row in self.nodes]
         if self.text:
             data["text"] = self.text
+        if self.read_as:
+            data["read_as"] = self.read_as
         return data

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
 from bot.engine.facts import Facts
-from bot.engine.gather import Sources, gather
+from bot.engine.gather import Sources, base_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
@@ -50,8 +50,12 @@ def run_checks(
 ) -> list[Detection]:
     """Every check of the runbook over the same facts; none sees another's result."""
     found: list[Detection] = []
+    unreadable: list[str] = []
     for name in runbook.checks:
         check = checks[name]
+        if facts.forbidden and base_facts(check.reads) & facts.forbidden:
+            unreadable.append(name)  # an unreadable fact is unknown, not empty: no conclusion
+            continue
         try:
             outcomes = list(check.run(facts))
         except Exception as exc:
@@ -69,6 +73,8 @@ def run_checks(
                 log.error("check %s emitted undeclared code %s; dropped", name, outcome.code)
             else:
                 found.append(outcome)
+    if unreadable:
+        facts.skip("checks " + ", ".join(unreadable), "they rest on what these permissions may not read")
     return found
 
 

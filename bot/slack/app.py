@@ -29,6 +29,7 @@ from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
 from bot.slack.dedupe import RecentKeys, request_key
 from bot.slack.hooks import Click, ClickHook, ClickKind, DiagnosisService, RemediationOffers
+from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import APPROVE_ACTION, DENY_ACTION
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
@@ -123,7 +124,8 @@ def create_app(
         name="gpubot",
     )
     bot = SlackBot(app=app, service=service, metrics=metrics)
-    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
+    identities = SlackIdentities(settings.identity_map, web)
+    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers, identities=identities)
 
     @app.command(COMMAND)
     async def on_gpu(ack: AsyncAck, body: dict[str, Any], context: MutableMapping[str, Any]) -> None:

@@ -215,6 +215,8 @@ def _size(blocks: list[Block]) -> int:
 
 def _footer(report: Report) -> Block:
     parts = [f"cluster *{L.escape_mrkdwn(report.cluster or '-')}*", f"{report.elapsed_ms / 1000:.1f} s"]
+    if report.read_as:
+        parts.append(f"read as *{L.escape_mrkdwn(report.read_as)}*")
     if report.skipped:
         skipped = "; ".join(f"{s.what} ({s.why})" for s in report.skipped)
         parts.append("not read: " + L.escape_mrkdwn(skipped))

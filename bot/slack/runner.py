@@ -14,6 +14,7 @@ module renders nothing itself and never runs a remediation.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -32,6 +33,7 @@ from bot.report_groups import FixKey, group_findings
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedOffers, RemediationOffers
+from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 
@@ -79,11 +81,13 @@ class Answerer:
         service: DiagnosisService,
         metrics: Metrics,
         offers: RemediationOffers | None = None,
+        identities: SlackIdentities | None = None,
     ) -> None:
         self._client = client
         self._service = service
         self._metrics = metrics
         self._offers = offers
+        self._identities = identities
 
     async def answer(self, inv: Invocation, req: SlashRequest) -> None:
         started = time.monotonic()
@@ -93,10 +97,14 @@ class Answerer:
             if inv.command in ("help", "runbook"):
                 report = await self._service.run(inv)
                 await self._answer_text(report, req)
-            elif inv.private:
-                report = await self._diagnose_privately(inv, req)
             else:
-                report = await self._diagnose(inv, req)
+                if self._identities is not None and self._identities.enabled:
+                    # per-user authority: the diagnosis reads as the asker's Kubernetes identity
+                    inv = dataclasses.replace(inv, identity=await self._identities.identity_for(req.user_id))
+                if inv.private:
+                    report = await self._diagnose_privately(inv, req)
+                else:
+                    report = await self._diagnose(inv, req)
             outcome = outcome_of(report)
         except GpubotError as exc:
             outcome = "usage"
@@ -117,6 +125,7 @@ class Answerer:
                 user=req.user_id,
                 channel=req.channel_id,
                 cluster=(report.cluster if report and report.cluster else inv.cluster),
+                read_as=inv.identity.user if inv.identity is not None else "",
                 duration_ms=int(seconds * 1000),
                 outcome=outcome,
                 findings=report.codes() if report else [],

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.settings import load_settings
 from tests.deploy.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source, scan_tree
 from tests.deploy.rbac import grants, has_wildcard
 from tests.deploy.render import REPO, find, one, render, target_names
@@ -174,8 +175,9 @@ def test_roles_are_explicit_and_bound_only_to_the_bot(target: str) -> None:
     objs = render(target)
     assert not find(objs, "Role") and not find(objs, "RoleBinding")
     roles = find(objs, "ClusterRole")
-    assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation"}
-    assert not any(has_wildcard(r) for r in roles)
+    assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation", "gpubot-impersonation"}
+    # the impersonation role is pinned by resourceNames, which its own test reads
+    assert not any(has_wildcard(r) for r in roles if r["metadata"]["name"] != "gpubot-impersonation")
     for binding in find(objs, "ClusterRoleBinding"):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
     bound = {b["roleRef"]["name"] for b in find(objs, "ClusterRoleBinding")}
@@ -185,3 +187,20 @@ def test_roles_are_explicit_and_bound_only_to_the_bot(target: str) -> None:
     assert has_remediation == (target in ("overlays/remediation", "all-components")), (
         "only the remediation overlay (or a kustomization that picks its component) may grant writes"
     )
+    assert ("gpubot-impersonation" in bound) == (target in ("overlays/impersonation", "all-components"))
+
+
+def test_impersonation_is_granted_for_exactly_the_mapped_users_and_groups() -> None:
+    objs = render("overlays/impersonation")
+    env = one(objs, "ConfigMap", "gpubot-env-")["data"]
+    identities = load_settings(env={"GPUBOT_IDENTITY_MAP": env["GPUBOT_IDENTITY_MAP"]}).identity_map
+    assert identities, "the shipped example maps somebody"
+    users = {i.user for i in identities.values()}
+    groups = {g for i in identities.values() for g in i.groups}
+    role = one(objs, "ClusterRole", "gpubot-impersonation")
+    by_resource = {}
+    for rule in role["rules"]:
+        assert rule["verbs"] == ["impersonate"] and rule["apiGroups"] == [""] and "*" not in rule["resourceNames"]
+        assert rule.get("resourceNames"), "an impersonate rule without resourceNames would allow anyone"
+        by_resource[tuple(rule["resources"])] = set(rule["resourceNames"])
+    assert by_resource == {("users",): users, ("groups",): groups}

@@ -206,6 +206,8 @@ async def test_channel_the_bot_cannot_post_in_falls_back_to_response_url(mock_sl
         body = form(slash_payload(mock_slack, "why-pending train-0 -n ai", channel="D0DM"))
         await post(app.url + "/slack/events", body, sign(body))
         await mock_slack.wait_for(lambda: len(mock_slack.of("response_url")) == 3)
+        metrics = await _get(app.url + "/metrics")
+    assert 'gpubot_slack_api_errors_total{error="channel_not_found",method="chat.postMessage"} 1.0' in metrics
     progress, answer, details = mock_slack.of("response_url")
     assert progress.body["response_type"] == "ephemeral"
     assert answer.body["response_type"] == details.body["response_type"] == "in_channel"
