@@ -2,11 +2,12 @@
 
 Order in the channel: a "diagnosing…" placeholder at once, the answer as a thread reply (the
 verdict, one part per cause, one button per distinct fix), the evidence as the next reply, the
-placeholder updated to the verdict, and the whole report attached as a file when a message had
-to be cut. A private answer (``--private``, or a channel in ``private_channels``) goes only to the
-asker, through the command's ``response_url``, without buttons. When the answer carries
-remediation buttons, the offers hook is told where that message landed (channel, ts, thread), so
-a click or an expiry can later edit just one button.
+placeholder updated to the verdict, the whole report attached as a file when a message had to be
+cut, and for node-status over more than ``PICTURE_MIN_NODES`` nodes a PNG of the cards by state.
+A private answer (``--private``, or a channel in ``private_channels``) goes only to the asker,
+through the command's ``response_url``, without buttons. When the answer carries remediation
+buttons, the offers hook is told where that message landed (channel, ts, thread), so a click or
+an expiry can later edit just one button.
 Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
 command's ``response_url`` instead. Help and runbooks answer only the asker (ephemeral). This
 module renders nothing itself and never runs a remediation.
@@ -14,6 +15,7 @@ module renders nothing itself and never runs a remediation.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import re
@@ -27,6 +29,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.commands import Invocation
 from bot.errors import GpubotError
+from bot.node_picture import PICTURE_MIN_NODES, render_node_picture
 from bot.observability import Metrics, log_event
 from bot.report import Report
 from bot.report_groups import FixKey, group_findings
@@ -165,7 +168,27 @@ class Answerer:
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
         if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
             await self._attach(req.channel_id, parent_ts, report)
+        if report.command == "node-status" and len(report.nodes) > PICTURE_MIN_NODES:
+            await self._attach_picture(req.channel_id, parent_ts, report)
         return report
+
+    async def _attach_picture(self, channel: str, thread_ts: str, report: Report) -> None:
+        """node-status over many nodes: the cards by node and state as a PNG in the thread."""
+        try:
+            png = await asyncio.to_thread(render_node_picture, report)
+        except GpubotError as exc:  # matplotlib not installed: the table still stands
+            log_event(log, "no node picture", level=logging.WARNING, reason=exc.user_message)
+            return
+        try:
+            await self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                file=png,
+                filename="gpubot-node-status.png",
+                title=f"GPU cards by node: {len(report.nodes)} nodes",
+            )
+        except SlackApiError as exc:
+            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=_error(exc))
 
     async def _diagnose_privately(self, inv: Invocation, req: SlashRequest) -> Report:
         """``--private`` (or a private channel): every message goes to the asker alone through
