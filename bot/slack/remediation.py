@@ -187,7 +187,7 @@ class SlackRemediation:
             return
         if outcome.updates_offer and record is not None:
             text = final_text(outcome, click.user_id)
-            await self._settle_request(record.id, text)
+            await self._settle_request(record.id, text, clicked=click)
             await self.messages.update_offers(
                 where.channel, where.ts, [(record.id, text)], blocks=where.blocks, thread_ts=thread
             )
@@ -224,9 +224,17 @@ class SlackRemediation:
         self.metrics.approval_requests.labels(action=record.action).inc()
         await self.messages.ephemeral(click.response_url, note if ts else outcome.message)
 
-    async def _settle_request(self, offer_id: str, text: str, *, keep: bool = False) -> None:
-        """The request's Approve/Deny give way to ``text`` (kept open for a later line if ``keep``)."""
+    async def _settle_request(
+        self, offer_id: str, text: str, *, keep: bool = False, clicked: Click | None = None
+    ) -> None:
+        """The request's Approve/Deny give way to ``text`` (kept open for a later line if ``keep``).
+
+        A request this process did not post (a restart in between) is known from the click on it.
+        """
         where = self.requests.get(offer_id) if keep else self.requests.pop(offer_id, None)
+        if where is None and clicked is not None and clicked.kind != "run" and clicked.blocks:
+            self.messages.remember(clicked.channel, clicked.message_ts, clicked.blocks)
+            where = (clicked.channel, clicked.message_ts)
         if where is None:
             return
         channel, ts = where

@@ -18,8 +18,10 @@ import aiohttp
 import pytest
 
 from bot.probes.checkpoint import CHECKPOINT_PATH
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, state_changes
-from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig
+from bot.sim.cluster import SimCluster
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario, state_changes
+from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
+from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 
 GROUP = "S0GPUONCALL"
@@ -158,3 +160,29 @@ async def test_two_person_rule_shows_who_approved_and_who_must_second(tmp_path: 
         await rig.click(value, user=APPROVER, action_id=APPROVE)
         assert rig.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
         assert f"approved by <@{APPROVER}>" in status_line(slack_api, value)
+
+
+async def test_a_request_outlives_a_restart(tmp_path: Path, slack_api: MockSlackApi) -> None:
+    """Asked before a restart, approved after it: the new process runs the fix once and closes the
+    request from the blocks Slack sends with the click. It never saw the report's blocks (reading
+    them back would need a history scope), so the outcome goes into the report's thread."""
+    async with SimCluster.from_file(scenario("zombie-checkpoint"), workdir=tmp_path / "sim") as sim:
+        settings = settings_for(
+            slack_api, base=sim.settings(), approvers=APPROVERS, node_ready_timeout_s=5.0, dry_run=True,
+            state_path=str(tmp_path / "state.db"),
+        )
+        async with started(settings, slack_api) as bot:
+            rig = SlackRig(sim, bot, slack_api, settings)
+            value = (await rig.command(user=REQUESTER))[BUTTON][0]
+            await rig.click(value, user=REQUESTER)
+        async with started(settings, slack_api) as bot:
+            rig = SlackRig(sim, bot, slack_api, settings)
+            assert not bot.slack.requests  # a new process: nothing remembered
+            await rig.click(value, user=APPROVER, action_id=APPROVE)
+            assert bot.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
+    (request,) = requests_posted(slack_api)
+    assert not [b for b in request["blocks"] if b["type"] == "actions"]
+    assert "succeeded" in json.dumps(request["blocks"])
+    notes = [c.body for c in slack_api.of("chat.postMessage") if "succeeded" in str(c.body.get("text"))]
+    assert [n["thread_ts"] for n in notes] == [PARENT_TS]
+    assert buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])[BUTTON] == [value]  # never edited
