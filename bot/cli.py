@@ -167,6 +167,15 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
     _emit(report, args.json)
+    png = getattr(args, "png", "")
+    if png:
+        from bot.node_picture import render_node_picture
+
+        try:
+            Path(png).write_bytes(render_node_picture(report))
+        except OSError as exc:
+            raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
+        print(f"picture: {printable(png)}", file=sys.stderr)
     return 0
 
 

@@ -9,15 +9,20 @@ without loading any runbook. Only ``close`` closes what it holds.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from kubernetes.client import ApiClient
 
+from bot.identity import Identity
 from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
 from bot.settings import Settings
+
+#: impersonating clients kept per process (one per cluster and identity, least recently used out)
+MAX_IDENTITY_CLIENTS = 64
 
 
 @dataclass
@@ -30,7 +35,8 @@ class Clients:
     reads: KubeReads
     #: reads straight from the API server
     reader: KubeReader
-    exec: PodExec
+    #: exec into containers; None under impersonation (the exec stream cannot carry the headers)
+    exec: PodExec | None
     cache: WatchCache | None = None
 
 
@@ -41,10 +47,28 @@ class KubeClients:
         self.settings = settings
         self.use_cache = use_cache
         self._clients: dict[str, Clients] = {}
+        self._as: OrderedDict[tuple[str, Identity], Clients] = OrderedDict()
 
-    def for_cluster(self, cluster_name: str) -> Clients:
-        """The clients of a configured cluster (``""``: the default one), created on first use."""
+    def for_cluster(self, cluster_name: str, *, identity: Identity | None = None) -> Clients:
+        """The clients of a configured cluster (``""``: the default one), created on first use.
+
+        With ``identity`` (per-user authority) every read impersonates that user: such clients
+        never read through the shared cache (it holds what the bot may read, not what the user
+        may) and cannot exec (the exec stream drops the impersonation headers).
+        """
         cluster = self.settings.cluster(cluster_name or None)
+        if identity is not None:
+            key = (cluster.name, identity)
+            found = self._as.get(key)
+            if found is None:
+                api = new_api_client(cluster, identity=identity)
+                reader = KubeReader(api, page_size=self.settings.page_size, timeout=self.settings.api_timeout_s)
+                found = self._as[key] = Clients(api=api, reads=reader, reader=reader, exec=None)
+                while len(self._as) > MAX_IDENTITY_CLIENTS:
+                    _, old = self._as.popitem(last=False)
+                    old.reader.close()
+            self._as.move_to_end(key)
+            return found
         clients = self._clients.get(cluster.name)
         if clients is None:
             api = new_api_client(cluster)
@@ -80,4 +104,7 @@ class KubeClients:
             if clients.cache is not None:
                 await asyncio.to_thread(clients.cache.close)
             clients.reader.close()
+        for clients in self._as.values():
+            clients.reader.close()
         self._clients.clear()
+        self._as.clear()

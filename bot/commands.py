@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.errors import InvalidNameError, UsageError
+from bot.identity import Identity
 from bot.names import parse_target, shown, validate_name, validate_namespace
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
@@ -24,6 +25,7 @@ MAX_INPUT = 2000
 
 Surface = Literal["cli", "slack"]
 CLI_ONLY: frozenset[Surface] = frozenset({"cli"})
+SLACK_ONLY: frozenset[Surface] = frozenset({"slack"})
 BOTH: frozenset[Surface] = frozenset({"cli", "slack"})
 
 _PREFIX: dict[Surface, str] = {"cli": "gpubot", "slack": "/gpu"}
@@ -57,6 +59,11 @@ def _cluster(text: str) -> str:
 
 def _runbook(text: str) -> str:
     return validate_name(text, what="runbook name")
+
+
+def _private(flag: str) -> bool:
+    """``--private`` and ``--public`` share one field; the switch typed last wins."""
+    return flag == "--private"
 
 
 # -- the table's shape -----------------------------------------------------------------------
@@ -132,20 +139,28 @@ CLUSTER = Option(("--cluster", "--context"), "cluster", "NAME",
 SCENARIO = Option(("--scenario",), "scenario", "FILE", "run against a fresh simulator of this scenario file",
                   surfaces=CLI_ONLY)
 JSON = Option(("--json",), "json", help="print one JSON object", surfaces=CLI_ONLY, default=False)
+PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
+PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
+                surfaces=SLACK_ONLY, check=_private)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 
 COMMANDS: tuple[Command, ...] = (
     Command("why-pending", "why a GPU pod or workload does not run: the cause, its evidence and the fix",
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
                       help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
-            options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",
             args=(Arg("nodes", "NODE", count="any", check=_node, help="nodes (default: every GPU node)"),),
-            options=(CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            options=(CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC,
+                     Option(("--png",), "png", "FILE", "also draw the cards by node and state as a PNG in FILE",
+                            surfaces=CLI_ONLY)),
+            diagnosis=True, surfaces=BOTH),
     Command("nvml", "NVML and device access inside a pod's GPU containers",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True,
+            surfaces=BOTH),
     Command("verify", "the container GPU verification chain (read-only)",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True,
+            surfaces=BOTH),
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),
     Command("help", "what gpubot can do", surfaces=BOTH),
@@ -227,6 +242,11 @@ class Invocation:
     topic: str = ""
     #: where it was typed: decides how commands are written back (``gpubot …`` or ``/gpu …``)
     surface: Surface = "cli"
+    #: Slack: answer only to the asker (``--private``), in the channel (``--public``), or as the
+    #: channel's default says (None)
+    private: bool | None = None
+    #: per-user authority: the Kubernetes identity the diagnosis reads as (None: the bot's own)
+    identity: Identity | None = None
 
     def target(self) -> dict[str, str | list[str]]:
         """The target as reported in JSON and headers."""
@@ -303,6 +323,11 @@ def _split(cmd: Command, rest: list[str], surface: Surface) -> dict[str, Any]:
         opt, value = _match_option(word, by_flag)
         if opt is None:
             raise usage_error(cmd, f"unknown option {shown(word, limit=30)}", surface)
+        if not opt.metavar:  # a switch: its value is the flag itself
+            if value is not None:
+                raise usage_error(cmd, f"{opt.flags[0]} takes no value", surface)
+            values[opt.dest] = word
+            continue
         if value is None:
             value = next(words, None)
             # like argparse: a following option is not a value (``-n --bogus`` is a missing value)

@@ -7,6 +7,7 @@ without leaking a traceback, a token or a host key.
     GpubotError
     ├── UsageError            bad command line / slash-command input (exit 2)
     │   └── InvalidNameError  a name that is not a valid Kubernetes name
+    ├── NotAuthorizedError    per-user authority: the asker has no Kubernetes identity mapped
     ├── ConfigError           bad settings; the bot refuses to start
     ├── ScenarioError         a scenario file that cannot be loaded (names the file)
     ├── RunbookError          a runbook file that does not validate (file:line)
@@ -34,6 +35,10 @@ class UsageError(GpubotError):
 
 class InvalidNameError(UsageError):
     """A name that Kubernetes would reject; it never reaches an API call or a shell."""
+
+
+class NotAuthorizedError(GpubotError):
+    """Per-user authority is on and the asker is mapped to no Kubernetes identity."""
 
 
 class ConfigError(GpubotError):

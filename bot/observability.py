@@ -15,7 +15,15 @@ import time
 from collections.abc import Iterable
 from typing import IO, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from bot.settings import Secret
 
@@ -79,35 +87,103 @@ def log_event(logger: logging.Logger, event: str, /, *, level: int = logging.INF
     logger.log(level, event, extra=safe)
 
 
+#: every series the bot exports starts with this
+METRIC_PREFIX = "gpubot"
+
+
 class Metrics:
-    """The bot's Prometheus metrics, in their own registry so tests can build many apps."""
+    """The bot's Prometheus metrics, in their own registry so tests can build many apps.
+
+    Every series is named ``gpubot_…``; the registry also carries the standard process
+    (``process_*``: CPU, memory, open files) and platform (``python_info``) collectors. Label
+    values come from fixed sets (subcommands, registered action names, Slack method names), never
+    from user text, so a user cannot blow up the cardinality.
+    """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        reg = self.registry
+        ProcessCollector(registry=reg)
+        PlatformCollector(registry=reg)
+        p = METRIC_PREFIX
         self.commands = Counter(
-            "commands_total",
+            f"{p}_commands_total",
             "Slash commands handled, by subcommand and outcome (ok, problem, usage, error).",
             ["subcommand", "outcome"],
-            registry=self.registry,
+            registry=reg,
         )
         self.command_duration = Histogram(
-            "command_duration_seconds",
+            f"{p}_command_duration_seconds",
             "Time from ack to the posted answer, by subcommand.",
             ["subcommand"],
             buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60),
-            registry=self.registry,
+            registry=reg,
         )
         self.probe_errors = Counter(
-            "probe_errors_total",
+            f"{p}_probe_errors_total",
             "Probes that could not run (reported as skipped), by probe kind.",
             ["probe"],
-            registry=self.registry,
+            registry=reg,
         )
         self.ack_seconds = Histogram(
-            "slack_ack_seconds",
+            f"{p}_slack_ack_seconds",
             "Time from receiving a Slack request to acknowledging it.",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3),
-            registry=self.registry,
+            registry=reg,
+        )
+        self.rejected_signatures = Counter(
+            f"{p}_slack_rejected_signatures_total",
+            "HTTP-mode requests refused because their Slack signature was missing, malformed or wrong.",
+            registry=reg,
+        )
+        self.duplicates = Counter(
+            f"{p}_slack_duplicates_ignored_total",
+            "Slack retries and double deliveries recognised and not run again, by kind (command, action).",
+            ["kind"],
+            registry=reg,
+        )
+        self.slack_api_errors = Counter(
+            f"{p}_slack_api_errors_total",
+            "Slack Web API calls that failed (after retries), by method and Slack error.",
+            ["method", "error"],
+            registry=reg,
+        )
+        self.slack_rate_limited = Counter(
+            f"{p}_slack_rate_limited_total",
+            "HTTP 429 answers from the Slack Web API (each is waited out and retried), by method.",
+            ["method"],
+            registry=reg,
+        )
+        self.offers = Counter(
+            f"{p}_remediation_offers_total",
+            "Remediation buttons offered, by action.",
+            ["action"],
+            registry=reg,
+        )
+        self.approval_requests = Counter(
+            f"{p}_remediation_approval_requests_total",
+            "Clicks by someone who may not approve that became a request to the approvers, by action.",
+            ["action"],
+            registry=reg,
+        )
+        self.approvals = Counter(
+            f"{p}_remediation_approvals_total",
+            "Clicks by an approver that ran the action, by action.",
+            ["action"],
+            registry=reg,
+        )
+        self.refusals = Counter(
+            f"{p}_remediation_refusals_total",
+            "Clicks that ran nothing, by action and reason (not_allowed, expired, already_taken, "
+            "precondition_failed, denied, unknown).",
+            ["action", "reason"],
+            registry=reg,
+        )
+        self.action_outcomes = Counter(
+            f"{p}_remediation_action_outcomes_total",
+            "Actions that ran, by action and outcome (succeeded, failed).",
+            ["action", "outcome"],
+            registry=reg,
         )
 
     def exposition(self) -> tuple[bytes, str]:

@@ -1,4 +1,9 @@
-"""Render a Report as readable terminal text (the CLI's default output)."""
+"""Render a Report as readable terminal text (the CLI's default output).
+
+Read by cause like the Slack view (``bot.report_groups``): the verdict line first, then one entry
+per finding code naming every object it was found on, each distinct fix offered once, least
+invasive first.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import textwrap
 from functools import partial
 
 from bot.report import Report
+from bot.report_groups import group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
@@ -65,25 +71,36 @@ def render_text(report: Report, *, width: int = 100) -> str:
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
     lines = [head, "=" * min(len(head), width)]
     if report.cluster:
-        lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms")
+        read_as = f"   read as: {report.read_as}" if report.read_as else ""
+        lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms{read_as}")
     lines.append("")
     if report.nodes:
         lines += render_node_table(report)
         lines.append("")
-    if not report.findings:
+    found = verdict(report)
+    if found is None:
         lines.append("No problem found.")
-    for i, f in enumerate(report.findings, 1):
-        lines.append(f"{i}. {MARK.get(f.severity, f.severity)} {f.code}: {f.title}")
-        for ev in f.evidence:
+    else:
+        lines += _wrap(found.text(), width, subsequent_indent="  ")
+        lines.append("")
+    for i, group in enumerate(group_findings(report.findings), 1):
+        mark = MARK.get(group.severity, group.severity)
+        if len(group.findings) == 1:
+            lines.append(f"{i}. {mark} {group.code}: {group.lead.title}")
+        else:
+            lines.append(f"{i}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}")
+            lines += [f"     * {title}" for title in group.titles]
+        for ev in group.evidence:
             for part in str(ev).splitlines() or [""]:
                 lines.append(f"       | {part}")
-        if f.explanation:
-            lines += _wrap(f.explanation, width, initial_indent="     ", subsequent_indent="     ")
-        for step in f.next_steps:
+        if group.explanation:
+            lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
+        for step in group.next_steps:
             head, *rest = step.rstrip().split("\n")
             lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
             lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
-        for r in f.remediations:
+        for fix in group.fixes:
+            r = fix.remediation
             params = " ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
             lines.append(f"     => offer {r.action} {params}: {r.summary}".rstrip())
         lines.append("")

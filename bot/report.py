@@ -2,7 +2,9 @@
 
 A report is plain data: the CLI prints it as text or JSON, Slack renders it as Block Kit, tests
 read its codes. The JSON shape is a public contract (see README):
-``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``.
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``. Findings
+stay one flat list (each with its ``subject``); grouping them by cause is a view's business
+(``bot.report_groups``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Finding:
     remediations: list[Remediation] = field(default_factory=list)
     #: lower sorts first among findings of equal severity: how likely this is the root cause
     rank: int = 50
+    #: the object the finding is about (``node/NAME``, ``pod/NS/NAME``); views group by it
+    subject: str = ""
 
     def sort_key(self) -> tuple[int, int]:
         """Most likely root cause first: severity, then rank."""
@@ -117,6 +121,8 @@ class Report:
     nodes: list[NodeRow] = field(default_factory=list)
     #: preformatted guidance text (``runbook NAME``, ``help``); empty for diagnoses
     text: str = ""
+    #: per-user authority: the Kubernetes identity the diagnosis read as (empty: the bot's own)
+    read_as: str = ""
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -150,4 +156,6 @@ class Report:
             data["nodes"] = [row.to_dict() for row in self.nodes]
         if self.text:
             data["text"] = self.text
+        if self.read_as:
+            data["read_as"] = self.read_as
         return data

@@ -2,7 +2,8 @@
 
 The CLI and the Slack app both call ``Service.run``; neither holds diagnosis logic. The service
 owns the loaded runbooks and the per-cluster clients (``bot.clients.KubeClients``), which ``serve``
-also lends to the remediation service.
+also lends to the remediation service. An invocation carrying an ``identity`` (per-user authority)
+reads through clients that impersonate it; what that identity may not read is reported as skipped.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from bot.clients import KubeClients
 from bot.commands import Invocation, Surface, command_prefix, help_lines
 from bot.engine.facts import Facts
-from bot.engine.gather import Sources
+from bot.engine.gather import NO_EXEC, Sources
 from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet, list_guides, render_guide_text
 from bot.engine.runner import run_diagnosis
@@ -24,6 +25,9 @@ from bot.report import Report
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: why container reads are skipped under per-user authority
+NO_EXEC_AS_USER = "not run with per-user authority (exec cannot impersonate; it would read as the bot)"
 
 
 class Service:
@@ -61,7 +65,7 @@ class Service:
         if inv.command == "runbook":
             return self._runbook(inv)
         cluster = self.settings.cluster(inv.cluster or None)
-        clients = self.clients.for_cluster(cluster.name)
+        clients = self.clients.for_cluster(cluster.name, identity=inv.identity)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
@@ -73,7 +77,8 @@ class Service:
             kube=clients.reads,
             settings=self.settings,
             cluster=cluster,
-            exec_fn=clients.exec.run,
+            exec_fn=clients.exec.run if clients.exec is not None else None,
+            exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
             ssh_pool=self.ssh_pool,
         )
         started = time.perf_counter()
@@ -86,6 +91,7 @@ class Service:
             strict=self.settings.strict_checks,
         )
         report.cluster = cluster.name
+        report.read_as = str(inv.identity) if inv.identity is not None else ""
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
 

@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 import yaml
 
 from bot.errors import ConfigError
+from bot.identity import Identity, parse_identity_map
 
 ENV_PREFIX = "GPUBOT_"
 
@@ -92,6 +93,9 @@ class Settings:
     clusters: tuple[ClusterConfig, ...] = (ClusterConfig(name="default"),)
     #: Slack channel id -> default cluster name for commands typed there
     channel_clusters: Mapping[str, str] = field(default_factory=dict)
+    #: Slack channel ids where answers go only to the asker unless they type ``--public``
+    #: (``*``: everywhere); elsewhere an answer is private only with ``--private``
+    private_channels: tuple[str, ...] = ()
     #: SSH user for node probes
     ssh_user: str = "root"
     #: SSH private key file
@@ -122,8 +126,17 @@ class Settings:
     #: seconds between sweeps of the running bot that expire offers nobody clicked and mark their
     #: buttons "expired" in place (so a stale button never sits there looking clickable)
     offer_sweep_interval_s: float = 60.0
-    #: the requester of an action may not approve it
+    #: the requester of an action may not approve it: their click counts as the first approval
+    #: and another approver must second it
     two_person_rule: bool = False
+    #: per-user authority (opt-in): Slack user id (U…) or user-group id (S…) -> the Kubernetes
+    #: ``{user, groups}`` that person's diagnoses read as (impersonation; the bot's service account
+    #: then needs the ``impersonation`` component). A user's own entry wins over their groups'.
+    #: When set, people matched by no entry get no diagnosis. Empty: everybody reads as the bot.
+    identity_map: Mapping[str, Identity] = field(default_factory=dict)
+    #: Slack channel id where approval requests go (a click by someone who may not approve asks
+    #: the approvers there); empty = a reply in the thread of the report that offered the fix
+    approval_channel: str = ""
     #: every action reports what it would do and changes nothing
     dry_run: bool = False
     #: serve reads from a watch-fed cache in the long-running bot
@@ -236,6 +249,18 @@ def load_settings(
             if not isinstance(value, Mapping):
                 raise ConfigError("setting approvers: expected a mapping of action -> list of ids")
             result[fname] = {str(k): tuple(str(x) for x in v) for k, v in value.items()}
+        elif fname == "identity_map":
+            if isinstance(value, str):  # from the environment: JSON (or YAML) text
+                try:
+                    value = yaml.safe_load(value) if value.strip() else {}
+                except yaml.YAMLError:
+                    raise ConfigError("setting identity_map: not valid JSON/YAML") from None
+            result[fname] = parse_identity_map(value)
+        elif fname == "private_channels":
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple):
+                raise ConfigError("setting private_channels: expected a list of channel ids")
+            result[fname] = tuple(str(x).strip() for x in items if str(x).strip())
         elif fname == "channel_clusters":
             if not isinstance(value, Mapping):
                 raise ConfigError("setting channel_clusters: expected a mapping of channel -> cluster")

@@ -3,7 +3,8 @@
 settings → the diagnosis service (``bot.service.Service``: runbooks, per-cluster clients, watch
 cache, SSH pool) → the remediation service, which borrows that service's cluster clients → its
 Slack view (``SlackRemediation``) → the Bolt app → the server (Socket Mode or HTTP). One Web API
-client serves the app and the remediation messages. ``bot.server.serve`` runs what this builds.
+client serves the app and the remediation messages, and one ``Metrics`` registry counts for all.
+``bot.server.serve`` runs what this builds.
 
 A diagnosis service given from outside (a stand-in, in tests) comes without cluster clients: the
 bot then offers no buttons, unless ``clients`` are given too. This module only builds and orders;
@@ -59,17 +60,20 @@ def build_bot(
 ) -> Bot:
     """Build the bot for ``settings``; ``service`` and ``clients`` replace the diagnosis service
     and the cluster clients the remediation service borrows (tests)."""
-    web = new_web_client(settings)
+    metrics = Metrics()
+    web = new_web_client(settings, metrics=metrics)
     if service is None:
         from bot.service import Service
 
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
-    remediation = SlackRemediation(RemediationService(settings, clients), web) if clients is not None else None
+    remediation = (
+        SlackRemediation(RemediationService(settings, clients), web, metrics=metrics) if clients is not None else None
+    )
     slack = create_app(
         settings,
         service,
-        metrics=Metrics(),
+        metrics=metrics,
         offers=remediation,
         on_remediate=remediation.on_click if remediation is not None else None,
         client=web,

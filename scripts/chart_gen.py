@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import inspect
 import json
 import re
 import sys
@@ -74,8 +75,8 @@ END = "<!-- end of generated part -->"
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """Each dataclass field's ``#:`` comment lines, joined."""
-    source = Path(settings_module.__file__).read_text(encoding="utf-8")
+    """Each dataclass field's ``#:`` comment lines, joined (read from the class's own module)."""
+    source = Path(inspect.getsourcefile(cls) or settings_module.__file__).read_text(encoding="utf-8")
     lines = source.splitlines()
     tree = ast.parse(source)
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)

@@ -53,6 +53,9 @@ class Check:
     run: RunFn
     #: runbook tables it reads through ``facts.table(name)``
     tables: tuple[str, ...] = ()
+    #: facts gathered for it that only sharpen its answer: when one may not be read (per-user
+    #: authority) the check still runs and sees it empty, instead of being skipped
+    refines: tuple[str, ...] = ()
 
     @property
     def doc(self) -> str:

@@ -129,6 +129,9 @@ class Facts:
         self.deadline = deadline
         self._values: dict[str, Any] = {}
         self.skipped: list[Skipped] = []
+        #: base facts the reader was not allowed to read (403: per-user authority); a check that
+        #: rests on one is not run, since an empty fact would read as "nothing there"
+        self.forbidden: set[str] = set()
 
     # ------------------------------------------------------------------ filling (loaders only)
 

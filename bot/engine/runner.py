@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
 from bot.engine.facts import Facts
-from bot.engine.gather import Sources, gather
+from bot.engine.gather import Sources, base_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
@@ -39,7 +39,7 @@ class UndeclaredCode(GpubotError):
 
 def reads_of(runbook: Runbook, checks: Mapping[str, Check]) -> set[str]:
     """Every fact the runbook's checks (and views) read."""
-    reads = {r for name in runbook.checks for r in checks[name].reads}
+    reads = {r for name in runbook.checks for r in (*checks[name].reads, *checks[name].refines)}
     if "node_table" in runbook.views:
         reads.update(NODE_TABLE_READS)
     return reads
@@ -50,8 +50,12 @@ def run_checks(
 ) -> list[Detection]:
     """Every check of the runbook over the same facts; none sees another's result."""
     found: list[Detection] = []
+    unreadable: list[str] = []
     for name in runbook.checks:
         check = checks[name]
+        if facts.forbidden and base_facts(check.reads) & facts.forbidden:
+            unreadable.append(name)  # an unreadable fact is unknown, not empty: no conclusion
+            continue
         try:
             outcomes = list(check.run(facts))
         except Exception as exc:
@@ -69,6 +73,8 @@ def run_checks(
                 log.error("check %s emitted undeclared code %s; dropped", name, outcome.code)
             else:
                 found.append(outcome)
+    if unreadable:
+        facts.skip("checks " + ", ".join(unreadable), "they rest on what these permissions may not read")
     return found
 
 
@@ -108,6 +114,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
         if template.suppressed_by(present):
             continue
         finding = template.render({**d.params, **extra}, evidence=capped(d.evidence), role=d.role)
+        finding.subject = d.subject
         key = (finding.code, finding.title)
         if key not in seen:
             seen.add(key)

@@ -1,21 +1,54 @@
 """Build official ``kubernetes`` API clients for a configured cluster.
 
 This module only creates clients; it performs no request. Both the read facade (``kube.py``)
-and the actions package get their ``ApiClient`` here so that TLS, tokens and contexts are set up
-in exactly one place.
+and the actions package get their ``ApiClient`` here so that TLS, tokens, contexts and (for
+per-user authority) impersonation are set up in exactly one place.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
+from urllib3 import HTTPHeaderDict
 
 from bot.errors import ConfigError
+from bot.identity import Identity
 from bot.settings import ClusterConfig
 
+IMPERSONATE_USER = "Impersonate-User"
+IMPERSONATE_GROUP = "Impersonate-Group"
 
-def new_api_client(cluster: ClusterConfig) -> client.ApiClient:
-    """A fresh ApiClient for ``cluster`` (in-cluster service account or kubeconfig context)."""
+
+class ImpersonatingPool:
+    """The client's urllib3 pool, adding the impersonation headers to every request.
+
+    Kubernetes wants one ``Impersonate-Group`` header per group; the official client merges its
+    headers into a plain dict (one value per name), so they are added here, at the last step,
+    where urllib3 sends every value of an ``HTTPHeaderDict`` as its own header line.
+    """
+
+    def __init__(self, pool: Any, identity: Identity) -> None:
+        self._pool = pool
+        self.identity = identity
+
+    def request(self, method: str, url: str, *args: Any, headers: Any = None, **kwargs: Any) -> Any:
+        merged = HTTPHeaderDict(dict(headers or {}))
+        merged.discard(IMPERSONATE_USER)
+        merged.discard(IMPERSONATE_GROUP)
+        merged.add(IMPERSONATE_USER, self.identity.user)
+        for group in self.identity.groups:
+            merged.add(IMPERSONATE_GROUP, group)
+        return self._pool.request(method, url, *args, headers=merged, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+
+def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) -> client.ApiClient:
+    """A fresh ApiClient for ``cluster`` (in-cluster service account or kubeconfig context);
+    with ``identity``, every request it makes impersonates that user and groups."""
     try:
         cfg = client.Configuration()
         if cluster.in_cluster:
@@ -27,7 +60,10 @@ def new_api_client(cluster: ClusterConfig) -> client.ApiClient:
         # Our read facade retries transient failures itself, within the request timeout; urllib3's
         # own three silent retries would multiply a hung API server's cost by four.
         cfg.retries = 0
-        return client.ApiClient(configuration=cfg)
+        api = client.ApiClient(configuration=cfg)
+        if identity is not None:
+            api.rest_client.pool_manager = ImpersonatingPool(api.rest_client.pool_manager, identity)  # type: ignore[assignment]
+        return api
     except (ConfigException, OSError, TypeError, ValueError) as exc:
         # The message names the file/context but never carries a token.
         where = cluster.kubeconfig or "default kubeconfig"

@@ -21,7 +21,8 @@ a Kubernetes client; only ``service`` and ``terminal`` bind it to the actions.
 """
 
 from bot.remediation.flow import ClickOutcome
+from bot.remediation.policy import Approvers
 from bot.remediation.service import ClusterClients, RemediationService
 from bot.remediation.store import PendingAction
 
-__all__ = ["ClickOutcome", "ClusterClients", "PendingAction", "RemediationService"]
+__all__ = ["Approvers", "ClickOutcome", "ClusterClients", "PendingAction", "RemediationService"]

@@ -1,7 +1,7 @@
 """The audit trail: its entry type, the interface a log keeps, and how ``gpubot audit`` shows it.
 
-Every offer, approval, refusal (with its reason), start, step, result, interruption and expiry is
-one appended entry. The trail is append-only: no code path updates or deletes an entry (the
+Every offer, approval request, approval, denial, refusal (with its reason), start, step, result,
+interruption and expiry is one appended entry. The trail is append-only: no code path updates or deletes an entry (the
 SQLite schema enforces it with triggers), so it can be trusted after the fact.
 
 This module holds no storage. It must never write secrets or raw user text into ``detail``
@@ -19,9 +19,11 @@ from typing import Any, Literal, Protocol
 
 from bot.errors import UsageError
 
-AuditEvent = Literal["offer", "approve", "refuse", "start", "step", "result", "interrupted", "expire"]
+AuditEvent = Literal[
+    "offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"
+]
 AUDIT_EVENTS: frozenset[str] = frozenset(
-    {"offer", "approve", "refuse", "start", "step", "result", "interrupted", "expire"}
+    {"offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"}
 )
 
 

@@ -6,8 +6,10 @@ with the id from the button, the clicker, and two callables bound to the action 
 precondition, run). The order of checks is the safety argument:
 
 1. the id must be one we issued (else: refused, "unknown or forged id");
-2. the clicker must be an approver (else: refused, and the offer stays pending so a real approver
-   can still click);
+2. the clicker must be an approver (else: nothing is claimed and the offer stays pending; when
+   somebody else may approve it, the click becomes an audited approval request naming them,
+   otherwise it is refused). Under the two-person rule an approver clicking their own request
+   gives the first approval and another approver must second it;
 3. the store claims the record atomically, pending → running, only if not expired; double
    clicks, Slack retries and a second replica all lose that race and are refused;
 4. the precondition is re-checked *after* the claim (re-probe: is the allocation still a zombie?);
@@ -30,7 +32,7 @@ from typing import Any, Literal, TypeVar
 from bot.errors import GpubotError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
-from bot.remediation.policy import ApproverPolicy
+from bot.remediation.policy import ApproverPolicy, Approvers, Decision
 from bot.remediation.store import PendingAction, PendingStore
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,15 @@ BOT_ACTOR = "gpubot"
 _T = TypeVar("_T")
 
 ClickStatus = Literal[
-    "unknown", "not_allowed", "expired", "already_taken", "precondition_failed", "succeeded", "failed"
+    "unknown",
+    "not_allowed",
+    "approval_requested",
+    "denied",
+    "expired",
+    "already_taken",
+    "precondition_failed",
+    "succeeded",
+    "failed",
 ]
 
 
@@ -65,6 +75,11 @@ class ClickOutcome:
     #: the record as it stands after the click (``None`` for an unknown id)
     action: PendingAction | None = None
     steps: tuple[str, ...] = ()
+    #: ``approval_requested``: who may approve it (the view asks them)
+    asked: Approvers | None = None
+    #: ``approval_requested``: the clicker is an approver stopped only by the two-person rule, so
+    #: their click is the first approval and another approver must second it
+    first_approval: bool = False
 
     @property
     def executed(self) -> bool:
@@ -78,7 +93,7 @@ class ClickOutcome:
         False for refusals that leave the offer as it was (not an approver, unknown id) and for a
         click that lost the race: the winner updates the message.
         """
-        return self.status in ("expired", "precondition_failed", "succeeded", "failed")
+        return self.status in ("expired", "precondition_failed", "succeeded", "failed", "denied")
 
 
 Precondition = Callable[[PendingAction], Awaitable[tuple[bool, str]]]
@@ -169,11 +184,49 @@ class ConfirmFlow:
 
         decision = self.policy.decide(record.action, user_id, groups, record.requested_by)
         if not decision.allowed:
+            asked = self.policy.approvers_of(record.action)
+            if asked and record.state == "pending":
+                return await self._request(record, user_id, decision, asked)
             await self._aaudit("refuse", record, user_id, "refused", {"reason": decision.reason})
             return ClickOutcome(
                 "not_allowed", f"You cannot approve {record.action}: {decision.reason}.", record
             )
 
+        current_or_refusal = await self._claim(action_id, user_id)
+        if isinstance(current_or_refusal, ClickOutcome):
+            return current_or_refusal
+        current = current_or_refusal
+        try:
+            return await self._run_claimed(current, user_id, decision.reason, precondition, run)
+        except asyncio.CancelledError:
+            # Cut off mid-run (shutdown, handler timeout): say so now rather than leave it running.
+            text = "cancelled before it finished; check the target's state by hand"
+            if self.store.finish(current.id, "failed", text, now=self.clock()) is not None:
+                self._audit("result", current, BOT_ACTOR, "failed", {"error": text})
+            raise
+
+    async def on_deny(self, action_id: str, user_id: str, user_groups: Iterable[str]) -> ClickOutcome:
+        """An approver turns a pending offer down: it ends ``refused`` and can never run."""
+        groups = tuple(user_groups)
+        record = await self._io(self.store.get, action_id) if is_well_formed(action_id) else None
+        if record is None:
+            return await self._unknown(action_id, user_id)
+        decision = self.policy.decide(record.action, user_id, groups, record.requested_by)
+        if not decision.approver:
+            await self._aaudit("refuse", record, user_id, "refused", {"reason": decision.reason})
+            return ClickOutcome("not_allowed", f"You cannot deny {record.action}: {decision.reason}.", record)
+        current_or_refusal = await self._claim(action_id, user_id)
+        if isinstance(current_or_refusal, ClickOutcome):
+            return current_or_refusal
+        reason = f"denied by {user_id}"
+        final = await self._io(partial(self.store.finish, action_id, "refused", reason, now=self.clock()))
+        await self._aaudit("deny", current_or_refusal, user_id, "denied", {"reason": reason})
+        return ClickOutcome(
+            "denied", f"{self._what(current_or_refusal)} was denied; nothing was done.", final or current_or_refusal
+        )
+
+    async def _claim(self, action_id: str, user_id: str) -> PendingAction | ClickOutcome:
+        """The record, now ``running`` and this caller's alone; else the refusal to answer with."""
         claim = await self._io(partial(self.store.claim, action_id, approver=user_id, now=self.clock()))
         if claim.status == "unknown" or claim.action is None:
             return await self._unknown(action_id, user_id)
@@ -192,15 +245,35 @@ class ConfirmFlow:
                 f"{self._what(current)} is already {current.state}; it runs only once.",
                 current,
             )
+        return current
 
-        try:
-            return await self._run_claimed(current, user_id, decision.reason, precondition, run)
-        except asyncio.CancelledError:
-            # Cut off mid-run (shutdown, handler timeout): say so now rather than leave it running.
-            text = "cancelled before it finished; check the target's state by hand"
-            if self.store.finish(current.id, "failed", text, now=self.clock()) is not None:
-                self._audit("result", current, BOT_ACTOR, "failed", {"error": text})
-            raise
+    async def _request(
+        self, record: PendingAction, user_id: str, decision: Decision, asked: Approvers
+    ) -> ClickOutcome:
+        """A click by someone who may not approve, on an offer others may: ask them instead.
+
+        Nothing is claimed: the offer stays pending for an approver's click. Under the two-person
+        rule an approver clicking their own request gives the first approval; another must second.
+        """
+        now = self.clock()
+        if record.is_expired(now):
+            await self._io(self.expire_overdue)
+            reason = f"the offer expired at {format_ts(record.expires_at)}"
+            return ClickOutcome("expired", f"{self._what(record)} was not run: {reason}.", record)
+        detail = {
+            "reason": decision.reason,
+            "asked": sorted(asked.users | asked.groups),
+            "first_approval": decision.approver,
+        }
+        await self._aaudit("request", record, user_id, "requested", detail)
+        who = "a second approver" if decision.approver else "an approver"
+        return ClickOutcome(
+            "approval_requested",
+            f"{self._what(record)} needs {who}: {decision.reason}.",
+            record,
+            asked=asked,
+            first_approval=decision.approver,
+        )
 
     async def _run_claimed(
         self, record: PendingAction, user_id: str, why_allowed: str, precondition: Precondition, run: Runner

@@ -32,6 +32,20 @@ class Decision:
     allowed: bool
     #: why, in one line a person can read (shown to the clicker and written to the audit trail)
     reason: str
+    #: the clicker is on the action's approver list (true also when only the two-person rule
+    #: stops them: their click then counts as the first of two approvals)
+    approver: bool = False
+
+
+@dataclass(frozen=True)
+class Approvers:
+    """Who may approve one action: user ids and user-group ids (both empty: nobody)."""
+
+    users: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.users or self.groups)
 
 
 @dataclass(frozen=True)
@@ -70,14 +84,21 @@ class ApproverPolicy:
         entry = self._lookup(action)
         if entry is None or not (entry.users or entry.groups):
             return Decision(False, f"no approvers configured for {action}")
-        if self.two_person_rule and user_id == requested_by:
-            return Decision(False, "two-person rule: the requester may not approve their own request")
         if user_id in entry.users:
-            return Decision(True, f"{user_id} is an approver for {action} ({entry.key})")
-        matched = sorted(entry.groups.intersection(user_groups))
-        if matched:
-            return Decision(True, f"{user_id} is in approver group {matched[0]} for {action} ({entry.key})")
-        return Decision(False, f"{user_id} is not an approver for {action}")
+            why = f"{user_id} is an approver for {action} ({entry.key})"
+        else:
+            matched = sorted(entry.groups.intersection(user_groups))
+            if not matched:
+                return Decision(False, f"{user_id} is not an approver for {action}")
+            why = f"{user_id} is in approver group {matched[0]} for {action} ({entry.key})"
+        if self.two_person_rule and user_id == requested_by:
+            return Decision(False, "two-person rule: the requester may not approve their own request", approver=True)
+        return Decision(True, why, approver=True)
+
+    def approvers_of(self, action: str) -> Approvers:
+        """Who may approve ``action`` (the most specific matching entry); empty: nobody may."""
+        entry = self._lookup(action)
+        return Approvers(entry.users, entry.groups) if entry is not None else Approvers()
 
     def _lookup(self, action: str) -> _Approvers | None:
         exact = self._by_key.get(action)

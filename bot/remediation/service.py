@@ -4,7 +4,10 @@
 expiry) and binds it to the registered actions: ``offer`` turns a remediation a diagnosis offers
 into a pending record whose id a button (or the CLI) carries; ``click`` turns a click into at most
 one run: approver check, atomic claim, the action's precondition re-probe, the run, the audit.
-``sweep_expired`` expires offers nobody clicked and ``recover`` marks runs cut off by a restart.
+A click by someone who may not approve, on an offer others may, becomes an approval request
+(``ClickOutcome.status == "approval_requested"``, naming who may approve); ``deny`` lets an approver
+turn an offer down. ``sweep_expired`` expires offers nobody clicked and ``recover`` marks runs cut
+off by a restart.
 The cluster clients come from the caller (``ClusterClients``); this service opens none.
 
 It knows no chat system: the Slack view (``bot.slack.remediation``) words and edits the messages.
@@ -26,7 +29,7 @@ from bot.actions import ActionContext, get_action
 from bot.errors import GpubotError
 from bot.probes.kube import KubeReads
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome
-from bot.remediation.policy import ApproverPolicy
+from bot.remediation.policy import ApproverPolicy, Approvers
 from bot.remediation.sqlite_store import open_state
 from bot.remediation.store import PendingAction
 from bot.settings import Settings
@@ -97,6 +100,10 @@ class RemediationService:
         return await asyncio.to_thread(
             self.flow.offer, action, checked, cluster_name, requested_by, channel, finding_code
         )
+
+    def approvers_of(self, action: str) -> Approvers:
+        """Who may approve ``action``; empty when nobody may (a view then shows no button)."""
+        return self.flow.policy.approvers_of(action)
 
     @staticmethod
     def blast_radius(action: str) -> str:
@@ -181,3 +188,7 @@ class RemediationService:
             return RunOutcome(outcome.ok, outcome.summary_line(), outcome.step_lines())
 
         return await self.flow.on_click(action_id, user_id, user_groups, precondition=precondition, run=run)
+
+    async def deny(self, action_id: str, user_id: str, user_groups: Iterable[str] = ()) -> ClickOutcome:
+        """An approver turns the offer down: it can never run (audited as ``deny``)."""
+        return await self.flow.on_deny(action_id, user_id, user_groups)

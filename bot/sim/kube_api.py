@@ -3,8 +3,10 @@
 It routes ``/api`` and ``/apis`` URLs to the store (``kube_rest``), watch streams
 (``kube_watch``), exec (``exec_ws``) and discovery (``kube_discovery``); on the way it counts
 requests and bytes, applies injected faults and records every write, so a test can prove that a
-probe never wrote. Any bearer token is accepted and there is no TLS: it must only ever listen on
-a loopback address in tests, demos and benchmarks, never stand in for a real cluster.
+probe never wrote. Requests that impersonate a user (``Impersonate-User``/``-Group``) are
+checked against the scenario's RBAC table (``bot.sim.rbac``) and recorded. Any bearer token is
+accepted and there is no TLS: it must only ever listen on a loopback address in tests, demos and
+benchmarks, never stand in for a real cluster.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from bot.sim.exec_ws import ExecLogEntry, handle_exec
 from bot.sim.faults import FaultSet
 from bot.sim.kube_status import status_response
 from bot.sim.kube_watch import WatchHub, serve_watch
+from bot.sim.rbac import forbidden_message
 from bot.sim.scenario import Scenario
 from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+IMPERSONATE_USER = "Impersonate-User"
+IMPERSONATE_GROUP = "Impersonate-Group"
 _TYPES: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.plural): rt for rt in RESOURCE_TYPES}
 
 
@@ -78,6 +84,8 @@ class KubeApiServer:
         self.stats = RequestStats()
         #: (namespace, pod, container, argv, exit code) for every exec
         self.exec_log: list[ExecLogEntry] = []
+        #: (user, groups, verb, resource) of every request that impersonated someone
+        self.impersonated: list[tuple[str, tuple[str, ...], str, str]] = []
         self._hub = WatchHub()
         self._runner: web.AppRunner | None = None
 
@@ -148,6 +156,9 @@ class KubeApiServer:
         target = self._target(group_version, rest_parts)
         if target is None:
             return _not_found_path()
+        denied = self._authorize(request, target, watch)
+        if denied is not None:
+            return denied
         raw = await request.read() if request.method in _WRITE_METHODS else b""
         record = None
         if request.method in _WRITE_METHODS and target.sub != "exec":
@@ -172,6 +183,23 @@ class KubeApiServer:
         if record is not None:
             record.status = response.status
         return response
+
+    def _authorize(self, request: web.Request, target: rest.Target, watch: bool) -> web.Response | None:
+        """Per-user authority: a request impersonating a user is checked against the scenario's
+        RBAC table (403 as a real API server words it); the bot's own requests always pass."""
+        user = request.headers.get(IMPERSONATE_USER)
+        if user is None:
+            return None
+        groups = tuple(request.headers.getall(IMPERSONATE_GROUP, ()))
+        verb = _VERBS.get(request.method, request.method.lower())
+        if request.method == "GET":
+            verb = "watch" if watch else ("list" if target.name is None else "get")
+        resource = target.rtype.plural + (f"/{target.sub}" if target.sub else "")
+        self.impersonated.append((user, groups, verb, resource))
+        rbac = self.scenario.rbac
+        if rbac is None or rbac.allows(user, groups, verb, resource, target.namespace):
+            return None
+        return status_response(403, forbidden_message(user, verb, resource, target.namespace))
 
     def _non_resource(self, parts: list[str]) -> web.StreamResponse | None:
         """Discovery and health endpoints; None for resource URLs."""

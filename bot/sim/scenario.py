@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ScenarioError
+from bot.sim.rbac import RbacTable, load_rbac
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
@@ -159,6 +160,8 @@ class Scenario:
     api_faults: list[ApiFault] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
     source: str = "<memory>"
+    #: who may read what when a request impersonates a user (``rbac:``); None: not checked
+    rbac: RbacTable | None = None
 
 
 class _Problems:
@@ -211,6 +214,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     containers = _load_containers(data.get("containers") or {}, problems)
     faults = _load_faults((data.get("api") or {}).get("faults") or [], problems)
     expect = _load_expect(data.get("expect") or [], problems)
+    rbac = load_rbac(data.get("rbac"), problems.add)
     problems.raise_if_any()
     return Scenario(
         name=str(name),
@@ -222,6 +226,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         api_faults=faults,
         expect=expect,
         source=source,
+        rbac=rbac,
     )
 
 

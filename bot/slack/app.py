@@ -28,7 +28,9 @@ from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
 from bot.slack.dedupe import RecentKeys, request_key
-from bot.slack.hooks import Click, ClickHook, DiagnosisService, RemediationOffers
+from bot.slack.hooks import Click, ClickHook, ClickKind, DiagnosisService, RemediationOffers
+from bot.slack.identities import SlackIdentities
+from bot.slack.offer_messages import APPROVE_ACTION, DENY_ACTION
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
 from bot.slack.tasks import TaskTracker
@@ -39,6 +41,8 @@ log = logging.getLogger("gpubot.slack")
 COMMAND = "/gpu"
 #: matches ``remediate`` and ``remediate:N`` (buttons in one block need distinct action ids)
 REMEDIATE_PATTERN = re.compile(rf"^{REMEDIATE_ACTION}(:\d+)?$")
+#: the approval request's Approve and Deny buttons
+APPROVAL_PATTERN = re.compile(rf"^({re.escape(APPROVE_ACTION)}|{re.escape(DENY_ACTION)})$")
 SHUTTING_DOWN = "gpubot is restarting; please try again in a minute."
 #: request-context key under which our transports collect work to start once the ack is sent
 AFTER_ACK = "gpubot_after_ack"
@@ -107,7 +111,7 @@ def create_app(
     (with the clicked message's blocks and thread). ``client`` overrides the Web API client (tests).
     """
     metrics = metrics or Metrics()
-    web = client or new_web_client(settings)
+    web = client or new_web_client(settings, metrics=metrics)
     http_mode = settings.slack_mode == "http"
     app = AsyncApp(
         client=web,
@@ -120,7 +124,8 @@ def create_app(
         name="gpubot",
     )
     bot = SlackBot(app=app, service=service, metrics=metrics)
-    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers)
+    identities = SlackIdentities(settings.identity_map, web)
+    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers, identities=identities)
 
     @app.command(COMMAND)
     async def on_gpu(ack: AsyncAck, body: dict[str, Any], context: MutableMapping[str, Any]) -> None:
@@ -137,6 +142,7 @@ def create_app(
             return
         if not bot.recent.first(request_key("command", body)):
             await ack()
+            metrics.duplicates.labels(kind="command").inc()
             log_event(log, "duplicate request ignored", command=inv.command, user=user, channel=channel)
             return
         if bot.tasks.closing:
@@ -153,12 +159,12 @@ def create_app(
         )
         bot.after_ack(context, f"gpu-{inv.command}", lambda: answerer.answer(inv, req))
 
-    @app.action(REMEDIATE_PATTERN)
-    async def on_remediate_click(
+    async def on_click(
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
     ) -> None:
         await ack()
         if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
+            metrics.duplicates.labels(kind="action").inc()
             return
         user = str((body.get("user") or {}).get("id") or "")
         channel = str((body.get("channel") or {}).get("id") or "")
@@ -170,18 +176,25 @@ def create_app(
         blocks = [b for b in raw_blocks if isinstance(b, Mapping)] if isinstance(raw_blocks, list) else None
         response_url = str(body.get("response_url") or "")
         offer = str(action.get("value") or "")
-        log_event(log, "remediation clicked", user=user, channel=channel, offer=offer[:64])
+        action_id = str(action.get("action_id") or "")
+        kind: ClickKind = (
+            "approve" if action_id == APPROVE_ACTION else "deny" if action_id == DENY_ACTION else "run"
+        )
+        log_event(log, "remediation clicked", user=user, channel=channel, offer=offer[:64], kind=kind)
         if on_remediate is None:
             if response_url:
                 bot.after_ack(context, "remediate-not-enabled", lambda: _say_not_enabled(response_url))
             return
-        click = Click(offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts)
+        click = Click(offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts, kind=kind)
         hook = on_remediate
 
         async def handle() -> None:
             await hook(click)
 
         bot.after_ack(context, "remediate", handle)
+
+    app.action(REMEDIATE_PATTERN)(on_click)
+    app.action(APPROVAL_PATTERN)(on_click)
 
     return bot
 

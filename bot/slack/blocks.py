@@ -1,5 +1,11 @@
 """Block Kit rendering of a ``Report``: the same findings the CLI prints, shaped for a channel.
 
+A report reads by cause (``bot.report_groups``): a header naming the target, one verdict line
+(the root cause, where, the fix to try first), then one section per cause naming every object it
+was found on, each followed by one button per distinct fix it offers, least invasive first.
+node-status adds one line per node with its problems called out. The evidence goes into a second
+message (``render_details``) posted under the report, so the report itself stays short.
+
 Pure functions: a report (plus the buttons of offered remediations) in, a message out. Every
 string passes through ``limits`` so the message always respects Slack's limits; what does not fit
 is counted in ``Rendered.omitted`` and the caller attaches the full report as a file. This module
@@ -13,29 +19,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.report import Finding, Remediation, Report
+from bot.report import CardRow, Remediation, Report
+from bot.report_groups import FindingGroup, Fix, FixKey, Verdict, group_findings, node_problems, verdict
 from bot.slack import limits as L
 from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
-from bot.slack.tables import node_table_lines
+from bot.slack.tables import logical_summary
 
 Block = dict[str, Any]
 
 MARKERS: dict[str, str] = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 #: prefix of every remediation button's action_id (Slack wants action_ids unique within a block)
 REMEDIATE_ACTION = "remediate"
-#: buttons shown per finding; more are listed in the attached report
-MAX_BUTTONS_PER_FINDING = 5
-#: per-finding caps inside a channel message (each also below Slack's 3,000)
-EXPLANATION_LIMIT = 1000
-EVIDENCE_LIMIT = 2000
-STEPS_LIMIT = 1500
+#: buttons shown per cause (one per distinct fix); more are listed in the attached report
+MAX_BUTTONS_PER_GROUP = 12
+#: titles listed under a cause found on several objects; the rest are in the details
+MAX_TITLES_PER_GROUP = 5
+#: per-cause caps inside a channel message (together below Slack's 3,000 per section)
+EXPLANATION_LIMIT = 700
+STEPS_LIMIT = 1200
+VERDICT_LIMIT = 1200
+#: evidence of one cause in the details message
+EVIDENCE_LIMIT = 2900
+#: sections per details message
+DETAILS_BLOCKS = 20
 #: total serialised size of the blocks; beyond it the rest goes to the attached file
 MAX_MESSAGE_JSON = 24000
 NOT_ENABLED = "remediation buttons not enabled"
+#: the dialog's confirm button: an approver's click runs the fix, anyone else's asks the approvers
+CONFIRM_LABEL = "Run it / ask approvers"
+NOT_OFFERED = "nobody here may approve it, or it cannot be offered"
+PRIVATE_NOTE = "buttons only in answers the channel sees: run it without --private"
+DETAILS_NOTE = "🔎 The evidence for each cause follows in the next message."
 
-#: (finding index, remediation index) -> its button; None means no offer hook is installed
-Offers = Mapping[tuple[int, int], OfferButton]
+#: a distinct fix -> its button; None means no offer hook is installed
+Offers = Mapping[FixKey, OfferButton]
 
 
 @dataclass
@@ -56,7 +74,8 @@ def _mrkdwn(text: str) -> dict[str, str]:
     return {"type": "mrkdwn", "text": L.clip(text, L.MAX_SECTION_TEXT)}
 
 
-def _plain(text: str, limit: int) -> dict[str, Any]:
+def plain(text: str, limit: int) -> dict[str, Any]:
+    """A plain_text object cut to ``limit`` (Slack rejects an empty one, so never empty)."""
     return {"type": "plain_text", "text": L.clip(text, limit) or " ", "emoji": True}
 
 
@@ -72,7 +91,7 @@ def context(texts: list[str]) -> Block:
 
 
 def header(text: str) -> Block:
-    return {"type": "header", "text": _plain(text, L.MAX_HEADER)}
+    return {"type": "header", "text": plain(text, L.MAX_HEADER)}
 
 
 def severity_marker(severity: str) -> str:
@@ -82,6 +101,15 @@ def severity_marker(severity: str) -> str:
 def button_label(rem: Remediation) -> str:
     values = " ".join(str(v) for _, v in sorted(rem.params.items()))
     return L.clip(f"{rem.action} {values}".strip(), L.MAX_BUTTON_TEXT)
+
+
+def cards_summary(gpus: list[CardRow]) -> str:
+    """``2 GPUs: 1 busy, 1 idle``."""
+    counts: dict[str, int] = {}
+    for g in gpus:
+        counts[g.verdict] = counts.get(g.verdict, 0) + 1
+    states = ", ".join(f"{n} {state}" for state, n in counts.items())
+    return f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}: {states}"
 
 
 def confirm_text(rem: Remediation, blast_radius: str) -> str:
@@ -104,58 +132,80 @@ def remediation_button(rem: Remediation, offer: OfferButton, index: int) -> Bloc
     return {
         "type": "button",
         "action_id": f"{REMEDIATE_ACTION}:{index}",
-        "text": _plain(button_label(rem), L.MAX_BUTTON_TEXT),
+        "text": plain(button_label(rem), L.MAX_BUTTON_TEXT),
         "value": L.clip(offer.offer_id, L.MAX_BUTTON_VALUE, marker=""),
         "style": "danger",
         "confirm": {
-            "title": _plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
-            "text": _plain(confirm_text(rem, offer.blast_radius), L.MAX_CONFIRM_TEXT),
-            "confirm": _plain("Run it", L.MAX_CONFIRM_BUTTON),
-            "deny": _plain("Cancel", L.MAX_CONFIRM_BUTTON),
+            "title": plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
+            "text": plain(confirm_text(rem, offer.blast_radius), L.MAX_CONFIRM_TEXT),
+            "confirm": plain(CONFIRM_LABEL, L.MAX_CONFIRM_BUTTON),
+            "deny": plain("Cancel", L.MAX_CONFIRM_BUTTON),
             "style": "danger",
         },
     }
 
 
-def finding_blocks(i: int, f: Finding, offers: Offers | None) -> list[Block]:
-    """Title + explanation, evidence in a code block, next steps, then the remediation buttons."""
-    title = L.escape_mrkdwn(f.title)
-    head = f"{severity_marker(f.severity)} *{title}*  `{f.code}`"
-    if f.explanation:
-        head += "\n" + L.clip(L.escape_mrkdwn(f.explanation), EXPLANATION_LIMIT)
-    out = [section(head, block_id=f"finding-{i}")]
-    if f.evidence:
-        out.append(section(L.code_block("\n".join(f.evidence), EVIDENCE_LIMIT)))
-    if f.next_steps:
-        steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in f.next_steps)
-        out.append(section(L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT)))
-    out.extend(_remediation_blocks(i, f, offers))
+def _title_lines(group: FindingGroup) -> str:
+    """The group's head: the lead title when found once, else the code, where, and each title."""
+    marker = severity_marker(group.severity)
+    if len(group.findings) == 1:
+        head = f"{marker} *{L.escape_mrkdwn(group.lead.title)}*  `{group.code}`"
+        if group.subjects and not group.subjects[0].startswith("pod/"):
+            head += f"\n_on {L.escape_mrkdwn(group.where())}_"
+        return head
+    titles = group.titles
+    shown = titles[:MAX_TITLES_PER_GROUP]
+    lines = [f"{marker} `{group.code}` on *{L.escape_mrkdwn(group.where() or f'{len(titles)} objects')}*"]
+    lines += [f"• {L.escape_mrkdwn(t)}" for t in shown]
+    if len(titles) > len(shown):
+        lines.append(f"• … and {len(titles) - len(shown)} more (listed in the details)")
+    return "\n".join(lines)
+
+
+def group_blocks(
+    n: int,
+    group: FindingGroup,
+    offers: Offers | None,
+    *,
+    max_buttons: int = MAX_BUTTONS_PER_GROUP,
+    why_none: str = NOT_ENABLED,
+) -> list[Block]:
+    """One cause: its head, explanation and next steps in one section, then its fix buttons."""
+    text = _title_lines(group)
+    if group.explanation:
+        text += "\n" + L.clip(L.escape_mrkdwn(group.explanation), EXPLANATION_LIMIT)
+    if group.next_steps:
+        steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in group.next_steps)
+        text += "\n" + L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT)
+    out = [section(L.clip_lines(text, L.MAX_SECTION_TEXT), block_id=f"finding-{n}")]
+    out.extend(_fix_blocks(n, group.fixes, offers, max_buttons, why_none))
     return out
 
 
-def _remediation_blocks(i: int, f: Finding, offers: Offers | None) -> list[Block]:
-    if not f.remediations:
+def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: int, why_none: str) -> list[Block]:
+    """A button per fix that was offered (in fix order), the others named in one line."""
+    if not fixes:
         return []
-    shown = f.remediations[:MAX_BUTTONS_PER_FINDING]
-    more = len(f.remediations) - len(shown)
-    buttons = []
+    shown = fixes[:max_buttons]
+    more = len(fixes) - len(shown)
+    buttons: list[Block] = []
     unavailable = []
-    for j, rem in enumerate(shown):
-        offer = offers.get((i, j)) if offers is not None else None
+    for fix in shown:
+        offer = offers.get(fix.key) if offers is not None else None
         if offer:
-            buttons.append(remediation_button(rem, offer, j))
+            buttons.append(remediation_button(fix.remediation, offer, len(buttons)))
         else:
-            unavailable.append(f"`{L.escape_mrkdwn(button_label(rem))}`")
+            unavailable.append(f"`{L.escape_mrkdwn(button_label(fix.remediation))}`")
     out: list[Block] = []
     for start in range(0, len(buttons), L.MAX_ACTIONS_ELEMENTS):
         chunk = buttons[start : start + L.MAX_ACTIONS_ELEMENTS]
-        out.append({"type": "actions", "block_id": f"remediate-{i}-{start}", "elements": chunk})
+        out.append({"type": "actions", "block_id": f"remediate-{n}-{start}", "elements": chunk})
     if unavailable or more:
-        why = NOT_ENABLED if offers is None else "not offered here"
-        note = f"Possible fixes: {', '.join(unavailable)} ({why})" if unavailable else ""
+        why = why_none if offers is None else NOT_OFFERED
+        note = f"Without a button: {', '.join(unavailable)} ({why})" if unavailable else ""
         if more:
             note += f" {more} more in the full report."
-        out.append(context([note.strip()]))
+        out.append(context([L.clip(note.strip(), L.MAX_SECTION_TEXT)]))
     return out
 
 
@@ -165,28 +215,80 @@ def _size(blocks: list[Block]) -> int:
 
 def _footer(report: Report) -> Block:
     parts = [f"cluster *{L.escape_mrkdwn(report.cluster or '-')}*", f"{report.elapsed_ms / 1000:.1f} s"]
+    if report.read_as:
+        parts.append(f"read as *{L.escape_mrkdwn(report.read_as)}*")
     if report.skipped:
         skipped = "; ".join(f"{s.what} ({s.why})" for s in report.skipped)
-        parts.append("skipped: " + L.escape_mrkdwn(skipped))
+        parts.append("not read: " + L.escape_mrkdwn(skipped))
     return context([L.clip(" · ".join(parts), 2000)])
 
 
-def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
-    """The channel message for a report; groups that do not fit are counted, never half-shown."""
+def verdict_block(v: Verdict) -> Block:
+    """The one line on top: the root cause, where, and the fix to try first."""
+    text = f"*Root cause:* {L.escape_mrkdwn(v.cause)}"
+    extra = []
+    if v.where:
+        extra.append(f"*Where:* {L.escape_mrkdwn(v.where)}")
+    if v.fix:
+        extra.append(f"*Fix first:* {L.escape_mrkdwn(v.fix)}")
+    if extra:
+        text += "\n" + " · ".join(extra)
+    return section(L.clip(text, VERDICT_LIMIT), block_id="verdict")
+
+
+def node_lines(report: Report) -> list[str]:
+    """node-status in one line per node: its allocation and cards, its problems called out."""
+    lines = []
+    for row in report.nodes:
+        problems = node_problems(row, report.findings)
+        marker = "🔴" if problems else "✅"
+        parts = [f"{marker} `{L.escape_mrkdwn(row.node)}`", L.escape_mrkdwn(logical_summary(row.logical))]
+        if row.gpus:
+            parts.append(cards_summary(row.gpus))
+        if problems:
+            parts.append("*" + L.escape_mrkdwn(", ".join(problems)) + "*")
+        lines.append(" · ".join(parts))
+    return lines
+
+
+def render_report(report: Report, *, offers: Offers | None = None, private: bool = False) -> Rendered:
+    """The channel message for a report: the verdict, then one part per cause (with its fix
+    buttons); evidence goes into ``render_details``. Parts that do not fit are counted, never
+    half-shown. ``private``: only the asker sees it, so fixes are named without buttons and
+    nothing can be attached."""
+    why_none = PRIVATE_NOTE if private else NOT_ENABLED
     target = describe_target(report)
-    verdict = report.verdict()
-    top = report.findings[0].severity if report.findings else ""
-    marker = severity_marker(top) if top else "✅"
-    blocks: list[Block] = [header(f"{marker} {target}: {verdict}")]
-    groups: list[list[Block]] = [finding_blocks(i, f, offers) for i, f in enumerate(report.findings)]
+    found = verdict(report)
+    troubled = sum(1 for row in report.nodes if node_problems(row, report.findings))
+    if found:
+        title = f"{severity_marker(found.severity)} {target}"
+    elif troubled:
+        title = f"{severity_marker('warning')} {target}: {troubled} of {len(report.nodes)} node(s) need a look"
+    else:
+        title = f"✅ {target}: no problem found"
+    blocks: list[Block] = [header(title)]
+    if found:
+        blocks.append(verdict_block(found))
+    causes = group_findings(report.findings)
+    footer = _footer(report)
+    tail = [context([DETAILS_NOTE])] if any(f.evidence for f in report.findings) else []
+    reserve = 2 + len(tail)  # the footer, the details note and a "cut here" note
+    budget = MAX_MESSAGE_JSON - _size([footer, *tail]) - 400
+    if causes:
+        # the root cause is never cut: with huge offers it keeps as many buttons as fit
+        first = group_blocks(0, causes[0], offers, why_none=why_none)
+        buttons = MAX_BUTTONS_PER_GROUP
+        while buttons > 0 and _size(blocks + first) > budget:
+            buttons //= 2
+            first = group_blocks(0, causes[0], offers, max_buttons=buttons, why_none=why_none)
+        blocks.extend(first)
+    groups: list[list[Block]] = []
     if report.nodes:
-        groups += [[section(L.code_block(c))] for c in L.split_chunks(node_table_lines(report.nodes), 2900)]
+        groups += [[section(c)] for c in L.split_chunks(node_lines(report), 2900)]
+    groups += [group_blocks(n, g, offers, why_none=why_none) for n, g in enumerate(causes) if n > 0]
     if report.text:
         lines = [L.escape_mrkdwn(x) for x in report.text.splitlines()]
         groups += [[section(c)] for c in L.split_chunks(lines, 2900)]
-    footer = _footer(report)
-    reserve = 2  # the footer and a "cut here" note
-    budget = MAX_MESSAGE_JSON - _size([footer]) - 400
     omitted = 0
     for n, group in enumerate(groups):
         if len(blocks) + len(group) > L.MAX_BLOCKS - reserve or _size(blocks + group) > budget:
@@ -194,11 +296,36 @@ def render_report(report: Report, *, offers: Offers | None = None) -> Rendered:
             break
         blocks.extend(group)
     if omitted:
-        note = f"_{omitted} more part(s) of this report did not fit; the full report is attached._"
-        blocks.append(section(note))
+        where = "run it without --private to get it as a file" if private else "the full report is attached"
+        blocks.append(section(f"_{omitted} more part(s) of this report did not fit; {where}._"))
+    blocks.extend(tail)
     blocks.append(footer)
-    fallback = L.clip(f"{target}: {verdict}", L.MAX_FALLBACK_TEXT)
+    headline = found.text() if found else "no problem found"
+    fallback = L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
     return Rendered(blocks=blocks, text=fallback, omitted=omitted)
+
+
+def render_details(report: Report) -> list[Rendered]:
+    """The evidence of every cause, for the thread under the report: one section per cause, as
+    many messages as it takes (each inside every limit); empty when there is no evidence."""
+    sections: list[Block] = []
+    for group in group_findings(report.findings):
+        if not group.evidence:
+            continue
+        where = f" on {L.escape_mrkdwn(group.where())}" if group.where() else ""
+        prefix = f"{severity_marker(group.severity)} `{group.code}`{where}\n"
+        sections.append(section(L.code_block("\n".join(group.evidence), EVIDENCE_LIMIT, prefix=prefix)))
+    target = describe_target(report)
+    pages: list[Rendered] = []
+    blocks: list[Block] = []
+    for block in sections:
+        if blocks and (len(blocks) >= DETAILS_BLOCKS or _size([*blocks, block]) > MAX_MESSAGE_JSON):
+            pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+            blocks = []
+        blocks.append(block)
+    if blocks:
+        pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+    return pages
 
 
 def render_progress(target: str, user_id: str, command_text: str) -> Rendered:
@@ -211,14 +338,18 @@ def render_progress(target: str, user_id: str, command_text: str) -> Rendered:
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     """What the placeholder becomes once the answer is in: the verdict, pointing at the thread."""
     counts: dict[str, int] = {}
-    for f in report.findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
+    for g in group_findings(report.findings):
+        counts[g.severity] = counts.get(g.severity, 0) + 1
     tally = ", ".join(f"{severity_marker(s)} {n} {s}" for s, n in counts.items()) or "✅ no problem found"
     target = describe_target(report)
-    text = f"*{L.escape_mrkdwn(target)}*: {L.escape_mrkdwn(report.verdict())}\n{tally}"
+    found = verdict(report)
+    headline = found.text() if found else "no problem found"
+    text = f"*{L.escape_mrkdwn(target)}*: {L.escape_mrkdwn(headline)}\n{tally}"
     if in_thread:
         text += " · details in the thread"
-    return Rendered(blocks=[section(text)], text=L.clip(f"{target}: {report.verdict()}", L.MAX_FALLBACK_TEXT))
+    return Rendered(
+        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+    )
 
 
 def render_progress_failed(progress: Rendered, why: str) -> Rendered:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from bot.commands import Invocation
 from bot.report import Finding, Remediation, Report
@@ -80,9 +80,16 @@ class RemediationOffers(Protocol):
         ...
 
 
+ClickKind = Literal["run", "approve", "deny"]
+
+
 @dataclass(frozen=True)
 class Click:
-    """One click on a remediation button, as Slack reported it (after the ack)."""
+    """One click on a remediation button, as Slack reported it (after the ack).
+
+    ``kind``: ``run`` is the report's own button; ``approve`` and ``deny`` are the buttons of an
+    approval request, which act on the same offer from another message.
+    """
 
     #: the opaque offer id the button carried (untrusted: anyone can forge a payload)
     offer_id: str
@@ -97,6 +104,7 @@ class Click:
     blocks: Sequence[Mapping[str, Any]] | None = None
     #: the thread the message is in; ``None`` when it is top level
     thread_ts: str | None = None
+    kind: ClickKind = "run"
 
 
 #: Called (after the ack) when someone clicks a remediation button.

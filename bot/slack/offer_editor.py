@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -100,6 +100,50 @@ class OfferEditor:
                 return
             try:
                 await self.client.chat_update(channel=channel, ts=ts, text=summary, blocks=edited)
+            except SlackApiError as exc:
+                log.warning("chat.update failed: %s", slack_error(exc))
+                return
+            self.remember(channel, ts, edited)
+
+    async def post_blocks(
+        self, channel: str, text: str, blocks: Sequence[Mapping[str, Any]], *, thread_ts: str | None = None
+    ) -> str | None:
+        """Post a message of ``blocks`` and remember them; its ``ts``, or ``None`` if Slack refused."""
+        if self.client is None or not channel:
+            return None
+        kwargs: dict[str, Any] = {"channel": channel, "text": L.clip(text, L.MAX_FALLBACK_TEXT), "blocks": blocks}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        try:
+            resp = await self.client.chat_postMessage(**kwargs)
+        except SlackApiError as exc:
+            log.warning("chat.postMessage failed: %s", slack_error(exc))
+            return None
+        ts = str(resp.get("ts") or "")
+        if ts:
+            self.remember(channel, ts, blocks)
+        return ts or None
+
+    async def edit(
+        self,
+        channel: str,
+        ts: str,
+        transform: Callable[[list[Block]], list[Block] | None],
+        text: str,
+    ) -> None:
+        """Edit a message this process posted: ``transform`` its remembered blocks (``None``: no change)."""
+        if self.client is None or not channel or not ts:
+            return
+        key = (channel, ts)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            base = self._blocks.get(key)
+            edited = transform([dict(b) for b in base]) if base else None
+            if edited is None:
+                return
+            try:
+                await self.client.chat_update(
+                    channel=channel, ts=ts, text=L.clip(text, L.MAX_FALLBACK_TEXT), blocks=edited
+                )
             except SlackApiError as exc:
                 log.warning("chat.update failed: %s", slack_error(exc))
                 return

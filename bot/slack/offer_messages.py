@@ -1,4 +1,5 @@
-"""What a remediation offer's button turns into: status lines in its place, steps for the thread.
+"""What a remediation offer's button turns into: status lines in its place, steps for the thread,
+and the approval request a click by someone who may not approve sends to those who may.
 
 A report message can carry several remediation buttons (one per node, several per finding).
 When one is clicked, or its offer expires, only that button may change: the report, and the other
@@ -16,12 +17,17 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.remediation import ClickOutcome, PendingAction
+from bot.remediation import Approvers, ClickOutcome, PendingAction
 from bot.slack import limits as L
-from bot.slack.blocks import REMEDIATE_ACTION, Block, context
+from bot.slack.blocks import REMEDIATE_ACTION, Block, context, plain, section
 
 #: prefix of the block_id of an offer's status line (the offer id follows)
 STATUS_PREFIX = "offer-status-"
+#: action ids of the approval request's buttons (their value is the offer id)
+APPROVE_ACTION = "approval:approve"
+DENY_ACTION = "approval:deny"
+#: prefix of the block_id of an approval request's buttons, then of the line replacing them
+REQUEST_PREFIX = "approval-"
 #: what an expired offer's line says
 EXPIRED = "expired — run the diagnosis again"
 #: the longest status line or thread note we send (Slack's section limit is 3,000)
@@ -47,11 +53,93 @@ def expired_text(record: PendingAction | None) -> str:
     return f":hourglass: {_what(record)}: {EXPIRED}"
 
 
+def denied_text(record: PendingAction | None, user_id: str) -> str:
+    return f":no_entry_sign: {_what(record)}: denied by <@{user_id}>; nothing was done."
+
+
+def mentions(asked: Approvers, *, besides: str = "") -> str:
+    """``<!subteam^S1>, <@U2>``: the approvers, as Slack notifies them (command-line ids left out)."""
+    names = [f"<!subteam^{g}>" for g in sorted(asked.groups)]
+    names += [f"<@{u}>" for u in sorted(asked.users) if u != besides and not u.startswith("cli:")]
+    return ", ".join(names) or "the configured approvers"
+
+
+def asked_text(record: PendingAction, asked: Approvers, *, first_approval: bool, user_id: str) -> str:
+    """What the clicker alone is told: who was asked, and why they could not run it themselves."""
+    if first_approval:
+        return (
+            f"Two-person rule: your approval of {_what(record)} is recorded; asked "
+            f"{mentions(asked, besides=user_id)} to second it. The report shows the result."
+        )
+    return f"You cannot approve {_what(record)} yourself; asked {mentions(asked)}. The report shows the result."
+
+
+def approval_request_blocks(
+    record: PendingAction,
+    requester: str,
+    asked: Approvers,
+    *,
+    first_approval: bool,
+    blast_radius: str,
+) -> list[Block]:
+    """The message to the approvers: who wants what, why, and Approve / Deny.
+
+    Under the two-person rule it says who approved already and who must second. Approve runs
+    the same single-use claim as the report's button, behind the same danger confirmation.
+    """
+    who = mentions(asked, besides=requester if first_approval else "")
+    finding = f" for `{L.escape_mrkdwn(record.finding_code)}`" if record.finding_code else ""
+    if first_approval:
+        text = (
+            f":raised_hand: {who}: {_what(record)}{finding} needs a second approver (two-person rule).\n"
+            f"*Approved by:* <@{requester}>\n*Must second:* {who} (not <@{requester}>)"
+        )
+    else:
+        text = f":raised_hand: {who}: <@{requester}> asks to run {_what(record)}{finding}."
+    confirm = {
+        "title": plain(f"Run {record.action}?", L.MAX_CONFIRM_TITLE),
+        "text": plain(blast_radius or f"gpubot will run {record.action}.", L.MAX_CONFIRM_TEXT),
+        "confirm": plain("Run it", L.MAX_CONFIRM_BUTTON),
+        "deny": plain("Cancel", L.MAX_CONFIRM_BUTTON),
+        "style": "danger",
+    }
+    value = L.clip(record.id, L.MAX_BUTTON_VALUE, marker="")
+    buttons: list[Block] = [
+        {"type": "button", "action_id": APPROVE_ACTION, "text": plain("Approve", L.MAX_BUTTON_TEXT),
+         "value": value, "style": "danger", "confirm": confirm},
+        {"type": "button", "action_id": DENY_ACTION, "text": plain("Deny", L.MAX_BUTTON_TEXT), "value": value},
+    ]
+    out = [section(L.clip(text, LINE_LIMIT))]
+    if blast_radius:
+        out.append(context([L.clip(L.escape_mrkdwn(blast_radius), LINE_LIMIT)]))
+    out.append({"type": "actions", "block_id": request_block_id(record.id), "elements": buttons})
+    return out
+
+
+def request_block_id(offer_id: str) -> str:
+    return L.clip(REQUEST_PREFIX + offer_id, L.MAX_ID, marker="")
+
+
+def settle_request(blocks: Sequence[Mapping[str, Any]], offer_id: str, text: str) -> list[Block] | None:
+    """The approval request with its buttons (or its last status line) replaced by ``text``."""
+    out: list[Block] = [copy.deepcopy(dict(b)) for b in blocks]
+    wanted = request_block_id(offer_id)
+    for i, block in enumerate(out):
+        if block.get("block_id") == wanted:
+            line = context([L.clip(text, L.MAX_SECTION_TEXT)])
+            line["block_id"] = wanted
+            out[i] = line
+            return out
+    return None
+
+
 def final_text(outcome: ClickOutcome, user_id: str) -> str:
     """The status line once a click has ended: who approved it and how it went, in one line."""
     record = outcome.action
     if outcome.status == "expired":
         return expired_text(record)
+    if outcome.status == "denied":
+        return denied_text(record, user_id)
     icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(outcome.status, ":no_entry_sign:")
     by = f"approved by <@{user_id}>, " if outcome.executed else ""
     summary = record.result_summary if record and record.result_summary else outcome.message

@@ -28,7 +28,8 @@ def tokenize(text: str) -> list[str]:
 
 
 def parse_slash(text: str, *, channel_id: str, settings: Settings) -> Invocation:
-    """The invocation for ``/gpu <text>`` typed in ``channel_id``.
+    """The invocation for ``/gpu <text>`` typed in ``channel_id``, with the channel's defaults
+    (cluster, private answers) filled in.
 
     Raises ``UsageError`` for malformed input and ``ConfigError`` for an unknown cluster, both
     before any cluster is contacted.
@@ -37,7 +38,11 @@ def parse_slash(text: str, *, channel_id: str, settings: Settings) -> Invocation
         raise UsageError(f"input too long (over {MAX_INPUT} characters). try `{command_prefix('slack')} help`")
     argv = tokenize(text) or ["help"]
     inv = parse_invocation(argv, surface="slack")
-    return with_default_cluster(inv, channel_id, settings.channel_clusters, settings)
+    inv = with_default_cluster(inv, channel_id, settings.channel_clusters, settings)
+    if inv.private is None and command(inv.command).diagnosis:
+        private = channel_id in settings.private_channels or "*" in settings.private_channels
+        inv = dataclasses.replace(inv, private=private)
+    return inv
 
 
 def with_default_cluster(

@@ -1,41 +1,71 @@
-"""The remediation loop as Slack shows it: buttons for offers, a click's progress in place.
+"""The remediation loop as Slack shows it: buttons for offers, approval requests, progress in place.
 
 ``SlackRemediation`` is what the Slack app is given for remediation (``RemediationOffers`` and
-the click hook): it registers each offered fix with the remediation service and hands back the
-button, learns where the buttons were posted, and turns a click into one call of the service's
-``click`` (the app's click hook): the clicked button alone becomes "approved by <@U…> at …,
-running", then the outcome, and the step details go into the report's thread. Clickers named
-only through a Slack user group are looked up here, and only when group approvers are configured.
-``sweep_expired`` (run periodically by ``serve``) and ``start`` (after a restart) say in place
-what the service expired or found interrupted.
+the click hook). It registers each offered fix with the remediation service and hands back the
+button, but only for actions somebody may approve (a button nobody can use is noise); it learns
+where the buttons were posted, and turns a click into one call of the service:
+
+- an approver's click: the clicked button alone becomes "approved by <@U…> at …, running", then
+  the outcome, and the step details go into the report's thread;
+- a click by someone who may not approve becomes an approval request: a message mentioning the
+  approvers (user groups as ``<!subteam^…>``) with Approve and Deny buttons, and the clicker is
+  told, privately, who was asked. Under the two-person rule it says who approved and who must
+  second. Approve runs exactly what the report's button would (the same single-use claim);
+  the report's button line and the request both show the outcome.
+
+Clickers named only through a Slack user group are looked up here, and only when group approvers
+are configured. ``sweep_expired`` (run periodically by ``serve``) and ``start`` (after a restart)
+say in place what the service expired or found interrupted.
 
 This module only talks to Slack; the remediation service decides who may run what, and runs it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.remediation import PendingAction, RemediationService
+from bot.observability import Metrics
+from bot.remediation import ClickOutcome, PendingAction, RemediationService
 from bot.report import Finding, Remediation, Report
 from bot.slack.hooks import Click, OfferButton, OfferContext, PostedOffers
 from bot.slack.offer_editor import OfferEditor, slack_error
-from bot.slack.offer_messages import expired_text, final_text, interrupted_text, running_text, steps_text
+from bot.slack.offer_messages import (
+    approval_request_blocks,
+    asked_text,
+    expired_text,
+    final_text,
+    interrupted_text,
+    running_text,
+    settle_request,
+    steps_text,
+)
 
 log = logging.getLogger("gpubot.slack.remediation")
 
+#: approval requests this process remembers (offer id -> where the request message is)
+MAX_REQUESTS = 1024
+
 
 class SlackRemediation:
-    """Offers, clicks, expiry and restart notes for one bot process, on one Slack workspace."""
+    """Offers, clicks, approval requests, expiry and restart notes for one bot process."""
 
-    def __init__(self, remediation: RemediationService, client: AsyncWebClient | None) -> None:
+    def __init__(
+        self, remediation: RemediationService, client: AsyncWebClient | None, *, metrics: Metrics | None = None
+    ) -> None:
         self.remediation = remediation
         self.client = client
         self.messages = OfferEditor(client)
+        self.metrics = metrics or Metrics()
+        #: offer id -> (channel, ts) of its open approval request
+        self.requests: dict[str, tuple[str, str]] = {}
+        self._request_lock = asyncio.Lock()
 
     async def start(self) -> list[PendingAction]:
         """After a restart: say where each run that was cut off (and is not re-run) was approved."""
@@ -49,7 +79,10 @@ class SlackRemediation:
     async def offer_remediation(
         self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
     ) -> OfferButton | None:
-        """The button for one offered fix, or ``None`` (listed without one)."""
+        """The button for one offered fix, or ``None`` (listed without one): nobody may approve
+        the action, or it cannot be offered."""
+        if not self.remediation.approvers_of(remediation.action):
+            return None
         record = await self.remediation.offer(
             remediation.action,
             remediation.params,
@@ -60,6 +93,7 @@ class SlackRemediation:
         )
         if record is None:
             return None
+        self.metrics.offers.labels(action=record.action).inc()
         return OfferButton(record.id, self.remediation.blast_radius(record.action))
 
     async def offers_posted(self, posted: PostedOffers) -> None:
@@ -79,6 +113,7 @@ class SlackRemediation:
         for record in expired:
             if record.channel and record.message_ts:
                 by_message.setdefault((record.channel, record.message_ts), []).append(record)
+            await self._settle_request(record.id, expired_text(record))
         for (channel, ts), records in by_message.items():
             await self.messages.update_offers(
                 channel, ts, [(r.id, expired_text(r)) for r in records], thread_ts=records[0].thread_ts
@@ -101,34 +136,127 @@ class SlackRemediation:
                 found.append(group)
         return found
 
+    # -- clicks -----------------------------------------------------------------------------------
+
     async def on_click(self, click: Click) -> None:
-        """The app's click hook: one click through the service, and what it did, in place."""
+        """The app's click hook: the report's button, or Approve / Deny on an approval request."""
         groups = await self.user_groups(click.user_id)
-        thread = click.thread_ts
+        if click.kind == "deny":
+            outcome = await self.remediation.deny(click.offer_id, click.user_id, groups)
+            await self._after(click, outcome)
+            return
+        from_request = click.kind == "approve"
+        # where the offer's button is: the clicked message, or (from a request) the report
+        where = _Where(click.channel, click.message_ts, click.thread_ts, click.blocks)
 
         async def announce(record: PendingAction) -> None:
-            nonlocal thread
-            thread = record.thread_ts or click.thread_ts
-            if click.message_ts:
-                await self.remediation.locate(
-                    [record.id], channel=click.channel, message_ts=click.message_ts, thread_ts=thread
-                )
+            nonlocal where
+            if from_request:
+                where = _Where(record.channel, record.message_ts or "", record.thread_ts, None)
+            else:
+                where = _Where(where.channel, where.ts, record.thread_ts or click.thread_ts, where.blocks)
+                if click.message_ts:
+                    await self.remediation.locate(
+                        [record.id], channel=click.channel, message_ts=click.message_ts, thread_ts=where.thread
+                    )
             at = self.remediation.flow.clock()
             text = running_text(record, click.user_id, at, dry_run=self.remediation.settings.dry_run)
+            await self._settle_request(record.id, text, keep=True)
             await self.messages.update_offers(
-                click.channel, click.message_ts, [(record.id, text)],
-                blocks=click.blocks, thread_ts=thread or click.message_ts,
+                where.channel, where.ts, [(record.id, text)], blocks=where.blocks, thread_ts=where.thread or where.ts
             )
 
         outcome = await self.remediation.click(click.offer_id, click.user_id, groups, on_running=announce)
         record = outcome.action
-        thread = thread or (record.thread_ts if record else None) or click.message_ts
+        if from_request and record is not None:
+            where = _Where(record.channel, record.message_ts or "", record.thread_ts, None)
+        await self._after(click, outcome, where)
+
+    async def _after(self, click: Click, outcome: ClickOutcome, where: _Where | None = None) -> None:
+        """Count the outcome, then show it: in place of the button, on the request, or privately."""
+        record = outcome.action
+        self._count(outcome)
+        if where is None:  # a deny: the offer's button is in the report the record points at
+            where = _Where(record.channel, record.message_ts or "", record.thread_ts, None) if record else _NOWHERE
+        thread = where.thread or (record.thread_ts if record else None) or where.ts
+        if outcome.status == "approval_requested" and record is not None:
+            if click.kind == "run":
+                await self._ask(click, outcome, record)
+            else:  # Approve on a request by someone who may not approve: the request stays open
+                await self.messages.ephemeral(click.response_url, outcome.message)
+            return
         if outcome.updates_offer and record is not None:
+            text = final_text(outcome, click.user_id)
+            await self._settle_request(record.id, text, clicked=click)
             await self.messages.update_offers(
-                click.channel, click.message_ts, [(record.id, final_text(outcome, click.user_id))],
-                blocks=click.blocks, thread_ts=thread,
+                where.channel, where.ts, [(record.id, text)], blocks=where.blocks, thread_ts=thread
             )
         else:
             await self.messages.ephemeral(click.response_url, outcome.message)
-        if outcome.steps and click.channel:
-            await self.messages.post(click.channel, steps_text(outcome.steps), thread_ts=thread or None)
+        if outcome.steps and where.channel:
+            await self.messages.post(where.channel, steps_text(outcome.steps), thread_ts=thread or None)
+
+    async def _ask(self, click: Click, outcome: ClickOutcome, record: PendingAction) -> None:
+        """Post the approval request (once per offer) and tell the clicker who was asked."""
+        assert outcome.asked is not None
+        note = asked_text(record, outcome.asked, first_approval=outcome.first_approval, user_id=click.user_id)
+        async with self._request_lock:
+            if record.id in self.requests:
+                await self.messages.ephemeral(click.response_url, "Already asked: " + note)
+                return
+            channel = self.remediation.settings.approval_channel or record.channel or click.channel
+            thread = None
+            if not self.remediation.settings.approval_channel:
+                thread = record.thread_ts or record.message_ts or click.thread_ts or click.message_ts or None
+            blocks = approval_request_blocks(
+                record,
+                click.user_id,
+                outcome.asked,
+                first_approval=outcome.first_approval,
+                blast_radius=self.remediation.blast_radius(record.action),
+            )
+            text = blocks[0]["text"]["text"]
+            ts = await self.messages.post_blocks(channel, text, blocks, thread_ts=thread)
+            if ts:
+                self.requests[record.id] = (channel, ts)
+                while len(self.requests) > MAX_REQUESTS:
+                    self.requests.pop(next(iter(self.requests)))
+        self.metrics.approval_requests.labels(action=record.action).inc()
+        await self.messages.ephemeral(click.response_url, note if ts else outcome.message)
+
+    async def _settle_request(
+        self, offer_id: str, text: str, *, keep: bool = False, clicked: Click | None = None
+    ) -> None:
+        """The request's Approve/Deny give way to ``text`` (kept open for a later line if ``keep``).
+
+        A request this process did not post (a restart in between) is known from the click on it.
+        """
+        where = self.requests.get(offer_id) if keep else self.requests.pop(offer_id, None)
+        if where is None and clicked is not None and clicked.kind != "run" and clicked.blocks:
+            self.messages.remember(clicked.channel, clicked.message_ts, clicked.blocks)
+            where = (clicked.channel, clicked.message_ts)
+        if where is None:
+            return
+        channel, ts = where
+        await self.messages.edit(channel, ts, lambda blocks: settle_request(blocks, offer_id, text), text)
+
+    def _count(self, outcome: ClickOutcome) -> None:
+        action = outcome.action.action if outcome.action else "unknown"
+        if outcome.executed:
+            self.metrics.approvals.labels(action=action).inc()
+            self.metrics.action_outcomes.labels(action=action, outcome=outcome.status).inc()
+        elif outcome.status != "approval_requested":
+            self.metrics.refusals.labels(action=action, reason=outcome.status).inc()
+
+
+@dataclass(frozen=True)
+class _Where:
+    """The message that carries an offer's button: channel, ts, thread and (if known) its blocks."""
+
+    channel: str
+    ts: str
+    thread: str | None
+    blocks: Sequence[Mapping[str, Any]] | None
+
+
+_NOWHERE = _Where("", "", None, None)

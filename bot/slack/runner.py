@@ -1,9 +1,13 @@
 """What happens after the ack: run the command, then post the answer where it was asked.
 
-Order in the channel: a "diagnosing…" placeholder at once, the full answer as a thread reply, the
-placeholder updated to the verdict, and the whole report attached as a file when the message had
-to be cut. When the answer carries remediation buttons, the offers hook is told where that
-message landed (channel, ts, thread), so a click or an expiry can later edit just one button.
+Order in the channel: a "diagnosing…" placeholder at once, the answer as a thread reply (the
+verdict, one part per cause, one button per distinct fix), the evidence as the next reply, the
+placeholder updated to the verdict, the whole report attached as a file when a message had to be
+cut, and for node-status over more than ``PICTURE_MIN_NODES`` nodes a PNG of the cards by state.
+A private answer (``--private``, or a channel in ``private_channels``) goes only to the asker,
+through the command's ``response_url``, without buttons. When the answer carries remediation
+buttons, the offers hook is told where that message landed (channel, ts, thread), so a click or
+an expiry can later edit just one button.
 Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
 command's ``response_url`` instead. Help and runbooks answer only the asker (ephemeral). This
 module renders nothing itself and never runs a remediation.
@@ -11,6 +15,8 @@ module renders nothing itself and never runs a remediation.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import re
 import time
@@ -23,11 +29,14 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.commands import Invocation
 from bot.errors import GpubotError
+from bot.node_picture import PICTURE_MIN_NODES, render_node_picture
 from bot.observability import Metrics, log_event
 from bot.report import Report
+from bot.report_groups import FixKey, group_findings
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedOffers, RemediationOffers
+from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 
@@ -35,6 +44,8 @@ log = logging.getLogger("gpubot.slack")
 
 #: response_url accepts at most five messages; keep one for errors
 MAX_EPHEMERAL_PAGES = 4
+#: evidence messages posted under a report; beyond them the full report is attached
+MAX_DETAIL_MESSAGES = 3
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -73,11 +84,13 @@ class Answerer:
         service: DiagnosisService,
         metrics: Metrics,
         offers: RemediationOffers | None = None,
+        identities: SlackIdentities | None = None,
     ) -> None:
         self._client = client
         self._service = service
         self._metrics = metrics
         self._offers = offers
+        self._identities = identities
 
     async def answer(self, inv: Invocation, req: SlashRequest) -> None:
         started = time.monotonic()
@@ -88,7 +101,13 @@ class Answerer:
                 report = await self._service.run(inv)
                 await self._answer_text(report, req)
             else:
-                report = await self._diagnose(inv, req)
+                if self._identities is not None and self._identities.enabled:
+                    # per-user authority: the diagnosis reads as the asker's Kubernetes identity
+                    inv = dataclasses.replace(inv, identity=await self._identities.identity_for(req.user_id))
+                if inv.private:
+                    report = await self._diagnose_privately(inv, req)
+                else:
+                    report = await self._diagnose(inv, req)
             outcome = outcome_of(report)
         except GpubotError as exc:
             outcome = "usage"
@@ -109,6 +128,7 @@ class Answerer:
                 user=req.user_id,
                 channel=req.channel_id,
                 cluster=(report.cluster if report and report.cluster else inv.cluster),
+                read_as=inv.identity.user if inv.identity is not None else "",
                 duration_ms=int(seconds * 1000),
                 outcome=outcome,
                 findings=report.codes() if report else [],
@@ -134,27 +154,63 @@ class Answerer:
             raise
         offers = await self._offers_for(report, inv, req)
         rendered = B.render_report(report, offers=offers)
+        details = B.render_details(report)
         if parent_ts is None:
             await self._webhook(req, rendered, response_type="in_channel")
+            for page in details[: MAX_EPHEMERAL_PAGES - 1]:
+                await self._webhook(req, page, response_type="in_channel")
             return report
         report_ts = await self._post(req.channel_id, rendered, thread_ts=parent_ts)
         if report_ts and offers:
             await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
+        for page in details[:MAX_DETAIL_MESSAGES]:
+            await self._post(req.channel_id, page, thread_ts=parent_ts)
         await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
-        if rendered.truncated:
+        if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
             await self._attach(req.channel_id, parent_ts, report)
+        if report.command == "node-status" and len(report.nodes) > PICTURE_MIN_NODES:
+            await self._attach_picture(req.channel_id, parent_ts, report)
+        return report
+
+    async def _attach_picture(self, channel: str, thread_ts: str, report: Report) -> None:
+        """node-status over many nodes: the cards by node and state as a PNG in the thread."""
+        try:
+            png = await asyncio.to_thread(render_node_picture, report)
+        except GpubotError as exc:  # matplotlib not installed: the table still stands
+            log_event(log, "no node picture", level=logging.WARNING, reason=exc.user_message)
+            return
+        try:
+            await self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                file=png,
+                filename="gpubot-node-status.png",
+                title=f"GPU cards by node: {len(report.nodes)} nodes",
+            )
+        except SlackApiError as exc:
+            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=_error(exc))
+
+    async def _diagnose_privately(self, inv: Invocation, req: SlashRequest) -> Report:
+        """``--private`` (or a private channel): every message goes to the asker alone through
+        ``response_url``, nothing is posted in the channel, and no fix gets a button (a button in
+        a message only one person sees could not show its outcome to anyone else)."""
+        await self._ephemeral(req, B.render_progress(target_words(inv), req.user_id, req.text).text)
+        report = await self._service.run(inv)
+        await self._webhook(req, B.render_report(report, private=True), response_type="ephemeral")
+        for page in B.render_details(report)[: MAX_EPHEMERAL_PAGES - 2]:
+            await self._webhook(req, page, response_type="ephemeral")
         return report
 
     async def _offers_for(self, report: Report, inv: Invocation, req: SlashRequest) -> B.Offers | None:
         if self._offers is None:
             return None
         ctx = OfferContext(req.user_id, req.channel_id, req.team_id, report.cluster or inv.cluster, inv)
-        buttons: dict[tuple[int, int], OfferButton] = {}
-        for i, finding in enumerate(report.findings):
-            for j, rem in enumerate(finding.remediations[: B.MAX_BUTTONS_PER_FINDING]):
-                offered = await self._offers.offer_remediation(report, finding, rem, ctx)
+        buttons: dict[FixKey, OfferButton] = {}
+        for group in group_findings(report.findings):
+            for fix in group.fixes[: B.MAX_BUTTONS_PER_GROUP]:
+                offered = await self._offers.offer_remediation(report, fix.finding, fix.remediation, ctx)
                 if offered is not None:
-                    buttons[(i, j)] = offered
+                    buttons[fix.key] = offered
         return buttons
 
     async def _offers_posted(self, channel: str, ts: str, thread_ts: str, rendered: B.Rendered) -> None:

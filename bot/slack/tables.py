@@ -27,7 +27,8 @@ def short_resource(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def _logical(logical: Any) -> str:
+def logical_summary(logical: Any) -> str:
+    """``qgpu-core 0/200, qgpu-memory 0/62``: requested/allocatable per GPU resource."""
     if not isinstance(logical, Mapping) or not logical:
         return "-"
     parts = []
@@ -54,7 +55,7 @@ def node_table_lines(nodes: list[NodeRow]) -> list[str]:
     for row in nodes:
         lines.append(
             f"{_cell(row.node):<{width}}  {_cell(row.ready):<5}  "
-            f"{_cell(row.cordoned):<6}  {row.ssh[:8]:<8} {_logical(row.logical)}"
+            f"{_cell(row.cordoned):<6}  {row.ssh[:8]:<8} {logical_summary(row.logical)}"
         )
         if row.gpus:
             lines.append("  GPU  UTIL      MEM(MiB)  TEMP  POWER  VERDICT")

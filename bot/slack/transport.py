@@ -104,6 +104,7 @@ class SlackServer:
             # mangled request is simply unauthenticated
             log_event(log, "rejected request", level=logging.WARNING, reason="malformed signature headers",
                       path=EVENTS_PATH)
+            self.bot.metrics.rejected_signatures.inc()
             self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
             return web.Response(status=401, text="invalid request")
         jobs: list[Job] = []
@@ -116,6 +117,7 @@ class SlackServer:
         bolt_resp = await self.bot.app.async_dispatch(bolt_req)
         if bolt_resp.status == 401:
             log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
+            self.bot.metrics.rejected_signatures.inc()
         response = await to_aiohttp_response(bolt_resp)
         # send the ack before any work starts, so a slow diagnosis can never delay it
         await response.prepare(request)

@@ -3,20 +3,28 @@
 Slack rate-limits by method (HTTP 429 with Retry-After) and, like any API, drops connections and
 answers 5xx now and then. Without retries a 429 on ``chat.update`` would leave "diagnosing…"
 in a channel forever; slack_sdk's retry handlers wait as told and try again, a bounded number
-of times, so a reply arrives late rather than never.
+of times, so a reply arrives late rather than never. With ``metrics`` the client also counts
+every 429 and every call that still failed, by Web API method.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.observability import Metrics
 from bot.settings import Settings
 
 #: retries per call for each kind of trouble (Slack's own guidance: honour Retry-After)
@@ -25,15 +33,58 @@ CONNECTION_RETRIES = 2
 SERVER_ERROR_RETRIES = 2
 
 
-def new_web_client(settings: Settings) -> AsyncWebClient:
+def _method_of(url: str) -> str:
+    """``https://slack.com/api/chat.update?x=1`` → ``chat.update`` (a bounded label)."""
+    tail = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return tail[:64] or "unknown"
+
+
+class CountingRateLimitHandler(AsyncRateLimitErrorRetryHandler):
+    """slack_sdk's 429 handler (wait for Retry-After, retry), counting each 429 by method."""
+
+    def __init__(self, metrics: Metrics | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._metrics = metrics
+
+    async def can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if self._metrics is not None and response is not None and response.status_code == 429:
+            self._metrics.slack_rate_limited.labels(method=_method_of(request.url)).inc()
+        return await super().can_retry_async(state=state, request=request, response=response, error=error)
+
+
+class CountingWebClient(AsyncWebClient):
+    """An ``AsyncWebClient`` that counts the calls that failed after their retries."""
+
+    metrics: Metrics | None = None
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            if self.metrics is not None:
+                error = exc.response.get("error", "unknown") if isinstance(exc.response.data, dict) else "http"
+                self.metrics.slack_api_errors.labels(method=api_method[:64], error=str(error)[:64]).inc()
+            raise
+
+
+def new_web_client(settings: Settings, *, metrics: Metrics | None = None) -> AsyncWebClient:
     """A Web API client that retries rate limits (per Retry-After), dropped connections and 5xx."""
-    return AsyncWebClient(
+    client = CountingWebClient(
         token=settings.slack_bot_token.get() or None,
         base_url=settings.slack_api_url,
         logger=logging.getLogger("gpubot.slack.web"),
         retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+            CountingRateLimitHandler(metrics, max_retry_count=RATE_LIMIT_RETRIES),
             AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
             AsyncServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),
         ],
     )
+    client.metrics = metrics
+    return client

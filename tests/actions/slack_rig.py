@@ -16,6 +16,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.observability import Metrics
 from bot.remediation import RemediationService
 from bot.service import Service
 from bot.settings import Settings
@@ -47,6 +48,7 @@ class Process:
     rem: RemediationService
     slack: SlackRemediation
     app: Running
+    metrics: Metrics
     #: offer ids whose click handling has finished, in order
     handled: list[str] = field(default_factory=list)
 
@@ -91,11 +93,14 @@ class SlackRig:
             if c.body.get("thread_ts") and "finding-0" in json.dumps(c.body.get("blocks") or [])
         ]
 
-    async def click(self, value: str, *, user: str = APPROVER, timeout: float = 60) -> None:
+    async def click(
+        self, value: str, *, user: str = APPROVER, action_id: str | None = None, timeout: float = 60
+    ) -> None:
         """A signed block_actions click on the button as the channel now shows it (Slack sends
-        the message's blocks and thread); returns once the bot finished handling it."""
+        the message's blocks and thread); returns once the bot finished handling it.
+        ``action_id`` picks Approve or Deny on an approval request carrying the same offer."""
         before = len(self.handled)
-        body = interaction_form(click_payload(self.mock, value, user=user))
+        body = interaction_form(click_payload(self.mock, value, user=user, action_id=action_id))
         status, _, _ = await post(self.app.url + "/slack/events", body, sign(body))
         assert status == 200
         await self.mock.wait_for(lambda: len(self.handled) > before, timeout=timeout)
@@ -139,7 +144,8 @@ async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[Proce
     web = AsyncWebClient(token=BOT_TOKEN, base_url=mock.api_url)
     service = Service(settings)
     rem = RemediationService(settings, service.clients)
-    slack = SlackRemediation(rem, web)
+    metrics = Metrics()
+    slack = SlackRemediation(rem, web, metrics=metrics)
     await slack.start()
     handled: list[str] = []
 
@@ -150,8 +156,8 @@ async def started(settings: Settings, mock: MockSlackApi) -> AsyncIterator[Proce
             handled.append(click.offer_id)
 
     try:
-        async with running_app(settings, service, offers=slack, on_remediate=hook) as app:
-            yield Process(rem, slack, app, handled)
+        async with running_app(settings, service, offers=slack, on_remediate=hook, metrics=metrics) as app:
+            yield Process(rem, slack, app, metrics, handled)
     finally:
         if web.session is not None:
             await web.session.close()

@@ -37,6 +37,16 @@ def test_every_runtime_dependency_is_locked_with_hashes_at_or_above_its_floor() 
         assert _version(locked[key][0]) >= _version(floor), f"{key} {locked[key][0]} is below {floor}"
 
 
+def test_the_png_extra_is_locked_too() -> None:
+    """The image draws the node-status picture: the png extra is part of the lock."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    locked = _locked()
+    for requirement in extras["png"]:
+        name, _, floor = re.split(r"(>=)", requirement, maxsplit=1)
+        assert name.strip().lower() in locked, f"{name} is not in deploy/requirements.lock (run scripts/lock.sh)"
+        assert _version(locked[name.strip().lower()][0]) >= _version(floor)
+
+
 def test_known_vulnerable_releases_are_excluded_by_the_floors() -> None:
     deps = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     floors = {re.split(r">=", d)[0].strip(): _version(re.split(r">=", d)[1]) for d in deps if ">=" in d}

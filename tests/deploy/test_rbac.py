@@ -216,3 +216,23 @@ def test_roles_are_explicit_and_bound_only_to_the_bot_in_every_variant() -> None
         assert bool(writes) == ("gpubot-remediation" in bound) == bool(combo.get("remediation.enabled")), (
             f"{name}: only remediation.enabled may grant writes"
         )
+
+
+def test_impersonation_is_granted_for_exactly_the_mapped_users_and_groups() -> None:
+    """config.identity_map alone decides who may be impersonated: no map, no grant."""
+    assert not find(render(), "ClusterRole", "gpubot-impersonation")
+    identity_map = {
+        "U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]},
+        "S0GPU": {"user": "gpu-users"},
+    }
+    objs = render({"config": {"identity_map": identity_map}})
+    role = one(objs, "ClusterRole", "gpubot-impersonation")
+    by_resource = {}
+    for rule in role["rules"]:
+        assert rule["verbs"] == ["impersonate"] and rule["apiGroups"] == [""]
+        assert rule.get("resourceNames") and "*" not in rule["resourceNames"]
+        by_resource[tuple(rule["resources"])] = set(rule["resourceNames"])
+    assert by_resource == {("users",): {"alice@example.com", "gpu-users"}, ("groups",): {"ml-team"}}
+    binding = one(objs, "ClusterRoleBinding", "gpubot-impersonation")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
+    assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("alice@example.com") == 1

@@ -1,8 +1,9 @@
 """Clicks that must not run anything, through the Slack HTTP app on the zombie-checkpoint scenario.
 
 Each refusal is audited with its reason and leaves the simulator's write log and SSH state-change
-history empty: a non-approver, an expired offer, a forged or unknown id, a precondition that no
-longer holds, and the requester approving their own request under the two-person rule.
+history empty: a non-approver (whose click asks the approvers instead, and who cannot approve the
+request either), an expired offer, a forged or unknown id, a precondition that no longer holds,
+and the requester approving their own request under the two-person rule (a first approval only).
 """
 
 from __future__ import annotations
@@ -37,19 +38,28 @@ def refusals(rig: SlackRig) -> list[str]:
     return [str(e.detail.get("reason", "")) for e in rig.rem.flow.audit.query() if e.event in ("refuse", "expire")]
 
 
+def requests(rig: SlackRig) -> list[str]:
+    return [str(e.detail.get("reason", "")) for e in rig.rem.flow.audit.query() if e.event == "request"]
+
+
 def ephemerals(mock: MockSlackApi) -> list[str]:
     return [c.body.get("text", "") for c in mock.of("response_url") if c.body.get("response_type") == "ephemeral"]
 
 
-async def test_non_approver_is_refused_and_the_offer_stays_open(tmp_path: Path, slack_api: MockSlackApi) -> None:
+async def test_non_approver_asks_and_the_offer_stays_open(tmp_path: Path, slack_api: MockSlackApi) -> None:
     async with slack_rig(tmp_path, slack_api) as rig:
         value = (await rig.command())[BUTTON][0]
         await rig.click(value, user="U0MALLORY")
         assert_nothing_changed(rig)
-        assert any("U0MALLORY is not an approver" in r for r in refusals(rig))
-        assert any("cannot approve" in t for t in ephemerals(slack_api))
+        assert any("U0MALLORY is not an approver" in r for r in requests(rig))
+        assert any(f"asked <@{APPROVER}>" in t for t in ephemerals(slack_api))
         assert rig.rem.flow.store.get(value).state == "pending"  # type: ignore[union-attr]
         assert not slack_api.of("usergroups.users.list")  # no group approvers configured: no lookup
+        # nor can the non-approver approve the request they caused
+        await rig.click(value, user="U0MALLORY", action_id="approval:approve")
+        assert_nothing_changed(rig)
+        assert "needs an approver: U0MALLORY is not an approver" in ephemerals(slack_api)[-1]
+        assert rig.rem.flow.store.get(value).state == "pending"  # type: ignore[union-attr]
         # a real approver can still click it
         await rig.click(value)
         assert rig.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
@@ -62,7 +72,7 @@ async def test_group_approvers_are_looked_up_in_slack(tmp_path: Path, slack_api:
         calls = slack_api.of("usergroups.users.list")
         assert [c.body.get("usergroup") for c in calls] == ["S0ONCALL"]
         assert_nothing_changed(rig)  # the mock's group has no members
-        assert any("not an approver" in r for r in refusals(rig))
+        assert any("not an approver" in r for r in requests(rig))
 
 
 async def test_expired_offer_is_refused(tmp_path: Path, slack_api: MockSlackApi) -> None:
@@ -105,9 +115,13 @@ async def test_two_person_rule_refuses_the_requester(tmp_path: Path, slack_api: 
         value = (await rig.command(user=REQUESTER))[BUTTON][0]
         await rig.click(value, user=REQUESTER)
         assert_nothing_changed(rig)
-        assert any("two-person rule" in r for r in refusals(rig))
-        entries = [e for e in rig.rem.flow.audit.query() if e.event == "refuse"]
+        assert any("two-person rule" in r for r in requests(rig))
+        entries = [e for e in rig.rem.flow.audit.query() if e.event == "request"]
         assert entries[-1].actor == REQUESTER and entries[-1].action == "checkpoint.clear"
-        await rig.click(value, user=APPROVER)
+        assert entries[-1].detail["first_approval"] is True
+        # the requester's own Approve on the request is not the second approval either
+        await rig.click(value, user=REQUESTER, action_id="approval:approve")
+        assert_nothing_changed(rig)
+        await rig.click(value, user=APPROVER, action_id="approval:approve")
         assert len(rig.sim.api.writes) == 2
         assert json.dumps(rig.sim.api.writes[0].body) == '{"spec": {"unschedulable": true}}'

@@ -105,10 +105,14 @@ def action_payload(
     }
 
 
-def click_payload(mock: MockSlackApi, value: str, *, user: str = "U0BOB") -> dict[str, Any]:
-    """A click on the button carrying ``value`` as the mock's message now shows it (the blocks,
-    ts, thread and ids Slack would send); a value on no button gives the bare default payload."""
-    found = mock.find_button(value)
+def click_payload(
+    mock: MockSlackApi, value: str, *, user: str = "U0BOB", action_id: str | None = None
+) -> dict[str, Any]:
+    """A click on the button carrying ``value`` (and ``action_id``, if given: Approve on an
+    approval request carries the same offer id as the report's button) as the mock's message now
+    shows it (the blocks, ts, thread and ids Slack would send); a value on no button gives the bare
+    default payload."""
+    found = mock.find_button(value, action_id=action_id)
     if found is None:
         return action_payload(mock, value, user=user)
     channel, msg, block, element = found
@@ -229,8 +233,9 @@ async def running_app(
     *,
     offers: RemediationOffers | None = None,
     on_remediate: ClickHook | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Running]:
-    bot = create_app(settings, service, metrics=Metrics(), offers=offers, on_remediate=on_remediate)
+    bot = create_app(settings, service, metrics=metrics or Metrics(), offers=offers, on_remediate=on_remediate)
     server = SlackServer(bot, settings)
     await bot.start()
     await server.start()

@@ -94,12 +94,15 @@ class MockSlackApi:
     def message(self, channel: str, ts: str) -> dict[str, Any]:
         return self.messages[(channel, ts)]
 
-    def find_button(self, value: str) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]] | None:
-        """(channel, message, actions block, button) of the button now carrying ``value``."""
+    def find_button(
+        self, value: str, *, action_id: str | None = None
+    ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]] | None:
+        """(channel, message, actions block, button) of the first button now carrying ``value``
+        (and, if given, that ``action_id``)."""
         for (channel, _), msg in self.messages.items():
             for block in msg.get("blocks") or []:
                 for element in block.get("elements") or [] if block.get("type") == "actions" else []:
-                    if element.get("value") == value:
+                    if element.get("value") == value and action_id in (None, element.get("action_id")):
                         return channel, msg, block, element
         return None
 

@@ -59,7 +59,7 @@ async def test_service_usage_error_reaches_the_asker_and_the_placeholder(mock_sl
     (reply,) = mock_slack.of("response_url")
     assert reply.body["response_type"] == "ephemeral" and "unknown runbook" in reply.body["text"]
     assert "unknown runbook" in json.dumps(mock_slack.of("chat.update")[0].body["blocks"])
-    assert 'commands_total{outcome="usage",subcommand="why-pending"} 1.0' in metrics
+    assert 'gpubot_commands_total{outcome="usage",subcommand="why-pending"} 1.0' in metrics
 
 
 async def test_internal_error_is_reported_without_details(mock_slack: MockSlackApi) -> None:
@@ -71,7 +71,7 @@ async def test_internal_error_is_reported_without_details(mock_slack: MockSlackA
         metrics = await _get(app.url + "/metrics")
     posted = json.dumps([c.body for c in mock_slack.calls])
     assert "internal error" in posted and "secret internal detail" not in posted
-    assert 'commands_total{outcome="error",subcommand="why-pending"} 1.0' in metrics
+    assert 'gpubot_commands_total{outcome="error",subcommand="why-pending"} 1.0' in metrics
 
 
 async def _get(url: str) -> str:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report
+from bot.report_groups import distinct_fixes, fix_key
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import OfferButton
@@ -62,6 +63,13 @@ def assert_within_limits(rendered: B.Rendered) -> None:
                 assert confirm["style"] == "danger"
 
 
+def assert_distinct_buttons(blocks: list[dict[str, Any]]) -> None:
+    """No two buttons of a message offer the same fix (nor carry the same offer)."""
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    values = [e["value"] for e in buttons]
+    assert len(values) == len(set(values)), values
+
+
 def huge_report() -> Report:
     report = Report(
         command="why-pending",
@@ -96,15 +104,19 @@ def test_200_findings_and_20kb_evidence_respect_every_limit() -> None:
     report = huge_report()
     assert sum(len(e) for f in report.findings for e in f.evidence) >= 20000
     offers = {
-        (i, j): OfferButton(f"offer-{i}-{j}-" + "v" * 2100, "hazard " * 60) for i in range(200) for j in range(30)
+        fix.key: OfferButton(f"offer-{n}-" + "v" * 2100, "hazard " * 60)
+        for n, fix in enumerate(distinct_fixes(report.findings))
     }
     rendered = B.render_report(report, offers=offers)
     assert_within_limits(rendered)
     assert rendered.truncated and rendered.omitted > 150
     assert "did not fit" in json.dumps(rendered.blocks)
-    # the top finding is always shown, with its buttons
+    # the verdict and the top cause are always shown, with its buttons
+    assert rendered.blocks[1]["block_id"] == "verdict"
     assert any(b.get("block_id") == "finding-0" for b in rendered.blocks)
     assert any(b["type"] == "actions" for b in rendered.blocks)
+    for page in B.render_details(report):
+        assert_within_limits(page)
     # nothing is lost: the attached text holds every finding and all the evidence
     text = full_text(report)
     assert all(f"CODE_{i}:" in text for i in range(200))
@@ -148,9 +160,12 @@ def test_small_report_is_not_truncated_and_has_markers_and_footer() -> None:
     report.skip("ssh n1", "auth")
     rendered = B.render_report(report)
     assert not rendered.truncated
-    assert rendered.blocks[0]["text"]["text"] == "🟠 pod ai/p: image pull back-off"
+    assert rendered.blocks[0]["text"]["text"] == "🟠 pod ai/p"
+    assert rendered.blocks[1]["text"]["text"] == "*Root cause:* image pull back-off"
     dumped = json.dumps(rendered.blocks, ensure_ascii=False)
-    assert "🔵" in dumped and "```\\nErrImagePull\\n```" in dumped
+    assert "🔵" in dumped and "ErrImagePull" not in dumped  # evidence goes to the details
+    (details,) = B.render_details(report)
+    assert "```\\nErrImagePull\\n```" in json.dumps(details.blocks)
     footer = rendered.blocks[-1]["elements"][0]["text"]
     assert "prod" in footer and "1.5 s" in footer and "ssh n1 (auth)" in footer
 
@@ -169,16 +184,22 @@ def test_node_status_table_is_monospace_and_bounded() -> None:
                 for g in range(8)
             ],
         )
-        for n in range(300)
+        for n in range(1000)
     ]
     nodes.append(NodeRow(node="weird", ready=False, cordoned=False, ssh="timeout"))
-    report = Report(command="node-status", target={"nodes": []}, cluster="sim", nodes=nodes)
+    report = Report(command="node-status", target={"nodes": []}, cluster="sim", nodes=nodes[:300])
+    rendered = B.render_report(report)
+    assert_within_limits(rendered)
+    assert not rendered.truncated, "300 nodes fit one message, a line each"
+    report.nodes = nodes
     rendered = B.render_report(report)
     assert_within_limits(rendered)
     assert rendered.truncated
-    assert "```" in rendered.blocks[1]["text"]["text"] and "gpu-node-0" in rendered.blocks[1]["text"]["text"]
-    assert "qgpu-core 100/200" in rendered.blocks[1]["text"]["text"]
-    assert rendered.blocks[0]["text"]["text"].startswith("✅ all nodes")
+    first = rendered.blocks[1]["text"]["text"].splitlines()
+    # one line per node: healthy ones plain, problems called out
+    assert first[0] == "🔴 `gpu-node-0` · qgpu-core 100/200 · 8 GPUs: 8 idle · *NotReady, cordoned, not read (timeout)*"
+    assert first[1] == "✅ `gpu-node-1` · qgpu-core 100/200 · 8 GPUs: 8 idle"
+    assert rendered.blocks[0]["text"]["text"] == "🟠 all nodes: 544 of 1001 node(s) need a look"
 
 
 def test_long_help_text_is_paginated_within_limits() -> None:
@@ -209,8 +230,12 @@ def test_any_text_stays_within_limits(titles: list[str], evidence: list[str], su
                 remediations=[Remediation("pod.delete", {"pod": title[:300]}, summary)],
             )
         )
-    rendered = B.render_report(report, offers={(i, 0): OfferButton("id") for i in range(len(titles))})
+    offers = {fix_key("pod.delete", {"pod": t[:300]}): OfferButton(f"id{i}") for i, t in enumerate(titles)}
+    rendered = B.render_report(report, offers=offers)
     assert_within_limits(rendered)
+    assert_distinct_buttons(rendered.blocks)
+    for page in B.render_details(report):
+        assert_within_limits(page)
 
 
 def test_clip_helpers() -> None:

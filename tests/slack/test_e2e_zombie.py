@@ -54,17 +54,29 @@ async def test_why_pending_on_the_zombie_scenario_posts_its_findings(
         finally:
             await expected_service.close()
 
-    progress, answer = mock_slack.of("chat.postMessage")
+    progress, answer, details = mock_slack.of("chat.postMessage")
     assert "diagnosing pod ai/gpu-full-5d8c6-q7wz2" in progress.body["text"]
-    assert answer.body["thread_ts"] == progress.body.get("ts", "1700000000.000001")
+    assert answer.body["thread_ts"] == details.body["thread_ts"] == "1700000000.000001"
     blocks = json.dumps(answer.body["blocks"], ensure_ascii=False)
     by_code = {f.code: f for f in expected.findings}
     assert {"SCHED_QGPU_ALLOC_FAILED", "CHECKPOINT_ZOMBIE"} <= set(by_code)
     for finding in expected.findings:
         assert json.dumps(escape_mrkdwn(finding.title), ensure_ascii=False)[1:-1] in blocks, finding.code
         assert f"`{finding.code}`" in blocks
-    header = answer.body["blocks"][0]
-    assert header["type"] == "header" and expected.verdict()[:60] in header["text"]["text"]
+    header, verdict = answer.body["blocks"][:2]
+    assert header["type"] == "header" and header["text"]["text"] == "🔴 pod ai/gpu-full-5d8c6-q7wz2"
+    # the verdict: the root cause (the top finding), where (both nodes) and the first fix
+    assert verdict["block_id"] == "verdict"
+    assert expected.verdict() in verdict["text"]["text"]
+    assert "*Where:* nodes tcs-10-29-25-5, tcs-10-29-25-6" in verdict["text"]["text"]
+    # one section per cause: CHECKPOINT_ZOMBIE once, naming both nodes
+    sections = [b["text"]["text"] for b in answer.body["blocks"] if b.get("block_id", "").startswith("finding-")]
+    zombie = [t for t in sections if "CHECKPOINT_ZOMBIE" in t]
+    assert len(zombie) == 1 and "tcs-10-29-25-5" in zombie[0] and "tcs-10-29-25-6" in zombie[0]
+    assert len(answer.body["blocks"]) <= 15
+    # the evidence, in the next reply of the thread
+    evidence = json.dumps(details.body["blocks"])
+    assert "PodUID 00000385" in evidence and "failed to allocate (100, 0, 1)" in evidence
     summary = json.dumps(mock_slack.of("chat.update")[0].body["blocks"], ensure_ascii=False)
     assert "details in the thread" in summary
     assert not mock_slack.of("response_url"), "nothing went wrong, so nothing went to response_url"

@@ -39,12 +39,15 @@ async def test_command_posts_progress_then_report_in_thread(mock_slack: MockSlac
         status, text, _ = await post(app.url + "/slack/events", body, sign(body))
         assert status == 200 and text == ""
         await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
-    first, second = mock_slack.of("chat.postMessage")
+    first, second, details = mock_slack.of("chat.postMessage")
     assert "diagnosing pod ai/train-0" in first.body["text"]
     assert first.token.startswith("xoxb-")
-    assert second.body["thread_ts"] == "1700000000.000001"
+    assert second.body["thread_ts"] == details.body["thread_ts"] == "1700000000.000001"
     assert "kubelet checkpoint holds devices of deleted pods" in _texts(second.body["blocks"])
     assert "🔴" in _texts(second.body["blocks"])
+    # the evidence is the next reply, not part of the report
+    assert "PodUID 9a15d2b5" not in _texts(second.body["blocks"])
+    assert "PodUID 9a15d2b5 (gone)" in _texts(details.body["blocks"])
     update = mock_slack.of("chat.update")[0]
     assert update.body["ts"] == "1700000000.000001"
     assert "details in the thread" in _texts(update.body["blocks"])
@@ -69,6 +72,8 @@ async def test_bad_signature_is_401_and_nothing_runs(mock_slack: MockSlackApi) -
         )
         assert status == 401
         await asyncio.sleep(0.05)  # give a wrongly started task a chance to show itself
+        metrics = await _get(app.url + "/metrics")
+    assert "gpubot_slack_rejected_signatures_total 3.0" in metrics
     assert service.runs == []
     assert not mock_slack.of("chat.postMessage") and not mock_slack.of("response_url")
 
@@ -111,8 +116,10 @@ async def test_retry_does_not_run_twice(mock_slack: MockSlackApi) -> None:
         again = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
         await post(app.url + "/slack/events", again, sign(again))
         await mock_slack.wait_for(lambda: len(mock_slack.of("chat.update")) == 2)
+        metrics = await _get(app.url + "/metrics")
     assert len(service.runs) == 2
-    assert len(mock_slack.of("chat.postMessage")) == 4
+    assert len(mock_slack.of("chat.postMessage")) == 6  # placeholder, report and evidence, twice
+    assert 'gpubot_slack_duplicates_ignored_total{kind="command"} 2.0' in metrics
 
 
 async def test_malformed_input_gets_usage_ephemeral(mock_slack: MockSlackApi) -> None:
@@ -145,7 +152,7 @@ async def test_ack_arrives_before_the_diagnosis_starts(mock_slack: MockSlackApi)
         acks_when_run_started: list[float | None] = []
         registry = app.bot.metrics.registry
         service.on_run = lambda: acks_when_run_started.append(
-            registry.get_sample_value("slack_ack_seconds_count")
+            registry.get_sample_value("gpubot_slack_ack_seconds_count")
         )
         body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
         sent = time.monotonic()
@@ -161,9 +168,9 @@ async def test_ack_arrives_before_the_diagnosis_starts(mock_slack: MockSlackApi)
         gate.set()
         await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
         metrics = await _get(app.url + "/metrics")
-    assert 'commands_total{outcome="problem",subcommand="why-pending"} 1.0' in metrics
-    assert "slack_ack_seconds_count 1.0" in metrics
-    assert 'probe_errors_total{probe="ssh"} 1.0' in metrics
+    assert 'gpubot_commands_total{outcome="problem",subcommand="why-pending"} 1.0' in metrics
+    assert "gpubot_slack_ack_seconds_count 1.0" in metrics
+    assert 'gpubot_probe_errors_total{probe="ssh"} 1.0' in metrics
 
 
 async def test_default_cluster_comes_from_the_channel(mock_slack: MockSlackApi) -> None:
@@ -198,11 +205,14 @@ async def test_channel_the_bot_cannot_post_in_falls_back_to_response_url(mock_sl
     async with running_app(settings_for(mock_slack), FakeService()) as app:
         body = form(slash_payload(mock_slack, "why-pending train-0 -n ai", channel="D0DM"))
         await post(app.url + "/slack/events", body, sign(body))
-        await mock_slack.wait_for(lambda: len(mock_slack.of("response_url")) == 2)
-    progress, answer = mock_slack.of("response_url")
+        await mock_slack.wait_for(lambda: len(mock_slack.of("response_url")) == 3)
+        metrics = await _get(app.url + "/metrics")
+    assert 'gpubot_slack_api_errors_total{error="channel_not_found",method="chat.postMessage"} 1.0' in metrics
+    progress, answer, details = mock_slack.of("response_url")
     assert progress.body["response_type"] == "ephemeral"
-    assert answer.body["response_type"] == "in_channel"
+    assert answer.body["response_type"] == details.body["response_type"] == "in_channel"
     assert "kubelet checkpoint holds devices" in _texts(answer.body["blocks"])
+    assert "PodUID 9a15d2b5" in _texts(details.body["blocks"])
 
 
 class _Offers:
@@ -301,8 +311,25 @@ async def test_health_readiness_and_metrics(mock_slack: MockSlackApi) -> None:
             assert resp.status == 200
             assert resp.headers["Content-Type"].startswith("text/plain")
             text = await resp.text()
-    for name in ("commands_total", "command_duration_seconds", "probe_errors_total", "slack_ack_seconds"):
-        assert f"# TYPE {name}" in text or f"# TYPE {name.removesuffix('_total')}" in text
+    for name in (
+        "gpubot_commands_total",
+        "gpubot_command_duration_seconds",
+        "gpubot_probe_errors_total",
+        "gpubot_slack_ack_seconds",
+        "gpubot_slack_rejected_signatures_total",
+        "gpubot_slack_duplicates_ignored_total",
+        "gpubot_slack_api_errors_total",
+        "gpubot_slack_rate_limited_total",
+        "gpubot_remediation_offers_total",
+        "gpubot_remediation_approval_requests_total",
+        "gpubot_remediation_approvals_total",
+        "gpubot_remediation_refusals_total",
+        "gpubot_remediation_action_outcomes_total",
+    ):
+        assert f"# TYPE {name.removesuffix('_total')}" in text, name
+    # the standard collectors: the process (memory, CPU, files) and the platform
+    for name in ("process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"):
+        assert f"\n{name}" in text, name
 
 
 async def _get(url: str) -> str:
@@ -357,6 +384,9 @@ async def test_a_rate_limited_update_is_retried_after_retry_after(mock_slack: Mo
         status, _, _ = await post(app.url + "/slack/events", body, sign(body))
         assert status == 200
         await mock_slack.wait_for(lambda: len(mock_slack.of("chat.update")) >= 2, timeout=15)
+        metrics = await _get(app.url + "/metrics")
     first, retried = mock_slack.of("chat.update")[:2]
     assert first.body == retried.body
     assert "details in the thread" in _texts(retried.body["blocks"])
+    assert 'gpubot_slack_rate_limited_total{method="chat.update"} 1.0' in metrics
+    assert "gpubot_slack_api_errors_total{" not in metrics, "the retry succeeded: no error"

@@ -6,6 +6,7 @@ import copy
 import json
 
 from bot.report import Finding, Remediation, Report
+from bot.report_groups import fix_key
 from bot.slack.blocks import render_report
 from bot.slack.hooks import OfferButton
 from bot.slack.limits import MAX_BLOCKS
@@ -20,7 +21,7 @@ def _report(n_rems: int = 3) -> Report:
 
 
 def _blocks(n_rems: int = 3) -> list[dict]:
-    offers = {(0, j): OfferButton(f"offer-{j}") for j in range(n_rems)}
+    offers = {fix_key("kubelet.restart", {"node": f"n{j}"}): OfferButton(f"offer-{j}") for j in range(n_rems)}
     return render_report(_report(n_rems), offers=offers).blocks
 
 

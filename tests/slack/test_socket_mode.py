@@ -51,12 +51,14 @@ async def test_socket_mode_acks_the_envelope_and_posts_the_answer(mock_slack: Mo
     assert bad[0]["payload"]["response_type"] == "ephemeral"
     assert "usage: /gpu nvml POD" in bad[0]["payload"]["text"]
     assert len(service.runs) == 1
-    progress, answer = mock_slack.of("chat.postMessage")
+    progress, answer, details = mock_slack.of("chat.postMessage")
     assert progress.token == BOT_TOKEN and answer.token == BOT_TOKEN
+    assert details.body["thread_ts"] == "1700000000.000001"
     assert "diagnosing pod ai/train-0" in progress.body["text"]
     assert "kubelet checkpoint holds devices" in json.dumps(answer.body["blocks"])
     assert answer.body["thread_ts"] == "1700000000.000001"
-    assert "slack_ack_seconds_count 3.0" in metrics
+    assert "gpubot_slack_ack_seconds_count 3.0" in metrics
+    assert 'gpubot_slack_duplicates_ignored_total{kind="command"} 1.0' in metrics
 
 
 async def _get(url: str) -> str:

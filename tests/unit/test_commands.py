@@ -131,7 +131,9 @@ def test_every_command_parses_on_every_surface_that_offers_it(cmd: Command) -> N
     from_cli = invocation_from_args(args)
     from_slack = parse_invocation(_sample_argv(cmd, "slack"), surface="slack")
     assert (from_cli.command, from_cli.surface, from_slack.surface) == (cmd.name, "cli", "slack")
-    assert dataclasses.replace(from_slack, surface="cli") == from_cli
+    # the Slack-only switches (--private then --public: the last wins) are the only difference
+    assert from_slack.private is (False if cmd.diagnosis else None) and from_cli.private is None
+    assert dataclasses.replace(from_slack, surface="cli", private=None) == from_cli
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c.name)
@@ -141,14 +143,16 @@ def test_every_cli_command_has_a_handler(cmd: Command) -> None:
 
 def test_prefix_and_usage_follow_the_surface() -> None:
     assert (command_prefix("cli"), command_prefix("slack")) == ("gpubot", "/gpu")
-    assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME]"
-    assert usage("node-status", "cli") == "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json]"
+    assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME] [--private] [--public]"
+    assert usage("node-status", "cli") == (
+        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--png FILE]"
+    )
     assert usage(command("runbook"), "slack") == "/gpu runbook [NAME]"
     with pytest.raises(UsageError, match=r"usage: /gpu why-pending \(POD \| KIND/NAME\) \[-n NAMESPACE\]"):
         parse_invocation(["why-pending"], surface="slack")
     with pytest.raises(UsageError, match="usage: gpubot nvml POD"):
         parse_invocation(["nvml", "deploy/x"])
-    with pytest.raises(UsageError, match=r"usage: /gpu node-status \[NODE \.\.\.\] \[--cluster NAME\]$"):
+    with pytest.raises(UsageError, match=r"usage: /gpu node-status \[NODE \.\.\.\] \[--cluster NAME\] \[--private\]"):
         parse_invocation(["node-status", "-n", "ai"], surface="slack")
 
 
@@ -194,6 +198,8 @@ def _tokens(cmd: Command) -> list[str]:
     """Words from the table's own flags (in every form argparse reads), good and bad values."""
     words = ["x-1", "deploy/trainer", "cronjob/x", "Pod-Upper", "pød", "", "-", "--bogus", "-z", "-1"]
     for opt in cmd.options_for("slack"):
+        if "cli" not in opt.surfaces:  # Slack-only switches (--private): tests/slack/test_private.py
+            continue
         for flag in opt.flags:
             words += [flag, f"{flag}=ai", f"{flag}=", f"{flag}=Bad_Name"]
             if flag.startswith("--"):  # abbreviations: argparse must not guess what Slack refuses

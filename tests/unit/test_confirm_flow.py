@@ -249,23 +249,29 @@ async def test_unknown_or_forged_ids_are_refused_and_audited(flow: ConfirmFlow, 
     assert len(entry.action_id) <= 41 and entry.action_id.isprintable()
 
 
-async def test_non_approver_is_refused_and_the_offer_stays_open(flow: ConfirmFlow) -> None:
+async def test_non_approvers_click_asks_the_approvers_and_the_offer_stays_open(flow: ConfirmFlow) -> None:
     record = offer(flow)
     act = Action()
-    refused = await click(flow, record.id, "U0INTRUDER", act, groups=("S0RANDOM",))
-    assert refused.status == "not_allowed" and not refused.updates_offer
-    assert (
-        refused.message
-        == "You cannot approve kubelet.restart: U0INTRUDER is not an approver for kubelet.restart."
+    asked = await click(flow, record.id, "U0INTRUDER", act, groups=("S0RANDOM",))
+    assert asked.status == "approval_requested" and not asked.updates_offer and not asked.executed
+    assert asked.message == (
+        "kubelet.restart on node/gpu-1 needs an approver: U0INTRUDER is not an approver for kubelet.restart."
     )
+    assert asked.asked is not None and asked.asked.users == {"U0SRE", "U0OTHER"}
+    assert asked.asked.groups == {"S0ONCALL"} and not asked.first_approval
     assert act.checks == 0 and act.runs == []
     assert flow.store.get(record.id).state == "pending"  # type: ignore[union-attr]
     last = flow.audit.query(action_id=record.id)[-1]
-    assert (last.event, last.actor, last.detail["reason"]) == (
-        "refuse",
+    assert (last.event, last.actor, last.outcome, last.detail["reason"]) == (
+        "request",
         "U0INTRUDER",
+        "requested",
         "U0INTRUDER is not an approver for kubelet.restart",
     )
+    assert last.detail["asked"] == ["S0ONCALL", "U0OTHER", "U0SRE"]
+    # nor can they deny it
+    denied = await flow.on_deny(record.id, "U0INTRUDER", ())
+    assert denied.status == "not_allowed" and flow.store.get(record.id).state == "pending"  # type: ignore[union-attr]
     # a real approver can still approve it
     assert (await click(flow, record.id, "U0SRE", act)).status == "succeeded"
 
@@ -276,13 +282,34 @@ async def test_action_with_no_approvers_is_refused(flow: ConfirmFlow) -> None:
     assert result.status == "not_allowed" and "no approvers configured for namespace.label" in result.message
 
 
-async def test_two_person_rule_refuses_the_requester(flow: ConfirmFlow) -> None:
+async def test_two_person_rule_makes_the_requesters_click_a_first_approval(flow: ConfirmFlow) -> None:
     record = offer(flow, requested_by="U0SRE")
     act = Action()
-    refused = await click(flow, record.id, "U0SRE", act)
-    assert refused.status == "not_allowed" and "two-person rule" in refused.message
-    assert flow.store.get(record.id).state == "pending"  # type: ignore[union-attr]
+    first = await click(flow, record.id, "U0SRE", act)
+    assert first.status == "approval_requested" and first.first_approval
+    assert "needs a second approver" in first.message and "two-person rule" in first.message
+    assert act.runs == [] and flow.store.get(record.id).state == "pending"  # type: ignore[union-attr]
     assert (await click(flow, record.id, "U0OTHER", act)).status == "succeeded"
+
+
+async def test_an_approver_denies_and_the_offer_never_runs(flow: ConfirmFlow) -> None:
+    record = offer(flow)
+    act = Action()
+    denied = await flow.on_deny(record.id, "U0SRE", ())
+    assert denied.status == "denied" and denied.updates_offer and not denied.executed
+    assert flow.store.get(record.id).state == "refused"  # type: ignore[union-attr]
+    assert events(flow, record.id)[-1] == ("deny", "U0SRE", "denied")
+    assert (await click(flow, record.id, "U0OTHER", act)).status == "already_taken"
+    assert act.runs == []
+    assert (await flow.on_deny(record.id, "U0OTHER", ())).status == "already_taken"
+
+
+async def test_no_request_for_an_offer_that_already_ended(flow: ConfirmFlow) -> None:
+    record = offer(flow)
+    act = Action()
+    assert (await click(flow, record.id, "U0SRE", act)).status == "succeeded"
+    late = await click(flow, record.id, "U0INTRUDER", act)
+    assert late.status == "not_allowed" and late.asked is None
 
 
 async def test_expired_offer_is_refused(flow: ConfirmFlow, clock: Clock) -> None:
@@ -435,7 +462,7 @@ async def test_the_trail_reads_as_a_story(flow: ConfirmFlow) -> None:
     text = format_audit(flow.audit.query(), as_json=False)
     assert [line.split()[1] for line in text.splitlines()[1:]] == [
         "offer",
-        "refuse",
+        "request",
         "approve",
         "start",
         "step",

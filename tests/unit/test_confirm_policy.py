@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.errors import ConfigError
-from bot.remediation.policy import ApproverPolicy, Decision
+from bot.remediation.policy import ApproverPolicy, Approvers, Decision
 
 APPROVERS = {
     "*": ("S0SRE",),
@@ -92,6 +92,18 @@ def test_two_person_rule_refuses_the_requester() -> None:
     assert strict.decide("pod.delete", "U0BOB", (), requested_by="U0ALICE").allowed
     lax = ApproverPolicy({"*": ("U0ALICE",)}, two_person_rule=False)
     assert lax.decide("pod.delete", "U0ALICE", (), requested_by="U0ALICE").allowed
+
+
+def test_who_may_approve_and_whether_the_clicker_is_one() -> None:
+    strict = ApproverPolicy({"*": ("U0ALICE", "S0SRE"), "kubelet.*": ("U0BOB",), "qgpu.*": ()}, True)
+    assert strict.approvers_of("pod.delete") == Approvers(frozenset({"U0ALICE"}), frozenset({"S0SRE"}))
+    assert strict.approvers_of("kubelet.restart") == Approvers(frozenset({"U0BOB"}))
+    assert not strict.approvers_of("qgpu.restart-manager")
+    assert not ApproverPolicy({}, False).approvers_of("pod.delete")
+    own = strict.decide("pod.delete", "U0ALICE", (), requested_by="U0ALICE")
+    assert not own.allowed and own.approver  # an approver, stopped only by the two-person rule
+    stranger = strict.decide("pod.delete", "U0EVE", (), requested_by="U0ALICE")
+    assert not stranger.allowed and not stranger.approver
 
 
 def test_two_person_rule_applies_to_group_members_too() -> None:

@@ -6,7 +6,9 @@ import bot.remediation
 
 
 def test_the_public_names_are_pinned() -> None:
-    assert bot.remediation.__all__ == ["ClickOutcome", "ClusterClients", "PendingAction", "RemediationService"]
+    assert bot.remediation.__all__ == [
+        "Approvers", "ClickOutcome", "ClusterClients", "PendingAction", "RemediationService"
+    ]
     assert all(getattr(bot.remediation, name, None) is not None for name in bot.remediation.__all__)
 
 

@@ -81,7 +81,10 @@ def run(facts: Facts) -> Iterator[Detection]:
 
 CHECK = Check(
     name="sched.events",
-    reads=("pending_pod", "events", "nodes"),
+    reads=("pending_pod", "events"),
+    # the "Insufficient" count is checked against the nodes without the GPU; unreadable nodes
+    # leave the scheduler's message as it stands
+    refines=("nodes",),
     emits=("SCHED_INSUFFICIENT_GPU", "SCHED_INSUFFICIENT_OTHER", "SCHED_QGPU_ALLOC_FAILED", "SCHED_VOLUME",
            "SCHED_UNRECOGNISED"),
     run=run,

@@ -3,7 +3,8 @@
 Each loader fills one base fact of ``bot.engine.facts.Facts`` through the read-only probes. The
 runner asks for the facts its checks declare; this module adds what those facts rest on and runs
 independent loaders concurrently. A loader that fails becomes a ``skipped`` entry and leaves its
-fact empty, so the rest of the report still stands.
+fact empty, so the rest of the report still stands; one refused with 403 (the reader's own RBAC,
+under per-user authority) also marks its fact ``forbidden``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 
 from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts
 from bot.engine.gather import container, kube, node
-from bot.engine.gather.sources import Sources
-from bot.errors import GpubotError
+from bot.engine.gather.sources import NO_EXEC, Sources
+from bot.errors import GpubotError, KubeApiError
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,8 @@ async def _load(name: str, facts: Facts, sources: Sources) -> None:
         await loader.fn(facts, sources)
     except GpubotError as exc:
         facts.skip(loader.label, exc.user_message)
+        if isinstance(exc, KubeApiError) and exc.status == 403:
+            facts.forbidden.add(name)
     except Exception as exc:  # noqa: BLE001 - a broken loader must not sink the report
         log.exception("loading fact %s failed", name)
         facts.skip(loader.label, f"internal error ({type(exc).__name__})")
@@ -118,4 +121,4 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
                 facts.put(name, LOADERS[name].empty())
 
 
-__all__ = ["FACT_NAMES", "LOADERS", "Loader", "Sources", "base_facts", "gather", "levels"]
+__all__ = ["FACT_NAMES", "LOADERS", "NO_EXEC", "Loader", "Sources", "base_facts", "gather", "levels"]

@@ -31,7 +31,7 @@ async def containers(facts: Facts, src: Sources) -> None:
         facts.skip(where, f"the pod is {phase}: no running container to look into")
         return
     if src.exec_fn is None:
-        facts.skip(where, "exec is not available for this cluster")
+        facts.skip(where, src.exec_unavailable)
         return
     running = running_containers(pod)
     targets = []

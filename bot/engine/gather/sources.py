@@ -9,6 +9,8 @@ from bot.probes.kube import KubeReads
 from bot.probes.ssh_pool import SshPool
 from bot.settings import ClusterConfig, Settings
 
+NO_EXEC = "exec is not available for this cluster"
+
 
 @dataclass
 class Sources:
@@ -17,5 +19,7 @@ class Sources:
     cluster: ClusterConfig
     #: exec of allow-listed reads into a container; None where exec is not available
     exec_fn: ExecFn | None = None
+    #: why, when ``exec_fn`` is None (reported as the skipped reason)
+    exec_unavailable: str = NO_EXEC
     #: kept SSH connections (long-running bot only); None = one connection per node per question
     ssh_pool: SshPool | None = None
