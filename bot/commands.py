@@ -132,20 +132,25 @@ CLUSTER = Option(("--cluster", "--context"), "cluster", "NAME",
 SCENARIO = Option(("--scenario",), "scenario", "FILE", "run against a fresh simulator of this scenario file",
                   surfaces=CLI_ONLY)
 JSON = Option(("--json",), "json", help="print one JSON object", surfaces=CLI_ONLY, default=False)
+
+
+NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
+                     "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
+                     surfaces=CLI_ONLY)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 
 COMMANDS: tuple[Command, ...] = (
     Command("why-pending", "why a GPU pod or workload does not run: the cause, its evidence and the fix",
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
                       help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
-            options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS), diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",
             args=(Arg("nodes", "NODE", count="any", check=_node, help="nodes (default: every GPU node)"),),
-            options=(CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            options=(CLUSTER, SCENARIO, JSON, NODE_ACCESS), diagnosis=True, surfaces=BOTH),
     Command("nvml", "NVML and device access inside a pod's GPU containers",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS), diagnosis=True, surfaces=BOTH),
     Command("verify", "the container GPU verification chain (read-only)",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON), diagnosis=True, surfaces=BOTH),
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS), diagnosis=True, surfaces=BOTH),
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),
     Command("help", "what gpubot can do", surfaces=BOTH),

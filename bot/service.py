@@ -75,6 +75,7 @@ class Service:
             cluster=cluster,
             exec_fn=clients.exec.run,
             ssh_pool=self.ssh_pool,
+            node_exec=clients.exec.run_read,
         )
         started = time.perf_counter()
         report = await run_diagnosis(

@@ -20,6 +20,8 @@ ENV_PREFIX = "GPUBOT_"
 
 #: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
 SlackMode = Literal["socket", "http"]
+#: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
+NodeAccess = Literal["agent", "ssh"]
 #: the log levels ``log_level`` accepts (any case; stored upper case)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -92,6 +94,11 @@ class Settings:
     clusters: tuple[ClusterConfig, ...] = (ClusterConfig(name="default"),)
     #: Slack channel id -> default cluster name for commands typed there
     channel_clusters: Mapping[str, str] = field(default_factory=dict)
+    #: how node reads reach GPU nodes: "ssh" (the settings below) or "agent" (exec into the
+    #: gpubot-node DaemonSet pod on the node, in ``namespace``; the Helm chart's default)
+    node_access: NodeAccess = "ssh"
+    #: the namespace gpubot and its node agents run in
+    namespace: str = "gpubot"
     #: SSH user for node probes
     ssh_user: str = "root"
     #: SSH private key file
@@ -250,6 +257,8 @@ def load_settings(
 def _check(s: Settings) -> None:
     if s.slack_mode not in get_args(SlackMode):
         raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
+    if s.node_access not in get_args(NodeAccess):
+        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):
         raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:

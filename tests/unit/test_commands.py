@@ -142,7 +142,9 @@ def test_every_cli_command_has_a_handler(cmd: Command) -> None:
 def test_prefix_and_usage_follow_the_surface() -> None:
     assert (command_prefix("cli"), command_prefix("slack")) == ("gpubot", "/gpu")
     assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME]"
-    assert usage("node-status", "cli") == "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json]"
+    assert usage("node-status", "cli") == (
+        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access agent|ssh]"
+    )
     assert usage(command("runbook"), "slack") == "/gpu runbook [NAME]"
     with pytest.raises(UsageError, match=r"usage: /gpu why-pending \(POD \| KIND/NAME\) \[-n NAMESPACE\]"):
         parse_invocation(["why-pending"], surface="slack")
