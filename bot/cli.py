@@ -161,6 +161,10 @@ def _emit(report: Report, as_json: bool) -> None:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
     settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
+    if args.node_access:
+        if args.node_access not in ("agent", "ssh"):
+            raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
+        settings = replace(settings, node_access=args.node_access)
     if args.scenario and not Path(args.scenario).is_file():
         raise UsageError(f"scenario file not found: {printable(args.scenario)}")
     from bot.oneshot import run_invocation

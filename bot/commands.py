@@ -142,24 +142,27 @@ JSON = Option(("--json",), "json", help="print one JSON object", surfaces=CLI_ON
 PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
 PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
                 surfaces=SLACK_ONLY, check=_private)
+NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
+                     "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
+                     surfaces=CLI_ONLY)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 
 COMMANDS: tuple[Command, ...] = (
     Command("why-pending", "why a GPU pod or workload does not run: the cause, its evidence and the fix",
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
                       help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
-            options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True, surfaces=BOTH),
+            options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",
             args=(Arg("nodes", "NODE", count="any", check=_node, help="nodes (default: every GPU node)"),),
-            options=(CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC,
+            options=(CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC,
                      Option(("--png",), "png", "FILE", "also draw the cards by node and state as a PNG in FILE",
                             surfaces=CLI_ONLY)),
             diagnosis=True, surfaces=BOTH),
     Command("nvml", "NVML and device access inside a pod's GPU containers",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True,
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True,
             surfaces=BOTH),
     Command("verify", "the container GPU verification chain (read-only)",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, PRIVATE, PUBLIC), diagnosis=True,
+            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True,
             surfaces=BOTH),
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),

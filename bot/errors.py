@@ -77,13 +77,16 @@ class NotFoundError(KubeApiError):
 
 
 class NodeProbeError(ProbeError):
-    """SSH to a node failed; ``reason`` is one of refused, timeout, auth, host-key, error."""
+    """Reading a node failed; ``reason`` is one of refused, timeout, auth, host-key, error (and,
+    through the node agent, agent-missing); ``via`` names the transport (ssh or agent)."""
 
-    def __init__(self, node: str, reason: str, detail: str = "") -> None:
-        text = f"node {node}: ssh {reason}" + (f" ({detail})" if detail else "")
+    def __init__(self, node: str, reason: str, detail: str = "", *, via: str = "ssh") -> None:
+        text = f"node {node}: {via} {reason}" + (f" ({detail})" if detail else "")
         super().__init__(text)
         self.node = node
         self.reason = reason
+        self.detail = detail
+        self.via = via
 
 
 class ActionError(GpubotError):

@@ -27,7 +27,9 @@ async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str =
         from bot.sim.cluster import SimCluster
 
         async with SimCluster.from_file(scenario) as sim:
-            sim_settings = sim.settings(runbook_dir=settings.runbook_dir, strict_checks=settings.strict_checks)
+            sim_settings = sim.settings(
+                runbook_dir=settings.runbook_dir, strict_checks=settings.strict_checks, node_access=settings.node_access
+            )
             service = Service(sim_settings)
             try:
                 return await service.run(replace(inv, cluster=""))

@@ -80,6 +80,7 @@ class Service:
             exec_fn=clients.exec.run if clients.exec is not None else None,
             exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
             ssh_pool=self.ssh_pool,
+            node_exec=clients.exec.run_read if clients.exec is not None else None,
         )
         started = time.perf_counter()
         report = await run_diagnosis(

@@ -21,6 +21,8 @@ ENV_PREFIX = "GPUBOT_"
 
 #: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
 SlackMode = Literal["socket", "http"]
+#: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
+NodeAccess = Literal["agent", "ssh"]
 #: the log levels ``log_level`` accepts (any case; stored upper case)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -96,6 +98,11 @@ class Settings:
     #: Slack channel ids where answers go only to the asker unless they type ``--public``
     #: (``*``: everywhere); elsewhere an answer is private only with ``--private``
     private_channels: tuple[str, ...] = ()
+    #: how node reads reach GPU nodes: "ssh" (the settings below) or "agent" (exec into the
+    #: gpubot-node DaemonSet pod on the node, in ``namespace``; the Helm chart's default)
+    node_access: NodeAccess = "ssh"
+    #: the namespace gpubot and its node agents run in
+    namespace: str = "gpubot"
     #: SSH user for node probes
     ssh_user: str = "root"
     #: SSH private key file
@@ -275,6 +282,8 @@ def load_settings(
 def _check(s: Settings) -> None:
     if s.slack_mode not in get_args(SlackMode):
         raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
+    if s.node_access not in get_args(NodeAccess):
+        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):
         raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:

@@ -1,19 +1,22 @@
 """Run a fixed read command inside a container through the API's ``pods/exec`` (WebSocket).
 
 Only commands from ``EXEC_COMMANDS`` may run: they are constants, never built from user text; the
-pod, namespace and container names are validated and passed as API parameters.
+pod, namespace and container names are validated and passed as API parameters. ``run_read`` runs
+the node read commands (``bot.probes.ssh.READ_COMMANDS``, nothing else) in the gpubot node agent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
 from bot.errors import KubeApiError, NotFoundError
+from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 
 TORCH_PROBE = (
     "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
@@ -30,6 +33,7 @@ EXEC_COMMANDS: dict[str, list[str]] = {
     "env": ["env"],
 }
 _ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
+_HANDSHAKE = re.compile(r"Handshake status (\d{3})")
 
 
 def _exit_code(status_text: str | None) -> int:
@@ -61,8 +65,32 @@ class PodExec:
     async def run(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[str, str, int]:
         if tuple(argv) not in _ALLOWED:
             raise ValueError("command is not on the exec allow-list")
+        stdout, stderr, code = await self._exec(namespace, pod, container, argv)
+        return stdout, stderr, 0 if code is None else code
 
-        def do() -> tuple[str, str, int]:
+    async def run_read(
+        self, namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
+    ) -> CommandResult:
+        """One node read command (``READ_COMMANDS``, the SSH list) run in the node agent's container.
+
+        ``sh -c`` because the commands are the very strings SSH sends (one has a glob). An exec
+        stream that closes before its exit status is a truncated answer: ``KubeApiError``.
+        """
+        if command not in READ_COMMANDS:
+            raise ValueError("command is not on the node read allow-list")
+        stdout, stderr, code = await self._exec(namespace, pod, container, ["sh", "-c", command], timeout=timeout)
+        if code is None:
+            why = "output truncated (the stream closed before the exit status)"
+            raise KubeApiError(f"exec in {namespace}/{pod}: {why}")
+        return CommandResult(stdout[:MAX_OUTPUT_BYTES], stderr[:MAX_OUTPUT_BYTES], code)
+
+    async def _exec(
+        self, namespace: str, pod: str, container: str, argv: list[str], *, timeout: float | None = None
+    ) -> tuple[str, str, int | None]:
+        """(stdout, stderr, exit code); the code is None when the status never came."""
+        limit = self.timeout if timeout is None else timeout
+
+        def do() -> tuple[str, str, int | None]:
             try:
                 resp = stream(
                     self._core.connect_get_namespaced_pod_exec,
@@ -75,9 +103,13 @@ class PodExec:
                     stdout=True,
                     tty=False,
                     _preload_content=False,
-                    _request_timeout=self.timeout,
+                    _request_timeout=limit,
                 )
             except ApiException as exc:
+                # a refused WebSocket upgrade comes back as status 0 with "Handshake status 403 ..."
+                found = _HANDSHAKE.search(str(exc.reason or ""))
+                if not exc.status and found:
+                    exc.status = int(found.group(1))
                 if exc.status == 404:
                     raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
                 raise KubeApiError(
@@ -88,15 +120,16 @@ class PodExec:
             out: list[str] = []
             err: list[str] = []
             try:
-                resp.run_forever(timeout=self.timeout)
+                resp.run_forever(timeout=limit)
                 out.append(resp.read_stdout() or "")
                 err.append(resp.read_stderr() or "")
-                code = _exit_code(resp.read_channel(3))
+                status = resp.read_channel(3)
+                code = _exit_code(status) if status else None
             finally:
                 resp.close()
             return "".join(out), "".join(err), code
 
         try:
-            return await asyncio.wait_for(asyncio.to_thread(do), timeout=self.timeout + 5)
+            return await asyncio.wait_for(asyncio.to_thread(do), timeout=limit + 5)
         except TimeoutError:
             raise KubeApiError(f"exec in {namespace}/{pod}/{container}: timed out") from None

@@ -1,9 +1,10 @@
-"""Observe GPU nodes over SSH: one connection per node, read-only commands, a hard deadline.
+"""Observe GPU nodes: read-only commands, a hard deadline; SSH here, the agent in ``node_agent``.
 
 ``observe_node`` runs the fixed read commands of ``bot.probes.ssh.READ_COMMANDS`` over a single
 connection and turns their output into a ``NodeObservation``. ``observe_nodes`` does that for
 many nodes at once, bounded by a semaphore, so that one silent node costs at most its deadline
-and never delays the report on the others.
+and never delays the report on the others. ``observe_with`` is the transport-free core: it asks a
+``RunReads`` for the commands' results and reads them, so SSH and the node agent read alike.
 
 Retry policy: only ``TransientSshError`` (the node accepted and then dropped the connection, as
 sshd does under ``MaxStartups`` throttling) is retried. A refused connection is not: the port is
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import asyncssh
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -242,18 +243,31 @@ async def _observe(target: SshTarget, deadline: float, pool: SshPool | None = No
 
 
 async def _observe_on(conn: asyncssh.SSHClientConnection, target: SshTarget) -> NodeObservation:
+    async def run(commands: list[str]) -> dict[str, CommandResult]:
+        return await _run_all(conn, target.node, commands)
+
+    return await observe_with(run, target.node)
+
+
+#: runs some of ``READ_COMMANDS`` on one node and returns each one's result (NodeProbeError if
+#: the node cannot be reached); the transport behind it is SSH or an exec into the node's agent
+RunReads = Callable[[list[str]], Awaitable[dict[str, CommandResult]]]
+
+
+async def observe_with(run: RunReads, node: str) -> NodeObservation:
+    """The read commands through ``run``, turned into a ``NodeObservation`` (any transport)."""
     started = time.monotonic()
-    obs = NodeObservation(node=target.node)
+    obs = NodeObservation(node=node)
     smi = [GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY]
     rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION, KERNEL_LOG]
-    results = await _run_all(conn, target.node, smi + rest)
+    results = await run(smi + rest)
     kernel, source = results[KERNEL_LOG], "journal"
     if kernel.exit_status != 0 or not has_kernel_lines(kernel.stdout):
         # no journal, or no access to its kernel messages: the ring buffer has the same lines
-        kernel, source = (await _run_all(conn, target.node, [KERNEL_LOG_DMESG]))[KERNEL_LOG_DMESG], "dmesg"
+        kernel, source = (await run([KERNEL_LOG_DMESG]))[KERNEL_LOG_DMESG], "dmesg"
     if results[GPU_QUERY].exit_status == NOT_FOUND:
         # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
-        operator = await _run_all(conn, target.node, [OPERATOR_PREFIX + c for c in smi])
+        operator = await run([OPERATOR_PREFIX + c for c in smi])
         if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
             obs.driver_path = "operator"
             results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
@@ -278,12 +292,37 @@ async def observe_node(target: SshTarget, *, deadline: float, pool: SshPool | No
         raise NodeProbeError(target.node, "timeout", f"no complete answer within {deadline:g}s") from None
 
 
-async def observe_nodes(
-    targets: Mapping[str, SshTarget],
+class NodeTransport(Protocol):
+    """How the read commands reach a node: ``ssh`` (below) or ``agent`` (``bot.probes.node_agent``).
+
+    ``observe`` answers within ``deadline`` seconds or raises ``NodeProbeError``; both transports
+    run the same ``READ_COMMANDS`` and fail with the same reasons, so a check cannot tell them apart.
+    """
+
+    name: str
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation: ...
+
+
+class SshTransport:
+    """Root (or a read-only user's) SSH to each node, per ``ssh_target_for``."""
+
+    name = "ssh"
+
+    def __init__(self, targets: Mapping[str, SshTarget], *, pool: SshPool | None = None) -> None:
+        self.targets = targets
+        self.pool = pool
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation:
+        return await observe_node(self.targets[node], deadline=deadline, pool=self.pool)
+
+
+async def observe_many(
+    transport: NodeTransport,
+    nodes: list[str],
     *,
     concurrency: int = 16,
     deadline: float = 10.0,
-    pool: SshPool | None = None,
     until: float | None = None,
 ) -> dict[str, NodeObservation | NodeProbeError]:
     """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise.
@@ -293,21 +332,33 @@ async def observe_nodes(
     """
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(target: SshTarget) -> NodeObservation | NodeProbeError:
+    async def one(node: str) -> NodeObservation | NodeProbeError:
         async with gate:
             budget = deadline if until is None else min(deadline, until - time.monotonic())
             if budget <= 0:
-                return NodeProbeError(target.node, "deadline", "not read: the command's deadline ran out first")
+                return NodeProbeError(node, "deadline", "not read: the command's deadline ran out first")
             try:
-                return await observe_node(target, deadline=budget, pool=pool)
+                return await transport.observe(node, deadline=budget)
             except NodeProbeError as exc:
                 return exc
             except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
-                return NodeProbeError(target.node, "error", type(exc).__name__)
+                return NodeProbeError(node, "error", type(exc).__name__)
 
-    names = list(targets)
-    results = await asyncio.gather(*(one(targets[n]) for n in names))
-    return dict(zip(names, results, strict=True))
+    results = await asyncio.gather(*(one(n) for n in nodes))
+    return dict(zip(nodes, results, strict=True))
+
+
+async def observe_nodes(
+    targets: Mapping[str, SshTarget],
+    *,
+    concurrency: int = 16,
+    deadline: float = 10.0,
+    pool: SshPool | None = None,
+    until: float | None = None,
+) -> dict[str, NodeObservation | NodeProbeError]:
+    """``observe_many`` over SSH to ``targets``."""
+    transport = SshTransport(targets, pool=pool)
+    return await observe_many(transport, list(targets), concurrency=concurrency, deadline=deadline, until=until)
 
 
 def _split_host_port(value: str) -> tuple[str, int]:

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.settings import ClusterConfig, Settings, load_settings
+from bot.sim.agents import agent_objects
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario
@@ -29,8 +30,11 @@ class SimCluster:
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="gpubot-sim-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_name = cluster_name
-        self.api = KubeApiServer(scenario)
+        # the gpubot-node agent pods come with the cluster, as the chart installs them
+        self.api = KubeApiServer(scenario, extra_objects=agent_objects(scenario))
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
+        # exec into a node's agent pod reads the same live node state as SSH to it
+        self.api.node_read = self.ssh.read
         self.kubeconfig_path = self.workdir / "kubeconfig"
 
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.sim.agents import is_agent_pod
 from bot.sim.exec_commands import ExecTarget, answer
 from bot.sim.kube_status import status_response
 from bot.sim.scenario import Scenario
@@ -63,13 +64,29 @@ def _pick_container(pod: dict[str, Any], requested: str | None) -> tuple[str | N
     return None, f"a container name must be specified for pod {name}, choose one of: [{choices}]"
 
 
+#: (node, command line) -> (stdout, stderr, exit code): a node read, as the node's SSH server answers it
+NodeRead = Callable[[str, str], tuple[str, str, int]]
+
+
+def _agent_answer(node_read: NodeRead | None, node: str, argv: list[str]) -> tuple[str, str, int]:
+    """An agent pod runs ``sh -c LINE`` for the node read commands; the node's facts answer them."""
+    if node_read is None or len(argv) != 3 or argv[:2] != ["sh", "-c"]:
+        return "", f"sh: {argv[0] if argv else ''}: not found\n", 127
+    return node_read(node, argv[2])
+
+
 async def handle_exec(
     request: web.Request,
     scenario: Scenario,
     pod: dict[str, Any],
     log: Callable[[ExecLogEntry], None],
+    node_read: NodeRead | None = None,
 ) -> web.StreamResponse:
-    """Serve one exec request for an existing pod (the caller already returned 404 otherwise)."""
+    """Serve one exec request for an existing pod (the caller already returned 404 otherwise).
+
+    An exec into a gpubot-node agent pod answers from its node's facts (``node_read``), failing
+    the way the node's ``agent`` mode says: 403, an upstream error, a hang or a cut stream.
+    """
     query = request.query
     argv = query.getall("command", [])
     name = pod["metadata"]["name"]
@@ -84,15 +101,34 @@ async def handle_exec(
     if phase in ("Succeeded", "Failed"):
         message = f"cannot exec into a container in a completed pod; current phase is {phase}"
         return status_response(400, message, name=name, kind="pods")
+    node = str(pod["spec"]["nodeName"])
+    mode = scenario.nodes[node].agent_mode if is_agent_pod(pod) and node in scenario.nodes else ""
+    if mode == "forbidden":
+        message = f'pods "{name}" is forbidden: User cannot create resource "pods/exec" in this namespace'
+        return status_response(403, message, name=name, kind="pods")
+    if mode == "unreachable":
+        message = f"error dialing backend: dial tcp {node}:10250: connect: connection refused"
+        return status_response(500, message, name=name, kind="pods")
     ws = web.WebSocketResponse(protocols=SUBPROTOCOLS, heartbeat=None, autoclose=True)
     if not ws.can_prepare(request).ok:
         return status_response(
             400, "Upgrade request required: this simulator serves exec over WebSocket only", name=name
         )
     await ws.prepare(request)
-    target = ExecTarget.resolve(scenario, pod, container)
-    stdout, stderr, code = answer(target, list(argv))
+    if mode == "hang":
+        async for _ in ws:  # say nothing until the client gives up and closes
+            pass
+        return ws
+    if is_agent_pod(pod):
+        stdout, stderr, code = _agent_answer(node_read, node, list(argv))
+    else:
+        stdout, stderr, code = answer(ExecTarget.resolve(scenario, pod, container), list(argv))
     log((pod["metadata"].get("namespace", ""), name, container, tuple(argv), code))
+    if mode == "truncated":
+        # the connection drops mid-answer: half the output, no exit status
+        await ws.send_bytes(bytes([STDOUT]) + stdout[: len(stdout) // 2].encode())
+        await ws.close()
+        return ws
     if query.get("stdout", "true").lower() in ("true", "1") and stdout:
         await ws.send_bytes(bytes([STDOUT]) + stdout.encode())
     if query.get("stderr", "true").lower() in ("true", "1") and stderr:

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from bot.sim import kube_discovery as discovery
 from bot.sim import kube_rest as rest
-from bot.sim.exec_ws import ExecLogEntry, handle_exec
+from bot.sim.exec_ws import ExecLogEntry, NodeRead, handle_exec
 from bot.sim.faults import FaultSet
 from bot.sim.kube_status import status_response
 from bot.sim.kube_watch import WatchHub, serve_watch
@@ -73,12 +73,16 @@ def _not_found_path() -> web.Response:
 class KubeApiServer:
     """An aiohttp Kubernetes API over one scenario; ``url`` is set by ``start``."""
 
-    def __init__(self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, extra_objects: list[Any] | None = None
+    ) -> None:
         self.scenario = scenario
         self.host = host
         self.port = port
         self.url = ""
-        self.store = ObjectStore(scenario.objects)
+        self.store = ObjectStore([*scenario.objects, *(extra_objects or [])])
+        #: answers a node read command for exec into an agent pod (SimCluster wires its SSH fleet)
+        self.node_read: NodeRead | None = None
         self.faults = FaultSet(scenario.api_faults)
         self.writes: list[WriteRecord] = []
         self.stats = RequestStats()
@@ -266,7 +270,7 @@ class KubeApiServer:
             return status_response(405, f"the server does not allow this method on {target.rtype.plural}")
         if target.sub == "exec":
             pod = rest.existing(store, target)
-            return await handle_exec(request, self.scenario, pod, self.exec_log.append)
+            return await handle_exec(request, self.scenario, pod, self.exec_log.append, self.node_read)
         if target.sub == "log":
             rest.existing(store, target)
             return web.Response(text="", content_type="text/plain")

@@ -17,6 +17,10 @@ from bot.sim.rbac import RbacTable, load_rbac
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
+#: the node's gpubot-node agent pod: "" = follows ``ssh`` (ok, or the exec failure that matches
+#: the SSH fault); missing / pending / crashloop = no pod answering; forbidden (exec 403),
+#: hang (exec never answers), truncated (the stream closes before the exit status)
+AGENT_MODES = ("", "ok", "missing", "pending", "crashloop", "forbidden", "hang", "truncated", "unreachable")
 KERNEL_LOG_SOURCES = ("journal", "dmesg", "none")
 DRIVER_INSTALLS = ("host", "operator")
 _GPU_NUMERIC = ("utilization_gpu", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
@@ -111,6 +115,15 @@ class NodeFacts:
     kernel_log: list[KernelLine] = field(default_factory=list)
     #: where the kernel log can be read: journal | dmesg (no journalctl) | none (neither readable)
     kernel_log_source: str = "journal"
+    #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
+    agent: str = ""
+
+    @property
+    def agent_mode(self) -> str:
+        """What the agent does: its own mode, else the exec failure that matches the SSH fault."""
+        if self.agent:
+            return self.agent
+        return {"timeout": "hang", "auth-denied": "forbidden", "wrong-host-key": "forbidden"}.get(self.ssh, self.ssh)
 
 
 @dataclass
@@ -275,6 +288,9 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
         source = str(facts.get("kernel_log_source", "journal"))
         if source not in KERNEL_LOG_SOURCES:
             problems.add(f"{where}.kernel_log_source", f"use one of {', '.join(KERNEL_LOG_SOURCES)}")
+        agent = str(facts.get("agent", "") or "")
+        if agent not in AGENT_MODES:
+            problems.add(f"{where}.agent", f"unknown mode {agent!r}; use one of {', '.join(AGENT_MODES[1:])}")
         install = str(facts.get("driver_install", "host"))
         if install not in DRIVER_INSTALLS:
             problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
@@ -330,6 +346,7 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             xid=_xids(facts.get("xid"), f"{where}.xid", problems),
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
+            agent=agent,
         )
     return nodes
 

@@ -23,6 +23,7 @@ from types import TracebackType
 
 import asyncssh
 
+from bot.probes.ssh import READ_COMMANDS
 from bot.sim.keys import FleetKeys, generate_keys, write_client_files
 from bot.sim.nvidia_smi import render
 from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
@@ -272,6 +273,15 @@ class SshFleet:
         if answer.changes_state:
             self._history[node].append(command)
         return answer
+
+    def read(self, node: str, command: str) -> tuple[str, str, int]:
+        """A node read as the node agent runs it: the SSH answer for a read command; a command
+        that would change the node fails (the agent's mounts are read-only and it has no systemd)."""
+        if command not in READ_COMMANDS or node not in self._nodes:
+            return "", f"sh: {command.split(' ', 1)[0]}: not permitted in the read-only agent\n", 126
+        answer = self._answer(self._nodes[node], node, command)
+        self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed))
+        return answer.stdout, answer.stderr, answer.exit_status
 
     def _answer(self, facts: NodeFacts, node: str, command: str) -> _Answer:
         words = command.split()

@@ -1,4 +1,5 @@
-"""Every ``expect`` block of every scenario in the repo, run through the CLI with --scenario --json.
+"""Every ``expect`` block of every scenario in the repo, run through the CLI with --scenario --json,
+once per node transport (``--node-access ssh`` and ``agent``): both must reach the same findings.
 
 The scenario files are the data; this test only reads them. A listed code must appear, an
 absent one must not, and the JSON must follow the CLI contract.
@@ -30,9 +31,10 @@ def test_scenarios_exist() -> None:
     assert len(CASES) >= 5
 
 
+@pytest.mark.parametrize("access", ["ssh", "agent"])
 @pytest.mark.parametrize(("path", "index", "exp"), CASES)
-def test_expect_block(path: Path, index: int, exp, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = shlex.split(exp.run) + ["--scenario", str(path), "--json"]
+def test_expect_block(path: Path, index: int, exp, access: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = shlex.split(exp.run) + ["--scenario", str(path), "--json", "--node-access", access]
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -12,8 +12,10 @@ from bot.errors import NodeProbeError
 def run(facts: Facts) -> Iterator[Detection]:
     """NODE_UNREACHABLE per node."""
     for node, result in sorted(facts.node_readings.items()):
-        if isinstance(result, NodeProbeError):
-            yield detect("NODE_UNREACHABLE", node_subject(node), node=node, reason=result.reason,
+        # a node without a working agent pod is NODE_AGENT_MISSING (node_agent), not unreachable
+        if isinstance(result, NodeProbeError) and result.reason != "agent-missing":
+            via = "SSH" if result.via == "ssh" else "exec into its gpubot-node agent"
+            yield detect("NODE_UNREACHABLE", node_subject(node), node=node, reason=result.reason, via=via,
                          evidence=[result.user_message])
 
 

@@ -1,5 +1,6 @@
 """Loader of the physical truth: nvidia-smi, compute apps, the kubelet checkpoint, /dev/nvidia*,
-kubelet state and driver on the nodes in scope, through the read-only node transport.
+kubelet state and driver on the nodes in scope, through the read-only node transport: SSH, or
+exec into the node's gpubot-node agent pod (setting ``node_access``).
 
 A node that does not answer costs at most the per-node deadline and becomes a skipped entry
 (and, through its check, ``NODE_UNREACHABLE``); the rest of the report stands.
@@ -11,10 +12,12 @@ from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
-from bot.errors import NodeProbeError
+from bot.errors import GpubotError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
-from bot.probes.node import observe_nodes, ssh_target_for
+from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
+from bot.probes.node_agent import AGENT_SELECTOR, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
+from bot.probes.ssh import CommandResult
 
 
 def _allocated_share(pods: list[SlimPod]) -> float:
@@ -58,11 +61,29 @@ def physical_scope(facts: Facts) -> list[str]:
     return candidates[:limit]
 
 
-async def readings(facts: Facts, src: Sources) -> None:
-    names = physical_scope(facts)
+async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[NodeTransport, dict[str, Any]]:
+    """The configured transport, and the nodes it cannot read at all (value: the error)."""
     s, c = src.settings, src.cluster
+    failed: dict[str, Any] = {}
+    if s.node_access == "agent":
+        if src.node_exec is None:
+            return AgentTransport(_no_exec, s.namespace, {}), {
+                n: NodeProbeError(n, "error", "exec is not available here", via="agent") for n in names
+            }
+        try:
+            pods = await src.kube.list_pods(s.namespace, label_selector=AGENT_SELECTOR)
+            daemonsets = [
+                d for d in await src.kube.list_daemonsets(label_selector=AGENT_SELECTOR)
+                if (d.get("metadata") or {}).get("namespace") == s.namespace
+            ]
+        except GpubotError as exc:
+            why = f"cannot list the node agents: {exc.user_message}"
+            return AgentTransport(src.node_exec, s.namespace, {}), {
+                n: NodeProbeError(n, "error", why, via="agent") for n in names
+            }
+        agents = find_agents({n: facts.nodes.get(n) for n in names}, pods, daemonsets)
+        return AgentTransport(src.node_exec, s.namespace, agents), failed
     targets = {}
-    results: dict[str, Any] = {}
     for n in names:
         try:
             targets[n] = ssh_target_for(
@@ -74,16 +95,34 @@ async def readings(facts: Facts, src: Sources) -> None:
                 overrides=c.ssh_targets,
             )
         except NodeProbeError as exc:  # a misconfigured override costs that node only
-            results[n] = exc
+            failed[n] = exc
+    return SshTransport(targets, pool=src.ssh_pool), failed
+
+
+async def _no_exec(
+    namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
+) -> CommandResult:
+    raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
+
+
+async def readings(facts: Facts, src: Sources) -> None:
+    names = physical_scope(facts)
+    s = src.settings
+    transport, results = await _transport(facts, src, names)
     results.update(
-        await observe_nodes(
-            targets, concurrency=s.ssh_concurrency, deadline=s.ssh_deadline_s, pool=src.ssh_pool, until=facts.deadline
+        await observe_many(
+            transport,
+            [n for n in names if n not in results],
+            concurrency=s.ssh_concurrency,
+            deadline=s.ssh_deadline_s,
+            until=facts.deadline,
         )
     )
     late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
     for node, result in sorted(results.items()):
-        if isinstance(result, NodeProbeError) and result.reason != "deadline":
-            facts.skip(f"physical checks on {node}", f"ssh {result.reason}")
+        # a missing agent is its own finding (NODE_AGENT_MISSING), which says why
+        if isinstance(result, NodeProbeError) and result.reason not in ("deadline", "agent-missing"):
+            facts.skip(f"physical checks on {node}", f"{result.via} {result.reason}")
     if late:
         shown = ", ".join(late[:20]) + (f" and {len(late) - 20} more" if len(late) > 20 else "")
         facts.skip(f"physical checks on {len(late)} node(s): {shown}", "not read within the command's deadline")

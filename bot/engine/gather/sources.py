@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from bot.probes.container import ExecFn
 from bot.probes.kube import KubeReads
+from bot.probes.node_agent import NodeExecFn
 from bot.probes.ssh_pool import SshPool
 from bot.settings import ClusterConfig, Settings
 
@@ -23,3 +24,5 @@ class Sources:
     exec_unavailable: str = NO_EXEC
     #: kept SSH connections (long-running bot only); None = one connection per node per question
     ssh_pool: SshPool | None = None
+    #: exec of the node read commands into a node's agent pod (``node_access: agent``)
+    node_exec: NodeExecFn | None = None

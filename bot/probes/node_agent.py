@@ -1,0 +1,171 @@
+"""Read GPU nodes through the Kubernetes API: exec the node read commands into the node's agent pod.
+
+The ``gpubot-node`` DaemonSet runs one idle, unprivileged pod per GPU node with the host paths the
+reads need mounted read-only. ``AgentTransport`` execs the very commands SSH would send
+(``bot.probes.ssh.READ_COMMANDS``, through ``PodExec.run_read``) into that pod, so the readings,
+deadlines and failure reasons are those of SSH. ``find_agents`` maps each node to its agent pod,
+or to why there is none that can answer (not scheduled and why, Pending, crash-looping, not Ready).
+
+This module must never run anything but ``READ_COMMANDS``, and never exec into any other pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.errors import GpubotError, KubeApiError, NodeProbeError
+from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, observe_with
+from bot.probes.ssh import CommandResult
+
+Obj = dict[str, Any]
+
+#: the label the chart puts on agent pods (``app.kubernetes.io/name``) and their container's name
+AGENT_NAME = "gpubot-node"
+AGENT_SELECTOR = f"app.kubernetes.io/name={AGENT_NAME}"
+AGENT_CONTAINER = "agent"
+
+class NodeExecFn(Protocol):
+    """``PodExec.run_read``: one read command in a container, within ``timeout`` seconds."""
+
+    def __call__(
+        self, namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
+    ) -> Awaitable[CommandResult]: ...
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """One node's agent: the pod to exec into (``ready``), or why the node has none that answers."""
+
+    pod: str = ""
+    ready: bool = False
+    #: empty when ready; else "not scheduled: ...", "Pending: ...", "crash-looping: ...", ...
+    reason: str = ""
+
+
+def _tolerated(taint: Obj, tolerations: list[Obj]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists" and not tol.get("key"):
+            return True
+        if tol.get("key") != taint.get("key"):
+            continue
+        if tol.get("operator") == "Exists" or tol.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def _why_unscheduled(node: Obj | None, template: Obj | None) -> str:
+    """Which taint or label keeps the DaemonSet's pod off the node, as far as the objects say."""
+    if template is None:
+        return f"not scheduled: no {AGENT_NAME} DaemonSet in the namespace (is the node agent installed?)"
+    spec = template.get("spec") or {}
+    tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, dict)]
+    taints = [t for t in ((node or {}).get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+    for taint in taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
+            value = f"={taint['value']}" if taint.get("value") else ""
+            return f"not scheduled: taint {taint.get('key')}{value}:{taint.get('effect')} is not tolerated"
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return f"not scheduled: the node lacks label {key}={value} (the DaemonSet's nodeSelector)"
+    return "not scheduled: the DaemonSet's node affinity does not match this node's labels"
+
+
+def _pod_state(pod: Obj) -> AgentState:
+    name = str((pod.get("metadata") or {}).get("name", ""))
+    status = pod.get("status") or {}
+    for cs in status.get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") == "CrashLoopBackOff":
+            return AgentState(name, False, f"crash-looping: pod {name}, {cs.get('restartCount', 0)} restarts")
+    phase = status.get("phase", "")
+    if phase == "Pending":
+        why = next(
+            (
+                str(((cs.get("state") or {}).get("waiting") or {}).get("reason", ""))
+                for cs in status.get("containerStatuses") or []
+                if (cs.get("state") or {}).get("waiting")
+            ),
+            "",
+        )
+        return AgentState(name, False, f"Pending: pod {name}" + (f" ({why})" if why else ""))
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+    if phase != "Running" or not ready:
+        return AgentState(name, False, f"not Ready: pod {name} is {phase or 'in no phase'}")
+    return AgentState(name, True)
+
+
+def find_agents(nodes: Mapping[str, Obj | None], pods: list[Obj], daemonsets: list[Obj]) -> dict[str, AgentState]:
+    """Each of ``nodes``' agent: from the agent pods (by spec.nodeName) and the agent DaemonSet."""
+    by_node: dict[str, Obj] = {}
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node and (pod.get("metadata") or {}).get("deletionTimestamp") is None:
+            best = by_node.get(node)
+            # a Ready pod wins over a replacement still starting
+            if best is None or _pod_state(pod).ready:
+                by_node[node] = pod
+    template: Obj | None = next(((d.get("spec") or {}).get("template") for d in daemonsets), None)
+    out = {}
+    for name, node_obj in nodes.items():
+        agent = by_node.get(name)
+        out[name] = _pod_state(agent) if agent is not None else AgentState(reason=_why_unscheduled(node_obj, template))
+    return out
+
+
+class AgentTransport:
+    """Exec into each node's ``gpubot-node`` pod through the Kubernetes API (``pods/exec``)."""
+
+    name = "agent"
+
+    def __init__(self, exec_read: NodeExecFn, namespace: str, agents: Mapping[str, AgentState]) -> None:
+        self.exec_read = exec_read
+        self.namespace = namespace
+        self.agents = agents
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation:
+        agent = self.agents.get(node) or AgentState(reason="not scheduled: no agent pod found")
+        if not agent.ready:
+            raise NodeProbeError(node, "agent-missing", agent.reason, via="agent")
+        try:
+            async with asyncio.timeout(deadline):
+                return await observe_with(self._runner(node, agent.pod, deadline), node)
+        except TimeoutError:
+            raise NodeProbeError(node, "timeout", f"no complete answer within {deadline:g}s", via="agent") from None
+
+    def _runner(self, node: str, pod: str, deadline: float) -> RunReads:
+        gate = asyncio.Semaphore(CHANNELS_PER_NODE)
+
+        async def one(command: str) -> CommandResult:
+            async with gate:
+                try:
+                    # the exec's own socket timeout ends its worker thread near the node's deadline
+                    return await self.exec_read(self.namespace, pod, AGENT_CONTAINER, command, timeout=deadline)
+                except KubeApiError as exc:
+                    raise _translate(node, exc) from None
+                except GpubotError as exc:
+                    raise NodeProbeError(node, "error", exc.user_message, via="agent") from None
+
+        async def run(commands: list[str]) -> dict[str, CommandResult]:
+            results = await asyncio.gather(*(one(c) for c in commands))
+            return dict(zip(commands, results, strict=True))
+
+        return run
+
+
+def _translate(node: str, exc: KubeApiError) -> NodeProbeError:
+    """The SSH reasons, for an exec: 401/403 is auth (RBAC), a timed-out exec is timeout."""
+    text = exc.user_message
+    if exc.status in (401, 403):
+        return NodeProbeError(node, "auth", f"exec refused ({exc.status}): the bot may not exec into its agent",
+                              via="agent")
+    if "timed out" in text:
+        return NodeProbeError(node, "timeout", text, via="agent")
+    return NodeProbeError(node, "error", text, via="agent")
