@@ -1,0 +1,167 @@
+"""One watch's sweep: node-status over the cluster, then post, edit or resolve, never re-post.
+
+Each sweep runs the read-only node-status diagnosis, keeps the findings whose code is watched,
+and compares them by fingerprint with the open problems in the store:
+
+- new fingerprint → one message, remembered with its ts;
+- known fingerprint, same digest → nothing at all (three sweeps of the same leak post nothing);
+- known fingerprint, new digest → the message edited, a thread reply saying what changed;
+- open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
+
+A problem is only declared gone when the sweep could see: a node problem needs its node read
+over SSH this sweep, any other problem needs a sweep that listed at least one GPU node. A Slack
+call that fails leaves the store as it was, so the next sweep tries again (a failed first post
+is retried, never doubled). This module knows no Slack: a ``Notifier`` posts for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from bot.commands import Invocation
+from bot.observability import log_event
+from bot.proactive.problems import Problem, problems_from_report
+from bot.proactive.store import OpenProblem, ProblemStore
+from bot.report import Report
+from bot.settings import WatchConfig
+
+log = logging.getLogger("gpubot.watch")
+
+
+class Diagnoses(Protocol):
+    """What the watch needs of the diagnosis service."""
+
+    async def run(self, inv: Invocation) -> Report: ...
+
+
+class Notifier(Protocol):
+    """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
+
+    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+        """Post the problem's message; return its ts."""
+        ...
+
+    async def update_open(
+        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+    ) -> None:
+        """Edit the message to ``after`` and reply in its thread with what changed."""
+        ...
+
+    async def resolve(
+        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
+    ) -> None:
+        """Edit the message to resolved and say so in its thread."""
+        ...
+
+
+@dataclass
+class SweepResult:
+    """What one sweep did (logged, and read by tests and the benchmark)."""
+
+    posted: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: fingerprints whose Slack call failed; retried next sweep
+    failed: list[str] = field(default_factory=list)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Watcher:
+    """Sweeps one (cluster, channel) watch."""
+
+    def __init__(
+        self,
+        config: WatchConfig,
+        service: Diagnoses,
+        store: ProblemStore,
+        notifier: Notifier,
+        *,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.config = config
+        self.service = service
+        self.store = store
+        self.notifier = notifier
+        self.clock = clock
+        self.sweeps = 0
+
+    async def sweep(self) -> SweepResult:
+        """Run node-status once and bring the channel's messages in line with what it found."""
+        cfg = self.config
+        report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
+        self.sweeps += 1
+        now = self.clock()
+        found = {p.fingerprint: p for p in problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)}
+        known = self.store.open_problems(cfg.cluster, cfg.channel)
+        result = SweepResult()
+        for fp, problem in found.items():
+            await self._seen(problem, known.get(fp), now, result)
+        visible = _visible(report)
+        for fp, row in known.items():
+            if fp not in found and visible(row.problem):
+                await self._gone(row, now, result)
+        log_event(
+            log,
+            "watch sweep",
+            cluster=cfg.cluster,
+            channel=cfg.channel,
+            posted=len(result.posted),
+            changed=len(result.changed),
+            resolved=len(result.resolved),
+            open=len(found),
+            failed=len(result.failed),
+        )
+        return result
+
+    async def _seen(self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult) -> None:
+        channel = self.config.channel
+        fp = problem.fingerprint
+        try:
+            if row is None:
+                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now)
+                self.store.opened(problem, channel=channel, message_ts=ts, at=now)
+                result.posted.append(fp)
+            elif row.digest != problem.digest:
+                await self.notifier.update_open(
+                    channel, row.message_ts, row.problem, problem, opened_at=row.opened_at, seen_at=now
+                )
+                self.store.changed(problem, channel=channel, at=now)
+                result.changed.append(fp)
+            else:
+                result.unchanged.append(fp)
+        except Exception:
+            log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
+            result.failed.append(fp)
+
+    async def _gone(self, row: OpenProblem, now: datetime, result: SweepResult) -> None:
+        fp = row.problem.fingerprint
+        try:
+            await self.notifier.resolve(
+                row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
+            )
+            self.store.resolved(fp, channel=row.channel, at=now)
+            result.resolved.append(fp)
+        except Exception:
+            log.exception("watch: could not mark problem %s (%s) resolved", row.problem.code, row.problem.subject)
+            result.failed.append(fp)
+
+
+def _visible(report: Report) -> Callable[[Problem], bool]:
+    """Whether this sweep could have seen the problem: absence only counts where we looked."""
+    read_nodes = {f"node/{row.node}" for row in report.nodes if row.ssh == "ok"}
+    listed_any = bool(report.nodes)
+
+    def visible(problem: Problem) -> bool:
+        if problem.subject.startswith("node/"):
+            return problem.subject in read_nodes
+        return listed_any
+
+    return visible
