@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
-from bot.proactive import ProblemStore, Watcher
+from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.remediation import ClusterClients, RemediationService
 from bot.settings import Settings
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
 from bot.slack.remediation import SlackRemediation
 from bot.slack.transport import SlackServer
+from bot.slack.watch_buttons import register_watch_buttons
 from bot.slack.watch_notifier import SlackWatchNotifier
 from bot.slack.web import new_web_client
 
@@ -80,6 +81,8 @@ def build_bot(
         client=web,
     )
     watchers = build_watchers(settings, service, web)
+    if watchers:
+        register_watch_buttons(slack, Snoozer(watchers[0].store))
     return Bot(settings, service, slack, SlackServer(slack, settings), web, remediation, watchers)
 
 

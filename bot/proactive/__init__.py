@@ -8,6 +8,15 @@ to a cluster: a sweep only reads, like every diagnosis.
 
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.store import OpenProblem, ProblemStore
-from bot.proactive.watcher import SweepResult, Watcher
+from bot.proactive.watcher import SNOOZES, Snoozer, SweepResult, Watcher
 
-__all__ = ["OpenProblem", "Problem", "ProblemStore", "SweepResult", "Watcher", "problems_from_report"]
+__all__ = [
+    "SNOOZES",
+    "OpenProblem",
+    "Problem",
+    "ProblemStore",
+    "Snoozer",
+    "SweepResult",
+    "Watcher",
+    "problems_from_report",
+]

@@ -41,6 +41,15 @@ _SCHEMA = (
     """CREATE UNIQUE INDEX IF NOT EXISTS watch_problems_open
         ON watch_problems (fingerprint, channel) WHERE state = 'open'""",
     "CREATE INDEX IF NOT EXISTS watch_problems_by_channel ON watch_problems (cluster, channel, state)",
+    # a snooze silences one problem in one channel: until a time, or (until NULL) until it resolves
+    """CREATE TABLE IF NOT EXISTS watch_snoozes (
+        fingerprint TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        until TEXT,
+        snoozed_by TEXT NOT NULL,
+        snoozed_at TEXT NOT NULL,
+        PRIMARY KEY (fingerprint, channel)
+    )""",
 )
 
 
@@ -154,6 +163,29 @@ class ProblemStore:
                 "UPDATE watch_problems SET state = 'resolved', resolved_at = ?, updated_at = ?"
                 " WHERE fingerprint = ? AND channel = ? AND state = 'open'",
                 (_ts(at), _ts(at), fingerprint, channel),
+            )
+
+    def snooze(self, fingerprint: str, *, channel: str, until: datetime | None, by: str, at: datetime) -> None:
+        """Silence the problem in ``channel`` until ``until`` (``None``: until it resolves)."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO watch_snoozes (fingerprint, channel, until, snoozed_by, snoozed_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (fingerprint, channel, _ts(until) if until is not None else None, by, _ts(at)),
+            )
+
+    def snoozed(self, fingerprint: str, *, channel: str, now: datetime) -> bool:
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT until FROM watch_snoozes WHERE fingerprint = ? AND channel = ?", (fingerprint, channel)
+            ).fetchone()
+        return row is not None and (row[0] is None or _parse(str(row[0])) > now)
+
+    def end_snoozes_until_resolved(self, fingerprint: str, *, channel: str) -> None:
+        with self._connect() as db:
+            db.execute(
+                "DELETE FROM watch_snoozes WHERE fingerprint = ? AND channel = ? AND until IS NULL",
+                (fingerprint, channel),
             )
 
     @staticmethod

@@ -8,6 +8,10 @@ and compares them by fingerprint with the open problems in the store:
 - known fingerprint, new digest → the message edited, a thread reply saying what changed;
 - open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
 
+A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, so a restart
+honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
+ends an "until resolved" snooze.
+
 A problem is only declared gone when the sweep could see: a node problem needs its node read
 over SSH this sweep, any other problem needs a sweep that listed at least one GPU node. A Slack
 call that fails leaves the store as it was, so the next sweep tries again (a failed first post
@@ -19,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.commands import Invocation
@@ -68,6 +72,8 @@ class SweepResult:
     unchanged: list[str] = field(default_factory=list)
     #: fingerprints whose Slack call failed; retried next sweep
     failed: list[str] = field(default_factory=list)
+    #: fingerprints found but silenced by a snooze
+    snoozed: list[str] = field(default_factory=list)
 
 
 def _now() -> datetime:
@@ -124,6 +130,9 @@ class Watcher:
     async def _seen(self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult) -> None:
         channel = self.config.channel
         fp = problem.fingerprint
+        if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
+            result.snoozed.append(fp)
+            return
         try:
             if row is None:
                 ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now)
@@ -148,10 +157,32 @@ class Watcher:
                 row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
             )
             self.store.resolved(fp, channel=row.channel, at=now)
+            self.store.end_snoozes_until_resolved(fp, channel=row.channel)
             result.resolved.append(fp)
         except Exception:
             log.exception("watch: could not mark problem %s (%s) resolved", row.problem.code, row.problem.subject)
             result.failed.append(fp)
+
+
+#: the snooze buttons' choices -> how long (``None``: until the problem resolves)
+SNOOZES: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "resolved": None}
+
+
+class Snoozer:
+    """What a snooze button does: remember the snooze in the store (so a restart keeps it)."""
+
+    def __init__(self, store: ProblemStore, *, clock: Callable[[], datetime] = _now) -> None:
+        self.store = store
+        self.clock = clock
+
+    def snooze(self, fingerprint: str, *, channel: str, choice: str, by: str) -> datetime | None:
+        """Snooze and return until when (``None``: until resolved); ``KeyError`` on a bad choice."""
+        span = SNOOZES[choice]
+        now = self.clock()
+        until = now + span if span is not None else None
+        self.store.snooze(fingerprint, channel=channel, until=until, by=by, at=now)
+        log_event(log, "watch snoozed", fingerprint=fingerprint, channel=channel, choice=choice, by=by)
+        return until
 
 
 def _visible(report: Report) -> Callable[[Problem], bool]:

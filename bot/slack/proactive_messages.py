@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from bot.proactive.problems import Problem
 from bot.slack import limits as L
-from bot.slack.blocks import Rendered, context, header, section, severity_marker
+from bot.slack.blocks import Block, Rendered, context, header, section, severity_marker
 
 
 def _when(at: datetime) -> str:
@@ -44,7 +44,50 @@ def render_open(problem: Problem, *, opened_at: datetime, seen_at: datetime) -> 
     blocks.append(
         context([f"open since {_when(opened_at)} · last seen {_when(seen_at)} · found by the gpubot watch"])
     )
+    blocks.append(snooze_buttons(problem.fingerprint))
     return Rendered(blocks=blocks, text=L.clip(title, L.MAX_FALLBACK_TEXT))
+
+
+#: action id of a snooze button; the choice follows the dash (``watch-snooze-1d``)
+SNOOZE_ACTION = "watch-snooze"
+_SNOOZE_LABELS = {"1h": "Snooze 1 h", "1d": "Snooze 1 day", "resolved": "Mute until resolved"}
+_SNOOZE_CONFIRM = {
+    "1h": "No new posts or updates about this problem in this channel for one hour.",
+    "1d": "No new posts or updates about this problem in this channel for one day.",
+    "resolved": "No updates about this problem in this channel until the watch sees it resolved.",
+}
+
+
+def snooze_buttons(fingerprint: str) -> Block:
+    """Snooze 1 h, 1 day, until resolved: each button's value is ``CHOICE:FINGERPRINT``."""
+    return {
+        "type": "actions",
+        "block_id": f"watch-{fingerprint}",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": f"{SNOOZE_ACTION}-{choice}",
+                "text": {"type": "plain_text", "text": label},
+                "value": f"{choice}:{fingerprint}",
+                # silencing a live problem can hide the next outage: ask once, in the danger style
+                "confirm": {
+                    "title": {"type": "plain_text", "text": "Silence this problem?"},
+                    "text": {"type": "mrkdwn", "text": _SNOOZE_CONFIRM[choice]},
+                    "confirm": {"type": "plain_text", "text": label},
+                    "deny": {"type": "plain_text", "text": "Keep watching"},
+                    "style": "danger",
+                },
+            }
+            for choice, label in _SNOOZE_LABELS.items()
+        ],
+    }
+
+
+def render_snoozed(user: str, until: datetime | None) -> Rendered:
+    """The thread reply after a snooze click: who silenced it and until when."""
+    span = f"until {_when(until)}" if until is not None else "until it is resolved"
+    text = f"🔕 <@{user}> snoozed this problem {span}: no new posts or updates about it until then"
+    return Rendered(blocks=[section(text)], text=text)
 
 
 def render_resolved(problem: Problem, *, opened_at: datetime, resolved_at: datetime) -> Rendered:

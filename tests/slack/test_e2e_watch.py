@@ -21,7 +21,16 @@ from bot.settings import Settings, WatchConfig
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
 from bot.wiring import Bot, build_bot
-from tests.slack.helpers import form, post, settings_for, sign, slash_payload
+from tests.slack.helpers import (
+    action_payload,
+    click_payload,
+    form,
+    interaction_form,
+    post,
+    settings_for,
+    sign,
+    slash_payload,
+)
 from tests.slack.mock_slack_api import Call, MockSlackApi
 
 LEAK = Path(__file__).resolve().parents[2] / "scenarios" / "leak.yaml"
@@ -141,3 +150,77 @@ async def test_a_watch_that_is_not_enabled_builds_no_watcher(mock_slack: MockSla
             assert "watch_problems" not in tables, "no enabled watch, no problem table"
         finally:
             await bot.close()
+
+
+async def _click(mock: MockSlackApi, bot: Bot, value: str) -> None:
+    body = interaction_form(click_payload(mock, value, user="U0CAROL"))
+    status, _, _ = await post(f"http://127.0.0.1:{bot.server.port}/slack/events", body, sign(body))
+    assert status == 200
+
+
+def _fingerprints(settings: Settings) -> dict[str, str]:
+    """code -> fingerprint of the open problems."""
+    rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL).values()
+    return {row.problem.code: row.problem.fingerprint for row in rows}
+
+
+async def test_snoozes_outlive_a_restart_and_until_resolved_ends_with_the_problem(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        broken = sim.ssh.state("gpu-a").checkpoint
+        settings = _settings(mock_slack, sim)
+        bot = await _started(settings)
+        try:
+            await bot.watchers[0].sweep()
+            fps = _fingerprints(settings)
+            assert set(fps) == {"LEAK_LOGICAL_NOT_PHYSICAL", "CHECKPOINT_ZOMBIE"} and len(_posts(mock_slack)) == 2
+            await _click(mock_slack, bot, f"1d:{fps['LEAK_LOGICAL_NOT_PHYSICAL']}")
+            await _click(mock_slack, bot, f"resolved:{fps['CHECKPOINT_ZOMBIE']}")
+
+            def snoozed() -> list[Call]:
+                return [c for c in mock_slack.of("chat.postMessage") if "snoozed" in c.body.get("text", "")]
+
+            await mock_slack.wait_for(lambda: len(snoozed()) == 2)
+            by_thread = {r.body["thread_ts"]: r.body["text"] for r in snoozed()}
+            rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL)
+            leak_ts = rows[fps["LEAK_LOGICAL_NOT_PHYSICAL"]].message_ts
+            zombie_ts = rows[fps["CHECKPOINT_ZOMBIE"]].message_ts
+            assert "<@U0CAROL> snoozed this problem until 20" in by_thread[leak_ts]
+            assert "<@U0CAROL> snoozed this problem until it is resolved" in by_thread[zombie_ts]
+        finally:
+            await _stopped(bot)
+
+        bot = await _started(settings)  # a restart: the snoozes are read back from the state file
+        try:
+            (watcher,) = bot.watchers
+            sim.ssh.state("gpu-a").checkpoint = CLEAN_CHECKPOINT + "\n"
+            fixed = await watcher.sweep()
+            assert sorted(fixed.resolved) == sorted(fps.values())  # a resolution is shown even when snoozed
+            sim.ssh.state("gpu-a").checkpoint = broken
+            back = await watcher.sweep()
+            # the day-long snooze holds; the until-resolved one ended when the zombie was resolved
+            assert back.snoozed == [fps["LEAK_LOGICAL_NOT_PHYSICAL"]]
+            assert back.posted == [fps["CHECKPOINT_ZOMBIE"]]
+            assert (await watcher.sweep()).posted == []
+        finally:
+            await _stopped(bot)
+    assert len(_posts(mock_slack)) == 3
+
+
+async def test_a_forged_snooze_value_changes_nothing(mock_slack: MockSlackApi, tmp_path: Path) -> None:
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        settings = _settings(mock_slack, sim)
+        bot = await _started(settings)
+        try:
+            payload = action_payload(
+                mock_slack, "1d:$(reboot)", channel=CHANNEL, action_id="watch-snooze-1d", block_id="watch-x"
+            )
+            body = interaction_form(payload)
+            status, _, _ = await post(f"http://127.0.0.1:{bot.server.port}/slack/events", body, sign(body))
+            assert status == 200
+            with sqlite3.connect(settings.state_path) as db:
+                assert db.execute("SELECT COUNT(*) FROM watch_snoozes").fetchone() == (0,)
+        finally:
+            await _stopped(bot)
+    assert not mock_slack.of("chat.postMessage")

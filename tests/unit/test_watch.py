@@ -17,7 +17,8 @@ from bot.errors import ConfigError
 from bot.proactive import Problem, ProblemStore, Watcher, problems_from_report
 from bot.report import Finding, NodeRow, Remediation, Report
 from bot.settings import DEFAULT_WATCH_CODES, WatchConfig, load_settings
-from bot.slack.proactive_messages import lasted, render_change
+from bot.slack.proactive_messages import lasted, render_change, render_open, render_resolved
+from tests.slack.test_blocks import assert_within_limits
 
 CLUSTERS = [{"name": "prod"}, {"name": "lab"}]
 
@@ -173,3 +174,14 @@ def test_the_words_of_changes_and_durations() -> None:
     assert lasted(timedelta(seconds=30)) == "under a minute"
     assert lasted(timedelta(days=1, hours=2, minutes=5)) == "1 d 2 h 5 min"
     assert lasted(timedelta(hours=3)) == "3 h"
+
+
+def test_the_open_message_carries_three_snooze_buttons_within_slacks_limits() -> None:
+    long = _report(_leak("gpu-1", evidence="x" * 5000))
+    problem = problems_from_report(long, cluster="prod", codes=["CHECKPOINT_ZOMBIE"])[0]
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    rendered = render_open(problem, opened_at=now, seen_at=now)
+    assert_within_limits(rendered)
+    (buttons,) = [b for b in rendered.blocks if b["type"] == "actions"]
+    assert [e["value"] for e in buttons["elements"]] == [f"{c}:{problem.fingerprint}" for c in ("1h", "1d", "resolved")]
+    assert_within_limits(render_resolved(problem, opened_at=now, resolved_at=now + timedelta(hours=2)))
