@@ -170,6 +170,9 @@ class Settings:
     #: proactive watches (``serve`` only): per cluster and channel, a periodic sweep that posts
     #: problems once and edits them in place; none by default, and an entry is off until enabled
     watch: tuple[WatchConfig, ...] = ()
+    #: at most this many new watch posts per channel in any hour (all the channel's watches
+    #: together); the problems beyond it wait, listed in one summary message edited in place
+    watch_channel_posts_per_hour: int = 20
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The cluster called ``name``, or the default one."""
@@ -326,6 +329,8 @@ def _check(s: Settings) -> None:
     for channel, cluster in s.channel_clusters.items():
         if cluster not in names:
             raise ConfigError(f"setting channel_clusters[{channel}]: unknown cluster {cluster!r}")
+    if s.watch_channel_posts_per_hour < 1:
+        raise ConfigError("setting watch_channel_posts_per_hour: must be at least 1")
     seen: set[tuple[str, str]] = set()
     for w in s.watch:
         if w.cluster not in names:

@@ -93,4 +93,5 @@ def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebC
         return []
     store = ProblemStore(settings.state_path)
     notifier = SlackWatchNotifier(web)
-    return [Watcher(w, service, store, notifier) for w in enabled]
+    limit = settings.watch_channel_posts_per_hour
+    return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]

@@ -50,6 +50,13 @@ _SCHEMA = (
         snoozed_at TEXT NOT NULL,
         PRIMARY KEY (fingerprint, channel)
     )""",
+    # the one rate-limit summary message per channel and hour, edited while problems wait
+    """CREATE TABLE IF NOT EXISTS watch_summaries (
+        channel TEXT PRIMARY KEY,
+        message_ts TEXT NOT NULL,
+        window_start TEXT NOT NULL,
+        digest TEXT NOT NULL
+    )""",
 )
 
 
@@ -186,6 +193,30 @@ class ProblemStore:
             db.execute(
                 "DELETE FROM watch_snoozes WHERE fingerprint = ? AND channel = ? AND until IS NULL",
                 (fingerprint, channel),
+            )
+
+    def posts_since(self, channel: str, since: datetime) -> int:
+        """How many problem messages were posted to ``channel`` since ``since`` (any cluster)."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT COUNT(*) FROM watch_problems WHERE channel = ? AND opened_at > ?", (channel, _ts(since))
+            ).fetchone()
+        return int(row[0])
+
+    def summary(self, channel: str) -> tuple[str, datetime, str] | None:
+        """The channel's rate-limit summary: (message ts, window start, digest of its content)."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT message_ts, window_start, digest FROM watch_summaries WHERE channel = ?", (channel,)
+            ).fetchone()
+        return (str(row[0]), _parse(str(row[1])), str(row[2])) if row else None
+
+    def summarised(self, channel: str, *, message_ts: str, window_start: datetime, digest: str) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO watch_summaries (channel, message_ts, window_start, digest)"
+                " VALUES (?, ?, ?, ?)",
+                (channel, message_ts, _ts(window_start), digest),
             )
 
     @staticmethod

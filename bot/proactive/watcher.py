@@ -8,6 +8,10 @@ and compares them by fingerprint with the open problems in the store:
 - known fingerprint, new digest → the message edited, a thread reply saying what changed;
 - open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
 
+A channel takes at most ``posts_per_hour`` new posts in any hour (all its watches together);
+the problems beyond wait, unremembered, and are listed in one summary message per channel and
+hour, edited in place as the list changes; each is posted on its own once the hour allows.
+
 A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, so a restart
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
@@ -20,6 +24,7 @@ is retried, never doubled). This module knows no Slack: a ``Notifier`` posts for
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +66,14 @@ class Notifier(Protocol):
         """Edit the message to resolved and say so in its thread."""
         ...
 
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+        """Post the rate-limit summary listing ``held``; return its ts."""
+        ...
+
+    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
+        """Edit the rate-limit summary to list ``held``."""
+        ...
+
 
 @dataclass
 class SweepResult:
@@ -74,6 +87,8 @@ class SweepResult:
     failed: list[str] = field(default_factory=list)
     #: fingerprints found but silenced by a snooze
     snoozed: list[str] = field(default_factory=list)
+    #: fingerprints held back by the channel's rate limit (listed in the summary message)
+    held: list[str] = field(default_factory=list)
 
 
 def _now() -> datetime:
@@ -90,9 +105,11 @@ class Watcher:
         store: ProblemStore,
         notifier: Notifier,
         *,
+        posts_per_hour: int = 20,
         clock: Callable[[], datetime] = _now,
     ) -> None:
         self.config = config
+        self.posts_per_hour = posts_per_hour
         self.service = service
         self.store = store
         self.notifier = notifier
@@ -108,8 +125,11 @@ class Watcher:
         found = {p.fingerprint: p for p in problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)}
         known = self.store.open_problems(cfg.cluster, cfg.channel)
         result = SweepResult()
+        held: list[Problem] = []
         for fp, problem in found.items():
-            await self._seen(problem, known.get(fp), now, result)
+            await self._seen(problem, known.get(fp), now, result, held)
+        if held:
+            await self._summarise(held, now, result)
         visible = _visible(report)
         for fp, row in known.items():
             if fp not in found and visible(row.problem):
@@ -127,11 +147,17 @@ class Watcher:
         )
         return result
 
-    async def _seen(self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult) -> None:
+    async def _seen(
+        self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult, held: list[Problem]
+    ) -> None:
         channel = self.config.channel
         fp = problem.fingerprint
         if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
             result.snoozed.append(fp)
+            return
+        if row is None and self.store.posts_since(channel, now - HOUR) >= self.posts_per_hour:
+            held.append(problem)
+            result.held.append(fp)
             return
         try:
             if row is None:
@@ -150,6 +176,24 @@ class Watcher:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
 
+    async def _summarise(self, held: list[Problem], now: datetime, result: SweepResult) -> None:
+        """One summary per channel and hour: posted once, then edited when its list changes."""
+        channel = self.config.channel
+        digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
+        known = self.store.summary(channel)
+        try:
+            if known is not None and known[1] > now - HOUR:
+                ts, window_start, before = known
+                if before != digest:
+                    await self.notifier.update_summary(channel, ts, held, limit=self.posts_per_hour)
+                    self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
+                return
+            ts = await self.notifier.post_summary(channel, held, limit=self.posts_per_hour)
+            self.store.summarised(channel, message_ts=ts, window_start=now, digest=digest)
+        except Exception:
+            log.exception("watch: could not post the rate-limit summary of %s", channel)
+            result.failed.extend(p.fingerprint for p in held)
+
     async def _gone(self, row: OpenProblem, now: datetime, result: SweepResult) -> None:
         fp = row.problem.fingerprint
         try:
@@ -164,6 +208,7 @@ class Watcher:
             result.failed.append(fp)
 
 
+HOUR = timedelta(hours=1)
 #: the snooze buttons' choices -> how long (``None``: until the problem resolves)
 SNOOZES: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "resolved": None}
 

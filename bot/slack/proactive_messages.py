@@ -123,3 +123,15 @@ def render_resolved_reply(problem: Problem, *, opened_at: datetime, resolved_at:
     """The thread reply that says the problem is gone (the message itself is edited too)."""
     text = f"resolved: no longer seen after {lasted(resolved_at - opened_at)}"
     return Rendered(blocks=[section(text)], text=text)
+
+
+def render_held(held: list[Problem], *, limit: int) -> Rendered:
+    """The channel's one rate-limit summary: which problems wait for their own post."""
+    lines = [f"• {severity_marker(p.severity)} {p.cluster}: {L.escape_mrkdwn(p.title)} `{p.code}`" for p in held]
+    text = f"⏸ {len(held)} more GPU problem(s) not posted: this channel takes {limit} new watch posts an hour"
+    blocks = [
+        section(text),
+        section(L.clip_lines("\n".join(lines), L.MAX_SECTION_TEXT)),
+        context(["each gets its own message once the hour allows; this summary is edited, not re-posted"]),
+    ]
+    return Rendered(blocks=blocks, text=L.clip(text, L.MAX_FALLBACK_TEXT))

@@ -12,7 +12,13 @@ from datetime import datetime
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.proactive.problems import Problem
-from bot.slack.proactive_messages import render_change, render_open, render_resolved, render_resolved_reply
+from bot.slack.proactive_messages import (
+    render_change,
+    render_held,
+    render_open,
+    render_resolved,
+    render_resolved_reply,
+)
 
 
 class SlackWatchNotifier:
@@ -41,3 +47,12 @@ class SlackWatchNotifier:
         await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
         reply = render_resolved_reply(problem, opened_at=opened_at, resolved_at=resolved_at)
         await self.client.chat_postMessage(channel=channel, thread_ts=ts, text=reply.text, blocks=reply.blocks)
+
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+        msg = render_held(held, limit=limit)
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        return str(resp["ts"])
+
+    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
+        msg = render_held(held, limit=limit)
+        await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,30 @@ async def test_a_forged_snooze_value_changes_nothing(mock_slack: MockSlackApi, t
         finally:
             await _stopped(bot)
     assert not mock_slack.of("chat.postMessage")
+
+
+async def test_beyond_the_channel_rate_limit_one_summary_waits_for_the_next_hour(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        entry = WatchConfig(cluster=sim.cluster_name, channel=CHANNEL, enabled=True)
+        settings = settings_for(mock_slack, base=sim.settings(), watch=(entry,), watch_channel_posts_per_hour=1)
+        bot = await _started(settings)
+        try:
+            (watcher,) = bot.watchers
+            first = await watcher.sweep()
+            assert len(first.posted) == 1 and len(first.held) == 1
+            posts = _posts(mock_slack)
+            assert len(posts) == 2 and posts[1].body["text"].startswith("⏸ 1 more GPU problem(s) not posted")
+            for _ in range(3):
+                again = await watcher.sweep()
+                assert again.posted == [] and again.held == first.held
+            assert len(_posts(mock_slack)) == 2 and not mock_slack.of("chat.update"), "the summary is not repeated"
+
+            later = datetime.now(UTC) + timedelta(minutes=61)
+            watcher.clock = lambda: later
+            next_hour = await watcher.sweep()
+            assert next_hour.posted == first.held and next_hour.held == []
+        finally:
+            await _stopped(bot)
+    assert len(_posts(mock_slack)) == 3

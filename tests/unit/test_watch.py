@@ -45,6 +45,9 @@ def test_watch_settings_are_off_by_default_and_checked() -> None:
     for value, message in bad:
         with pytest.raises(ConfigError, match=message):
             load_settings(env={}, clusters=CLUSTERS, watch=value)
+    assert load_settings(env={}).watch_channel_posts_per_hour == 20
+    with pytest.raises(ConfigError, match="watch_channel_posts_per_hour"):
+        load_settings(env={}, watch_channel_posts_per_hour=0)
 
 
 def _leak(node: str, *, count: int = 1, evidence: str = "idle") -> Finding:
