@@ -45,7 +45,12 @@ async def serve(
     if configure_logs:
         configure_logging(
             settings.log_level,
-            secrets=[settings.slack_bot_token, settings.slack_app_token, settings.slack_signing_secret],
+            secrets=[
+                settings.slack_bot_token,
+                settings.slack_app_token,
+                settings.slack_signing_secret,
+                settings.alerts_token,
+            ],
         )
     bot = build_bot(settings, service=service, clients=clients)
     stop = stop or asyncio.Event()

@@ -173,6 +173,13 @@ class Settings:
     #: at most this many new watch posts per channel in any hour (all the channel's watches
     #: together); the problems beyond it wait, listed in one summary message edited in place
     watch_channel_posts_per_hour: int = 20
+    #: token Alertmanager sends to ``POST /alerts`` (``Authorization: Bearer TOKEN``, or basic auth
+    #: with TOKEN as the password); empty = the receiver is off
+    alerts_token: Secret = field(default_factory=lambda: Secret(""))
+    #: Slack channel id the alert groups are posted to
+    alerts_channel: str = ""
+    #: cluster whose nodes and pods the alerts name (empty = the default cluster)
+    alerts_cluster: str = ""
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The cluster called ``name``, or the default one."""
@@ -185,7 +192,7 @@ class Settings:
         raise ConfigError(f"unknown cluster {name!r}; configured: {known}")
 
 
-_SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret"}
+_SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret", "alerts_token"}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -329,6 +336,10 @@ def _check(s: Settings) -> None:
     for channel, cluster in s.channel_clusters.items():
         if cluster not in names:
             raise ConfigError(f"setting channel_clusters[{channel}]: unknown cluster {cluster!r}")
+    if s.alerts_token and not s.alerts_channel:
+        raise ConfigError("setting alerts_channel: needed when alerts_token turns the alert receiver on")
+    if s.alerts_cluster and s.alerts_cluster not in names:
+        raise ConfigError(f"setting alerts_cluster: unknown cluster {s.alerts_cluster!r}")
     if s.watch_channel_posts_per_hour < 1:
         raise ConfigError("setting watch_channel_posts_per_hour: must be at least 1")
     seen: set[tuple[str, str]] = set()

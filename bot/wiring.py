@@ -19,8 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
+from bot.proactive.alerts import AlertDesk
 from bot.remediation import ClusterClients, RemediationService
 from bot.settings import Settings
+from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
 from bot.slack.remediation import SlackRemediation
@@ -83,7 +85,14 @@ def build_bot(
     watchers = build_watchers(settings, service, web)
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
-    return Bot(settings, service, slack, SlackServer(slack, settings), web, remediation, watchers)
+    server = SlackServer(slack, settings)
+    if settings.alerts_token:
+        cluster = settings.cluster(settings.alerts_cluster or None).name
+        desk = AlertDesk(
+            settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
+        )
+        add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
+    return Bot(settings, service, slack, server, web, remediation, watchers)
 
 
 def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
