@@ -2,7 +2,8 @@
 
 Order matters: check the configuration (fail fast, naming what is missing but never a value),
 turn on JSON logs that redact every secret, build the bot (``bot.wiring``), verify the bot token,
-report runs a restart cut off, start the transports and the periodic offer sweep, then wait for
+report runs a restart cut off, start the transports, the periodic offer sweep and one sweep per
+enabled watch (``bot.proactive``), then wait for
 SIGTERM/SIGINT, stop the sweep and drain in-flight diagnoses within ``shutdown_grace_s``. This
 module runs what ``bot.wiring`` builds; it holds no Slack, diagnosis or remediation logic.
 """
@@ -44,7 +45,12 @@ async def serve(
     if configure_logs:
         configure_logging(
             settings.log_level,
-            secrets=[settings.slack_bot_token, settings.slack_app_token, settings.slack_signing_secret],
+            secrets=[
+                settings.slack_bot_token,
+                settings.slack_app_token,
+                settings.slack_signing_secret,
+                settings.alerts_token,
+            ],
         )
     bot = build_bot(settings, service=service, clients=clients)
     stop = stop or asyncio.Event()
@@ -54,19 +60,24 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
-    sweeper: asyncio.Task[None] | None = None
+    sweepers: list[asyncio.Task[None]] = []
     try:
         await bot.start()
         if bot.remediation is not None:
             sweep = bot.remediation.sweep_expired
-            sweeper = asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop))
+            sweepers.append(asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop)))
+        for watcher in bot.watchers:
+            what = f"watch sweep of {watcher.config.cluster}"
+            sweepers.append(
+                asyncio.create_task(sweep_periodically(watcher.sweep, watcher.config.interval_s, stop, what=what))
+            )
         if started is not None and not started.done():
             started.set_result(bot.server)
         await stop.wait()
         log_event(log, "shutting down", in_flight=len(bot.slack.tasks), grace_s=settings.shutdown_grace_s)
         await bot.server.stop(settings.shutdown_grace_s)
     finally:
-        if sweeper is not None:
+        for sweeper in sweepers:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
@@ -76,10 +87,10 @@ async def serve(
 
 
 async def sweep_periodically(
-    sweep: Callable[[], Awaitable[object]], interval_s: float, stop: asyncio.Event
+    sweep: Callable[[], Awaitable[object]], interval_s: float, stop: asyncio.Event, *, what: str = "offer sweep"
 ) -> None:
     """Call ``sweep`` every ``interval_s`` until ``stop`` is set; a failed sweep is logged, and
-    the next one tries again (an expiry missed now is caught up then)."""
+    the next one tries again (an expiry or a problem missed now is caught up then)."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval_s)
@@ -88,4 +99,4 @@ async def sweep_periodically(
         try:
             await sweep()
         except Exception:
-            log.exception("offer sweep failed")
+            log.exception("%s failed", what)

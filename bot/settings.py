@@ -73,6 +73,34 @@ class ClusterConfig:
     ssh_key_path: str = ""
 
 
+#: finding codes the watch posts by default: leaks, zombie checkpoints, lost or unhealthy GPUs,
+#: a device plugin or GPU operator that is not running
+DEFAULT_WATCH_CODES: tuple[str, ...] = (
+    "LEAK_LOGICAL_NOT_PHYSICAL",
+    "CHECKPOINT_ZOMBIE",
+    "GPU_LOST",
+    "GPU_UNHEALTHY",
+    "DEVICE_PLUGIN_NOT_RUNNING",
+    "GPU_OPERATOR_NOT_READY",
+)
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """One proactive watch: sweep ``cluster``'s GPU nodes and post what is wrong to ``channel``."""
+
+    #: cluster name (one of ``clusters``)
+    cluster: str
+    #: Slack channel id the problems are posted to
+    channel: str
+    #: off until turned on: a watch entry alone posts nothing
+    enabled: bool = False
+    #: seconds between sweeps (node-status over the cluster's GPU nodes)
+    interval_s: float = 600.0
+    #: finding codes that are posted; every other finding of the sweep is ignored
+    codes: tuple[str, ...] = DEFAULT_WATCH_CODES
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting gpubot has; each field says what it is for."""
@@ -159,6 +187,19 @@ class Settings:
     strict_checks: bool = False
     #: seconds ``serve`` waits for in-flight diagnoses after SIGTERM before cancelling them
     shutdown_grace_s: float = 25.0
+    #: proactive watches (``serve`` only): per cluster and channel, a periodic sweep that posts
+    #: problems once and edits them in place; none by default, and an entry is off until enabled
+    watch: tuple[WatchConfig, ...] = ()
+    #: at most this many new watch posts per channel in any hour (all the channel's watches
+    #: together); the problems beyond it wait, listed in one summary message edited in place
+    watch_channel_posts_per_hour: int = 20
+    #: token Alertmanager sends to ``POST /alerts`` (``Authorization: Bearer TOKEN``, or basic auth
+    #: with TOKEN as the password); empty = the receiver is off
+    alerts_token: Secret = field(default_factory=lambda: Secret(""))
+    #: Slack channel id the alert groups are posted to
+    alerts_channel: str = ""
+    #: cluster whose nodes and pods the alerts name (empty = the default cluster)
+    alerts_cluster: str = ""
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The cluster called ``name``, or the default one."""
@@ -171,7 +212,7 @@ class Settings:
         raise ConfigError(f"unknown cluster {name!r}; configured: {known}")
 
 
-_SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret"}
+_SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret", "alerts_token"}
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -209,6 +250,33 @@ def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
             raise ConfigError(f"setting clusters[{item['name']}]: unknown keys {sorted(unknown)}")
         values: dict[str, Any] = {k: (dict(v) if k == "ssh_targets" else v) for k, v in item.items()}
         out.append(ClusterConfig(**values))
+    return tuple(out)
+
+
+def _watches(raw: Any) -> tuple[WatchConfig, ...]:
+    if isinstance(raw, tuple) and all(isinstance(w, WatchConfig) for w in raw):
+        return raw
+    if not isinstance(raw, list):
+        raise ConfigError("setting watch: expected a list of {cluster, channel, enabled, interval_s, codes}")
+    out = []
+    allowed = {f.name for f in fields(WatchConfig)}
+    for n, item in enumerate(raw):
+        if not isinstance(item, dict) or not item.get("cluster") or not item.get("channel"):
+            raise ConfigError(f"setting watch[{n}]: every entry needs a cluster and a channel")
+        unknown = set(item) - allowed
+        if unknown:
+            raise ConfigError(f"setting watch[{n}]: unknown keys {sorted(unknown)}")
+        values: dict[str, Any] = {"cluster": str(item["cluster"]), "channel": str(item["channel"])}
+        if "enabled" in item:
+            values["enabled"] = _coerce("enabled", item["enabled"], False)
+        if "interval_s" in item:
+            values["interval_s"] = _coerce("interval_s", item["interval_s"], 0.0)
+        if "codes" in item:
+            codes = item["codes"]
+            if not isinstance(codes, list | tuple) or not codes or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(f"setting watch[{n}].codes: expected a non-empty list of finding codes")
+            values["codes"] = tuple(codes)
+        out.append(WatchConfig(**values))
     return tuple(out)
 
 
@@ -252,6 +320,8 @@ def load_settings(
     for fname, value in values.items():
         if fname == "clusters":
             result[fname] = value if isinstance(value, tuple) else _clusters(value)
+        elif fname == "watch":
+            result[fname] = _watches(value)
         elif fname in ("approvers",):
             if not isinstance(value, Mapping):
                 raise ConfigError("setting approvers: expected a mapping of action -> list of ids")
@@ -300,3 +370,18 @@ def _check(s: Settings) -> None:
     for channel, cluster in s.channel_clusters.items():
         if cluster not in names:
             raise ConfigError(f"setting channel_clusters[{channel}]: unknown cluster {cluster!r}")
+    if s.alerts_token and not s.alerts_channel:
+        raise ConfigError("setting alerts_channel: needed when alerts_token turns the alert receiver on")
+    if s.alerts_cluster and s.alerts_cluster not in names:
+        raise ConfigError(f"setting alerts_cluster: unknown cluster {s.alerts_cluster!r}")
+    if s.watch_channel_posts_per_hour < 1:
+        raise ConfigError("setting watch_channel_posts_per_hour: must be at least 1")
+    seen: set[tuple[str, str]] = set()
+    for w in s.watch:
+        if w.cluster not in names:
+            raise ConfigError(f"setting watch: unknown cluster {w.cluster!r}")
+        if w.interval_s <= 0:
+            raise ConfigError(f"setting watch[{w.cluster}].interval_s: must be positive")
+        if (w.cluster, w.channel) in seen:
+            raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {w.channel} given twice")
+        seen.add((w.cluster, w.channel))

@@ -2,9 +2,10 @@
 
 settings → the diagnosis service (``bot.service.Service``: runbooks, per-cluster clients, watch
 cache, SSH pool) → the remediation service, which borrows that service's cluster clients → its
-Slack view (``SlackRemediation``) → the Bolt app → the server (Socket Mode or HTTP). One Web API
-client serves the app and the remediation messages, and one ``Metrics`` registry counts for all.
-``bot.server.serve`` runs what this builds.
+Slack view (``SlackRemediation``) → the Bolt app → the server (Socket Mode or HTTP), and one
+watcher per enabled ``watch`` entry. One Web API client serves the app, the remediation messages
+and the watch's posts, and one ``Metrics`` registry counts for all. ``bot.server.serve`` runs what
+this builds.
 
 A diagnosis service given from outside (a stand-in, in tests) comes without cluster clients: the
 bot then offers no buttons, unless ``clients`` are given too. This module only builds and orders;
@@ -13,17 +14,22 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
+from bot.proactive import ProblemStore, Snoozer, Watcher
+from bot.proactive.alerts import AlertDesk
 from bot.remediation import ClusterClients, RemediationService
 from bot.settings import Settings
+from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
 from bot.slack.remediation import SlackRemediation
 from bot.slack.transport import SlackServer
+from bot.slack.watch_buttons import register_watch_buttons
+from bot.slack.watch_notifier import SlackWatchNotifier
 from bot.slack.web import new_web_client
 
 
@@ -39,6 +45,8 @@ class Bot:
     web: AsyncWebClient
     #: the remediation loop as Slack shows it; ``None`` when there are no cluster clients to act with
     remediation: SlackRemediation | None = None
+    #: one per enabled ``watch`` entry; ``serve`` sweeps each on its own interval
+    watchers: list[Watcher] = field(default_factory=list)
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -78,4 +86,25 @@ def build_bot(
         on_remediate=remediation.on_click if remediation is not None else None,
         client=web,
     )
-    return Bot(settings, service, slack, SlackServer(slack, settings), web, remediation)
+    watchers = build_watchers(settings, service, web)
+    if watchers:
+        register_watch_buttons(slack, Snoozer(watchers[0].store))
+    server = SlackServer(slack, settings)
+    if settings.alerts_token:
+        cluster = settings.cluster(settings.alerts_cluster or None).name
+        desk = AlertDesk(
+            settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
+        )
+        add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
+    return Bot(settings, service, slack, server, web, remediation, watchers)
+
+
+def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
+    """One watcher per enabled ``watch`` entry, sharing the state file's problem table."""
+    enabled = [w for w in settings.watch if w.enabled]
+    if not enabled:
+        return []
+    store = ProblemStore(settings.state_path)
+    notifier = SlackWatchNotifier(web)
+    limit = settings.watch_channel_posts_per_hour
+    return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]

@@ -54,6 +54,7 @@ CHART_OWNED: dict[str, str] = {
     "ssh_known_hosts": "a file from `ssh.existingSecret`, key `ssh.knownHostsKey`",
     "runbook_dir": "the `runbookOverrides` ConfigMap, mounted at /etc/gpubot/runbooks",
     "state_path": "the state volume (`persistence`), /var/lib/gpubot/state.db",
+    "alerts_token": "not set by the chart yet, so `POST /alerts` stays off under Helm",
 }
 #: what the chart adds to a setting's own description
 CHART_NOTES: dict[str, str] = {

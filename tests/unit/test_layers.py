@@ -42,6 +42,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     },
     # Slack renders and forwards; action metadata reaches it as plain data through remediation
     "bot.slack": ("bot.actions", "bot.service", *ROOTS),
+    # the watch decides what to post; Slack posts it, and it never acts
+    "bot.proactive": ("slack_sdk", "slack_bolt", "bot.slack", "bot.actions", "bot.remediation", "bot.service",
+                      "bot.sim", *ROOTS),
     "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation"),
 }
 

@@ -1,0 +1,148 @@
+"""The watch's sweep over 1,000 GPU nodes: wall time against the node-status budget, and memory.
+
+A generated cluster (one node silent: it accepts SSH and never answers) runs in its own process
+(``bench.simproc``). The real diagnosis service and a ``Watcher`` with its SQLite problem store
+sweep it several times; a counting notifier stands in for Slack, so the figures are the sweep's
+own (the Slack side is one call per new or changed problem). Printed per size: the first sweep
+(posts what it finds) and the steady sweeps after it (must post nothing), against the budget of
+``bench.bench_node_status`` (``1.5 × ceil(nodes / concurrency) × round trip + deadline``), and
+the Python heap peak of a steady sweep (tracemalloc) and the process's peak RSS, which must not
+grow from sweep to sweep.
+
+``python -m bench.bench_watch_sweep [--sizes 1000] [--runs 3] [--latency-ms 20]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import resource
+import time
+import tracemalloc
+from datetime import datetime
+from typing import Any
+
+from bench.bench_node_status import DEADLINE_S, round_trip
+from bench.common import SimProc, emit, median, sim_process, table
+from bot.proactive import Problem, ProblemStore, Watcher
+from bot.service import Service
+from bot.settings import WatchConfig
+
+
+class CountingNotifier:
+    """Counts what the watch would post; posts nothing."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+        self.edits = 0
+
+    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+        self.posts += 1
+        return f"1700000000.{self.posts:06d}"
+
+    async def update_open(
+        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+    ) -> None:
+        self.edits += 1
+
+    async def resolve(
+        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
+    ) -> None:
+        self.edits += 1
+
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+        self.posts += 1
+        return "1700000001.000000"
+
+    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
+        self.edits += 1
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
+    rtt = await round_trip(sim)
+    settings = sim.settings(ssh_deadline_s=DEADLINE_S)
+    service = Service(settings, keep_connections=True)
+    notifier = CountingNotifier()
+    cfg = WatchConfig(cluster=settings.clusters[0].name, channel="C0BENCH", enabled=True)
+    watcher = Watcher(cfg, service, ProblemStore(sim.workdir / "watch.db"), notifier, posts_per_hour=10**6)
+    t = time.perf_counter()
+    first = await watcher.sweep()
+    first_wall = time.perf_counter() - t
+    first_posts = notifier.posts
+    walls, heap_peaks, rss = [], [], []
+    for _ in range(runs):
+        tracemalloc.start()
+        t = time.perf_counter()
+        result = await watcher.sweep()
+        walls.append(time.perf_counter() - t)
+        heap_peaks.append(tracemalloc.get_traced_memory()[1] / 2**20)
+        tracemalloc.stop()
+        rss.append(_rss_mb())
+        assert result.posted == [], "a steady sweep posted again"
+    await service.close()
+    lower = math.ceil(nodes / settings.ssh_concurrency) * rtt
+    budget = 1.5 * lower + DEADLINE_S
+    return {
+        "nodes": nodes,
+        "round_trip_s": rtt,
+        "budget_s": budget,
+        "first_sweep_s": first_wall,
+        "first_posts": first_posts,
+        "problems_open": len(first.posted),
+        "steady_sweep_s": median(walls),
+        "steady_posts": notifier.posts - first_posts,
+        "met": median(walls) <= budget,
+        "heap_peak_mb": max(heap_peaks),
+        "rss_mb_by_sweep": rss,
+        "runs": runs,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--latency-ms", type=int, default=20)
+    args = ap.parse_args()
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        spec = f"nodes={size},gpu_nodes={size},pods={size * 4},seed=1,silent_nodes=1,latency_ms={args.latency_ms}"
+        with sim_process(spec) as sim:
+            results.append({**asyncio.run(measure(sim, size, args.runs)), "latency_ms": args.latency_ms})
+    rows = [
+        [
+            r["nodes"],
+            r["round_trip_s"],
+            r["budget_s"],
+            r["first_sweep_s"],
+            r["first_posts"],
+            r["steady_sweep_s"],
+            r["steady_posts"],
+            "met" if r["met"] else "missed",
+            r["heap_peak_mb"],
+            " → ".join(f"{m:.0f}" for m in r["rss_mb_by_sweep"]),
+        ]
+        for r in results
+    ]
+    headers = [
+        "GPU nodes",
+        "round trip s",
+        "budget s",
+        "first sweep s",
+        "first posts",
+        "steady sweep s",
+        "steady posts",
+        "target",
+        "heap peak MiB",
+        "peak RSS MiB by sweep",
+    ]
+    emit("watch_sweep", table(headers, rows), {"sizes": results})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""Proactive watching: periodic sweeps that post GPU problems once and keep that one post current.
+
+``problems`` turns a node-status report into fingerprinted problems, ``store`` remembers the open
+ones (and where they were posted) in the state database, ``watcher`` runs a sweep and decides what
+to post, edit or resolve. Rendering lives in ``bot.slack.proactive_messages``. Nothing here writes
+to a cluster: a sweep only reads, like every diagnosis.
+"""
+
+from bot.proactive.problems import Problem, problems_from_report
+from bot.proactive.store import OpenProblem, ProblemStore
+from bot.proactive.watcher import SNOOZES, Snoozer, SweepResult, Watcher
+
+__all__ = [
+    "SNOOZES",
+    "OpenProblem",
+    "Problem",
+    "ProblemStore",
+    "Snoozer",
+    "SweepResult",
+    "Watcher",
+    "problems_from_report",
+]

@@ -1,0 +1,204 @@
+"""Alertmanager webhook payloads (version 4): parsed, grouped, enriched, one message per group.
+
+``parse_payload`` checks the shape Alertmanager sends and turns it into an ``AlertGroup``; any
+other shape is an ``AlertPayloadError`` with a one-line reason (the HTTP layer answers 400 and
+posts nothing). ``AlertDesk`` keeps one message per (group key, channel) in the state file: the
+first payload of a group posts, every later one edits that message (alerts firing, resolving),
+and each message carries a read-only diagnosis of the node or pod the group's labels name
+(node-status for ``Hostname``/``node``/``kubernetes_node``, why-pending for ``namespace``+``pod``).
+This module knows no Slack and no HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.commands import Invocation
+from bot.errors import GpubotError
+from bot.observability import log_event
+from bot.proactive.watcher import Diagnoses
+from bot.report import Report
+
+log = logging.getLogger("gpubot.alerts")
+
+NODE_LABELS = ("Hostname", "node", "kubernetes_node")
+#: label values that may reach a diagnosis: Kubernetes names, nothing else
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+MAX_ALERTS = 1000
+
+
+class AlertPayloadError(GpubotError):
+    """The body is not an Alertmanager version 4 webhook payload."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    status: str
+    name: str
+    labels: Mapping[str, str]
+    summary: str
+
+
+@dataclass(frozen=True)
+class AlertGroup:
+    group_key: str
+    status: str
+    receiver: str
+    alerts: tuple[Alert, ...]
+    common_labels: Mapping[str, str]
+
+    def firing(self) -> list[Alert]:
+        return [a for a in self.alerts if a.status == "firing"]
+
+    @property
+    def digest(self) -> str:
+        text = json.dumps([self.status, [(a.status, a.name, sorted(a.labels.items())) for a in self.alerts]])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def target(self, cluster: str) -> Invocation | None:
+        """The read-only diagnosis the group's labels ask for, or ``None``."""
+        labels = dict(self.common_labels)
+        if not any(k in labels for k in (*NODE_LABELS, "pod")) and self.alerts:
+            labels = dict(self.alerts[0].labels)
+        node = next((labels[k] for k in NODE_LABELS if labels.get(k)), "")
+        if node and _NAME.match(node):
+            return Invocation(command="node-status", nodes=(node,), cluster=cluster, surface="slack")
+        pod, namespace = labels.get("pod", ""), labels.get("namespace", "")
+        if pod and namespace and _NAME.match(pod) and _NAME.match(namespace):
+            return Invocation(
+                command="why-pending", kind="Pod", name=pod, namespace=namespace, cluster=cluster, surface="slack"
+            )
+        return None
+
+
+def _labels(raw: Any, where: str) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise AlertPayloadError(f"{where}: expected a mapping of strings")
+    return dict(raw)
+
+
+def parse_payload(body: bytes) -> AlertGroup:
+    """An Alertmanager v4 webhook body → its group; ``AlertPayloadError`` for anything else."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise AlertPayloadError("the body is not JSON") from None
+    if not isinstance(data, dict):
+        raise AlertPayloadError("the body is not a JSON object")
+    if str(data.get("version")) != "4":
+        raise AlertPayloadError("only Alertmanager webhook version 4 is accepted")
+    group_key, status, alerts = data.get("groupKey"), data.get("status"), data.get("alerts")
+    if not isinstance(group_key, str) or not group_key:
+        raise AlertPayloadError("groupKey: expected a non-empty string")
+    if status not in ("firing", "resolved"):
+        raise AlertPayloadError("status: expected firing or resolved")
+    if not isinstance(alerts, list) or not alerts or len(alerts) > MAX_ALERTS:
+        raise AlertPayloadError(f"alerts: expected a list of 1 to {MAX_ALERTS} alerts")
+    parsed = []
+    for n, item in enumerate(alerts):
+        if not isinstance(item, dict) or item.get("status") not in ("firing", "resolved"):
+            raise AlertPayloadError(f"alerts[{n}]: expected an alert with status firing or resolved")
+        labels = _labels(item.get("labels"), f"alerts[{n}].labels")
+        annotations = _labels(item.get("annotations") or {}, f"alerts[{n}].annotations")
+        summary = annotations.get("summary") or annotations.get("description") or ""
+        parsed.append(Alert(str(item["status"]), labels.get("alertname", "alert"), labels, summary))
+    return AlertGroup(
+        group_key=group_key,
+        status=str(status),
+        receiver=str(data.get("receiver") or ""),
+        alerts=tuple(parsed),
+        common_labels=_labels(data.get("commonLabels") or {}, "commonLabels"),
+    )
+
+
+class AlertPoster(Protocol):
+    """Where alert-group messages go (Slack: ``bot.slack.alert_route``)."""
+
+    async def post_group(self, channel: str, group: AlertGroup, diagnosis: Report | None) -> str: ...
+
+    async def update_group(self, channel: str, ts: str, group: AlertGroup, diagnosis: Report | None) -> None: ...
+
+
+@contextmanager
+def _db(path: str) -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(path, timeout=15.0)
+    try:
+        with db:  # commits, or rolls back on error
+            yield db
+    finally:
+        db.close()
+
+
+class AlertDesk:
+    """One message per alert group and channel, kept in the state file's ``watch_alert_groups``."""
+
+    def __init__(
+        self, path: str | Path, service: Diagnoses, poster: AlertPoster, *, channel: str, cluster: str
+    ) -> None:
+        self.path = str(path)
+        self.service = service
+        self.poster = poster
+        self.channel = channel
+        self.cluster = cluster
+        with _db(self.path) as db:
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS watch_alert_groups (
+                    group_key TEXT NOT NULL,
+                    channel TEXT NOT NULL,
+                    message_ts TEXT NOT NULL,
+                    digest TEXT NOT NULL,
+                    PRIMARY KEY (group_key, channel)
+                )"""
+            )
+
+    def _known(self, group_key: str) -> tuple[str, str] | None:
+        with _db(self.path) as db:
+            row = db.execute(
+                "SELECT message_ts, digest FROM watch_alert_groups WHERE group_key = ? AND channel = ?",
+                (group_key, self.channel),
+            ).fetchone()
+        return (str(row[0]), str(row[1])) if row else None
+
+    def _remember(self, group_key: str, ts: str, digest: str) -> None:
+        with _db(self.path) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO watch_alert_groups (group_key, channel, message_ts, digest)"
+                " VALUES (?, ?, ?, ?)",
+                (group_key, self.channel, ts, digest),
+            )
+
+    async def receive(self, group: AlertGroup) -> str:
+        """Post or edit the group's message; returns what happened (posted, updated, unchanged)."""
+        known = self._known(group.group_key)
+        if known is not None and known[1] == group.digest:
+            return "unchanged"
+        diagnosis = await self._diagnose(group)
+        if known is None:
+            ts = await self.poster.post_group(self.channel, group, diagnosis)
+            outcome = "posted"
+        else:
+            ts = known[0]
+            await self.poster.update_group(self.channel, ts, group, diagnosis)
+            outcome = "updated"
+        self._remember(group.group_key, ts, group.digest)
+        log_event(log, "alert group", outcome=outcome, alerts=len(group.alerts), status=group.status)
+        return outcome
+
+    async def _diagnose(self, group: AlertGroup) -> Report | None:
+        inv = group.target(self.cluster)
+        if inv is None or group.status == "resolved":
+            return None
+        try:
+            return await self.service.run(inv)
+        except Exception as exc:  # the alert still goes out, without its diagnosis
+            log_event(log, "alert diagnosis failed", level=logging.WARNING, error=type(exc).__name__)
+            return None

@@ -1,0 +1,243 @@
+"""One watch's sweep: node-status over the cluster, then post, edit or resolve, never re-post.
+
+Each sweep runs the read-only node-status diagnosis, keeps the findings whose code is watched,
+and compares them by fingerprint with the open problems in the store:
+
+- new fingerprint → one message, remembered with its ts;
+- known fingerprint, same digest → nothing at all (three sweeps of the same leak post nothing);
+- known fingerprint, new digest → the message edited, a thread reply saying what changed;
+- open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
+
+A channel takes at most ``posts_per_hour`` new posts in any hour (all its watches together);
+the problems beyond wait, unremembered, and are listed in one summary message per channel and
+hour, edited in place as the list changes; each is posted on its own once the hour allows.
+
+A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, so a restart
+honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
+ends an "until resolved" snooze.
+
+A problem is only declared gone when the sweep could see: a node problem needs its node read
+over SSH this sweep, any other problem needs a sweep that listed at least one GPU node. A Slack
+call that fails leaves the store as it was, so the next sweep tries again (a failed first post
+is retried, never doubled). This module knows no Slack: a ``Notifier`` posts for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from bot.commands import Invocation
+from bot.observability import log_event
+from bot.proactive.problems import Problem, problems_from_report
+from bot.proactive.store import OpenProblem, ProblemStore
+from bot.report import Report
+from bot.settings import WatchConfig
+
+log = logging.getLogger("gpubot.watch")
+
+
+class Diagnoses(Protocol):
+    """What the watch needs of the diagnosis service."""
+
+    async def run(self, inv: Invocation) -> Report: ...
+
+
+class Notifier(Protocol):
+    """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
+
+    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+        """Post the problem's message; return its ts."""
+        ...
+
+    async def update_open(
+        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+    ) -> None:
+        """Edit the message to ``after`` and reply in its thread with what changed."""
+        ...
+
+    async def resolve(
+        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
+    ) -> None:
+        """Edit the message to resolved and say so in its thread."""
+        ...
+
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+        """Post the rate-limit summary listing ``held``; return its ts."""
+        ...
+
+    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
+        """Edit the rate-limit summary to list ``held``."""
+        ...
+
+
+@dataclass
+class SweepResult:
+    """What one sweep did (logged, and read by tests and the benchmark)."""
+
+    posted: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: fingerprints whose Slack call failed; retried next sweep
+    failed: list[str] = field(default_factory=list)
+    #: fingerprints found but silenced by a snooze
+    snoozed: list[str] = field(default_factory=list)
+    #: fingerprints held back by the channel's rate limit (listed in the summary message)
+    held: list[str] = field(default_factory=list)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Watcher:
+    """Sweeps one (cluster, channel) watch."""
+
+    def __init__(
+        self,
+        config: WatchConfig,
+        service: Diagnoses,
+        store: ProblemStore,
+        notifier: Notifier,
+        *,
+        posts_per_hour: int = 20,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.config = config
+        self.posts_per_hour = posts_per_hour
+        self.service = service
+        self.store = store
+        self.notifier = notifier
+        self.clock = clock
+        self.sweeps = 0
+
+    async def sweep(self) -> SweepResult:
+        """Run node-status once and bring the channel's messages in line with what it found."""
+        cfg = self.config
+        report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
+        self.sweeps += 1
+        now = self.clock()
+        found = {p.fingerprint: p for p in problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)}
+        known = self.store.open_problems(cfg.cluster, cfg.channel)
+        result = SweepResult()
+        held: list[Problem] = []
+        for fp, problem in found.items():
+            await self._seen(problem, known.get(fp), now, result, held)
+        if held:
+            await self._summarise(held, now, result)
+        visible = _visible(report)
+        for fp, row in known.items():
+            if fp not in found and visible(row.problem):
+                await self._gone(row, now, result)
+        log_event(
+            log,
+            "watch sweep",
+            cluster=cfg.cluster,
+            channel=cfg.channel,
+            posted=len(result.posted),
+            changed=len(result.changed),
+            resolved=len(result.resolved),
+            open=len(found),
+            failed=len(result.failed),
+        )
+        return result
+
+    async def _seen(
+        self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult, held: list[Problem]
+    ) -> None:
+        channel = self.config.channel
+        fp = problem.fingerprint
+        if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
+            result.snoozed.append(fp)
+            return
+        if row is None and self.store.posts_since(channel, now - HOUR) >= self.posts_per_hour:
+            held.append(problem)
+            result.held.append(fp)
+            return
+        try:
+            if row is None:
+                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now)
+                self.store.opened(problem, channel=channel, message_ts=ts, at=now)
+                result.posted.append(fp)
+            elif row.digest != problem.digest:
+                await self.notifier.update_open(
+                    channel, row.message_ts, row.problem, problem, opened_at=row.opened_at, seen_at=now
+                )
+                self.store.changed(problem, channel=channel, at=now)
+                result.changed.append(fp)
+            else:
+                result.unchanged.append(fp)
+        except Exception:
+            log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
+            result.failed.append(fp)
+
+    async def _summarise(self, held: list[Problem], now: datetime, result: SweepResult) -> None:
+        """One summary per channel and hour: posted once, then edited when its list changes."""
+        channel = self.config.channel
+        digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
+        known = self.store.summary(channel)
+        try:
+            if known is not None and known[1] > now - HOUR:
+                ts, window_start, before = known
+                if before != digest:
+                    await self.notifier.update_summary(channel, ts, held, limit=self.posts_per_hour)
+                    self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
+                return
+            ts = await self.notifier.post_summary(channel, held, limit=self.posts_per_hour)
+            self.store.summarised(channel, message_ts=ts, window_start=now, digest=digest)
+        except Exception:
+            log.exception("watch: could not post the rate-limit summary of %s", channel)
+            result.failed.extend(p.fingerprint for p in held)
+
+    async def _gone(self, row: OpenProblem, now: datetime, result: SweepResult) -> None:
+        fp = row.problem.fingerprint
+        try:
+            await self.notifier.resolve(
+                row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
+            )
+            self.store.resolved(fp, channel=row.channel, at=now)
+            self.store.end_snoozes_until_resolved(fp, channel=row.channel)
+            result.resolved.append(fp)
+        except Exception:
+            log.exception("watch: could not mark problem %s (%s) resolved", row.problem.code, row.problem.subject)
+            result.failed.append(fp)
+
+
+HOUR = timedelta(hours=1)
+#: the snooze buttons' choices -> how long (``None``: until the problem resolves)
+SNOOZES: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "resolved": None}
+
+
+class Snoozer:
+    """What a snooze button does: remember the snooze in the store (so a restart keeps it)."""
+
+    def __init__(self, store: ProblemStore, *, clock: Callable[[], datetime] = _now) -> None:
+        self.store = store
+        self.clock = clock
+
+    def snooze(self, fingerprint: str, *, channel: str, choice: str, by: str) -> datetime | None:
+        """Snooze and return until when (``None``: until resolved); ``KeyError`` on a bad choice."""
+        span = SNOOZES[choice]
+        now = self.clock()
+        until = now + span if span is not None else None
+        self.store.snooze(fingerprint, channel=channel, until=until, by=by, at=now)
+        log_event(log, "watch snoozed", fingerprint=fingerprint, channel=channel, choice=choice, by=by)
+        return until
+
+
+def _visible(report: Report) -> Callable[[Problem], bool]:
+    """Whether this sweep could have seen the problem: absence only counts where we looked."""
+    read_nodes = {f"node/{row.node}" for row in report.nodes if row.ssh == "ok"}
+    listed_any = bool(report.nodes)
+
+    def visible(problem: Problem) -> bool:
+        if problem.subject.startswith("node/"):
+            return problem.subject in read_nodes
+        return listed_any
+
+    return visible

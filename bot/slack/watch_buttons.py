@@ -1,0 +1,56 @@
+"""The watch's snooze buttons: a click silences one problem in one channel.
+
+Registers one action listener on the Bolt app (``watch-snooze-1h|1d|resolved``). The click is
+acked first; the snooze is written to the store by ``bot.proactive.Snoozer`` (so a restart
+honours it) and a thread reply says who snoozed it and until when. A value that is not
+``CHOICE:FINGERPRINT`` is ignored with a log line; nothing here runs a diagnosis or an action.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import MutableMapping
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.observability import log_event
+from bot.proactive import SNOOZES, Snoozer
+from bot.slack.app import SlackBot
+from bot.slack.dedupe import request_key
+from bot.slack.proactive_messages import SNOOZE_ACTION, render_snoozed
+
+log = logging.getLogger("gpubot.slack.watch")
+
+SNOOZE_PATTERN = re.compile(rf"^{SNOOZE_ACTION}-({'|'.join(SNOOZES)})$")
+_VALUE = re.compile(rf"^({'|'.join(SNOOZES)}):([0-9a-f]{{20}})$")
+
+
+def register_watch_buttons(bot: SlackBot, snoozer: Snoozer) -> None:
+    """Answer the snooze buttons of the watch's messages on ``bot``."""
+
+    @bot.app.action(SNOOZE_PATTERN)
+    async def on_snooze(
+        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
+    ) -> None:
+        await ack()
+        if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
+            return
+        match = _VALUE.match(str(action.get("value") or ""))
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        message_ts = str((body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts") or "")
+        if match is None or not channel:
+            log_event(log, "snooze click ignored: not a watch button", level=logging.WARNING, user=user)
+            return
+        choice, fingerprint = match.groups()
+        until = snoozer.snooze(fingerprint, channel=channel, choice=choice, by=user)
+        reply = render_snoozed(user, until)
+
+        async def tell() -> None:
+            await bot.app.client.chat_postMessage(
+                channel=channel, thread_ts=message_ts or None, text=reply.text, blocks=reply.blocks
+            )
+
+        bot.after_ack(context, "watch-snooze", tell)

@@ -1,0 +1,58 @@
+"""The watch's messages on Slack: post once, edit in place, reply in the thread.
+
+Implements ``bot.proactive.watcher.Notifier`` with the bot's Web API client. A Slack error
+raises (the watcher then leaves the store unchanged and the next sweep tries again); the
+message's words come from ``bot.slack.proactive_messages``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.proactive.problems import Problem
+from bot.slack.proactive_messages import (
+    render_change,
+    render_held,
+    render_open,
+    render_resolved,
+    render_resolved_reply,
+)
+
+
+class SlackWatchNotifier:
+    """Posts and edits the watch's messages through ``client``."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+        msg = render_open(problem, opened_at=opened_at, seen_at=seen_at)
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        return str(resp["ts"])
+
+    async def update_open(
+        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+    ) -> None:
+        msg = render_open(after, opened_at=opened_at, seen_at=seen_at)
+        await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+        reply = render_change(before, after)
+        await self.client.chat_postMessage(channel=channel, thread_ts=ts, text=reply.text, blocks=reply.blocks)
+
+    async def resolve(
+        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
+    ) -> None:
+        msg = render_resolved(problem, opened_at=opened_at, resolved_at=resolved_at)
+        await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+        reply = render_resolved_reply(problem, opened_at=opened_at, resolved_at=resolved_at)
+        await self.client.chat_postMessage(channel=channel, thread_ts=ts, text=reply.text, blocks=reply.blocks)
+
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+        msg = render_held(held, limit=limit)
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        return str(resp["ts"])
+
+    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
+        msg = render_held(held, limit=limit)
+        await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
