@@ -58,7 +58,7 @@ async def serve(
     try:
         await bot.start()
         if bot.remediation is not None:
-            sweep = bot.remediation.sweep_expired
+            sweep = bot.remediation.sweep
             sweeper = asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop))
         if started is not None and not started.done():
             started.set_result(bot.server)

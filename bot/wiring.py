@@ -18,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
 from bot.remediation import ClusterClients, RemediationService
+from bot.remediation.sqlite_store import SqliteSeenRequests
 from bot.settings import Settings
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService
@@ -38,6 +39,8 @@ class Bot:
     web: AsyncWebClient
     #: the remediation loop as Slack shows it; ``None`` when there are no cluster clients to act with
     remediation: SlackRemediation | None = None
+    #: Slack requests seen by any replica (in the state file); ``None`` without remediation
+    seen: SqliteSeenRequests | None = None
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -49,6 +52,8 @@ class Bot:
     async def close(self) -> None:
         """After ``server.stop``: release the clients (the service's and the Web API session)."""
         await self.service.close()
+        if self.seen is not None:
+            self.seen.close()
         session = getattr(self.web, "session", None)
         if session is not None and not session.closed:
             await session.close()
@@ -66,6 +71,8 @@ def build_bot(
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
     remediation = SlackRemediation(RemediationService(settings, clients), web) if clients is not None else None
+    # with remediation on, the state file is shared by every replica: so is the memory of retries
+    seen = SqliteSeenRequests(settings.state_path) if remediation is not None else None
     slack = create_app(
         settings,
         service,
@@ -73,5 +80,8 @@ def build_bot(
         offers=remediation,
         on_remediate=remediation.on_click if remediation is not None else None,
         client=web,
+        # shutdown waits for a running action up to its own maximum, not the diagnoses' grace
+        remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
+        seen=seen,
     )
-    return Bot(settings, service, slack, SlackServer(slack, settings), web, remediation)
+    return Bot(settings, service, slack, SlackServer(slack, settings), web, remediation, seen)

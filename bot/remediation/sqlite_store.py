@@ -1,10 +1,16 @@
-"""The embedded default store: pending actions and the audit trail in one SQLite file (WAL).
+"""The embedded default store: pending actions, the audit trail and seen Slack requests in one
+SQLite file (WAL).
 
 Safe from many threads (one connection per thread) and from several processes on the same file
 (two replicas on a shared volume): every state change runs inside ``BEGIN IMMEDIATE``, which
-takes SQLite's single write lock, and the pending → running guard is the ``UPDATE … WHERE
-state='pending' AND expires_at > now`` itself, checked by its row count. Times are stored as
-fixed-width UTC text, so text comparison is time comparison.
+takes SQLite's single write lock, so the claim's checks (pending, not expired, node free) and its
+``UPDATE`` are one atomic step; a partial unique index makes "one running action per node" a
+fact of the file, not only of the code. Times are stored as fixed-width UTC text, so text
+comparison is time comparison.
+
+The store's clock is this host's (the clock of whoever holds the file): expiry and heartbeats are
+measured with it, never with a time a caller passes in. Every SQLite error leaves here as
+``StateStoreError`` with a one-line reason ("database or disk is full").
 
 The audit table is append-only by construction: triggers abort any UPDATE or DELETE on it.
 This module must never run an UPDATE or DELETE on ``audit``, and never hand a connection out.
@@ -13,20 +19,24 @@ This module must never run an UPDATE or DELETE on ``audit``, and never hand a co
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, StateStoreError
 from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction, utc
+from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, PendingAction, utc
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+Clock = Callable[[], datetime]
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 _STATE_LIST = ", ".join(f"'{s}'" for s in sorted(STATES))
 _SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS pending_actions (
@@ -66,6 +76,18 @@ _SCHEMA = (
     """CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END""",
 )
+#: version 1 -> 2: owner and heartbeat of a running action, its state machine, the node lock,
+#: and Slack requests already seen (retry de-duplication shared by every process on the file)
+_SCHEMA_V2 = (
+    "ALTER TABLE pending_actions ADD COLUMN owner TEXT",
+    "ALTER TABLE pending_actions ADD COLUMN heartbeat_at TEXT",
+    "ALTER TABLE pending_actions ADD COLUMN progress TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE pending_actions ADD COLUMN lock_key TEXT NOT NULL DEFAULT ''",
+    """CREATE UNIQUE INDEX IF NOT EXISTS one_running_action_per_node ON pending_actions (lock_key)
+        WHERE state = 'running' AND lock_key != ''""",
+    "CREATE TABLE IF NOT EXISTS seen_requests (key TEXT PRIMARY KEY, seen_at TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS seen_requests_at ON seen_requests (seen_at)",
+)
 
 
 def _now() -> datetime:
@@ -94,6 +116,9 @@ class SqliteDatabase:
                     )
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                if version < 2:
+                    for statement in _SCHEMA_V2:
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, OSError) as exc:
             self.close()
@@ -125,10 +150,13 @@ class SqliteDatabase:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # also when COMMIT itself failed (disk full): never leave the connection mid-transaction
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -136,6 +164,31 @@ class SqliteDatabase:
         for conn in conns:
             conn.close()
         self._local = threading.local()
+
+
+def store_error(exc: sqlite3.Error) -> StateStoreError:
+    """Our one-line error for an SQLite failure (``database or disk is full``, ``readonly``…)."""
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return StateStoreError(f"the state file cannot be written or read ({text})")
+
+
+def _translated(fn: Callable[_P, _T]) -> Callable[_P, _T]:
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE constraint failed: pending_actions.id" in str(exc):
+                raise  # a reused id is a programming error, not a state-file problem
+            raise store_error(exc) from None
+        except sqlite3.Error as exc:
+            raise store_error(exc) from None
+
+    return wrapper
+
+
+def _ts(text: str | None) -> datetime | None:
+    return parse_ts(text) if text else None
 
 
 def _row_to_action(row: sqlite3.Row) -> PendingAction:
@@ -152,18 +205,26 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
         expires_at=parse_ts(row["expires_at"]),
         state=row["state"],
         approved_by=row["approved_by"],
-        finished_at=parse_ts(row["finished_at"]) if row["finished_at"] else None,
+        finished_at=_ts(row["finished_at"]),
         result_summary=row["result_summary"],
         finding_code=row["finding_code"],
+        owner=row["owner"] or None,
+        heartbeat_at=_ts(row["heartbeat_at"]),
+        progress=json.loads(row["progress"] or "{}"),
     )
 
 
 class SqlitePendingStore:
-    """``PendingStore`` on SQLite."""
+    """``PendingStore`` on SQLite; ``clock`` replaces this host's clock (tests)."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
         self.db = db
+        self.clock = clock
 
+    def now(self) -> datetime:
+        return utc(self.clock()) if self.clock is not None else _now()
+
+    @_translated
     def create(self, action: PendingAction) -> PendingAction:
         if action.state != "pending":
             raise ValueError("a new pending action must be in state 'pending'")
@@ -188,55 +249,88 @@ class SqlitePendingStore:
             )
         return action
 
+    @_translated
     def get(self, action_id: str) -> PendingAction | None:
-        row = (
-            self.db.connection()
-            .execute("SELECT * FROM pending_actions WHERE id = ?", (action_id,))
-            .fetchone()
-        )
+        row = self._row(self.db.connection(), action_id)
         return _row_to_action(row) if row is not None else None
 
-    def claim(self, action_id: str, *, approver: str, now: datetime) -> ClaimResult:
-        stamp = format_ts(utc(now))
-        status: ClaimStatus
+    @staticmethod
+    def _row(c: sqlite3.Connection, action_id: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = c.execute(
+            "SELECT * FROM pending_actions WHERE id = ?", (action_id,)
+        ).fetchone()
+        return row
+
+    @_translated
+    def claim(self, action_id: str, *, approver: str, owner: str = "") -> ClaimResult:
         with self.db.transaction() as c:
-            row = c.execute("SELECT state FROM pending_actions WHERE id = ?", (action_id,)).fetchone()
+            row = self._row(c, action_id)
             if row is None:
                 return ClaimResult("unknown")
-            taken = c.execute(
-                "UPDATE pending_actions SET state = 'running', approved_by = ? "
-                "WHERE id = ? AND state = 'pending' AND expires_at > ?",
-                (approver, action_id, stamp),
-            ).rowcount
-            if taken == 1:
-                status = "claimed"
-            elif row["state"] == "pending":
+            record = _row_to_action(row)
+            now = self.now()
+            stamp = format_ts(now)
+            if record.state != "pending":
+                return ClaimResult("already_taken", record, record.state)
+            if record.is_expired(now):
                 c.execute(
                     "UPDATE pending_actions SET state = 'expired', finished_at = ?, "
                     "result_summary = 'expired before anyone approved it' WHERE id = ? AND state = 'pending'",
                     (stamp, action_id),
                 )
-                status = "expired"
-            else:
-                status = "already_taken"
-            current = c.execute("SELECT * FROM pending_actions WHERE id = ?", (action_id,)).fetchone()
-        action = _row_to_action(current)
-        return ClaimResult(status, action, action.state)
+                expired = _row_to_action(self._row(c, action_id))  # type: ignore[arg-type]
+                return ClaimResult("expired", expired, expired.state)
+            lock = record.lock_key
+            if lock:
+                holder = c.execute(
+                    "SELECT * FROM pending_actions WHERE lock_key = ? AND state = 'running' AND id != ?",
+                    (lock, action_id),
+                ).fetchone()
+                if holder is not None:
+                    return ClaimResult("busy", record, record.state, holder=_row_to_action(holder))
+            c.execute(
+                "UPDATE pending_actions SET state = 'running', approved_by = ?, owner = ?, heartbeat_at = ?, "
+                "lock_key = ?, progress = '{}' WHERE id = ? AND state = 'pending'",
+                (approver, owner or None, stamp if owner else None, lock, action_id),
+            )
+            claimed = _row_to_action(self._row(c, action_id))  # type: ignore[arg-type]
+        return ClaimResult("claimed", claimed, claimed.state)
 
-    def finish(
-        self, action_id: str, state: str, summary: str, *, now: datetime | None = None
-    ) -> PendingAction | None:
+    @_translated
+    def heartbeat(self, action_id: str, owner: str) -> bool:
+        with self.db.transaction() as c:
+            done = c.execute(
+                "UPDATE pending_actions SET heartbeat_at = ? WHERE id = ? AND owner = ? AND state = 'running'",
+                (format_ts(self.now()), action_id, owner),
+            ).rowcount
+        return bool(done == 1)
+
+    @_translated
+    def save_progress(self, action_id: str, owner: str, progress: Mapping[str, Any]) -> None:
+        text = json.dumps(dict(progress), sort_keys=True, default=str)
+        with self.db.transaction() as c:
+            done = c.execute(
+                "UPDATE pending_actions SET progress = ?, heartbeat_at = ? "
+                "WHERE id = ? AND owner IS ? AND state = 'running'",
+                (text, format_ts(self.now()), action_id, owner or None),
+            ).rowcount
+        if done != 1:
+            raise StateStoreError("the action is no longer running under this process; stopping")
+
+    @_translated
+    def finish(self, action_id: str, state: str, summary: str) -> PendingAction | None:
         if state not in FINISH_STATES:
             raise ValueError(f"finish: {state!r} is not one of {sorted(FINISH_STATES)}")
         with self.db.transaction() as c:
             done = c.execute(
                 "UPDATE pending_actions SET state = ?, result_summary = ?, finished_at = ? "
                 "WHERE id = ? AND state = 'running'",
-                (state, summary, format_ts(utc(now or _now())), action_id),
+                (state, summary, format_ts(self.now()), action_id),
             ).rowcount
-            row = c.execute("SELECT * FROM pending_actions WHERE id = ?", (action_id,)).fetchone()
-        return _row_to_action(row) if done == 1 else None
+            row = self._row(c, action_id)
+        return _row_to_action(row) if done == 1 and row is not None else None
 
+    @_translated
     def set_message(
         self, action_id: str, *, channel: str, message_ts: str, thread_ts: str | None = None
     ) -> None:
@@ -246,48 +340,47 @@ class SqlitePendingStore:
                 (channel, message_ts, thread_ts, action_id),
             )
 
-    def _move_all(
-        self,
-        from_state: str,
-        to_state: str,
-        summary: str,
-        extra_where: str,
-        args: tuple[Any, ...],
-        now: datetime,
-    ) -> builtins.list[PendingAction]:
-        stamp = format_ts(utc(now))
+    @_translated
+    def expire_overdue(self) -> builtins.list[PendingAction]:
+        stamp = format_ts(self.now())
         with self.db.transaction() as c:
             ids = [
                 r["id"]
                 for r in c.execute(
-                    f"SELECT id FROM pending_actions WHERE state = ? {extra_where}",  # noqa: S608 (constant)
-                    (from_state, *args),
+                    "SELECT id FROM pending_actions WHERE state = 'pending' AND expires_at <= ?", (stamp,)
                 )
             ]
             for action_id in ids:
                 c.execute(
-                    "UPDATE pending_actions SET state = ?, finished_at = ?, result_summary = ? "
-                    "WHERE id = ? AND state = ?",
-                    (to_state, stamp, summary, action_id, from_state),
+                    "UPDATE pending_actions SET state = 'expired', finished_at = ?, "
+                    "result_summary = 'expired before anyone approved it' WHERE id = ? AND state = 'pending'",
+                    (stamp, action_id),
                 )
-            rows = [c.execute("SELECT * FROM pending_actions WHERE id = ?", (i,)).fetchone() for i in ids]
-        return [_row_to_action(r) for r in rows]
+            rows = [self._row(c, i) for i in ids]
+        return [_row_to_action(r) for r in rows if r is not None]
 
-    def expire_overdue(self, now: datetime) -> builtins.list[PendingAction]:
-        return self._move_all(
-            "pending",
-            "expired",
-            "expired before anyone approved it",
-            "AND expires_at <= ?",
-            (format_ts(utc(now)),),
-            now,
-        )
+    @_translated
+    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+        now = self.now()
+        stale_before = format_ts(now - timedelta(seconds=lease_s))
+        with self.db.transaction() as c:
+            ids = [
+                r["id"]
+                for r in c.execute(
+                    "SELECT id FROM pending_actions WHERE state = 'running' "
+                    "AND (owner IS NULL OR heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY created_at",
+                    (stale_before,),
+                )
+            ]
+            for action_id in ids:
+                c.execute(
+                    "UPDATE pending_actions SET owner = ?, heartbeat_at = ? WHERE id = ? AND state = 'running'",
+                    (owner, format_ts(now), action_id),
+                )
+            rows = [self._row(c, i) for i in ids]
+        return [_row_to_action(r) for r in rows if r is not None]
 
-    def mark_interrupted_on_start(self, *, now: datetime | None = None) -> builtins.list[PendingAction]:
-        return self._move_all(
-            "running", "interrupted", "interrupted by a restart of the bot; not re-run", "", (), now or _now()
-        )
-
+    @_translated
     def list(self, *, states: Iterable[str] | None = None, limit: int = 100) -> builtins.list[PendingAction]:
         sql = "SELECT * FROM pending_actions"
         args: builtins.list[Any] = []
@@ -303,12 +396,71 @@ class SqlitePendingStore:
         return [_row_to_action(r) for r in self.db.connection().execute(sql, args)]
 
 
+class SqliteSeenRequests:
+    """Slack requests already handled, shared by every process on the file (retry de-duplication).
+
+    ``first(key)`` inserts the key and says whether it was new; keys older than ``ttl_s`` are
+    forgotten. Its writes skip the fsync the pending actions get (``synchronous=NORMAL`` on a
+    connection of its own): losing a few keys to a power cut costs at most one duplicate answer.
+    """
+
+    def __init__(self, path: str | Path, *, ttl_s: float = 600.0, clock: Clock | None = None) -> None:
+        self.path = str(path)
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        SqliteDatabase(self.path).close()  # the schema (and its migration) exists before the first key
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @_translated
+    def first(self, key: str) -> bool:
+        now = self.clock() if self.clock is not None else _now()
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM seen_requests WHERE seen_at < ?", (format_ts(now - timedelta(seconds=self.ttl_s)),)
+            )
+            new = conn.execute(
+                "INSERT OR IGNORE INTO seen_requests (key, seen_at) VALUES (?, ?)", (key[:512], format_ts(now))
+            ).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        return bool(new == 1)
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._connections = self._connections, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+
 class SqliteAuditLog:
     """``AuditLog`` on SQLite: INSERT and SELECT only."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
         self.db = db
+        self.clock = clock
 
+    @_translated
     def append(
         self,
         event: str,
@@ -324,7 +476,7 @@ class SqliteAuditLog:
     ) -> AuditEntry:
         if event not in AUDIT_EVENTS:
             raise ValueError(f"unknown audit event {event!r}")
-        when = utc(ts or _now())
+        when = utc(ts or (self.clock() if self.clock is not None else _now()))
         detail_dict = dict(detail or {})
         detail_json = json.dumps(detail_dict, sort_keys=True, default=str, ensure_ascii=False)
         cur = self.db.connection().execute(
@@ -345,6 +497,7 @@ class SqliteAuditLog:
             outcome=outcome,
         )
 
+    @_translated
     def query(
         self, since: datetime | None = None, limit: int = 1000, *, action_id: str | None = None
     ) -> list[AuditEntry]:
@@ -379,7 +532,7 @@ class SqliteAuditLog:
         ]
 
 
-def open_state(path: str | Path) -> tuple[SqlitePendingStore, SqliteAuditLog]:
-    """The store and the audit log on one SQLite file (``settings.state_path``)."""
+def open_state(path: str | Path, *, clock: Clock | None = None) -> tuple[SqlitePendingStore, SqliteAuditLog]:
+    """The store and the audit log on one SQLite file (``settings.state_path``), on one clock."""
     db = SqliteDatabase(path)
-    return SqlitePendingStore(db), SqliteAuditLog(db)
+    return SqlitePendingStore(db, clock=clock), SqliteAuditLog(db, clock=clock)

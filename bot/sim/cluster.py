@@ -31,6 +31,8 @@ class SimCluster:
         self.cluster_name = cluster_name
         self.api = KubeApiServer(scenario)
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
+        # a kubelet stopped or started over SSH shows in the API as a real one would (Lease, Ready)
+        self.ssh.on_kubelet = self.api.lifecycle.kubelet_changed
         self.kubeconfig_path = self.workdir / "kubeconfig"
 
     @classmethod

@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.remediation import PendingAction, RemediationService
 from bot.report import Finding, Remediation, Report
 from bot.slack.hooks import Click, OfferButton, OfferContext, PostedOffers
-from bot.slack.offer_editor import OfferEditor, slack_error
+from bot.slack.offer_editor import OfferEditor
 from bot.slack.offer_messages import expired_text, final_text, interrupted_text, running_text, steps_text
+from bot.slack.web import SLACK_FAILURES, failure_text
 
 log = logging.getLogger("gpubot.slack.remediation")
 
@@ -38,13 +38,24 @@ class SlackRemediation:
         self.messages = OfferEditor(client)
 
     async def start(self) -> list[PendingAction]:
-        """After a restart: say where each run that was cut off (and is not re-run) was approved."""
+        """After a restart: restore each run that was cut off (never re-run) and say so where it
+        was approved."""
+        return await self.recover()
+
+    async def recover(self) -> list[PendingAction]:
+        """Restore the runs nobody renews any more (a restart, a lost replica) and note each in its
+        thread; a live replica's runs are left alone."""
         interrupted = await self.remediation.recover()
         for record in interrupted:
             if record.channel:
                 thread = record.thread_ts or record.message_ts
                 await self.messages.post(record.channel, interrupted_text(record), thread_ts=thread)
         return interrupted
+
+    async def sweep(self) -> None:
+        """The periodic housekeeping of ``serve``: expire unclicked offers, recover abandoned runs."""
+        await self.sweep_expired()
+        await self.recover()
 
     async def offer_remediation(
         self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
@@ -93,8 +104,8 @@ class SlackRemediation:
         for group in self.remediation.group_approvers:
             try:
                 resp = await self.client.usergroups_users_list(usergroup=group)
-            except SlackApiError as exc:
-                log.warning("usergroups.users.list %s failed: %s", group, slack_error(exc))
+            except SLACK_FAILURES as exc:
+                log.warning("usergroups.users.list %s failed: %s", group, failure_text(exc))
                 continue
             users: Sequence[str] = resp.get("users") or []
             if user_id in users:
@@ -123,12 +134,14 @@ class SlackRemediation:
         outcome = await self.remediation.click(click.offer_id, click.user_id, groups, on_running=announce)
         record = outcome.action
         thread = thread or (record.thread_ts if record else None) or click.message_ts
+        shown = False
         if outcome.updates_offer and record is not None:
-            await self.messages.update_offers(
+            shown = await self.messages.update_offers(
                 click.channel, click.message_ts, [(record.id, final_text(outcome, click.user_id))],
                 blocks=click.blocks, thread_ts=thread,
             )
-        else:
+        if not shown:
+            # a refusal, or Slack would take neither the edit nor the thread note: tell the clicker
             await self.messages.ephemeral(click.response_url, outcome.message)
         if outcome.steps and click.channel:
             await self.messages.post(click.channel, steps_text(outcome.steps), thread_ts=thread or None)
