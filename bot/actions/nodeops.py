@@ -195,8 +195,8 @@ async def to_the_end(work: Awaitable[_T]) -> _T:
 
 
 async def restore(ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell) -> str:
-    """After a failed, cancelled or interrupted run: start the kubelet unless it is known to be
-    active, wait for its heartbeat, uncordon only if ours and safe.
+    """After a failed, cancelled or interrupted run: start the kubelet unless it reads active now,
+    wait for its heartbeat, uncordon only if ours and safe.
 
     Returns the node's state in words; never raises (every outcome is a recorded step).
     """
@@ -204,17 +204,21 @@ async def restore(ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShe
     if not ok:
         kubelet = "unknown"
     started = False
-    if run.kubelet_down or kubelet != "active":
-        # "unknown" (not readable, or the unit's own word) is not "active": start it
+    if kubelet != "active":
+        # anything but a clear "active" is started: "unknown" (unreadable, or systemd's own word),
+        # inactive, failed, deactivating after a stop whose answer was lost
         before = await _heartbeat_or_empty(ctx, run.node)
         ok, text = await _try(shell.systemctl("start"))
         await log.note("restore: systemctl start kubelet", "ok" if ok else "failed", text)
         ok, text = await _try(shell.kubelet_state())
         kubelet = text if ok else "unknown (ssh failed)"
         if kubelet == "active":
-            run.kubelet_down = False
             started = True
             run.before_start = before
+    elif run.kubelet_down:
+        # a stop or restart whose answer never came, and the kubelet reads active: trust it only
+        # once it has posted a heartbeat (below), as after a start
+        started = True
     ready = "unknown"
     obj = await _node_or_none(ctx, run.node)
     if obj is not None:
@@ -226,6 +230,7 @@ async def restore(ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShe
             posted, text = await _try(wait_ready(ctx, shell, run.node, since=run.before_start))
             await log.note(f"restore: wait for node {run.node} Ready", "ok" if posted else "failed", text)
             ready = "True" if posted else ready
+            run.kubelet_down = not posted
         elif kubelet == "active" and obj is not None:
             # started earlier in the run: Ready may still be the stale True of the old kubelet
             posted = (await read_heartbeat(ctx, run.node, obj)).newer_than(run.before_start) is not False

@@ -58,6 +58,9 @@ class StepLog:
                 work.close()  # never started: nothing was sent
                 await self._add(StepOutcome(what, "failed", f"not run: {error_text(exc)}"))
                 raise StepFailed(self.steps[-1]) from None
+            except BaseException:
+                work.close()  # cancelled while recording: the step never started
+                raise
         try:
             result = await work
         except asyncio.CancelledError:

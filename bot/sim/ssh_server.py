@@ -141,8 +141,9 @@ class SshFleet:
         self.keys: FleetKeys | None = None
         #: told ``(node, kubelet state)`` after every kubelet stop/start/restart (the API's node lifecycle)
         self.on_kubelet: Callable[[str, str], None] | None = None
-        #: (node, command) -> how many more times the connection drops right after that command ran
-        self._drops: dict[tuple[str, str], int] = {}
+        #: (node, command or prefix, is a prefix) -> how many more times the connection drops
+        #: right after such a command ran
+        self._drops: dict[tuple[str, str, bool], int] = {}
 
     async def __aenter__(self) -> SshFleet:
         await self.start()
@@ -249,10 +250,18 @@ class SshFleet:
         """Backup path -> checkpoint text moved there."""
         return dict(self._backups[node])
 
-    def drop_connection_after(self, node: str, command: str, *, times: int = 1) -> None:
-        """Fault: the next ``times`` runs of ``command`` on ``node`` take effect, then the node drops
-        the connection before sending the exit status (a network blip right after the command)."""
-        self._drops[(node, command)] = times
+    def drop_connection_after(self, node: str, command: str, *, times: int = 1, prefix: bool = False) -> None:
+        """Fault: the next ``times`` runs of ``command`` on ``node`` (or of any command starting
+        with it, ``prefix``) take effect, then the node drops the connection before sending the
+        exit status (a network blip right after the command)."""
+        self._drops[(node, command, prefix)] = times
+
+    def _drop_now(self, node: str, command: str) -> bool:
+        for (n, match, prefix), left in self._drops.items():
+            if n == node and left > 0 and (command.startswith(match) if prefix else command == match):
+                self._drops[(n, match, prefix)] = left - 1
+                return True
+        return False
 
     def ssh_targets_setting(self) -> dict[str, str]:
         """node -> "host:port", the shape of ``ClusterConfig.ssh_targets``."""
@@ -271,8 +280,7 @@ class SshFleet:
             else:
                 answer = self.execute(node, command)
             self.command_log.append(CommandRecord(node, command or "", answer.exit_status, answer.allowed))
-            if self._drops.get((node, command or ""), 0) > 0:
-                self._drops[(node, command or "")] -= 1
+            if self._drop_now(node, command or ""):
                 process.get_extra_info("connection").abort()
                 return
             process.stdout.write(answer.stdout)
