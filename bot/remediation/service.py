@@ -27,7 +27,7 @@ from kubernetes.client import ApiClient
 from bot.actions import ACTIONS, ActionContext, get_action
 from bot.actions.base import ActionOutcome
 from bot.actions.node_procedure import NodeProcedure
-from bot.errors import GpubotError, error_text
+from bot.errors import GpubotError, StateStoreError, error_text
 from bot.probes.kube import KubeReads
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
@@ -130,9 +130,14 @@ class RemediationService:
         except GpubotError as exc:
             log.info("not offering %s: %s", action, exc.user_message)
             return None
-        return await asyncio.to_thread(
-            self.flow.offer, action, checked, cluster_name, requested_by, channel, finding_code
-        )
+        try:
+            return await asyncio.to_thread(
+                self.flow.offer, action, checked, cluster_name, requested_by, channel, finding_code
+            )
+        except StateStoreError as exc:
+            # an offer the audit trail cannot record is not shown as a button
+            log.warning("not offering %s: %s", action, exc.user_message)
+            return None
 
     @staticmethod
     def blast_radius(action: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from bot.actions import ACTIONS
 from bot.settings import load_settings
 from tests.deploy.checkov_tool import scan
 from tests.deploy.render import REPO, find, one, render, render_text, target_names
@@ -174,6 +175,24 @@ def test_deployment_is_locked_down(target: str) -> None:
     service = one(render(target), "Service", "gpubot")
     assert [p["name"] for p in service["spec"]["ports"]] == ["http"]
     assert service["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shutdown_waits_long_enough_for_what_the_pod_may_run(target: str, tmp_path: Path) -> None:
+    """SIGTERM waits for diagnoses (``shutdown_grace_s``) and, with remediation on, for a running
+    action up to its own maximum: the pod's grace period must cover it, or a rollout kills a
+    kubelet restart mid-way."""
+    env = _env(target)
+    config = one(render(target), "ConfigMap", "gpubot-config-")
+    path = tmp_path / "config.yaml"
+    path.write_text(config["data"][posixpath.basename(env["GPUBOT_CONFIG"])])
+    plain = {k: v for k, v in env.items() if not k.endswith("_FILE") and k != "GPUBOT_CONFIG"}
+    settings = load_settings(env=plain, config_file=str(path))
+    grace = _deployment(target)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > settings.shutdown_grace_s
+    if not settings.dry_run:
+        longest = max(a.max_duration_s(settings) for a in ACTIONS.values())
+        assert grace > longest, f"{target}: {grace} s grace, an action may take {longest:.0f} s"
 
 
 def test_http_mode_publishes_only_the_slack_endpoint() -> None:
