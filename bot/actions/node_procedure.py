@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 from typing import Any
 
 from bot.actions.base import ActionContext, ActionOutcome, BaseAction
@@ -33,6 +34,8 @@ from bot.actions.nodeops import (
 from bot.actions.steps import StepFailed, StepLog
 from bot.errors import GpubotError, error_text
 from bot.settings import Settings
+
+log_errors = logging.getLogger(__name__)
 
 
 class NodeProcedure(BaseAction):
@@ -115,6 +118,9 @@ class NodeProcedure(BaseAction):
             stopped_at, why = (log.steps[-1].what if log.steps else "start"), "cancelled"
         except GpubotError as exc:
             # a read between steps failed (the API, the connection while verifying)
+            stopped_at, why = (log.steps[-1].what if log.steps else "start"), error_text(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug must still end with the node restored
+            log_errors.exception("%s on %s raised", self.name, node)
             stopped_at, why = (log.steps[-1].what if log.steps else "start"), error_text(exc)
         state = await to_the_end(restore(ctx, log, run, shell))
         verb = "was cancelled at" if why == "cancelled" else "stopped at"

@@ -97,8 +97,11 @@ class NodeLifecycle:
         self._timers[node] = asyncio.get_running_loop().call_later(delay, what, node)
 
     def heartbeat(self, node: str) -> None:
-        """Renew the node's Lease and post Ready=True with a fresh ``lastHeartbeatTime``."""
-        self._timers.pop(node, None)
+        """Renew the node's Lease and post Ready=True with a fresh ``lastHeartbeatTime`` (a test may
+        call it to let a slow kubelet post now)."""
+        timer = self._timers.pop(node, None)
+        if timer is not None:
+            timer.cancel()
         now = micro_time()
         entry = self.store.get(self._lease, LEASE_NAMESPACE, node)
         lease = dict(entry.obj) if entry is not None else node_lease(node, now)

@@ -66,7 +66,7 @@ async def test_shutdown_waits_for_a_running_action_beyond_the_diagnosis_grace(
             slack_api, base=sim.settings(), approvers={"*": (APPROVER,)}, node_ready_timeout_s=30.0,
             state_path=str(tmp_path / "state.db"), shutdown_grace_s=0.1,
         )
-        sim.api.lifecycle.heartbeat_delay_s[NODE] = 1.5  # the Ready wait outlasts the 0.1 s grace
+        sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600  # the Ready wait lasts until we let it
         stop = asyncio.Event()
         started: asyncio.Future[SlackServer] = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(serve(settings, stop=stop, started=started, configure_logs=False))
@@ -81,8 +81,11 @@ async def test_shutdown_waits_for_a_running_action_beyond_the_diagnosis_grace(
             click = interaction_form(click_payload(slack_api, value, user=APPROVER))
             assert (await post(url, click, sign(click)))[0] == 200
             await until(lambda: len(sim.ssh.history(NODE)) == 3)  # waiting for Ready now
+            stop.set()  # SIGTERM while the action waits for Ready
+            # the kubelet posts a second later: ten times the 0.1 s grace of the diagnoses
+            asyncio.get_running_loop().call_later(1.0, sim.api.lifecycle.heartbeat, NODE)
         finally:
-            stop.set()  # SIGTERM
+            stop.set()
             await asyncio.wait_for(task, 60)
     # serve returned only after the action ended, and it ended well: nothing was cut off
     assert sim.ssh.history(NODE)[0] == STOP and end_state(sim) == ("active", False)

@@ -28,9 +28,13 @@ def interleaved(history: list[str]) -> bool:
 
 async def test_two_actions_clicked_together_on_one_node_run_one_at_a_time(rig: Rig) -> None:
     async with rig() as (sim, rem):
-        sim.api.lifecycle.heartbeat_delay_s[NODE] = 0.5  # each run waits a while for Ready
+        sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600  # each run waits for Ready until we let it
         restart, clear = await offer(rem, "kubelet.restart"), await offer(rem, "checkpoint.clear")
-        first, second = await asyncio.gather(rem.click(restart, "U0BOB"), rem.click(clear, "U0BOB"))
+        clicks = [asyncio.create_task(rem.click(restart, "U0BOB")), asyncio.create_task(rem.click(clear, "U0BOB"))]
+        done, _ = await asyncio.wait(clicks, return_when=asyncio.FIRST_COMPLETED)  # the refused one
+        sim.api.lifecycle.heartbeat_delay_s[NODE] = 0.0
+        sim.api.lifecycle.heartbeat(NODE)  # the winner's kubelet posts: it finishes
+        first, second = [await c for c in clicks]
         outcomes = {first.status, second.status}
         assert outcomes == {"succeeded", "busy"}, (first.message, second.message)
         busy = first if first.status == "busy" else second
@@ -49,7 +53,7 @@ async def test_two_actions_clicked_together_on_one_node_run_one_at_a_time(rig: R
 
 async def test_the_lock_holds_across_two_processes_on_one_state_file(rig: Rig) -> None:
     async with rig() as (sim, rem):
-        sim.api.lifecycle.heartbeat_delay_s[NODE] = 1.0
+        sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600  # the restart waits for Ready until we let it
         other_clients = KubeClients(rem.settings)
         other = RemediationService(rem.settings, other_clients)  # a second replica, same file
         try:
@@ -60,6 +64,7 @@ async def test_the_lock_holds_across_two_processes_on_one_state_file(rig: Rig) -
             refused = await other.click(clear, "U0BOB")
             assert refused.status == "busy"
             assert f"another action is running on {NODE} (kubelet.restart, started by U0BOB)" in refused.message
+            sim.api.lifecycle.heartbeat(NODE)
             assert (await running).status == "succeeded"
             assert sim.ssh.history(NODE) == [RESTART]  # the clear never touched the node meanwhile
         finally:

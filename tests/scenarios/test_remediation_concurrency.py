@@ -134,16 +134,18 @@ async def test_a_restarting_replica_leaves_a_live_replicas_run_alone(tmp_path: P
             slack_api, base=sim.settings(), approvers={"*": (APPROVER,)}, state_path=str(state),
             node_ready_timeout_s=30.0,
         )
-        # the restarted kubelet takes a while to post its first heartbeat: replica A waits for Ready
-        sim.api.lifecycle.heartbeat_delay_s[ZOMBIE_NODE] = 1.5
+        # the restarted kubelet posts its first heartbeat only when we let it: replica A waits for Ready
+        sim.api.lifecycle.heartbeat_delay_s[ZOMBIE_NODE] = 3600
         async with started(settings, slack_api) as a:
             value = (await SlackRig(sim, a, slack_api, settings).command())[BUTTON][0]
             clicked = asyncio.create_task(SlackRig(sim, a, slack_api, settings).click(value))
-            await slack_api.wait_for(lambda: a.rem.running == 1 and sim.ssh.history(ZOMBIE_NODE), timeout=30)
+            # stop, mv, start sent: A now waits for the kubelet's first heartbeat
+            await slack_api.wait_for(lambda: len(sim.ssh.history(ZOMBIE_NODE)) == 3, timeout=30)
             # replica B starts on the same file while A's run is in flight
             async with started(settings, slack_api) as b:
                 assert await b.rem.recover() == []
                 assert b.rem.flow.store.get(value).state == "running"  # type: ignore[union-attr]
+            sim.api.lifecycle.heartbeat(ZOMBIE_NODE)
             await clicked
             final = a.rem.flow.store.get(value)
             assert final is not None and final.state == "succeeded", final.result_summary
