@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
 from bot.remediation import ClusterClients, RemediationService
-from bot.remediation.sqlite_store import SqliteSeenRequests
+from bot.remediation.sqlite_requests import SqliteSeenRequests
 from bot.settings import Settings
 from bot.slack.app import SlackBot, create_app
 from bot.slack.hooks import DiagnosisService

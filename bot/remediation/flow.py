@@ -33,7 +33,6 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -42,6 +41,7 @@ from bot.errors import GpubotError, StateStoreError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
 from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat, run_to_end
+from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.store import PendingAction, PendingStore
 
@@ -50,69 +50,8 @@ log = logging.getLogger(__name__)
 __all__ = ["BOT_ACTOR", "ClickOutcome", "ConfirmFlow", "RunOutcome", "StepResult"]
 _T = TypeVar("_T")
 
-ClickStatus = Literal[
-    "unknown",
-    "not_allowed",
-    "expired",
-    "already_taken",
-    "busy",
-    "unavailable",
-    "precondition_failed",
-    "not_run",
-    "succeeded",
-    "failed",
-]
 #: seconds a running record may go without a heartbeat before another process takes it over
 DEFAULT_LEASE_S = 30.0
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One step as it happened: ``line`` reads ``ok: cordon node x — detail``."""
-
-    line: str
-    #: ok, failed, skipped or planned: the outcome the audit trail records
-    status: str
-    #: already in the audit trail (written live as it happened)
-    audited: bool = False
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What an action reports when it returns (rather than raises)."""
-
-    ok: bool
-    #: one line for people
-    summary: str
-    #: what it did, in order, with each step's real outcome
-    steps: list[StepResult] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ClickOutcome:
-    """The answer to one click, for the view to render."""
-
-    status: ClickStatus
-    #: one line for people, no traceback
-    message: str
-    #: the record as it stands after the click (``None`` for an unknown id)
-    action: PendingAction | None = None
-    steps: tuple[str, ...] = ()
-
-    @property
-    def executed(self) -> bool:
-        """The action ran (to success or failure) because of this click."""
-        return self.status in ("succeeded", "failed")
-
-    @property
-    def updates_offer(self) -> bool:
-        """The offer message should be replaced: its buttons no longer apply.
-
-        False for refusals that leave the offer as it was (not an approver, unknown id, a busy
-        node, a store that could not be reached) and for a click that lost the race: the winner
-        updates the message.
-        """
-        return self.status in ("expired", "precondition_failed", "not_run", "succeeded", "failed")
 
 
 Precondition = Callable[[PendingAction], Awaitable[tuple[bool, str]]]
