@@ -27,11 +27,11 @@ from bot.actions.nodeops import (
     read_node,
     restore,
     shell_for,
-    to_the_end,
     uncordon_if_ours,
     wait_ready,
 )
 from bot.actions.steps import StepFailed, StepLog
+from bot.aio import run_to_end
 from bot.errors import GpubotError, error_text
 from bot.settings import Settings
 
@@ -88,7 +88,7 @@ class NodeProcedure(BaseAction):
         try:
             return await self._steps(ctx, log, run, shell, node)
         finally:
-            await to_the_end(shell.close())
+            await run_to_end(shell.close())
 
     async def _steps(
         self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str
@@ -122,7 +122,7 @@ class NodeProcedure(BaseAction):
         except Exception as exc:  # noqa: BLE001 - a bug must still end with the node restored
             log_errors.exception("%s on %s raised", self.name, node)
             stopped_at, why = (log.steps[-1].what if log.steps else "start"), error_text(exc)
-        state = await to_the_end(restore(ctx, log, run, shell))
+        state = await run_to_end(restore(ctx, log, run, shell))
         verb = "was cancelled at" if why == "cancelled" else "stopped at"
         detail = "" if why == "cancelled" else f": {why}"
         return ActionOutcome(False, f"{self.name} on {node} {verb} '{stopped_at}'{detail}.", log.steps, state=state)
@@ -137,7 +137,7 @@ class NodeProcedure(BaseAction):
         try:
             obj = await read_node(ctx, node)
             async with shell_for(ctx, node, obj) as shell:
-                state = await to_the_end(restore(ctx, log, run, shell))
+                state = await run_to_end(restore(ctx, log, run, shell))
         except GpubotError as exc:
             state = node_state(run, cordoned=run.we_cordoned, kubelet="unknown", ready="unknown")
             return ActionOutcome(

@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from bot.actions.base import ActionContext
 from bot.actions.node_exec import NodeShell
@@ -32,7 +32,6 @@ from bot.probes.node import ssh_target_for
 
 #: systemctl itself can take a while on a loaded node; the connection deadline stays the setting's
 MIN_SYSTEMCTL_TIMEOUT_S = 30.0
-_T = TypeVar("_T")
 
 
 def is_cordoned(node_obj: dict[str, Any]) -> bool:
@@ -174,24 +173,6 @@ async def _try(work: Awaitable[Any]) -> tuple[bool, str]:
         return True, str(await work)
     except (GpubotError, OSError, TimeoutError, ValueError) as exc:
         return False, error_text(exc)
-
-
-async def to_the_end(work: Awaitable[_T]) -> _T:
-    """Await ``work`` to its end even if this task is cancelled meanwhile (a restore must finish);
-    the cancellation is passed on afterwards."""
-    task = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
-            break
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return result
 
 
 async def restore(ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell) -> str:

@@ -37,10 +37,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
 
+from bot.aio import run_to_end
 from bot.errors import GpubotError, StateStoreError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
-from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat, run_to_end
+from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
 from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.store import PendingAction, PendingStore
@@ -249,9 +250,13 @@ class ConfirmFlow:
             # it changed; its outcome is recorded before the cancellation goes on.
             task.cancel()
             try:
-                outcome, _ = await run_to_end(task)
+                outcome = await run_to_end(task)
             except asyncio.CancelledError:
-                outcome = RunOutcome(False, "cancelled before it finished; check the target's state by hand")
+                # cancelled again while it restored (the outcome stands), or the action did not catch it
+                ended = task.done() and not task.cancelled() and task.exception() is None
+                outcome = task.result() if ended else RunOutcome(
+                    False, "cancelled before it finished; check the target's state by hand"
+                )
             await run_to_end(self._record_result(record, user_id, outcome))
             raise
         except Exception as exc:

@@ -5,8 +5,7 @@ stores the action's state machine on the record and appends a ``step … startin
 and raises if either cannot be written, so a step whose record cannot be kept never runs;
 ``after`` appends the step's real outcome (ok, failed, skipped). ``heartbeat`` renews the
 process's claim on the record while it runs, so another replica knows it is alive and leaves it
-alone. ``run_to_end`` awaits work that must finish even when its caller is cancelled (a restore
-after a cancelled step, the final record).
+alone.
 
 This module never decides what an action does; it only records it. It must never import an
 action or a client.
@@ -18,34 +17,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from bot.errors import StateStoreError
 from bot.remediation.audit import AuditLog
 from bot.remediation.store import PendingAction, PendingStore
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 #: the actor name the bot itself uses in the audit trail
 BOT_ACTOR = "gpubot"
-
-
-async def run_to_end(work: Awaitable[_T]) -> tuple[_T, bool]:
-    """Await ``work`` to its end even if the caller is cancelled meanwhile.
-
-    Returns ``(result, cancelled)``; the caller re-raises ``CancelledError`` when ``cancelled``
-    once it has done what must be done. Work that raises raises here.
-    """
-    task = asyncio.ensure_future(work)
-    cancelled = False
-    while True:
-        try:
-            return await asyncio.shield(task), cancelled
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
 
 
 def audit_entry(
