@@ -1,6 +1,7 @@
 """A generated simulated cluster in its own process, for the benchmarks.
 
-``python -m bench.simproc SPEC WORKDIR``: generates the scenario, starts the API server and the
+``python -m bench.simproc SPEC WORKDIR``: generates the scenario (or, when SPEC is a ``.json``
+file, loads that scenario document: a benchmark that built its own), starts the API server and the
 SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, and how long generation
 and loading took), then serves until its stdin closes. Loopback only; it never reaches anything else.
 """
@@ -22,7 +23,7 @@ from bot.sim.scenario import scenario_from_dict
 
 async def main(spec: str, workdir: Path) -> None:
     t0 = time.perf_counter()
-    data = generate_scenario(**parse_spec(spec))
+    data = json.loads(Path(spec).read_text()) if spec.endswith(".json") else generate_scenario(**parse_spec(spec))
     t1 = time.perf_counter()
     gc.disable()  # loading 100k objects: nothing cyclic to find
     scenario = scenario_from_dict(data, source=f"generated({spec})")

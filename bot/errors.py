@@ -15,7 +15,8 @@ without leaking a traceback, a token or a host key.
     │   ├── KubeApiError      the Kubernetes API answered an error or did not answer
     │   │   └── NotFoundError the object does not exist
     │   └── NodeProbeError    SSH to a node failed (refused, timeout, auth, host key)
-    └── ActionError           a remediation step failed
+    ├── ActionError           a remediation step failed
+    └── StateStoreError       the pending actions / audit trail cannot be read or written
 """
 
 from __future__ import annotations
@@ -91,6 +92,14 @@ class NodeProbeError(ProbeError):
 
 class ActionError(GpubotError):
     """A remediation step failed; the message says what state things were left in."""
+
+
+class StateStoreError(GpubotError):
+    """The state store (pending actions, the audit trail) cannot be read or written.
+
+    A step whose audit record cannot be written does not run; the message says why (disk full,
+    read-only file, locked too long) and never carries a path's contents or SQL.
+    """
 
 
 def error_text(exc: BaseException) -> str:

@@ -125,6 +125,13 @@ class Metrics:
             ["probe"],
             registry=reg,
         )
+        self.slack_failures = Counter(
+            f"{p}_slack_api_failures_total",
+            "Slack Web API calls that failed after the client's retries (refused, timed out, "
+            "connection lost), by method; each one fell back to a response_url note or a log line.",
+            ["method"],
+            registry=self.registry,
+        )
         self.ack_seconds = Histogram(
             f"{p}_slack_ack_seconds",
             "Time from receiving a Slack request to acknowledging it.",

@@ -9,13 +9,12 @@ and neither imports the other.
 from __future__ import annotations
 
 import asyncio
-import getpass
 from collections.abc import Mapping
 from dataclasses import replace
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
-from bot.remediation.terminal import cli_act, cli_actor
+from bot.remediation.terminal import cli_act, os_actor
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
@@ -52,7 +51,7 @@ def run_act(
     scenario: str = "",
 ) -> int:
     """``gpubot act`` from the command line; ``scenario`` runs it on a fresh simulator of that file."""
-    actor = cli_actor(getpass.getuser())
+    actor = os_actor()
 
     def read_line(prompt: str) -> str:
         try:

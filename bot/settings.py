@@ -185,7 +185,8 @@ class Settings:
     #: a check that raises, or yields a code it did not declare, fails the command instead of being
     #: logged and skipped (the test suite turns this on; production keeps the partial report)
     strict_checks: bool = False
-    #: seconds ``serve`` waits for in-flight diagnoses after SIGTERM before cancelling them
+    #: seconds ``serve`` waits for in-flight diagnoses after SIGTERM before cancelling them; a
+    #: running remediation is waited for up to its own maximum (its Ready wait and restore included)
     shutdown_grace_s: float = 25.0
     #: proactive watches (``serve`` only): per cluster and channel, a periodic sweep that posts
     #: problems once and edits them in place; none by default, and an entry is off until enabled
@@ -200,6 +201,9 @@ class Settings:
     alerts_channel: str = ""
     #: cluster whose nodes and pods the alerts name (empty = the default cluster)
     alerts_cluster: str = ""
+    #: seconds a running remediation may go without its process renewing it before another
+    #: process (a replica, or this one after a restart) takes it over and restores the node
+    action_lease_s: float = 30.0
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The cluster called ``name``, or the default one."""
@@ -362,6 +366,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("settings ssh_deadline_s, api_timeout_s and command_deadline_s must be positive")
     if s.offer_sweep_interval_s <= 0:
         raise ConfigError("setting offer_sweep_interval_s: must be positive")
+    if s.action_lease_s < 1:
+        raise ConfigError("setting action_lease_s: must be at least 1 second")
     if not 1 <= s.page_size <= 10000:
         raise ConfigError("setting page_size: must be between 1 and 10000")
     names = [c.name for c in s.clusters]

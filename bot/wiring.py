@@ -22,6 +22,7 @@ from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
 from bot.remediation import ClusterClients, RemediationService
+from bot.remediation.sqlite_requests import SqliteSeenRequests
 from bot.settings import Settings
 from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
@@ -47,6 +48,8 @@ class Bot:
     remediation: SlackRemediation | None = None
     #: one per enabled ``watch`` entry; ``serve`` sweeps each on its own interval
     watchers: list[Watcher] = field(default_factory=list)
+    #: Slack requests seen by any replica (in the state file); ``None`` without remediation
+    seen: SqliteSeenRequests | None = None
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -58,6 +61,8 @@ class Bot:
     async def close(self) -> None:
         """After ``server.stop``: release the clients (the service's and the Web API session)."""
         await self.service.close()
+        if self.seen is not None:
+            self.seen.close()
         session = getattr(self.web, "session", None)
         if session is not None and not session.closed:
             await session.close()
@@ -78,6 +83,8 @@ def build_bot(
     remediation = (
         SlackRemediation(RemediationService(settings, clients), web, metrics=metrics) if clients is not None else None
     )
+    # with remediation on, the state file is shared by every replica: so is the memory of retries
+    seen = SqliteSeenRequests(settings.state_path) if remediation is not None else None
     slack = create_app(
         settings,
         service,
@@ -85,6 +92,9 @@ def build_bot(
         offers=remediation,
         on_remediate=remediation.on_click if remediation is not None else None,
         client=web,
+        # shutdown waits for a running action up to its own maximum, not the diagnoses' grace
+        remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
+        seen=seen,
     )
     watchers = build_watchers(settings, service, web)
     if watchers:
@@ -96,7 +106,7 @@ def build_bot(
             settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
         )
         add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
-    return Bot(settings, service, slack, server, web, remediation, watchers)
+    return Bot(settings, service, slack, server, web, remediation, watchers, seen)
 
 
 def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark suite (issue 8): why-pending cold/warm/kubectl, node-status fan-out, Slack ack.
+# The benchmark suite (issues 8, 14): why-pending cold/warm/kubectl, node-status fan-out, Slack ack,
+# Slack ack while a 20,000-event why-pending runs.
 # Installs what it needs on first run, like scripts/test.sh; writes bench/results/LATEST.md.
 # Needs kubectl on PATH for the hand-procedure comparison. Pass --quick for a short smoke run.
 set -euo pipefail

@@ -40,6 +40,8 @@ class StepOutcome:
     what: str
     status: StepStatus
     detail: str = ""
+    #: already in the audit trail (the journal took it as it happened)
+    audited: bool = field(default=False, compare=False)
 
     def line(self) -> str:
         """``ok: cordon node x — detail``; the form the audit trail and the thread show."""
@@ -66,6 +68,19 @@ class ActionOutcome:
         return [s.line() for s in self.steps]
 
 
+class StepJournal(Protocol):
+    """Where a running action's state and steps are recorded (``bot.remediation``'s journal)."""
+
+    async def before(self, step: str, progress: Mapping[str, Any]) -> None:
+        """Record the action's state and that ``step`` starts; raises when it cannot be recorded,
+        and then the step must not run."""
+        ...
+
+    async def after(self, line: str, status: str) -> bool:
+        """Record a step's real outcome; False when it could not be recorded (never raises)."""
+        ...
+
+
 @dataclass
 class ActionContext:
     """Everything one run of one action may use; built per click by ``bot.remediation``.
@@ -87,8 +102,10 @@ class ActionContext:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     #: the finding that offered the action, when it came from a diagnosis
     finding_code: str | None = None
-    #: called with a step's text just before a state-changing step starts (live audit trail)
-    on_step: Callable[[str], None] | None = None
+    #: the pending action's id (names the checkpoint backup; empty outside a confirmed run)
+    action_id: str = ""
+    #: records the state and each step before it runs (None: nothing is recorded, e.g. dry run)
+    journal: StepJournal | None = None
     #: what the precondition learnt (pod uid, cordoned or not…), read again by ``plan``/``run``
     facts: dict[str, Any] = field(default_factory=dict)
 
@@ -128,6 +145,10 @@ class Action(Protocol):
 
     async def run(self, ctx: ActionContext, *, dry_run: bool) -> ActionOutcome: ...
 
+    def max_duration_s(self, settings: Settings) -> float:
+        """The longest one run can take, restore included (shutdown waits this long for it)."""
+        ...
+
 
 class BaseAction(abc.ABC):
     """Shared parameter checking and dry-run; subclasses set the class attributes and ``_run``."""
@@ -154,6 +175,10 @@ class BaseAction(abc.ABC):
 
     def target(self, params: Mapping[str, str]) -> str:
         return str(params.get(self.target_param, "")) if self.target_param else self.name
+
+    def max_duration_s(self, settings: Settings) -> float:
+        # a handful of API calls, each bounded by the API timeout and retried at most twice
+        return 12 * settings.api_timeout_s
 
     @abc.abstractmethod
     async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:

@@ -1,8 +1,10 @@
 """``checkpoint.clear``: move the kubelet device-plugin checkpoint aside so zombie allocations go.
 
 Order: cordon (unless already cordoned) → ``systemctl stop kubelet`` → move the checkpoint to a
-timestamped backup beside it → ``systemctl start kubelet`` (the kubelet writes a fresh one) →
-wait for Ready → uncordon only if gpubot cordoned. The precondition re-probes the node over SSH
+backup beside it named by the time in nanoseconds and the action id → ``systemctl start kubelet``
+(the kubelet writes a fresh one) → wait for Ready with a heartbeat newer than the start →
+uncordon only if gpubot cordoned. The kubelet counts as down from *before* the stop is sent, so a
+lost answer to the stop still ends with the kubelet started again. The precondition re-probes the node over SSH
 and the pods bound to it: zombie entries must still exist and their pods must still be gone.
 
 Must never delete the checkpoint outright or touch anything but the file and the kubelet unit.
@@ -11,11 +13,15 @@ Must never delete the checkpoint outright or touch anything but the file and the
 from __future__ import annotations
 
 from bot.actions.base import ActionContext, action
-from bot.actions.node_exec import NodeShell, backup_path, move_checkpoint_command
+from bot.actions.node_exec import NodeShell, move_checkpoint_command, new_backup_path
+from bot.actions.node_heartbeat import read_heartbeat
 from bot.actions.node_procedure import NodeProcedure
 from bot.actions.nodeops import NodeRun, describe_zombies, is_cordoned, read_node, shell_for, zombie_entries
 from bot.actions.steps import StepLog
 from bot.names import validate_name
+
+#: stands for the action id in a plan made before the offer exists (``gpubot act`` shows the plan first)
+PLAN_ID = "ACTION-ID"
 
 
 @action("checkpoint.clear")
@@ -46,28 +52,30 @@ class ClearCheckpoint(NodeProcedure):
     def middle_plan(self, ctx: ActionContext, node: str) -> list[str]:
         return [
             f"ssh {node}: systemctl stop kubelet",
-            f"ssh {node}: {move_checkpoint_command(ctx.clock())}",
+            f"ssh {node}: {move_checkpoint_command(new_backup_path(ctx.action_id or PLAN_ID))}",
             f"ssh {node}: systemctl start kubelet",
         ]
 
     async def middle(self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str) -> None:
-        await log.run(f"ssh {node}: systemctl stop kubelet", shell.systemctl("stop"))
-        run.kubelet_down = True
-        now = ctx.clock()
+        run.kubelet_down = True  # before the stop is sent: a lost answer must still end in a start
+        await log.run(f"ssh {node}: systemctl stop kubelet", shell.systemctl("stop"), progress=run.progress())
+        run.backup_planned = new_backup_path(ctx.action_id)
         run.backup = await log.run(
-            f"ssh {node}: {move_checkpoint_command(now)}",
-            shell.move_checkpoint(now),
-            detail=f"backup at {backup_path(now)}",
+            f"ssh {node}: {move_checkpoint_command(run.backup_planned)}",
+            shell.move_checkpoint(run.backup_planned),
+            detail=f"backup at {run.backup_planned}",
+            progress=run.progress(),
         )
-        await log.run(f"ssh {node}: systemctl start kubelet", shell.systemctl("start"))
+        run.before_start = await read_heartbeat(ctx, node, await read_node(ctx, node))
+        await log.run(f"ssh {node}: systemctl start kubelet", shell.systemctl("start"), progress=run.progress())
         run.kubelet_down = False
 
     async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:
         left = await zombie_entries(ctx, shell, node)
         if left:
-            log.note("verify: checkpoint has no zombie entries", "failed", describe_zombies(left))
+            await log.note("verify: checkpoint has no zombie entries", "failed", describe_zombies(left))
             return False, (
                 f"checkpoint on {node} was replaced but still lists missing pods ({describe_zombies(left)})."
             )
-        log.note("verify: checkpoint has no zombie entries", "ok")
+        await log.note("verify: checkpoint has no zombie entries", "ok")
         return True, f"checkpoint cleared on {node}."

@@ -1,7 +1,8 @@
 """``kubelet.restart``: restart the kubelet of one node behind a cordon.
 
 Order: cordon (unless already cordoned) → ``systemctl restart kubelet`` → wait until the kubelet
-is active and the node Ready, within ``node_ready_timeout_s`` → uncordon only if gpubot cordoned.
+is active and the node Ready with a heartbeat newer than the restart, within
+``node_ready_timeout_s`` → uncordon only if gpubot cordoned.
 A restart re-reads device-plugin state, which clears stale allocations after a force delete
 (kubernetes#130145) without touching the checkpoint file.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from bot.actions.base import ActionContext, action
 from bot.actions.node_exec import NodeShell
+from bot.actions.node_heartbeat import read_heartbeat
 from bot.actions.node_procedure import NodeProcedure
 from bot.actions.nodeops import NodeRun, describe_zombies, is_cordoned, read_node, shell_for, zombie_entries
 from bot.actions.steps import StepLog
@@ -47,8 +49,9 @@ class RestartKubelet(NodeProcedure):
         return [f"ssh {node}: systemctl restart kubelet"]
 
     async def middle(self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str) -> None:
+        run.before_start = await read_heartbeat(ctx, node, await read_node(ctx, node))
         run.kubelet_down = True  # until the restart is known to have worked
-        await log.run(f"ssh {node}: systemctl restart kubelet", shell.systemctl("restart"))
+        await log.run(f"ssh {node}: systemctl restart kubelet", shell.systemctl("restart"), progress=run.progress())
         run.kubelet_down = False
 
     async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:

@@ -1,11 +1,18 @@
 """The only commands gpubot runs on a node that change it, over the strict SSH client of the probes.
 
 The write allow-list is exactly: ``systemctl restart|stop|start kubelet``, ``systemctl is-active
-kubelet``, and one ``mv`` of the device-plugin checkpoint to a backup beside it, named with a UTC
-timestamp that gpubot generates (``kubelet_internal_checkpoint.bak-20260507T102000Z``). The ``mv``
-line is built here from constants and our own clock, then added to the allow-list of that one
-call, so no other text can ever ride along. Reads (the checkpoint, for the precondition) use the
-probes' read allow-list.
+kubelet``, and one ``mv`` of the device-plugin checkpoint to a backup beside it, named with the
+UTC time to the nanosecond and the action's id
+(``kubelet_internal_checkpoint.bak-20260507T102000.123456789Z-Ab3_x9QkLm2P``), so two runs never
+share a backup name. The ``mv`` line is built here from constants, our own clock and an id we
+issued (checked against the id alphabet), then added to the allow-list of that one call, so no
+other text can ever ride along. Reads (the checkpoint, for the precondition) use the probes'
+read allow-list.
+
+A connection lost mid-command is an error, never an exit status to read: the outcome of that
+command is unknown. The shell then reconnects once; a command that is safe to repeat (stop,
+start, is-active, reading the checkpoint) is asked again on the new connection, the others
+(restart, ``mv``) fail with "outcome unknown" and the action's restore path takes over.
 
 This module must never remove the checkpoint outright (a move keeps it for inspection), never
 rewrite it (its checksum cannot be recomputed outside Go), and never build a command from a
@@ -14,6 +21,8 @@ parameter, a node name or any text a user could influence.
 
 from __future__ import annotations
 
+import re
+import time
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Literal
@@ -26,7 +35,9 @@ from bot.probes.ssh import (
     CAT_CHECKPOINT,
     KUBELET_ACTIVE,
     READ_COMMANDS,
+    CommandResult,
     SshTarget,
+    TransientSshError,
     open_connection,
     run_command,
 )
@@ -40,17 +51,40 @@ WRITE_COMMANDS: frozenset[str] = frozenset({RESTART_KUBELET, STOP_KUBELET, START
 #: the commands that change a node (for tests that prove a dry run sent none)
 STATE_CHANGING_PREFIXES: tuple[str, ...] = ("systemctl restart", "systemctl stop", "systemctl start", "mv ")
 
+#: commands whose second run changes nothing the first did not: asked again after a lost connection
+REPEATABLE: frozenset[str] = frozenset({STOP_KUBELET, START_KUBELET, IS_ACTIVE_KUBELET, CAT_CHECKPOINT})
+
 Verb = Literal["restart", "stop", "start"]
 _BY_VERB: dict[str, str] = {"restart": RESTART_KUBELET, "stop": STOP_KUBELET, "start": START_KUBELET}
+#: how much of the action id names a backup (72 random bits; the nanosecond time does the rest)
+BACKUP_ID_CHARS = 12
+_ID_CHARS = re.compile(r"[A-Za-z0-9_-]{8,32}")
 
 
-def backup_path(now: datetime) -> str:
-    """Where the checkpoint goes: beside itself, suffixed with our UTC time to the second."""
-    return f"{CHECKPOINT_PATH}.bak-{now.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+def backup_path(ns: int, action_id: str) -> str:
+    """Where the checkpoint goes: beside itself, suffixed with UTC time in nanoseconds and the
+    action's id; ``ValueError`` for an id that is not one of ours."""
+    short = action_id[:BACKUP_ID_CHARS]
+    if not _ID_CHARS.fullmatch(short):
+        raise ValueError("a checkpoint backup is named after a pending action's id")
+    seconds, nanos = divmod(ns, 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{CHECKPOINT_PATH}.bak-{stamp}.{nanos:09d}Z-{short}"
 
 
-def move_checkpoint_command(now: datetime) -> str:
-    return f"mv {CHECKPOINT_PATH} {backup_path(now)}"
+def new_backup_path(action_id: str) -> str:
+    """The backup name for a move made now."""
+    return backup_path(time.time_ns(), action_id)
+
+
+_BACKUP_RE = re.compile(re.escape(CHECKPOINT_PATH) + r"\.bak-\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9_-]{8,32}")
+
+
+def move_checkpoint_command(backup: str) -> str:
+    """The one ``mv`` line; ``ValueError`` unless ``backup`` is a name ``backup_path`` makes."""
+    if not _BACKUP_RE.fullmatch(backup):
+        raise ValueError("the checkpoint backup must be named by backup_path")
+    return f"mv {CHECKPOINT_PATH} {backup}"
 
 
 def _first_line(text: str) -> str:
@@ -73,23 +107,43 @@ class NodeShell:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            await conn.wait_closed()
+
+    def _drop(self) -> None:
         if self._conn is not None:
-            self._conn.close()
-            await self._conn.wait_closed()
+            self._conn.abort()
             self._conn = None
 
+    async def _result(self, command: str, allowed: frozenset[str]) -> CommandResult:
+        for attempt in (1, 2):
+            if self._conn is None:
+                # the connection dropped (or never opened): a fresh one, e.g. for a restore step
+                self._conn = await open_connection(self.target, timeout=self.timeout)
+            try:
+                return await run_command(
+                    self._conn, command, allowed=allowed, node=self.target.node, timeout=self.command_timeout
+                )
+            except TransientSshError:
+                self._drop()
+                if attempt == 1 and command in REPEATABLE:
+                    continue  # reconnect once and ask again: running it twice changes nothing
+                raise ActionError(
+                    f"`{command}`: the connection to {self.target.node} was lost before it answered; "
+                    "its outcome is unknown"
+                ) from None
+            except BaseException:
+                self._drop()
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def _run(self, command: str, allowed: frozenset[str]) -> tuple[int, str]:
-        if self._conn is None:
-            # the connection dropped (or never opened): one fresh attempt, e.g. for a restore step
-            self._conn = await open_connection(self.target, timeout=self.timeout)
-        try:
-            result = await run_command(
-                self._conn, command, allowed=allowed, node=self.target.node, timeout=self.command_timeout
-            )
-        except Exception:
-            self._conn.close()
-            self._conn = None
-            raise
+        result = await self._result(command, allowed)
         return result.exit_status, _first_line(result.stderr) or _first_line(result.stdout)
 
     async def systemctl(self, verb: Verb) -> str:
@@ -101,29 +155,21 @@ class NodeShell:
         return f"`{command}` exited 0"
 
     async def kubelet_state(self) -> str:
-        """``systemctl is-active kubelet``: active, inactive, failed, activating…"""
+        """``systemctl is-active kubelet``: active, inactive, failed, activating, unknown…"""
         _status, text = await self._run(IS_ACTIVE_KUBELET, WRITE_COMMANDS)
         return text or "unknown"
 
-    async def move_checkpoint(self, now: datetime) -> str:
-        """Move the checkpoint to its timestamped backup; returns the backup path."""
-        command = move_checkpoint_command(now)
+    async def move_checkpoint(self, backup: str) -> str:
+        """Move the checkpoint to ``backup`` (from ``backup_path``); returns the backup path."""
+        command = move_checkpoint_command(backup)
         status, text = await self._run(command, WRITE_COMMANDS | {command})
         if status != 0:
             raise ActionError(f"`mv` of the checkpoint exited {status}" + (f": {text}" if text else ""))
-        return backup_path(now)
+        return backup
 
     async def read_checkpoint(self) -> Checkpoint | None:
         """The parsed checkpoint, ``None`` when the file does not exist; ``ActionError`` if unreadable."""
-        if self._conn is None:
-            self._conn = await open_connection(self.target, timeout=self.timeout)
-        result = await run_command(
-            self._conn,
-            CAT_CHECKPOINT,
-            allowed=READ_COMMANDS,
-            node=self.target.node,
-            timeout=self.command_timeout,
-        )
+        result = await self._result(CAT_CHECKPOINT, READ_COMMANDS)
         if result.exit_status != 0:
             if "No such file" in result.stderr:
                 return None

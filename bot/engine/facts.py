@@ -20,7 +20,7 @@ from bot.kube.admission import Rejection, rejections
 from bot.kube.gpu import is_gpu_component, is_gpu_node
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
-from bot.kube.scheduling import ParsedSchedulingMessage, parse_event_messages
+from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
 from bot.probes.container import ExecFacts
 from bot.probes.node import NodeObservation
 from bot.probes.slim import SlimPod
@@ -50,6 +50,33 @@ class TargetFacts:
     suggestions: list[str] = field(default_factory=list)
 
 
+class ParsedMessages(Sequence[ParsedSchedulingMessage]):
+    """FailedScheduling messages, newest first, each parsed when first read and only once.
+
+    A pod can carry 20,000 events; the checks read the newest message (and whether there is
+    one), so parsing them all would cost seconds of CPU for nothing. The same text (the
+    scheduler repeats itself) is parsed once however often it occurs.
+    """
+
+    def __init__(self, messages: list[str]) -> None:
+        self._messages = messages
+        self._parsed: dict[str, ParsedSchedulingMessage] = {}
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def _parse(self, text: str) -> ParsedSchedulingMessage:
+        found = self._parsed.get(text)
+        if found is None:
+            found = self._parsed[text] = parse_scheduling_message(text)
+        return found
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._parse(text) for text in self._messages[index]]
+        return self._parse(self._messages[index])
+
+
 @dataclass
 class EventFacts:
     """Events of the target pod and of its owners (a webhook denial is recorded on the owner)."""
@@ -58,9 +85,11 @@ class EventFacts:
     owners: list[Obj] = field(default_factory=list)
 
     @cached_property
-    def scheduling(self) -> list[ParsedSchedulingMessage]:
-        """The pod's FailedScheduling messages, newest first, parsed once per invocation."""
-        return parse_event_messages(self.pod)
+    def scheduling(self) -> Sequence[ParsedSchedulingMessage]:
+        """The pod's FailedScheduling messages, newest first, parsed on first read, once per invocation."""
+        return ParsedMessages(
+            [str(e.get("message") or e.get("note") or "") for e in failed_scheduling_events(self.pod)]
+        )
 
 
 @dataclass

@@ -204,6 +204,10 @@ async def run_command(
             result = await conn.run(command, check=False, stdin=asyncssh.DEVNULL, encoding=None)
     except (asyncssh.Error, OSError, TimeoutError) as exc:
         raise _translate(name, exc) from None
+    if result.exit_status is None and result.exit_signal is None:
+        # the channel closed without an exit status: the connection was lost mid-command, so
+        # nothing is known about the outcome; an error, never a result to interpret
+        raise TransientSshError(name, "connection lost before the command finished")
     return CommandResult(
         stdout=_text(result.stdout),
         stderr=_text(result.stderr),

@@ -8,16 +8,21 @@ code that writes to a cluster or a node. Nothing here knows Slack: views (``bot.
 word the outcome.
 
     service.py       RemediationService: offer, click, sweep_expired, recover
-    flow.py          ConfirmFlow: policy → claim → precondition → run → audit, for any action
+    flow.py          ConfirmFlow: policy → claim → precondition → run → audit, for any action; recovery
+    journal.py       a running action's state and steps written before each step; its heartbeat
+    outcomes.py      RunOutcome (each step's real outcome) and ClickOutcome, for the views
     policy.py        ApproverPolicy: who may approve which action, the two-person rule
-    store.py         PendingAction and the PendingStore contract (claim at most once)
+    store.py         PendingAction and the PendingStore contract (claim at most once, one per node)
     audit.py         AuditEntry, the AuditLog contract, ``gpubot audit`` formatting
-    sqlite_store.py  the embedded store and audit trail (one SQLite file)
+    sqlite_db.py     the state file: connections, schema and migration, errors, the store's clock
+    sqlite_store.py  the embedded PendingStore; ``open_state`` (store and audit on one file)
+    sqlite_audit.py  the append-only audit trail on the same file
+    sqlite_requests.py  Slack requests already handled, shared by every replica
     ids.py           unguessable offer ids
     terminal.py      ``gpubot act`` and ``gpubot audit``
 
-The decision layer (flow, policy, store, audit, sqlite_store, ids) imports neither the actions nor
-a Kubernetes client; only ``service`` and ``terminal`` bind it to the actions.
+The decision layer (flow, journal, policy, store, audit, the sqlite_* modules, ids) imports neither
+the actions nor a Kubernetes client; only ``service`` and ``terminal`` bind it to the actions.
 """
 
 from bot.remediation.flow import ClickOutcome

@@ -10,10 +10,18 @@ precondition, run). The order of checks is the safety argument:
    somebody else may approve it, the click becomes an audited approval request naming them,
    otherwise it is refused). Under the two-person rule an approver clicking their own request
    gives the first approval and another approver must second it;
-3. the store claims the record atomically, pending → running, only if not expired; double
-   clicks, Slack retries and a second replica all lose that race and are refused;
+3. the store claims the record atomically, pending → running, only if it has not expired by the
+   *store's* clock and no other action runs on the same node; double clicks, Slack retries and a
+   second replica all lose that race and are refused; a busy node is refused by name;
 4. the precondition is re-checked *after* the claim (re-probe: is the allocation still a zombie?);
-5. only then the action runs; its steps and result are audited and the record finished.
+5. the approval and the start are written to the audit trail; if they cannot be, nothing runs;
+6. only then the action runs, writing its state and each step before the step (``RunJournal``),
+   each step's real outcome after it, and renewing its heartbeat; a cancelled run is asked to
+   stop, restores what it changed, and its result is recorded before the cancellation goes on.
+
+``recover`` takes over records whose process stopped renewing them (a crash, a lost replica, a
+run whose result could not be written), has the action restore what it changed, and records
+them ``interrupted``. A record another live process still renews is never touched.
 
 This module must never import Slack, the Kubernetes client or ``bot.actions``, and never put a
 traceback into a message or the audit trail.
@@ -23,89 +31,51 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
 
-from bot.errors import GpubotError, error_text
+from bot.aio import run_to_end
+from bot.errors import GpubotError, StateStoreError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
+from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
+from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy, Approvers, Decision
 from bot.remediation.store import PendingAction, PendingStore
 
 log = logging.getLogger(__name__)
 
-#: the actor name the bot itself uses in the audit trail
-BOT_ACTOR = "gpubot"
+__all__ = ["BOT_ACTOR", "ClickOutcome", "ConfirmFlow", "RunOutcome", "StepResult"]
 _T = TypeVar("_T")
 
-ClickStatus = Literal[
-    "unknown",
-    "not_allowed",
-    "approval_requested",
-    "denied",
-    "expired",
-    "already_taken",
-    "precondition_failed",
-    "succeeded",
-    "failed",
-]
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What an action reports when it returns (rather than raises)."""
-
-    ok: bool
-    #: one line for people
-    summary: str
-    #: what it did, in order (cordoned, backed up, restarted…); each becomes an audit ``step``
-    steps: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ClickOutcome:
-    """The answer to one click, for the view to render."""
-
-    status: ClickStatus
-    #: one line for people, no traceback
-    message: str
-    #: the record as it stands after the click (``None`` for an unknown id)
-    action: PendingAction | None = None
-    steps: tuple[str, ...] = ()
-    #: ``approval_requested``: who may approve it (the view asks them)
-    asked: Approvers | None = None
-    #: ``approval_requested``: the clicker is an approver stopped only by the two-person rule, so
-    #: their click is the first approval and another approver must second it
-    first_approval: bool = False
-
-    @property
-    def executed(self) -> bool:
-        """The action ran (to success or failure) because of this click."""
-        return self.status in ("succeeded", "failed")
-
-    @property
-    def updates_offer(self) -> bool:
-        """The offer message should be replaced: its buttons no longer apply.
-
-        False for refusals that leave the offer as it was (not an approver, unknown id) and for a
-        click that lost the race: the winner updates the message.
-        """
-        return self.status in ("expired", "precondition_failed", "succeeded", "failed", "denied")
+#: seconds a running record may go without a heartbeat before another process takes it over
+DEFAULT_LEASE_S = 30.0
 
 
 Precondition = Callable[[PendingAction], Awaitable[tuple[bool, str]]]
-Runner = Callable[[PendingAction], Awaitable[RunOutcome]]
+Runner = Callable[[PendingAction, RunJournal], Awaitable[RunOutcome]]
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+def process_owner() -> str:
+    """This process's name on the records it runs: host, pid and a random suffix (never reused)."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def node_of(record: PendingAction) -> str:
+    return record.target.removeprefix("node/") if record.target.startswith("node/") else record.target
 
 
 class ConfirmFlow:
-    """Offers actions and turns clicks into at most one execution each, auditing every step."""
+    """Offers actions and turns clicks into at most one execution each, auditing every step.
+
+    ``clock`` is this process's clock, used only for what a person reads (the "approved at"
+    line); every decision uses the store's clock.
+    """
 
     def __init__(
         self,
@@ -113,14 +83,26 @@ class ConfirmFlow:
         audit: AuditLog,
         policy: ApproverPolicy,
         *,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] | None = None,
         ttl_s: int = 900,
+        lease_s: float = DEFAULT_LEASE_S,
+        owner: str | None = None,
     ) -> None:
         self.store = store
         self.audit = audit
         self.policy = policy
-        self.clock = clock
+        self.clock: Callable[[], datetime] = clock or store.now
         self.ttl = timedelta(seconds=ttl_s)
+        self.lease_s = lease_s
+        self.owner = owner or process_owner()
+        #: records this process is running or recovering right now
+        self._running: set[str] = set()
+        self._recovering = asyncio.Lock()
+
+    @property
+    def running(self) -> int:
+        """How many actions this process is running now (shutdown waits for them)."""
+        return len(self._running)
 
     # -- offering -------------------------------------------------------------------------
 
@@ -136,7 +118,7 @@ class ConfirmFlow:
         thread_ts: str | None = None,
     ) -> PendingAction:
         """Record a new pending action; its ``id`` is what the button carries."""
-        now = self.clock()
+        now = self.store.now()
         record = self.store.create(
             PendingAction(
                 id=new_action_id(),
@@ -151,7 +133,8 @@ class ConfirmFlow:
                 finding_code=finding_code,
             )
         )
-        self._audit(
+        audit_entry(
+            self.audit,
             "offer",
             record,
             requested_by,
@@ -161,7 +144,6 @@ class ConfirmFlow:
                 "finding": finding_code or "",
                 "expires_at": format_ts(record.expires_at),
             },
-            ts=now,
         )
         return record
 
@@ -177,7 +159,15 @@ class ConfirmFlow:
         run: Runner,
     ) -> ClickOutcome:
         """Check, claim, re-check and run one click; never raises for a refusal."""
-        groups = tuple(user_groups)
+        try:
+            return await self._click(action_id, user_id, tuple(user_groups), precondition, run)
+        except StateStoreError as exc:
+            # the store failed before anything was claimed or run
+            return ClickOutcome("unavailable", f"Nothing was run: {exc.user_message}.")
+
+    async def _click(
+        self, action_id: str, user_id: str, groups: tuple[str, ...], precondition: Precondition, run: Runner
+    ) -> ClickOutcome:
         record = await self._io(self.store.get, action_id) if is_well_formed(action_id) else None
         if record is None:
             return await self._unknown(action_id, user_id)
@@ -196,14 +186,12 @@ class ConfirmFlow:
         if isinstance(current_or_refusal, ClickOutcome):
             return current_or_refusal
         current = current_or_refusal
+        self._running.add(current.id)
         try:
-            return await self._run_claimed(current, user_id, decision.reason, precondition, run)
-        except asyncio.CancelledError:
-            # Cut off mid-run (shutdown, handler timeout): say so now rather than leave it running.
-            text = "cancelled before it finished; check the target's state by hand"
-            if self.store.finish(current.id, "failed", text, now=self.clock()) is not None:
-                self._audit("result", current, BOT_ACTOR, "failed", {"error": text})
-            raise
+            async with heartbeat(self.store, current, self.owner, every_s=self.lease_s / 3):
+                return await self._run_claimed(current, user_id, decision.reason, precondition, run)
+        finally:
+            self._running.discard(current.id)
 
     async def on_deny(self, action_id: str, user_id: str, user_groups: Iterable[str]) -> ClickOutcome:
         """An approver turns a pending offer down: it ends ``refused`` and can never run."""
@@ -219,7 +207,7 @@ class ConfirmFlow:
         if isinstance(current_or_refusal, ClickOutcome):
             return current_or_refusal
         reason = f"denied by {user_id}"
-        final = await self._io(partial(self.store.finish, action_id, "refused", reason, now=self.clock()))
+        final = await self._io(self.store.finish, action_id, "refused", reason)
         await self._aaudit("deny", current_or_refusal, user_id, "denied", {"reason": reason})
         return ClickOutcome(
             "denied", f"{self._what(current_or_refusal)} was denied; nothing was done.", final or current_or_refusal
@@ -227,7 +215,7 @@ class ConfirmFlow:
 
     async def _claim(self, action_id: str, user_id: str) -> PendingAction | ClickOutcome:
         """The record, now ``running`` and this caller's alone; else the refusal to answer with."""
-        claim = await self._io(partial(self.store.claim, action_id, approver=user_id, now=self.clock()))
+        claim = await self._io(partial(self.store.claim, action_id, approver=user_id, owner=self.owner))
         if claim.status == "unknown" or claim.action is None:
             return await self._unknown(action_id, user_id)
         current = claim.action
@@ -235,7 +223,17 @@ class ConfirmFlow:
             reason = f"the offer expired at {format_ts(current.expires_at)}"
             await self._aaudit("expire", current, user_id, "expired", {"reason": reason})
             return ClickOutcome("expired", f"{self._what(current)} was not run: {reason}.", current)
-        if claim.status == "already_taken":
+        if claim.status == "busy" and claim.holder is not None:
+            holder = claim.holder
+            reason = (
+                f"another action is running on {node_of(holder)} "
+                f"({holder.action}, started by {holder.approved_by or 'unknown'})"
+            )
+            await self._aaudit("refuse", current, user_id, "refused", {"reason": reason})
+            return ClickOutcome(
+                "busy", f"{self._what(current)} was not run: {reason}. Try again once it has finished.", current
+            )
+        if claim.status != "claimed":
             reason = "already running/done"
             await self._aaudit(
                 "refuse", current, user_id, "refused", {"reason": reason, "state": current.state}
@@ -280,79 +278,159 @@ class ConfirmFlow:
     ) -> ClickOutcome:
         try:
             holds, why = await precondition(record)
+        except asyncio.CancelledError:
+            await run_to_end(self._end(record, "failed", "cancelled before it ran; nothing was changed"))
+            raise
         except Exception as exc:
             holds, why = False, f"it could not be checked ({error_text(exc)})"
         if not holds:
             reason = f"precondition no longer holds: {why}"
-            final = await self._io(partial(self.store.finish, record.id, "refused", reason, now=self.clock()))
-            await self._aaudit("refuse", record, user_id, "refused", {"reason": reason})
+            try:
+                final = await self._io(self.store.finish, record.id, "refused", reason)
+                await self._aaudit("refuse", record, user_id, "refused", {"reason": reason})
+            except StateStoreError as exc:
+                return self._not_run(record, exc)
             return ClickOutcome(
                 "precondition_failed", f"{self._what(record)} was not run: {reason}.", final or record
             )
 
-        await self._aaudit("approve", record, user_id, "approved", {"reason": why_allowed})
-        await self._aaudit("start", record, user_id, "started", {"params": dict(record.params)})
         try:
-            outcome = await run(record)
+            # on the record before anything changes: who approved it, and that it starts
+            await self._aaudit("approve", record, user_id, "approved", {"reason": why_allowed})
+            await self._aaudit("start", record, user_id, "started", {"params": dict(record.params)})
+        except StateStoreError as exc:
+            await self._end(record, "failed", f"not run: {exc.user_message}")
+            return self._not_run(record, exc)
+
+        task = asyncio.ensure_future(run(record, RunJournal(self.store, self.audit, record, self.owner)))
+        try:
+            outcome = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # Cut off (shutdown, handler timeout): the action stops at its step and restores what
+            # it changed; its outcome is recorded before the cancellation goes on.
+            task.cancel()
+            try:
+                outcome = await run_to_end(task)
+            except asyncio.CancelledError:
+                # cancelled again while it restored (the outcome stands), or the action did not catch it
+                ended = task.done() and not task.cancelled() and task.exception() is None
+                outcome = task.result() if ended else RunOutcome(
+                    False, "cancelled before it finished; check the target's state by hand"
+                )
+            await run_to_end(self._record_result(record, user_id, outcome))
+            raise
         except Exception as exc:
             text = error_text(exc)
             if not isinstance(exc, GpubotError):
                 log.exception("action %s (%s) raised", record.action, record.id)
-            final = await self._io(partial(self.store.finish, record.id, "failed", text, now=self.clock()))
-            await self._aaudit("result", record, BOT_ACTOR, "failed", {"error": text})
+            final = await self._end(record, "failed", text, {"error": text})
             return ClickOutcome("failed", f"{self._what(record)} failed: {text}", final or record)
+        return await self._record_result(record, user_id, outcome)
 
+    async def _record_result(self, record: PendingAction, user_id: str, outcome: RunOutcome) -> ClickOutcome:
         for n, step in enumerate(outcome.steps, start=1):
-            await self._aaudit("step", record, BOT_ACTOR, "ok", {"n": n, "step": step})
+            if not step.audited:
+                await self._try_audit("step", record, BOT_ACTOR, step.status, {"n": n, "step": step.line})
         state: Literal["succeeded", "failed"] = "succeeded" if outcome.ok else "failed"
-        final = await self._io(
-            partial(self.store.finish, record.id, state, outcome.summary, now=self.clock())
-        )
-        await self._aaudit(
-            "result",
+        final = await self._end(
             record,
-            BOT_ACTOR,
-            "ok" if outcome.ok else "failed",
+            state,
+            outcome.summary,
             {"summary": outcome.summary, "approved_by": user_id},
+            outcome="ok" if outcome.ok else "failed",
         )
         verb = "succeeded" if outcome.ok else "failed"
+        message = f"{self._what(record)} {verb} (approved by {user_id}): {outcome.summary}"
+        if final is None:
+            message += (
+                " The result could not be written to the state file; gpubot records it as soon as"
+                " the file is writable again."
+            )
+        return ClickOutcome(state, message, final or record, tuple(s.line for s in outcome.steps))
+
+    async def _end(
+        self,
+        record: PendingAction,
+        state: str,
+        summary: str,
+        detail: Mapping[str, Any] | None = None,
+        *,
+        outcome: str | None = None,
+    ) -> PendingAction | None:
+        """Finish the record and audit its result; ``None`` (logged) when the store refused either."""
+        try:
+            final = await self._io(self.store.finish, record.id, state, summary)
+            if final is not None:
+                await self._aaudit("result", record, BOT_ACTOR, outcome or state, detail or {"error": summary})
+        except StateStoreError as exc:
+            log.error("result of %s (%s) not recorded: %s", record.action, record.id, exc.user_message)
+            return None
+        return final
+
+    def _not_run(self, record: PendingAction, exc: StateStoreError) -> ClickOutcome:
         return ClickOutcome(
-            state,
-            f"{self._what(record)} {verb} (approved by {user_id}): {outcome.summary}",
-            final or record,
-            tuple(outcome.steps),
+            "not_run",
+            f"{self._what(record)} was not run: {exc.user_message}. Nothing was changed.",
+            record,
         )
-
-    def record_step(self, record: PendingAction, text: str) -> None:
-        """Audit one step while an action is still running, so a crash leaves a trace of it.
-
-        For actions that want live progress; ``RunOutcome.steps`` is audited at the end either way.
-        """
-        self._audit("step", record, BOT_ACTOR, "in-progress", {"step": text})
 
     # -- housekeeping ---------------------------------------------------------------------
 
-    def recover(self) -> list[PendingAction]:
-        """At start-up: every record found running was cut off; mark it interrupted, never re-run."""
-        interrupted = self.store.mark_interrupted_on_start(now=self.clock())
-        for record in interrupted:
-            self._audit(
-                "interrupted",
-                record,
-                BOT_ACTOR,
-                "interrupted",
-                {
-                    "reason": "the bot restarted while the action was running; it was not re-run",
-                    "approved_by": record.approved_by or "",
-                },
-            )
-        return interrupted
+    async def recover(self, restore: Restorer | None = None) -> list[PendingAction]:
+        """Take over every running record nobody renews any more, restore, record it interrupted.
+
+        Records of another live process are left alone; so are this process's own running ones.
+        Without ``restore`` a record is only reported (never re-run). Returns the records ended.
+        """
+        async with self._recovering:
+            taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s))
+            seen = {r.id for r in taken}
+            # ours, yet no run of ours holds it: its result could not be written when it ended
+            orphans = [
+                r
+                for r in await self._io(partial(self.store.list, states=["running"], limit=1000))
+                if r.owner == self.owner and r.id not in self._running and r.id not in seen
+            ]
+            ended = []
+            for record in [*taken, *orphans]:
+                self._running.add(record.id)
+                try:
+                    ended.append(await self._recover_one(record, restore))
+                except StateStoreError as exc:
+                    log.warning("could not recover %s yet: %s", record.id, exc.user_message)
+                finally:
+                    self._running.discard(record.id)
+            return ended
+
+    async def _recover_one(self, record: PendingAction, restore: Restorer | None) -> PendingAction:
+        last = str(record.progress.get("step") or "")
+        where = f"after it started '{last}'" if last else "before its first step"
+        journal = RunJournal(self.store, self.audit, record, self.owner)
+        if restore is not None:
+            restored, _lines = await restore(record, journal)
+        else:
+            restored = "not re-run; check the target's state by hand"
+        summary = f"interrupted {where} (the process running it stopped); {restored}"
+        final = await self._io(self.store.finish, record.id, "interrupted", summary)
+        await self._aaudit(
+            "interrupted",
+            record,
+            BOT_ACTOR,
+            "interrupted",
+            {
+                "reason": f"the process running it stopped {where}; it was not re-run",
+                "restore": restored,
+                "approved_by": record.approved_by or "",
+            },
+        )
+        return final or record
 
     def expire_overdue(self) -> list[PendingAction]:
         """Expire every pending offer past its time (audited); the view updates their messages."""
-        expired = self.store.expire_overdue(self.clock())
+        expired = self.store.expire_overdue()
         for record in expired:
-            self._audit(
+            audit_entry(
+                self.audit,
                 "expire",
                 record,
                 BOT_ACTOR,
@@ -376,37 +454,22 @@ class ConfirmFlow:
                 actor=user_id,
                 detail={"reason": "unknown or forged id"},
                 outcome="refused",
-                ts=self.clock(),
             )
         )
         return ClickOutcome("unknown", "This action is unknown or was forged; nothing was done.")
 
-    def _audit(
-        self,
-        event: str,
-        record: PendingAction,
-        actor: str,
-        outcome: str,
-        detail: Mapping[str, Any],
-        *,
-        ts: datetime | None = None,
-    ) -> None:
-        self.audit.append(
-            event,
-            action_id=record.id,
-            action=record.action,
-            actor=actor,
-            cluster=record.cluster,
-            target=record.target,
-            detail=detail,
-            outcome=outcome,
-            ts=ts or self.clock(),
-        )
-
     async def _aaudit(
         self, event: str, record: PendingAction, actor: str, outcome: str, detail: Mapping[str, Any]
     ) -> None:
-        await self._io(partial(self._audit, event, record, actor, outcome, detail))
+        await self._io(audit_entry, self.audit, event, record, actor, outcome, detail)
+
+    async def _try_audit(
+        self, event: str, record: PendingAction, actor: str, outcome: str, detail: Mapping[str, Any]
+    ) -> None:
+        try:
+            await self._aaudit(event, record, actor, outcome, detail)
+        except StateStoreError as exc:
+            log.warning("audit %s of %s not written: %s", event, record.id, exc.user_message)
 
     @staticmethod
     async def _io(fn: Callable[..., _T], *args: Any) -> _T:

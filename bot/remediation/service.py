@@ -6,9 +6,11 @@ into a pending record whose id a button (or the CLI) carries; ``click`` turns a 
 one run: approver check, atomic claim, the action's precondition re-probe, the run, the audit.
 A click by someone who may not approve, on an offer others may, becomes an approval request
 (``ClickOutcome.status == "approval_requested"``, naming who may approve); ``deny`` lets an approver
-turn an offer down. ``sweep_expired`` expires offers nobody clicked and ``recover`` marks runs cut
-off by a restart.
-The cluster clients come from the caller (``ClusterClients``); this service opens none.
+turn an offer down. ``sweep_expired`` expires offers nobody clicked; ``recover`` takes over runs
+whose process stopped renewing them (a restart, a lost replica, a result the state file could not
+take) and has their action restore what they changed, from the state each step wrote first.
+``max_action_s`` is how long a run may take, so shutdown can wait for it. The cluster clients come
+from the caller (``ClusterClients``); this service opens none.
 
 It knows no chat system: the Slack view (``bot.slack.remediation``) words and edits the messages.
 It must never run an action except through ``ConfirmFlow.on_click``, and never put a traceback or
@@ -20,15 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from functools import partial
 from typing import Protocol
 
 from kubernetes.client import ApiClient
 
-from bot.actions import ActionContext, get_action
-from bot.errors import GpubotError
+from bot.actions import ACTIONS, ActionContext, get_action
+from bot.actions.base import ActionOutcome
+from bot.actions.node_procedure import NodeProcedure
+from bot.errors import GpubotError, StateStoreError, error_text
 from bot.probes.kube import KubeReads
-from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome
+from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
+from bot.remediation.journal import RunJournal
 from bot.remediation.policy import ApproverPolicy, Approvers
 from bot.remediation.sqlite_store import open_state
 from bot.remediation.store import PendingAction
@@ -65,7 +69,7 @@ class RemediationService:
         store, audit = open_state(settings.state_path)
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
-        self.flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s)
+        self.flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s)
         #: user-group ids named anywhere in the approver lists (``S…``): a view that knows its
         #: chat system's groups looks the clicker up in these, and only these
         self.group_approvers = sorted(
@@ -75,8 +79,39 @@ class RemediationService:
     # -- start-up -----------------------------------------------------------------------------
 
     async def recover(self) -> list[PendingAction]:
-        """Mark records cut off by a restart as interrupted (never re-run); return them."""
-        return await asyncio.to_thread(self.flow.recover)
+        """Restore and record as interrupted every run nobody renews any more; return them.
+
+        At start-up that is what a restart cut off; later, a lost replica's runs (after the lease)
+        and this process's runs whose result could not be written. Never re-runs an action.
+        """
+        return await self.flow.recover(self._restore)
+
+    async def _restore(self, record: PendingAction, journal: RunJournal) -> tuple[str, list[str]]:
+        try:
+            action = get_action(record.action)
+            ctx = self.context(record.action, record.params, cluster=record.cluster, finding_code=record.finding_code)
+            ctx.params = action.check_params(record.params)
+            ctx.action_id, ctx.journal = record.id, journal
+            if isinstance(action, NodeProcedure):
+                outcome = await action.recover(ctx, dict(record.progress))
+                return outcome.summary_line(), outcome.step_lines()
+        except Exception as exc:  # noqa: BLE001 - a recovery failure is reported, never raised
+            if not isinstance(exc, GpubotError):
+                log.exception("restore of %s (%s) raised", record.action, record.id)
+            return f"could not restore ({error_text(exc)}); check the target's state by hand", []
+        if record.progress.get("step"):
+            return "not re-run; its steps may have half happened, check the target's state by hand", []
+        return "it stopped before its first step; nothing was changed", []
+
+    @property
+    def max_action_s(self) -> float:
+        """The longest any action may take, restore included: shutdown waits this long for a run."""
+        return max(a.max_duration_s(self.settings) for a in ACTIONS.values())
+
+    @property
+    def running(self) -> int:
+        """How many actions this process is running (or restoring) now."""
+        return self.flow.running
 
     # -- offering -----------------------------------------------------------------------------
 
@@ -97,9 +132,14 @@ class RemediationService:
         except GpubotError as exc:
             log.info("not offering %s: %s", action, exc.user_message)
             return None
-        return await asyncio.to_thread(
-            self.flow.offer, action, checked, cluster_name, requested_by, channel, finding_code
-        )
+        try:
+            return await asyncio.to_thread(
+                self.flow.offer, action, checked, cluster_name, requested_by, channel, finding_code
+            )
+        except StateStoreError as exc:
+            # an offer the audit trail cannot record is not shown as a button
+            log.warning("not offering %s: %s", action, exc.user_message)
+            return None
 
     def approvers_of(self, action: str) -> Approvers:
         """Who may approve ``action``; empty when nobody may (a view then shows no button)."""
@@ -168,7 +208,7 @@ class RemediationService:
                 ctx = self.context(
                     record.action, record.params, cluster=record.cluster, finding_code=record.finding_code
                 )
-                ctx.on_step = partial(self.flow.record_step, record)
+                ctx.action_id = record.id
                 contexts[record.id] = ctx
             return contexts[record.id]
 
@@ -178,17 +218,25 @@ class RemediationService:
             ctx.params = action.check_params(record.params)
             return await action.precondition(ctx)
 
-        async def run(record: PendingAction) -> RunOutcome:
+        async def run(record: PendingAction, journal: RunJournal) -> RunOutcome:
             if on_running is not None:
                 try:
                     await on_running(record)
                 except Exception:  # noqa: BLE001 - a failed status message must not stop the action
                     log.exception("could not announce the run of %s", record.id)
-            outcome = await get_action(record.action).run(ctx_for(record), dry_run=dry)
-            return RunOutcome(outcome.ok, outcome.summary_line(), outcome.step_lines())
+            ctx = ctx_for(record)
+            if not dry:
+                ctx.journal = journal  # a dry run changes nothing: its plan is audited at the end
+            return run_outcome(await get_action(record.action).run(ctx, dry_run=dry))
 
         return await self.flow.on_click(action_id, user_id, user_groups, precondition=precondition, run=run)
 
     async def deny(self, action_id: str, user_id: str, user_groups: Iterable[str] = ()) -> ClickOutcome:
         """An approver turns the offer down: it can never run (audited as ``deny``)."""
         return await self.flow.on_deny(action_id, user_id, user_groups)
+
+
+def run_outcome(outcome: ActionOutcome) -> RunOutcome:
+    """The flow's view of an action's outcome: each step with its real status."""
+    steps = [StepResult(s.line(), s.status, audited=s.audited) for s in outcome.steps]
+    return RunOutcome(outcome.ok, outcome.summary_line(), steps)

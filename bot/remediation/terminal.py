@@ -1,14 +1,18 @@
 """The remediation loop at a terminal: ``gpubot act`` (typed confirmation) and ``gpubot audit``.
 
 ``cli_act`` runs one action through the same service, flow and audit trail as a Slack click, with
-the target's name typed in place of a button. ``print_audit`` only reads: it opens the SQLite file
-named by ``settings.state_path`` (creating the schema if the file is new, so a fresh install prints
-"no audit entries" rather than an error) and never appends to the trail or changes a pending action.
+the target's name typed in place of a button; the actor is the OS account running it
+(``os_actor``: the real uid's name in the password database, never an environment variable).
+``print_audit`` only reads: it opens the SQLite file named by ``settings.state_path`` (creating
+the schema if the file is new, so a fresh install prints "no audit entries" rather than an error)
+and never appends to the trail or changes a pending action.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -39,6 +43,20 @@ def print_audit(settings: Settings, *, since: str, as_json: bool, limit: int) ->
 def cli_actor(username: str) -> str:
     """``cli:<user>`` with only the characters the approver policy accepts."""
     return "cli:" + (_CLI_USER.sub("_", username)[:64] or "unknown")
+
+
+def os_actor() -> str:
+    """Who runs ``gpubot act``: the process's real uid, named from the password database.
+
+    Never ``$USER``/``$LOGNAME`` (``getpass`` reads those first): anyone can set them, and the audit
+    trail must name the account that really ran the command. A uid without an entry is ``uid<N>``.
+    """
+    uid = os.getuid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = f"uid{uid}"
+    return cli_actor(name)
 
 
 async def cli_act(

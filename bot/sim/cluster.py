@@ -35,6 +35,8 @@ class SimCluster:
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
         # exec into a node's agent pod reads the same live node state as SSH to it
         self.api.node_read = self.ssh.read
+        # a kubelet stopped or started over SSH shows in the API as a real one would (Lease, Ready)
+        self.ssh.on_kubelet = self.api.lifecycle.kubelet_changed
         self.kubeconfig_path = self.workdir / "kubeconfig"
 
     @classmethod

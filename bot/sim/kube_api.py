@@ -26,6 +26,7 @@ from bot.sim.exec_ws import ExecLogEntry, NodeRead, handle_exec
 from bot.sim.faults import FaultSet
 from bot.sim.kube_status import status_response
 from bot.sim.kube_watch import WatchHub, serve_watch
+from bot.sim.node_lifecycle import NodeLifecycle, leases_for
 from bot.sim.rbac import forbidden_message
 from bot.sim.scenario import Scenario
 from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType
@@ -80,9 +81,12 @@ class KubeApiServer:
         self.host = host
         self.port = port
         self.url = ""
-        self.store = ObjectStore([*scenario.objects, *(extra_objects or [])])
+        # every node's kubelet holds a Lease in kube-node-lease, as on a real cluster
+        self.store = ObjectStore([*scenario.objects, *leases_for(scenario.objects), *(extra_objects or [])])
         #: answers a node read command for exec into an agent pod (SimCluster wires its SSH fleet)
         self.node_read: NodeRead | None = None
+        #: the kubelets' heartbeats and the node controller (the SSH simulator reports kubelet starts/stops)
+        self.lifecycle = NodeLifecycle(self.store)
         self.faults = FaultSet(scenario.api_faults)
         self.writes: list[WriteRecord] = []
         self.stats = RequestStats()
@@ -116,6 +120,7 @@ class KubeApiServer:
         self.url = f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
+        self.lifecycle.close()
         self._hub.close_all()
         if self._runner is not None:
             await self._runner.cleanup()

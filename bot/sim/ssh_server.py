@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,8 @@ from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
 HOST = "127.0.0.1"
 CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 DRIVER_ROOT = "/run/nvidia/driver"
-_BACKUP = re.compile(re.escape(CHECKPOINT) + r"\.bak-\d{8}T\d{6}Z")
+#: ``…checkpoint.bak-20260507T102000.123456789Z-<action id>``: nanosecond UTC time plus the action's id
+_BACKUP = re.compile(re.escape(CHECKPOINT) + r"\.bak-\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9_-]{8,32}")
 _MV = re.compile(r"mv " + re.escape(CHECKPOINT) + r" (?P<dest>" + _BACKUP.pattern + r")")
 _CAT_BACKUP = re.compile(r"cat (?P<path>" + _BACKUP.pattern + r")")
 #: characters a shell would interpret; no allowed command contains one
@@ -138,6 +140,11 @@ class SshFleet:
         self._hung: set[asyncio.StreamWriter] = set()
         self._reserved: list[socket.socket] = []
         self.keys: FleetKeys | None = None
+        #: told ``(node, kubelet state)`` after every kubelet stop/start/restart (the API's node lifecycle)
+        self.on_kubelet: Callable[[str, str], None] | None = None
+        #: (node, command or prefix, is a prefix) -> how many more times the connection drops
+        #: right after such a command ran
+        self._drops: dict[tuple[str, str, bool], int] = {}
 
     async def __aenter__(self) -> SshFleet:
         await self.start()
@@ -244,6 +251,19 @@ class SshFleet:
         """Backup path -> checkpoint text moved there."""
         return dict(self._backups[node])
 
+    def drop_connection_after(self, node: str, command: str, *, times: int = 1, prefix: bool = False) -> None:
+        """Fault: the next ``times`` runs of ``command`` on ``node`` (or of any command starting
+        with it, ``prefix``) take effect, then the node drops the connection before sending the
+        exit status (a network blip right after the command)."""
+        self._drops[(node, command, prefix)] = times
+
+    def _drop_now(self, node: str, command: str) -> bool:
+        for (n, match, prefix), left in self._drops.items():
+            if n == node and left > 0 and (command.startswith(match) if prefix else command == match):
+                self._drops[(n, match, prefix)] = left - 1
+                return True
+        return False
+
     def ssh_targets_setting(self) -> dict[str, str]:
         """node -> "host:port", the shape of ``ClusterConfig.ssh_targets``."""
         return {n: f"{h}:{p}" for n, (h, p) in self.targets.items()}
@@ -261,6 +281,9 @@ class SshFleet:
             else:
                 answer = self.execute(node, command)
             self.command_log.append(CommandRecord(node, command or "", answer.exit_status, answer.allowed))
+            if self._drop_now(node, command or ""):
+                process.get_extra_info("connection").abort()
+                return
             process.stdout.write(answer.stdout)
             process.stderr.write(answer.stderr)
             process.exit(answer.exit_status)
@@ -337,6 +360,12 @@ class SshFleet:
         return _not_found(words[0])
 
     def _kubelet(self, facts: NodeFacts, node: str, verb: str) -> _Answer:
+        answer = self._kubelet_verb(facts, node, verb)
+        if self.on_kubelet is not None:
+            self.on_kubelet(node, facts.kubelet)
+        return answer
+
+    def _kubelet_verb(self, facts: NodeFacts, node: str, verb: str) -> _Answer:
         if verb == "stop":
             facts.kubelet = "inactive"
             return _Answer("", "", 0, changes_state=True)

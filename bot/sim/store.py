@@ -63,6 +63,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("status", "scale")),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("status", "scale")),
     ResourceType("batch", "v1", "jobs", "Job", True, (), ("status",), ("get", "list", "watch")),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
 )
 _BY_KIND = {(rt.group, rt.kind): rt for rt in RESOURCE_TYPES}
 #: workload kinds whose ``metadata.generation`` the API bumps on every spec change

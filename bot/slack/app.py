@@ -27,7 +27,7 @@ from bot.errors import ConfigError, GpubotError
 from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
-from bot.slack.dedupe import RecentKeys, request_key
+from bot.slack.dedupe import RequestDedupe, SharedKeys, request_key
 from bot.slack.hooks import Click, ClickHook, ClickKind, DiagnosisService, RemediationOffers
 from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import APPROVE_ACTION, DENY_ACTION
@@ -49,7 +49,8 @@ AFTER_ACK = "gpubot_after_ack"
 #: the subcommands /gpu offers: the only words a metrics label may carry
 _SLACK_WORDS = frozenset(c.name for c in commands_for("slack"))
 
-Job = tuple[str, Callable[[], Coroutine[Any, Any, Any]]]
+#: a name, the work, and how long shutdown may wait for it (None: the ordinary grace)
+Job = tuple[str, Callable[[], Coroutine[Any, Any, Any]], float | None]
 
 
 @dataclass
@@ -60,7 +61,7 @@ class SlackBot:
     service: DiagnosisService
     metrics: Metrics
     tasks: TaskTracker = field(default_factory=TaskTracker)
-    recent: RecentKeys = field(default_factory=RecentKeys)
+    recent: RequestDedupe = field(default_factory=RequestDedupe)
 
     async def start(self) -> None:
         """Check the bot token once (a bad token fails here, not at the first command) and warm
@@ -76,19 +77,25 @@ class SlackBot:
         await self.service.start()
 
     def after_ack(
-        self, context: MutableMapping[str, Any], name: str, job: Callable[[], Coroutine[Any, Any, Any]]
+        self,
+        context: MutableMapping[str, Any],
+        name: str,
+        job: Callable[[], Coroutine[Any, Any, Any]],
+        *,
+        grace_s: float | None = None,
     ) -> None:
         """Start ``job`` once the ack has been sent: our transports run the collected jobs after
-        writing the response; any other adapter gets them started at once."""
+        writing the response; any other adapter gets them started at once. ``grace_s``: how long
+        shutdown waits for it, when longer than ``shutdown_grace_s`` (a remediation's maximum)."""
         pending = context.get(AFTER_ACK)
         if isinstance(pending, list):
-            pending.append((name, job))
+            pending.append((name, job, grace_s))
         else:
-            self.tasks.spawn(job(), name=name)
+            self.tasks.spawn(job(), name=name, grace_s=grace_s)
 
     def start_after_ack(self, jobs: list[Job]) -> None:
-        for name, job in jobs:
-            self.tasks.spawn(job(), name=name)
+        for name, job, grace_s in jobs:
+            self.tasks.spawn(job(), name=name, grace_s=grace_s)
 
     async def drain(self, timeout: float) -> int:
         """Finish in-flight answers (bounded), then return how many had to be cancelled."""
@@ -103,12 +110,16 @@ def create_app(
     offers: RemediationOffers | None = None,
     on_remediate: ClickHook | None = None,
     client: AsyncWebClient | None = None,
+    remediation_grace_s: float | None = None,
+    seen: SharedKeys | None = None,
 ) -> SlackBot:
     """Build the Slack app for ``settings``; ``transport.SlackServer`` connects it to Slack.
 
     ``offers`` registers remediation buttons (none: buttons show as "not enabled") and, if it
     has ``offers_posted``, learns where they were posted; ``on_remediate`` receives each click
     (with the clicked message's blocks and thread). ``client`` overrides the Web API client (tests).
+    ``remediation_grace_s``: how long shutdown waits for a click's run (the longest action's maximum).
+    ``seen``: Slack requests already handled by any replica (retry de-duplication across processes).
     """
     metrics = metrics or Metrics()
     web = client or new_web_client(settings, metrics=metrics)
@@ -123,7 +134,7 @@ def create_app(
         logger=logging.getLogger("gpubot.slack.bolt"),
         name="gpubot",
     )
-    bot = SlackBot(app=app, service=service, metrics=metrics)
+    bot = SlackBot(app=app, service=service, metrics=metrics, recent=RequestDedupe(seen))
     identities = SlackIdentities(settings.identity_map, web)
     answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers, identities=identities)
 
@@ -140,7 +151,7 @@ def create_app(
             metrics.commands.labels(subcommand=_first_word(text), outcome="usage").inc()
             log_event(log, "command", command=_first_word(text), user=user, channel=channel, outcome="usage")
             return
-        if not bot.recent.first(request_key("command", body)):
+        if not await bot.recent.first(request_key("command", body)):
             await ack()
             metrics.duplicates.labels(kind="command").inc()
             log_event(log, "duplicate request ignored", command=inv.command, user=user, channel=channel)
@@ -163,7 +174,7 @@ def create_app(
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
     ) -> None:
         await ack()
-        if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
+        if not await bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
             metrics.duplicates.labels(kind="action").inc()
             return
         user = str((body.get("user") or {}).get("id") or "")
@@ -191,7 +202,7 @@ def create_app(
         async def handle() -> None:
             await hook(click)
 
-        bot.after_ack(context, "remediate", handle)
+        bot.after_ack(context, "remediate", handle, grace_s=remediation_grace_s)
 
     app.action(REMEDIATE_PATTERN)(on_click)
     app.action(APPROVAL_PATTERN)(on_click)

@@ -2,17 +2,23 @@
 
 Slack re-sends a request it thinks was not acknowledged (``X-Slack-Retry-Num``, or a Socket Mode
 envelope with ``retry_attempt``); the payload is the same, so its trigger id or body hash is a
-good key. Memory is bounded by a TTL and a size cap. This module only remembers; it never decides
-what to do with a duplicate.
+good key. A retry may reach another replica, so ``RequestDedupe`` asks this process's memory
+first (bounded by a TTL and a size cap) and then the state store every replica shares; if the
+store cannot answer, memory decides (a rare duplicate answer beats a lost one). This module only
+remembers; it never decides what to do with a duplicate.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 #: Slack retries within minutes; ten covers every retry schedule it documents
 DEFAULT_TTL_S = 600.0
@@ -45,6 +51,31 @@ class RecentKeys:
             return False
         self._seen[key] = now
         return True
+
+
+class SharedKeys(Protocol):
+    """Keys seen by any process (``bot.remediation.sqlite_requests.SqliteSeenRequests``); may block."""
+
+    def first(self, key: str) -> bool: ...
+
+
+class RequestDedupe:
+    """This process's memory, then the shared store: ``await first(key)`` is True once per key."""
+
+    def __init__(self, shared: SharedKeys | None = None, *, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self.local = RecentKeys(ttl_s)
+        self.shared = shared
+
+    async def first(self, key: str) -> bool:
+        if not self.local.first(key):
+            return False
+        if self.shared is None:
+            return True
+        try:
+            return await asyncio.to_thread(self.shared.first, key)
+        except Exception as exc:  # noqa: BLE001 - a store hiccup must never lose a request
+            log.warning("shared retry memory unavailable (%s); this process's memory decides", type(exc).__name__)
+            return True
 
 
 def request_key(kind: str, body: Mapping[str, Any]) -> str:

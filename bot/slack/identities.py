@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import NotAuthorizedError
 from bot.identity import Identity
-from bot.slack.offer_editor import slack_error
+from bot.slack.web import failure_text
 
 log = logging.getLogger("gpubot.slack.identities")
 
@@ -61,6 +61,6 @@ class SlackIdentities:
         try:
             resp = await self.client.usergroups_users_list(usergroup=group)
         except SlackApiError as exc:
-            log.warning("usergroups.users.list %s failed: %s", group, slack_error(exc))
+            log.warning("usergroups.users.list %s failed: %s", group, failure_text(exc))
             return False
         return user_id in (resp.get("users") or [])

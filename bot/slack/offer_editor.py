@@ -16,13 +16,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.slack import limits as L
 from bot.slack.blocks import Block
 from bot.slack.offer_messages import LINE_LIMIT, replace_offer
+from bot.slack.web import SLACK_FAILURES, failure_text
 
 log = logging.getLogger("gpubot.slack.offers")
 
@@ -30,14 +30,6 @@ log = logging.getLogger("gpubot.slack.offers")
 MAX_REMEMBERED = 256
 
 MessageKey = tuple[str, str]
-
-
-def slack_error(exc: SlackApiError) -> str:
-    """The error name of a failed Web API call, for a log line."""
-    try:
-        return str(exc.response.get("error", "unknown"))
-    except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
-        return f"HTTP {getattr(exc.response, 'status_code', '?')}"
 
 
 class OfferEditor:
@@ -70,15 +62,16 @@ class OfferEditor:
         *,
         blocks: Sequence[Mapping[str, Any]] | None = None,
         thread_ts: str | None = None,
-    ) -> None:
+    ) -> bool:
         """Replace each ``(offer id, text)``'s button in message ``ts`` by its status line.
 
         One ``chat.update`` per message however many offers change (expiry sweeps them together);
-        edits of one message are serialised so two clicks cannot undo each other's line.
+        edits of one message are serialised so two clicks cannot undo each other's line. False when
+        Slack took neither the edit nor the note in the thread (the caller tells the clicker).
         """
         lines = list(lines)
         if self.client is None or not channel or not ts or not lines:
-            return
+            return False
         key = (channel, ts)
         async with self._locks.setdefault(key, asyncio.Lock()):
             edited: list[Block] | None = None
@@ -96,14 +89,15 @@ class OfferEditor:
                 edited = None
             summary = L.clip("\n".join(text for _, text in lines), L.MAX_FALLBACK_TEXT)
             if edited is None:
-                await self.post(channel, summary, thread_ts=thread_ts or ts)
-                return
+                return await self.post(channel, summary, thread_ts=thread_ts or ts)
             try:
                 await self.client.chat_update(channel=channel, ts=ts, text=summary, blocks=edited)
-            except SlackApiError as exc:
-                log.warning("chat.update failed: %s", slack_error(exc))
-                return
+            except SLACK_FAILURES as exc:
+                log.warning("chat.update failed: %s", failure_text(exc))
+                # the button could not be replaced: say it in the thread instead
+                return await self.post(channel, summary, thread_ts=thread_ts or ts)
             self.remember(channel, ts, edited)
+            return True
 
     async def post_blocks(
         self, channel: str, text: str, blocks: Sequence[Mapping[str, Any]], *, thread_ts: str | None = None
@@ -116,8 +110,8 @@ class OfferEditor:
             kwargs["thread_ts"] = thread_ts
         try:
             resp = await self.client.chat_postMessage(**kwargs)
-        except SlackApiError as exc:
-            log.warning("chat.postMessage failed: %s", slack_error(exc))
+        except SLACK_FAILURES as exc:
+            log.warning("chat.postMessage failed: %s", failure_text(exc))
             return None
         ts = str(resp.get("ts") or "")
         if ts:
@@ -144,21 +138,23 @@ class OfferEditor:
                 await self.client.chat_update(
                     channel=channel, ts=ts, text=L.clip(text, L.MAX_FALLBACK_TEXT), blocks=edited
                 )
-            except SlackApiError as exc:
-                log.warning("chat.update failed: %s", slack_error(exc))
+            except SLACK_FAILURES as exc:
+                log.warning("chat.update failed: %s", failure_text(exc))
                 return
             self.remember(channel, ts, edited)
 
-    async def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> None:
+    async def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> bool:
         if self.client is None or not channel:
-            return
+            return False
         kwargs: dict[str, Any] = {"channel": channel, "text": L.clip(text, L.MAX_FALLBACK_TEXT)}
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         try:
             await self.client.chat_postMessage(**kwargs)
-        except SlackApiError as exc:
-            log.warning("chat.postMessage failed: %s", slack_error(exc))
+        except SLACK_FAILURES as exc:
+            log.warning("chat.postMessage failed: %s", failure_text(exc))
+            return False
+        return True
 
     async def ephemeral(self, response_url: str, text: str) -> None:
         if not response_url:

@@ -153,9 +153,12 @@ def steps_text(steps: Sequence[str]) -> str:
 
 
 def interrupted_text(record: PendingAction) -> str:
-    return (
-        f":warning: {record.action} on {record.target or 'the cluster'} was interrupted by a "
-        "gpubot restart and was not re-run. Check the target's state by hand."
+    """What a run cut off by a restart (or a lost replica) became: restored, never re-run."""
+    summary = record.result_summary or "check the target's state by hand"
+    return L.clip(
+        f":warning: {record.action} on {record.target or 'the cluster'} was interrupted (the gpubot "
+        f"process running it stopped) and was not re-run: {L.escape_mrkdwn(summary)}",
+        LINE_LIMIT,
     )
 
 

@@ -28,14 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
 from bot.remediation import ClickOutcome, PendingAction, RemediationService
 from bot.report import Finding, Remediation, Report
 from bot.slack.hooks import Click, OfferButton, OfferContext, PostedOffers
-from bot.slack.offer_editor import OfferEditor, slack_error
+from bot.slack.offer_editor import OfferEditor
 from bot.slack.offer_messages import (
     approval_request_blocks,
     asked_text,
@@ -46,6 +45,7 @@ from bot.slack.offer_messages import (
     settle_request,
     steps_text,
 )
+from bot.slack.web import SLACK_FAILURES, failure_text
 
 log = logging.getLogger("gpubot.slack.remediation")
 
@@ -68,13 +68,24 @@ class SlackRemediation:
         self._request_lock = asyncio.Lock()
 
     async def start(self) -> list[PendingAction]:
-        """After a restart: say where each run that was cut off (and is not re-run) was approved."""
+        """After a restart: restore each run that was cut off (never re-run) and say so where it
+        was approved."""
+        return await self.recover()
+
+    async def recover(self) -> list[PendingAction]:
+        """Restore the runs nobody renews any more (a restart, a lost replica) and note each in its
+        thread; a live replica's runs are left alone."""
         interrupted = await self.remediation.recover()
         for record in interrupted:
             if record.channel:
                 thread = record.thread_ts or record.message_ts
                 await self.messages.post(record.channel, interrupted_text(record), thread_ts=thread)
         return interrupted
+
+    async def sweep(self) -> None:
+        """The periodic housekeeping of ``serve``: expire unclicked offers, recover abandoned runs."""
+        await self.sweep_expired()
+        await self.recover()
 
     async def offer_remediation(
         self, report: Report, finding: Finding, remediation: Remediation, context: OfferContext
@@ -128,8 +139,8 @@ class SlackRemediation:
         for group in self.remediation.group_approvers:
             try:
                 resp = await self.client.usergroups_users_list(usergroup=group)
-            except SlackApiError as exc:
-                log.warning("usergroups.users.list %s failed: %s", group, slack_error(exc))
+            except SLACK_FAILURES as exc:
+                log.warning("usergroups.users.list %s failed: %s", group, failure_text(exc))
                 continue
             users: Sequence[str] = resp.get("users") or []
             if user_id in users:
@@ -185,13 +196,15 @@ class SlackRemediation:
             else:  # Approve on a request by someone who may not approve: the request stays open
                 await self.messages.ephemeral(click.response_url, outcome.message)
             return
+        shown = False
         if outcome.updates_offer and record is not None:
             text = final_text(outcome, click.user_id)
             await self._settle_request(record.id, text, clicked=click)
-            await self.messages.update_offers(
+            shown = await self.messages.update_offers(
                 where.channel, where.ts, [(record.id, text)], blocks=where.blocks, thread_ts=thread
             )
-        else:
+        if not shown:
+            # a refusal, or Slack would take neither the edit nor the thread note: tell the clicker
             await self.messages.ephemeral(click.response_url, outcome.message)
         if outcome.steps and where.channel:
             await self.messages.post(where.channel, steps_text(outcome.steps), thread_ts=thread or None)

@@ -8,9 +8,11 @@ A private answer (``--private``, or a channel in ``private_channels``) goes only
 through the command's ``response_url``, without buttons. When the answer carries remediation
 buttons, the offers hook is told where that message landed (channel, ts, thread), so a click or
 an expiry can later edit just one button.
-Where the bot may not post (a DM, a private channel it is not in), the answer goes through the
-command's ``response_url`` instead. Help and runbooks answer only the asker (ephemeral). This
-module renders nothing itself and never runs a remediation.
+Where the bot may not post (a DM, a private channel it is not in), or Slack still refuses a post
+after the client's retries, the answer goes through the command's ``response_url`` instead; a
+placeholder that could not be updated gets a note there. Every such failure is counted and logged
+with Slack's reason, never reported as an internal error. Help and runbooks answer only the asker
+(ephemeral). This module renders nothing itself and never runs a remediation.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -39,6 +40,7 @@ from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedO
 from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
+from bot.slack.web import SLACK_FAILURES, failure_text
 
 log = logging.getLogger("gpubot.slack")
 
@@ -161,11 +163,16 @@ class Answerer:
                 await self._webhook(req, page, response_type="in_channel")
             return report
         report_ts = await self._post(req.channel_id, rendered, thread_ts=parent_ts)
-        if report_ts and offers:
+        if report_ts is None:
+            # Slack refused the thread reply: the asker still gets the answer
+            await self._webhook(req, rendered, response_type="in_channel")
+        elif offers:
             await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
         for page in details[:MAX_DETAIL_MESSAGES]:
             await self._post(req.channel_id, page, thread_ts=parent_ts)
-        await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True))
+        if not await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True)):
+            await self._ephemeral(req, "Slack did not accept the update of the \"diagnosing…\" message; "
+                                       "the answer is " + ("in its thread." if report_ts else "above."))
         if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
             await self._attach(req.channel_id, parent_ts, report)
         if report.command == "node-status" and len(report.nodes) > PICTURE_MIN_NODES:
@@ -187,8 +194,8 @@ class Answerer:
                 filename="gpubot-node-status.png",
                 title=f"GPU cards by node: {len(report.nodes)} nodes",
             )
-        except SlackApiError as exc:
-            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=_error(exc))
+        except SLACK_FAILURES as exc:
+            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=failure_text(exc))
 
     async def _diagnose_privately(self, inv: Invocation, req: SlashRequest) -> Report:
         """``--private`` (or a private channel): every message goes to the asker alone through
@@ -240,15 +247,22 @@ class Answerer:
                 kwargs["thread_ts"] = thread_ts
             resp = await self._client.chat_postMessage(**kwargs)
             return str(resp.get("ts") or "") or None
-        except SlackApiError as exc:
-            log_event(log, "slack post failed", level=logging.WARNING, channel=channel, error=_error(exc))
+        except SLACK_FAILURES as exc:
+            self._failed("chat.postMessage", channel, exc)
             return None
 
-    async def _update(self, channel: str, ts: str, msg: B.Rendered) -> None:
+    async def _update(self, channel: str, ts: str, msg: B.Rendered) -> bool:
         try:
             await self._client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
-        except SlackApiError as exc:
-            log_event(log, "slack update failed", level=logging.WARNING, channel=channel, error=_error(exc))
+        except SLACK_FAILURES as exc:
+            self._failed("chat.update", channel, exc)
+            return False
+        return True
+
+    def _failed(self, method: str, channel: str, exc: BaseException) -> None:
+        self._metrics.slack_failures.labels(method=method).inc()
+        log_event(log, "slack call failed", level=logging.WARNING, method=method, channel=channel,
+                  error=failure_text(exc))
 
     async def _attach(self, channel: str, thread_ts: str, report: Report) -> None:
         name = _FILE_UNSAFE.sub("-", f"gpubot-{report.command}-{report.target.get('name', 'report')}")[:80]
@@ -260,26 +274,25 @@ class Answerer:
                 filename=name + ".txt",
                 title="Full report",
             )
-        except SlackApiError as exc:
-            log_event(log, "slack upload failed", level=logging.WARNING, channel=channel, error=_error(exc))
+        except SLACK_FAILURES as exc:
+            self._failed("files.upload", channel, exc)
 
     async def _webhook(self, req: SlashRequest, msg: B.Rendered, *, response_type: str) -> None:
         if not req.response_url:
             return
         hook = AsyncWebhookClient(req.response_url)
-        resp = await hook.send(
-            text=msg.text, blocks=msg.blocks, response_type=response_type, replace_original=False
-        )
+        try:
+            resp = await hook.send(
+                text=msg.text, blocks=msg.blocks, response_type=response_type, replace_original=False
+            )
+        except SLACK_FAILURES as exc:
+            self._failed("response_url", req.channel_id, exc)
+            return
         if resp.status_code != 200:
+            self._metrics.slack_failures.labels(method="response_url").inc()
             log_event(log, "response_url failed", level=logging.WARNING, status=resp.status_code)
 
     async def _ephemeral(self, req: SlashRequest, text: str) -> None:
         msg = B.Rendered(blocks=[B.section(L.escape_mrkdwn(text))], text=L.clip(text, L.MAX_FALLBACK_TEXT))
         await self._webhook(req, msg, response_type="ephemeral")
 
-
-def _error(exc: SlackApiError) -> str:
-    try:
-        return str(exc.response.get("error", "unknown"))
-    except Exception:  # noqa: BLE001 - a malformed response must not hide the original failure
-        return "unknown"

@@ -35,7 +35,7 @@ def register_watch_buttons(bot: SlackBot, snoozer: Snoozer) -> None:
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
     ) -> None:
         await ack()
-        if not bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
+        if not await bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
             return
         match = _VALUE.match(str(action.get("value") or ""))
         user = str((body.get("user") or {}).get("id") or "")

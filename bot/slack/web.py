@@ -4,7 +4,9 @@ Slack rate-limits by method (HTTP 429 with Retry-After) and, like any API, drops
 answers 5xx now and then. Without retries a 429 on ``chat.update`` would leave "diagnosing…"
 in a channel forever; slack_sdk's retry handlers wait as told and try again, a bounded number
 of times, so a reply arrives late rather than never. With ``metrics`` the client also counts
-every 429 and every call that still failed, by Web API method.
+every 429 and every call that still failed, by Web API method. When Slack still refuses after the
+retries, or never answers, a call raises one of ``SLACK_FAILURES``: callers fall back to something
+the user still sees (the command's ``response_url``) and count it, never "internal error".
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -88,3 +91,19 @@ def new_web_client(settings: Settings, *, metrics: Metrics | None = None) -> Asy
     )
     client.metrics = metrics
     return client
+
+
+#: what a Web API or response_url call raises when Slack refuses after the retries or never answers
+SLACK_FAILURES: tuple[type[BaseException], ...] = (SlackApiError, aiohttp.ClientError, TimeoutError, OSError)
+
+
+def failure_text(exc: BaseException) -> str:
+    """A short reason for a log line: Slack's error name, "timed out" or the connection error's kind."""
+    if isinstance(exc, SlackApiError):
+        try:
+            return str(exc.response.get("error", "unknown"))
+        except Exception:  # noqa: BLE001 - a non-JSON answer (a proxy's 405 page) has no error field
+            return f"HTTP {getattr(exc.response, 'status_code', '?')}"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"connection failed ({type(exc).__name__})"

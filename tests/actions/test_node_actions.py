@@ -75,9 +75,15 @@ async def test_kubelet_that_fails_to_start_leaves_the_node_cordoned_and_says_so(
         assert "checkpoint backup at" in out.message
         assert any("failed: restore: systemctl start kubelet" in s for s in out.steps)
         assert any("skipped: restore: uncordon" in s and "not safe" in s for s in out.steps)
-        events = [(e.event, e.outcome) for e in rem.flow.audit.query()]
-        assert ("result", "failed") in events
-        assert ("step", "in-progress") in events  # live trace of each step as it started
+        trail = rem.flow.audit.query()
+        assert ("result", "failed") in [(e.event, e.outcome) for e in trail]
+        steps = [(e.outcome, str(e.detail.get("step"))) for e in trail if e.event == "step"]
+        # each step is on record before it runs, then with how it really ended
+        start = f"ssh {ZOMBIE_NODE}: systemctl start kubelet"
+        failed_start = next(s for s in out.steps if s.startswith(f"failed: {start}"))
+        assert steps.index(("starting", start)) < steps.index(("failed", failed_start))
+        assert ("failed", next(s for s in out.steps if s.startswith("failed: restore: systemctl start"))) in steps
+        assert not [s for s in steps if s[0] == "ok" and s[1].startswith("failed")]
 
 
 async def test_kubelet_restart_failure_also_stays_cordoned(rig: Rig) -> None:

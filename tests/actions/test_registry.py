@@ -50,10 +50,30 @@ def test_ssh_write_allow_list_is_exactly_the_kubelet_unit_commands() -> None:
     } == WRITE_COMMANDS
 
 
-def test_checkpoint_backup_is_beside_it_with_our_utc_timestamp() -> None:
-    now = datetime(2026, 5, 7, 10, 20, 3, tzinfo=UTC)
-    assert backup_path(now) == CHECKPOINT_PATH + ".bak-20260507T102003Z"
-    assert move_checkpoint_command(now) == f"mv {CHECKPOINT_PATH} {CHECKPOINT_PATH}.bak-20260507T102003Z"
+def test_checkpoint_backup_is_named_by_nanosecond_utc_time_and_action_id() -> None:
+    ns = int(datetime(2026, 5, 7, 10, 20, 3, tzinfo=UTC).timestamp()) * 1_000_000_000 + 123_456_789
+    action_id = "Ab3_x9QkLm2P-rest-of-the-id-xyz12"
+    expected = CHECKPOINT_PATH + ".bak-20260507T102003.123456789Z-Ab3_x9QkLm2P"
+    assert backup_path(ns, action_id) == expected
+    assert move_checkpoint_command(expected) == f"mv {CHECKPOINT_PATH} {expected}"
+    # the same nanosecond for two actions, or two moves of one action, never share a name
+    assert backup_path(ns, "Zz9_otherActionIdXXXXXXXXXXXXXXXX") != expected
+    assert backup_path(ns + 1, action_id) != expected
+
+
+@pytest.mark.parametrize(
+    "backup",
+    [
+        CHECKPOINT_PATH + ".bak-20260507T102003Z",  # the old, second-resolution form
+        CHECKPOINT_PATH + ".bak-20260507T102003.123456789Z-Ab3_x9QkLm2P; reboot",
+        "/etc/passwd",
+    ],
+)
+def test_only_a_backup_path_can_ride_on_the_mv(backup: str) -> None:
+    with pytest.raises(ValueError):
+        move_checkpoint_command(backup)
+    with pytest.raises(ValueError):
+        backup_path(0, "bad id!")
 
 
 @pytest.mark.parametrize(

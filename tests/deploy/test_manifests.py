@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from bot.actions import ACTIONS
 from bot.settings import load_settings
 from tests.deploy.render import (
     REPO,
@@ -237,6 +238,20 @@ def test_deployment_is_locked_down(all_renders: dict[str, Any]) -> None:
         assert [p["name"] for p in service["spec"]["ports"]] == ["http"]
         assert service["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
         assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize("remediation", [False, True], ids=["read-only", "remediation"])
+def test_shutdown_waits_long_enough_for_what_the_pod_may_run(remediation: bool, tmp_path: Path) -> None:
+    """SIGTERM waits for diagnoses (``shutdown_grace_s``) and, with remediation on, for a running
+    action up to its own maximum: the pod's grace period must cover it, or a rollout kills a
+    kubelet restart mid-way."""
+    objs = render({"remediation": {"enabled": True}} if remediation else None)
+    settings = _load(objs, tmp_path)
+    grace = _deployment(objs)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > settings.shutdown_grace_s
+    if not settings.dry_run:
+        longest = max(a.max_duration_s(settings) for a in ACTIONS.values())
+        assert grace > longest, f"{grace} s grace, an action may take {longest:.0f} s"
 
 
 def test_http_mode_publishes_only_the_slack_endpoint() -> None:

@@ -41,13 +41,17 @@ REPORT_TS = "1700000000.000002"
 def record_timeline(sim: SimCluster) -> Callable[[], dict[str, list[str]]]:
     """Per node: API cordon/uncordon and SSH state changes merged in the order they happened."""
     marks: dict[str, list[tuple[int, str]]] = {n: [] for n in NODES}
+    cordoned = {n: False for n in NODES}
 
     def on_change(change: Any) -> None:
         obj = change.entry.obj
         name = obj["metadata"]["name"]
+        # a Node also changes when its kubelet posts status; only spec.unschedulable is a (un)cordon
         if change.rtype.kind == "Node" and name in marks:
-            verb = "cordon" if (obj.get("spec") or {}).get("unschedulable") else "uncordon"
-            marks[name].append((len(sim.ssh.history(name)), verb))
+            now = bool((obj.get("spec") or {}).get("unschedulable"))
+            if now != cordoned[name]:
+                cordoned[name] = now
+                marks[name].append((len(sim.ssh.history(name)), "cordon" if now else "uncordon"))
 
     sim.api.store.subscribe(on_change)
     timeline: dict[str, list[str]] = {}

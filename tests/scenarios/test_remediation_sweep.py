@@ -1,6 +1,6 @@
 """Offers nobody clicks: the periodic sweep expires them and says so where their buttons were.
 
-The report is posted through the Slack HTTP app on the zombie-checkpoint scenario; the flow's
+The report is posted through the Slack HTTP app on the zombie-checkpoint scenario; the store's
 clock is a fake one, moved past the offers' expiry; ``SlackRemediation.sweep_expired`` (what ``serve``
 runs every ``offer_sweep_interval_s``) must then audit each expiry and turn every button of the
 message into an "expired" line with one ``chat.update``, keeping the report. After a restart,
@@ -51,7 +51,7 @@ def _values(offered: dict[str, list[str]]) -> set[str]:
 async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api: MockSlackApi) -> None:
     clock = FakeClock(T0)
     async with slack_rig(tmp_path, slack_api, action_ttl_s=TTL_S) as rig:
-        rig.rem.flow.clock = clock
+        rig.rem.flow.store.clock = clock
         offered = await rig.command()
         offers = _values(offered)
         assert len(offers) >= 4
@@ -105,11 +105,11 @@ async def test_after_a_restart_the_sweep_notes_expiry_in_the_thread(tmp_path: Pa
             state_path=str(tmp_path / "state.db"),
         )
         async with started(settings, slack_api) as bot:
-            bot.rem.flow.clock = clock
+            bot.rem.flow.store.clock = clock
             offered = await SlackRig(sim, bot, slack_api, settings).command()
         posted = slack_api.message("C0GPU", REPORT_TS)["blocks"]
         async with started(settings, slack_api) as bot:
-            bot.rem.flow.clock = clock
+            bot.rem.flow.store.clock = clock
             clock.now = T0 + timedelta(seconds=TTL_S + 60)
             expired = await bot.slack.sweep_expired()
     assert {r.id for r in expired} == _values(offered)

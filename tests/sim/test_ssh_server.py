@@ -23,7 +23,7 @@ GPU_CSV = (
     "temperature.gpu,power.draw,memory.free --format=csv"
 )
 APPS_CSV = "nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory,gpu_uuid,gpu_name --format=csv"
-BACKUP = CHECKPOINT + ".bak-20260508T101500Z"
+BACKUP = CHECKPOINT + ".bak-20260508T101500.123456789Z-Ab3_x9QkLm2P"
 
 
 

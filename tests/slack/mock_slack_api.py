@@ -43,6 +43,8 @@ class MockSlackApi:
         self.failures: dict[str, str] = {}
         #: Web API method -> how many more calls get HTTP 429 with Retry-After: 1 (rate limiting)
         self.rate_limited: dict[str, int] = {}
+        #: Web API method -> how many more calls are answered by dropping the connection
+        self.disconnect: dict[str, int] = {}
         #: user-group id -> member user ids (``usergroups.users.list``); unknown groups have none
         self.usergroup_members: dict[str, list[str]] = {}
         #: (channel, ts) -> the message as it stands: ``blocks``, ``text``, ``ts``, ``thread_ts``
@@ -145,6 +147,11 @@ class MockSlackApi:
         if self.rate_limited.get(method, 0) > 0:
             self.rate_limited[method] -= 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        if self.disconnect.get(method, 0) > 0:
+            self.disconnect[method] -= 1
+            assert request.transport is not None
+            request.transport.abort()  # the client sees the connection drop, no answer
+            raise ConnectionResetError(f"{method}: dropped by the test")
         return web.json_response(self._answer(method, body))
 
     def _answer(self, method: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -76,7 +76,7 @@ async def test_serve_expires_offers_on_a_timer_until_shutdown(mock_slack: MockSl
         mock_slack, offer_sweep_interval_s=0.02, action_ttl_s=60, state_path=str(tmp_path / "state.db")
     )
     earlier = RemediationService(settings, NoClients())
-    earlier.flow.clock = lambda: datetime.now(UTC) - timedelta(hours=1)  # offered an hour ago
+    earlier.flow.store.clock = lambda: datetime.now(UTC) - timedelta(hours=1)  # offered an hour ago
     record = await earlier.offer("node.cordon", {"node": "gpu-1"}, cluster="", requested_by="U0ALICE")
     assert record is not None and record.state == "pending"
     stop = asyncio.Event()

@@ -13,8 +13,9 @@ import pytest
 
 from bot.errors import ActionError
 from bot.remediation.audit import format_audit
-from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome
+from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.ids import new_action_id
+from bot.remediation.journal import RunJournal
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, open_state
 from bot.remediation.store import PendingAction
@@ -50,7 +51,7 @@ class Action:
         self.outcome = outcome or RunOutcome(
             True,
             "kubelet restarted; node gpu-1 Ready",
-            ["cordoned gpu-1", "restarted kubelet", "uncordoned gpu-1"],
+            [StepResult(f"ok: {s}", "ok") for s in ("cordon gpu-1", "restart kubelet", "uncordon gpu-1")],
         )
         self.checks = 0
         self.runs: list[PendingAction] = []
@@ -59,7 +60,7 @@ class Action:
         self.checks += 1
         return self.holds, self.why
 
-    async def run(self, record: PendingAction) -> RunOutcome:
+    async def run(self, record: PendingAction, journal: RunJournal) -> RunOutcome:
         self.runs.append(record)
         if self.gate is not None:
             await self.gate.wait()
@@ -79,8 +80,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def parts(db_path: Path) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
-    store, audit = open_state(db_path)
+def parts(db_path: Path, clock: Clock) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
+    store, audit = open_state(db_path, clock=clock)
     yield store, audit
     store.db.close()
 
@@ -147,7 +148,7 @@ async def test_approved_click_runs_once_and_audits_every_step(flow: ConfirmFlow,
     assert result.message == (
         "kubelet.restart on node/gpu-1 succeeded (approved by U0SRE): kubelet restarted; node gpu-1 Ready"
     )
-    assert result.steps == ("cordoned gpu-1", "restarted kubelet", "uncordoned gpu-1")
+    assert result.steps == ("ok: cordon gpu-1", "ok: restart kubelet", "ok: uncordon gpu-1")
     assert act.checks == 1 and len(act.runs) == 1 and act.runs[0].state == "running"
     final = flow.store.get(record.id)
     assert final is not None and final.state == "succeeded" and final.approved_by == "U0SRE"
@@ -362,12 +363,19 @@ async def test_precondition_that_cannot_be_checked_refuses(flow: ConfirmFlow) ->
 async def test_run_reporting_failure_finishes_failed(flow: ConfirmFlow) -> None:
     record = offer(flow)
     act = Action(
-        outcome=RunOutcome(False, "kubelet did not become Ready in 120 s; node left cordoned", ["cordoned"])
+        outcome=RunOutcome(
+            False,
+            "kubelet did not become Ready in 120 s; node left cordoned",
+            [StepResult("ok: cordon gpu-1", "ok"), StepResult("failed: wait for gpu-1 Ready — 120 s", "failed")],
+        )
     )
     result = await click(flow, record.id, "U0SRE", act)
     assert result.status == "failed" and result.executed
     assert flow.store.get(record.id).state == "failed"  # type: ignore[union-attr]
-    assert events(flow, record.id)[-2:] == [("step", "gpubot", "ok"), ("result", "gpubot", "failed")]
+    # each step with its real outcome: the failed one is recorded as failed
+    assert events(flow, record.id)[-3:] == [
+        ("step", "gpubot", "ok"), ("step", "gpubot", "failed"), ("result", "gpubot", "failed")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -415,21 +423,24 @@ async def test_cancelled_run_is_marked_failed_not_left_running(flow: ConfirmFlow
 
 
 async def test_restart_keeps_offers_and_interrupts_what_was_running(db_path: Path, clock: Clock) -> None:
-    store, audit = open_state(db_path)
+    store, audit = open_state(db_path, clock=clock)
     before = make_flow(store, audit, clock)
     waiting = offer(before)
     running = offer(before)
-    assert store.claim(running.id, approver="U0SRE", now=clock.now).claimed  # then the pod dies
+    assert store.claim(running.id, approver="U0SRE", owner=before.owner).claimed  # then the pod dies
     store.db.close()
 
-    store2, audit2 = open_state(db_path)
+    store2, audit2 = open_state(db_path, clock=clock)
     try:
         after = make_flow(store2, audit2, clock)
-        interrupted = after.recover()
+        assert await after.recover() == []  # its owner may still be alive: left alone for the lease
+        clock.advance(after.lease_s + 1)
+        interrupted = await after.recover()
         assert [r.id for r in interrupted] == [running.id]
         assert interrupted[0].state == "interrupted" and interrupted[0].approved_by == "U0SRE"
+        assert "before its first step" in (interrupted[0].result_summary or "")
         assert events(after, running.id)[-1] == ("interrupted", "gpubot", "interrupted")
-        assert after.recover() == []
+        assert await after.recover() == []
         act = Action()
         assert (await click(after, running.id, "U0SRE", act)).status == "already_taken"
         assert act.runs == []  # never re-run
@@ -448,11 +459,23 @@ def test_expire_overdue_is_audited(flow: ConfirmFlow, clock: Clock) -> None:
     assert flow.store.get(fresh.id).state == "pending"  # type: ignore[union-attr]
 
 
-def test_record_step_audits_progress(flow: ConfirmFlow) -> None:
+async def test_the_journal_records_state_and_step_before_the_step_runs(flow: ConfirmFlow) -> None:
     record = offer(flow)
-    flow.record_step(record, "backed up /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
-    last = flow.audit.query(action_id=record.id)[-1]
-    assert (last.event, last.outcome) == ("step", "in-progress") and "backed up" in last.detail["step"]
+    seen: list[tuple[str, str]] = []
+
+    class Journaled(Action):
+        async def run(self, record: PendingAction, journal: RunJournal) -> RunOutcome:
+            await journal.before("mv checkpoint", {"backup_planned": "x.bak"})
+            stored = flow.store.get(record.id)
+            assert stored is not None
+            seen.append((str(stored.progress.get("backup_planned")), flow.audit.query(action_id=record.id)[-1].outcome))
+            await journal.after("ok: mv checkpoint", "ok")
+            return RunOutcome(True, "moved", [StepResult("ok: mv checkpoint", "ok", audited=True)])
+
+    assert (await click(flow, record.id, "U0SRE", Journaled())).status == "succeeded"
+    assert seen == [("x.bak", "starting")]
+    steps = [(e.outcome, e.detail["step"]) for e in flow.audit.query(action_id=record.id) if e.event == "step"]
+    assert steps == [("starting", "mv checkpoint"), ("ok", "ok: mv checkpoint")]  # not written twice
 
 
 async def test_the_trail_reads_as_a_story(flow: ConfirmFlow) -> None:

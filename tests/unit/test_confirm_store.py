@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import bot.remediation
-from bot.errors import ConfigError, UsageError
+from bot.errors import ConfigError, StateStoreError, UsageError
 from bot.remediation.audit import AuditEntry, format_audit, parse_since
 from bot.remediation.ids import new_action_id
-from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, open_state
+from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, SqliteSeenRequests, open_state
 from bot.remediation.store import PendingAction
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
@@ -45,9 +45,24 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "gpubot.db"
 
 
+class Clock:
+    """The store's clock, set by hand."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 @pytest.fixture
-def state(db_path: Path) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
-    store, audit = open_state(db_path)
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def state(db_path: Path, clock: Clock) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
+    store, audit = open_state(db_path, clock=clock)
     yield store, audit
     store.db.close()
 
@@ -85,46 +100,60 @@ def test_naive_times_are_refused() -> None:
         make(now=datetime(2026, 11, 30, 10, 0, 0))
 
 
-def test_claim_moves_pending_to_running_once(store: SqlitePendingStore) -> None:
+def test_claim_moves_pending_to_running_once(store: SqlitePendingStore, clock: Clock) -> None:
     record = store.create(make())
-    first = store.claim(record.id, approver="U0APPROVE", now=T0 + timedelta(seconds=5))
+    clock.now = T0 + timedelta(seconds=5)
+    first = store.claim(record.id, approver="U0APPROVE", owner="host:1:aa")
     assert first.claimed and first.state == "running"
     assert first.action is not None and first.action.approved_by == "U0APPROVE"
-    second = store.claim(record.id, approver="U0OTHER", now=T0 + timedelta(seconds=6))
+    assert (first.action.owner, first.action.heartbeat_at) == ("host:1:aa", clock.now)
+    clock.now = T0 + timedelta(seconds=6)
+    second = store.claim(record.id, approver="U0OTHER")
     assert second.status == "already_taken" and second.state == "running"
     assert store.get(record.id).approved_by == "U0APPROVE"  # type: ignore[union-attr]
 
 
 def test_claim_unknown_id(store: SqlitePendingStore) -> None:
-    result = store.claim(new_action_id(), approver="U0APPROVE", now=T0)
+    result = store.claim(new_action_id(), approver="U0APPROVE")
     assert result.status == "unknown" and result.action is None and result.state is None
 
 
 @pytest.mark.parametrize("late_by_s", [0, 1, 86400])
-def test_claim_after_expiry_expires_the_record(store: SqlitePendingStore, late_by_s: int) -> None:
+def test_claim_after_expiry_expires_the_record(store: SqlitePendingStore, clock: Clock, late_by_s: int) -> None:
     record = store.create(make(ttl_s=60))
-    result = store.claim(record.id, approver="U0APPROVE", now=T0 + timedelta(seconds=60 + late_by_s))
+    clock.now = T0 + timedelta(seconds=60 + late_by_s)
+    result = store.claim(record.id, approver="U0APPROVE")
     assert result.status == "expired" and result.state == "expired"
     after = store.get(record.id)
     assert after is not None and after.state == "expired" and after.approved_by is None
     assert after.finished_at is not None
-    # and it stays dead
-    again = store.claim(record.id, approver="U0APPROVE", now=T0)
+    # and it stays dead, even if the clock went back
+    clock.now = T0
+    again = store.claim(record.id, approver="U0APPROVE")
     assert again.status == "already_taken" and again.state == "expired"
 
 
-def test_claim_just_before_expiry_succeeds(store: SqlitePendingStore) -> None:
+def test_claim_just_before_expiry_succeeds(store: SqlitePendingStore, clock: Clock) -> None:
     record = store.create(make(ttl_s=60))
-    assert store.claim(record.id, approver="U0A", now=T0 + timedelta(seconds=59, microseconds=999999)).claimed
+    clock.now = T0 + timedelta(seconds=59, microseconds=999999)
+    assert store.claim(record.id, approver="U0A").claimed
 
 
-def test_finish_only_from_running(store: SqlitePendingStore) -> None:
+def test_expiry_is_decided_by_the_store_clock_whatever_the_caller_believes(
+    store: SqlitePendingStore, clock: Clock
+) -> None:
+    record = store.create(make(ttl_s=900))
+    clock.now = T0 + timedelta(minutes=16)
+    # the claim carries no time of its own: a replica 20 minutes slow cannot pass one in
+    assert store.claim(record.id, approver="U0A").status == "expired"
+
+
+def test_finish_only_from_running(store: SqlitePendingStore, clock: Clock) -> None:
     record = store.create(make())
     assert store.finish(record.id, "succeeded", "done") is None  # still pending
-    store.claim(record.id, approver="U0A", now=T0)
-    done = store.finish(
-        record.id, "succeeded", "kubelet restarted; node Ready", now=T0 + timedelta(minutes=1)
-    )
+    store.claim(record.id, approver="U0A")
+    clock.now = T0 + timedelta(minutes=1)
+    done = store.finish(record.id, "succeeded", "kubelet restarted; node Ready")
     assert done is not None and done.state == "succeeded"
     assert done.result_summary == "kubelet restarted; node Ready"
     assert done.finished_at == T0 + timedelta(minutes=1)
@@ -142,22 +171,23 @@ def test_set_message_remembers_where_the_offer_is(store: SqlitePendingStore) -> 
     assert (got.channel, got.message_ts, got.thread_ts) == ("C0OTHER", "1700000000.000100", "1700000000.0")
 
 
-def test_expire_overdue_only_touches_overdue_pending(store: SqlitePendingStore) -> None:
+def test_expire_overdue_only_touches_overdue_pending(store: SqlitePendingStore, clock: Clock) -> None:
     old = store.create(make(ttl_s=60))
     fresh = store.create(make(ttl_s=3600))
     running = store.create(make(ttl_s=60))
-    store.claim(running.id, approver="U0A", now=T0)
-    expired = store.expire_overdue(T0 + timedelta(seconds=120))
+    store.claim(running.id, approver="U0A")
+    clock.now = T0 + timedelta(seconds=120)
+    expired = store.expire_overdue()
     assert [r.id for r in expired] == [old.id]
     assert expired[0].state == "expired"
     assert store.get(fresh.id).state == "pending"  # type: ignore[union-attr]
     assert store.get(running.id).state == "running"  # type: ignore[union-attr]
-    assert store.expire_overdue(T0 + timedelta(seconds=120)) == []
+    assert store.expire_overdue() == []
 
 
 def test_list_filters_orders_and_limits(store: SqlitePendingStore) -> None:
     records = [store.create(make(now=T0 + timedelta(seconds=i))) for i in range(5)]
-    store.claim(records[1].id, approver="U0A", now=T0)
+    store.claim(records[1].id, approver="U0A")
     assert [r.id for r in store.list()] == [r.id for r in reversed(records)]
     assert [r.id for r in store.list(limit=2)] == [records[4].id, records[3].id]
     assert [r.id for r in store.list(states=["running"])] == [records[1].id]
@@ -201,28 +231,135 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
         open_state(db_path)
 
 
-def test_restart_keeps_pending_and_interrupts_running(db_path: Path) -> None:
-    store, audit = open_state(db_path)
-    waiting = store.create(make())
-    cut_off = store.create(make())
-    store.claim(cut_off.id, approver="U0A", now=T0)
+def test_restart_keeps_pending_and_takes_over_only_what_nobody_renews(db_path: Path, clock: Clock) -> None:
+    store, audit = open_state(db_path, clock=clock)
+    waiting = store.create(make(params={"node": "gpu-1"}))
+    cut_off = store.create(make(params={"node": "gpu-2"}))
+    live = store.create(make(params={"node": "gpu-3"}))
+    store.claim(cut_off.id, approver="U0A", owner="dead:1:aa")
+    store.claim(live.id, approver="U0A", owner="live:2:bb")
     audit.append("offer", action_id=waiting.id, ts=T0)
     store.db.close()  # the bot dies
 
-    store2, audit2 = open_state(db_path)
+    store2, audit2 = open_state(db_path, clock=clock)
     try:
-        interrupted = store2.mark_interrupted_on_start(now=T0 + timedelta(minutes=2))
-        assert [r.id for r in interrupted] == [cut_off.id]
-        assert interrupted[0].state == "interrupted" and interrupted[0].approved_by == "U0A"
+        assert store2.take_over_stale("new:3:cc", lease_s=30) == []  # both may still be alive
+        clock.now = T0 + timedelta(seconds=20)
+        assert store2.heartbeat(live.id, "live:2:bb")  # the live one renews
+        assert not store2.heartbeat(live.id, "dead:1:aa")  # nobody else can
+        clock.now = T0 + timedelta(seconds=31)
+        taken = store2.take_over_stale("new:3:cc", lease_s=30)
+        assert [r.id for r in taken] == [cut_off.id]
+        assert taken[0].state == "running" and taken[0].owner == "new:3:cc" and taken[0].approved_by == "U0A"
+        assert store2.take_over_stale("other:4:dd", lease_s=30) == []  # now renewed by its new owner
         assert store2.get(waiting.id).state == "pending"  # type: ignore[union-attr]
-        assert store2.claim(waiting.id, approver="U0A", now=T0 + timedelta(minutes=2)).claimed
-        # an interrupted record is never picked up again
-        assert store2.claim(cut_off.id, approver="U0A", now=T0).state == "interrupted"
-        # the next start interrupts the one claimed just now, and only that one
-        assert [r.id for r in store2.mark_interrupted_on_start()] == [waiting.id]
+        assert store2.get(live.id).owner == "live:2:bb"  # type: ignore[union-attr]
+        done = store2.finish(cut_off.id, "interrupted", "restored: node schedulable")
+        assert done is not None and done.state == "interrupted"
+        assert store2.claim(cut_off.id, approver="U0A").state == "interrupted"  # never picked up again
         assert [e.event for e in audit2.query()] == ["offer"]
     finally:
         store2.db.close()
+
+
+def test_a_record_nobody_owns_is_taken_over_at_once(store: SqlitePendingStore) -> None:
+    record = store.create(make())
+    store.claim(record.id, approver="U0A")  # no owner: no process renews it
+    assert [r.id for r in store.take_over_stale("new:1:aa", lease_s=30)] == [record.id]
+
+
+def test_one_running_action_per_node(store: SqlitePendingStore) -> None:
+    restart = store.create(make(action="kubelet.restart", params={"node": "gpu-1"}))
+    clear = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}))
+    other_node = store.create(make(action="checkpoint.clear", params={"node": "gpu-2"}))
+    other_cluster = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}, cluster="lab"))
+    pod = store.create(make(action="pod.delete", params={"namespace": "ml", "pod": "p"}))
+    assert store.claim(restart.id, approver="U0A", owner="o:1:aa").claimed
+    busy = store.claim(clear.id, approver="U0B", owner="o:2:bb")
+    assert busy.status == "busy" and busy.state == "pending"
+    assert busy.holder is not None and (busy.holder.id, busy.holder.approved_by) == (restart.id, "U0A")
+    assert store.get(clear.id).state == "pending"  # type: ignore[union-attr]  # clickable again later
+    assert store.claim(other_node.id, approver="U0B").claimed
+    assert store.claim(other_cluster.id, approver="U0B").claimed
+    assert store.claim(pod.id, approver="U0B").claimed
+    store.finish(restart.id, "succeeded", "done")
+    assert store.claim(clear.id, approver="U0B").claimed  # the node is free again
+    # and the file itself refuses a second running record on one node, whatever the code does
+    third = store.create(make(params={"node": "gpu-1"}))
+    with pytest.raises(sqlite3.IntegrityError), store.db.transaction() as c:
+        c.execute(
+            "UPDATE pending_actions SET state = 'running', lock_key = ? WHERE id = ?",
+            (third.lock_key, third.id),
+        )
+
+
+def test_progress_is_written_only_by_the_owner_of_a_running_record(store: SqlitePendingStore, clock: Clock) -> None:
+    record = store.create(make())
+    with pytest.raises(StateStoreError):
+        store.save_progress(record.id, "o:1:aa", {"step": "cordon"})  # not running yet
+    store.claim(record.id, approver="U0A", owner="o:1:aa")
+    clock.now = T0 + timedelta(seconds=9)
+    store.save_progress(record.id, "o:1:aa", {"step": "stop", "kubelet_down": True})
+    got = store.get(record.id)
+    assert got is not None and got.progress == {"step": "stop", "kubelet_down": True}
+    assert got.heartbeat_at == clock.now  # writing progress renews the claim
+    with pytest.raises(StateStoreError, match="no longer running under this process"):
+        store.save_progress(record.id, "o:2:bb", {"step": "mv"})
+
+
+def test_an_unwritable_file_is_a_one_line_state_store_error(store: SqlitePendingStore, db_path: Path) -> None:
+    record = store.create(make())
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TRIGGER full BEFORE UPDATE ON pending_actions "
+        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(StateStoreError) as caught:
+        store.claim(record.id, approver="U0A")
+    assert caught.value.user_message == "the state file cannot be written or read (database or disk is full)"
+    assert store.get(record.id).state == "pending"  # type: ignore[union-attr]  # nothing half-written
+
+
+def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "CREATE TABLE pending_actions (id TEXT PRIMARY KEY, action TEXT NOT NULL, params TEXT NOT NULL, "
+        "cluster TEXT NOT NULL, requested_by TEXT NOT NULL, channel TEXT NOT NULL DEFAULT '', message_ts TEXT, "
+        "thread_ts TEXT, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, state TEXT NOT NULL, "
+        "approved_by TEXT, finished_at TEXT, result_summary TEXT, finding_code TEXT)"
+    )
+    conn.execute(
+        "INSERT INTO pending_actions (id, action, params, cluster, requested_by, created_at, expires_at, state, "
+        "approved_by) VALUES ('x' || hex(randomblob(15)), 'kubelet.restart', '{\"node\": \"gpu-1\"}', 'prod', "
+        "'U0R', '2026-11-30T10:00:00.000000Z', '2026-11-30T10:15:00.000000Z', 'running', 'U0A')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store, _ = open_state(db_path)
+    try:
+        [old] = store.list(states=["running"])
+        assert old.owner is None and old.progress == {}
+        assert [r.id for r in store.take_over_stale("new:1:aa", lease_s=30)] == [old.id]  # a v1 run: nobody renews it
+    finally:
+        store.db.close()
+
+
+def test_seen_requests_are_shared_by_every_process_on_the_file(db_path: Path, clock: Clock) -> None:
+    one = SqliteSeenRequests(db_path, ttl_s=600, clock=clock)
+    two = SqliteSeenRequests(db_path, ttl_s=600, clock=clock)
+    try:
+        assert one.first("command:trigger_id:1.2.3")
+        assert not two.first("command:trigger_id:1.2.3")  # the retry reached the other replica
+        assert two.first("command:trigger_id:4.5.6")
+        clock.now = T0 + timedelta(seconds=601)
+        assert one.first("command:trigger_id:1.2.3")  # forgotten after the TTL
+    finally:
+        one.close()
+        two.close()
 
 
 # -- races ----------------------------------------------------------------------------------
@@ -235,7 +372,7 @@ def _click_together(store: SqlitePendingStore, action_id: str, clickers: int) ->
 
     def click(n: int) -> None:
         barrier.wait(timeout=30)
-        status = store.claim(action_id, approver=f"U{n:04d}", now=T0).status
+        status = store.claim(action_id, approver=f"U{n:04d}").status
         with lock:
             results.append(status)
 
@@ -249,8 +386,8 @@ def _click_together(store: SqlitePendingStore, action_id: str, clickers: int) ->
 
 
 def test_fifty_threads_claiming_at_once_claim_once(store: SqlitePendingStore) -> None:
-    for _ in range(3):
-        action_id = store.create(make()).id
+    for n in range(3):
+        action_id = store.create(make(params={"node": f"gpu-{n}"})).id
         assert _click_together(store, action_id, 50) == {"claimed": 1, "already_taken": 49}
         record = store.get(action_id)
         assert record is not None and record.state == "running" and record.approved_by is not None
@@ -259,14 +396,16 @@ def test_fifty_threads_claiming_at_once_claim_once(store: SqlitePendingStore) ->
 def _replica(path: str, ids: list[str], name: str, barrier: object, out: object) -> None:
     store, _ = open_state(path)
     barrier.wait(timeout=60)  # type: ignore[attr-defined]
-    won = [i for i in ids if store.claim(i, approver=name, now=T0).claimed]
+    won = [i for i in ids if store.claim(i, approver=name).claimed]
     out.put((name, won))  # type: ignore[attr-defined]
     store.db.close()
 
 
 def test_two_processes_racing_on_the_same_ids_claim_each_once(db_path: Path) -> None:
     store, _ = open_state(db_path)
-    ids = [store.create(make()).id for _ in range(40)]
+    # the replicas decide expiry by the file's clock, this host's: offers made now
+    now = datetime.now(UTC)
+    ids = [store.create(make(now, params={"node": f"gpu-{n}"})).id for n in range(40)]
     store.db.close()
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)

@@ -18,7 +18,10 @@ BOT = Path(__file__).resolve().parents[2] / "bot"
 #: the composition roots: they wire the packages together, so no package may import them
 ROOTS = ("bot.cli", "bot.demo", "bot.oneshot", "bot.server", "bot.wiring")
 #: remediation's decision layer: what may happen and what did, independent of any action or client
-DECISION = ("flow", "policy", "store", "audit", "sqlite_store", "ids")
+DECISION = (
+    "flow", "journal", "outcomes", "policy", "store", "audit", "sqlite_db", "sqlite_store", "sqlite_audit",
+    "sqlite_requests", "ids",
+)
 
 #: package or module → prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {

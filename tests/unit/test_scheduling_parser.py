@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.engine import facts as facts_module
 from bot.kube.scheduling import (
     CATEGORIES,
     ParsedSchedulingMessage,
@@ -383,3 +384,27 @@ def test_logic_package_exports_are_pinned() -> None:
     }
     assert set(logic.__all__) == expected
     assert all(hasattr(logic, name) for name in logic.__all__)
+
+
+def test_event_facts_parse_only_what_the_checks_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20,000 events on one pod: the checks read the newest message, so only that is parsed (the
+    list keeps its length and order; a repeated text is parsed once)."""
+    events = [
+        _event(f"0/{n % 7 + 1} nodes are available: {n % 7 + 1} Insufficient nvidia.com/gpu.",
+               lastTimestamp=f"2026-05-08T{6 + n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z")
+        for n in range(20000)
+    ]
+    parsed_texts: list[str] = []
+
+    def counting(text: str) -> ParsedSchedulingMessage:
+        parsed_texts.append(text)
+        return parse_scheduling_message(text)
+
+    monkeypatch.setattr(facts_module, "parse_scheduling_message", counting)
+    scheduling = facts_module.EventFacts(pod=events).scheduling
+    assert len(scheduling) == 20000 and bool(scheduling)
+    everything = parse_event_messages(events)
+    assert scheduling[0] == everything[0] and scheduling[:1] == everything[:1]
+    assert len(parsed_texts) == 1
+    assert scheduling[:14] == everything[:14]
+    assert len(parsed_texts) == 7  # 14 messages, 7 distinct texts
