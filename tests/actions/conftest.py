@@ -36,21 +36,29 @@ def api_writes(sim: SimCluster) -> list[tuple[str, str, Any]]:
 Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]]
 
 
+@asynccontextmanager
+async def remediation_rig(
+    tmp_path: Path, name: str, *, ready_timeout_s: float, **overrides: Any
+) -> AsyncIterator[tuple[SimCluster, RemediationService]]:
+    """A simulator of scenario ``name`` and a remediation service on a temp state file, as
+    ``serve`` wires it (approver ``APPROVER`` for every action unless ``overrides`` say else)."""
+    async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
+        values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": ready_timeout_s}
+        values.update(overrides)
+        settings = sim.settings(**values)
+        clients = KubeClients(settings)
+        try:
+            yield sim, RemediationService(settings, clients)
+        finally:
+            await clients.close()
+
+
 @pytest.fixture
 def rig(tmp_path: Path) -> Rig:
     """``async with rig("zombie-checkpoint", two_person_rule=True) as (sim, rem)``."""
 
-    @asynccontextmanager
-    async def start(name: str, **overrides: Any) -> AsyncIterator[tuple[SimCluster, RemediationService]]:
-        async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
-            values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
-            values.update(overrides)
-            settings = sim.settings(**values)
-            clients = KubeClients(settings)
-            try:
-                yield sim, RemediationService(settings, clients)
-            finally:
-                await clients.close()
+    def start(name: str, **overrides: Any) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
+        return remediation_rig(tmp_path, name, ready_timeout_s=5.0, **overrides)
 
     return start
 

@@ -17,17 +17,16 @@ checkpoint intact or backed up, and an audit trail that says what really happene
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.clients import KubeClients
 from bot.remediation import RemediationService
 from bot.remediation.audit import AuditEntry
 from bot.sim.cluster import SimCluster
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario
+from tests.actions.conftest import REQUESTER, ZOMBIE_NODE, remediation_rig
 from tests.actions.slack_rig import mock_slack_server
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -47,19 +46,10 @@ def rig(tmp_path: Path) -> Rig:
     """``async with rig(**settings) as (sim, rem)``: the zombie-checkpoint simulator and a
     remediation service on a temp state file, as ``serve`` wires it."""
 
-    @asynccontextmanager
-    async def start(
+    def start(
         name: str = "zombie-checkpoint", **overrides: Any
-    ) -> AsyncIterator[tuple[SimCluster, RemediationService]]:
-        async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
-            values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 10.0}
-            values.update(overrides)
-            settings = sim.settings(**values)
-            clients = KubeClients(settings)
-            try:
-                yield sim, RemediationService(settings, clients)
-            finally:
-                await clients.close()
+    ) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
+        return remediation_rig(tmp_path, name, ready_timeout_s=10.0, **overrides)
 
     return start
 
