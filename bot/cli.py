@@ -74,7 +74,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_option(p: argparse.ArgumentParser, opt: Option) -> None:
-    if opt.metavar:
+    if opt.repeat:
+        p.add_argument(*opt.flags, dest=opt.dest, metavar=opt.metavar, action="append", help=opt.help or None)
+    elif opt.metavar:
         p.add_argument(*opt.flags, dest=opt.dest, metavar=opt.metavar, type=opt.type, default=opt.default,
                        help=opt.help or None)
     else:
@@ -250,6 +252,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return print_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 
 
+def _cmd_capture(args: argparse.Namespace) -> int:
+    from bot.capture.cli import capture_command
+
+    return capture_command(args, _with_context(_settings(args), args.cluster or ""))
+
+
 #: the handler of every CLI command that is not a diagnosis (those all go to _cmd_diagnose)
 _HANDLERS: dict[str, Any] = {
     "runbook": _cmd_runbook,
@@ -260,6 +268,7 @@ _HANDLERS: dict[str, Any] = {
     "demo": _cmd_demo,
     "audit": _cmd_audit,
     "act": _cmd_act,
+    "capture": _cmd_capture,
 }
 
 

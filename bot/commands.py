@@ -104,8 +104,12 @@ class Option:
     #: argparse conversion and default, for options no Invocation holds
     type: Callable[[str], Any] = str
     default: Any = ""
+    #: may be given more than once (CLI-only options): the values are collected into a list
+    repeat: bool = False
 
     def syntax(self) -> str:
+        if self.repeat:
+            return f"[{self.flags[0]} {self.metavar} ...]"
         return f"[{self.flags[0]} {self.metavar}]" if self.metavar else f"[{self.flags[0]}]"
 
 
@@ -187,6 +191,18 @@ COMMANDS: tuple[Command, ...] = (
                             default=False),
                      Option(("--yes",), "yes", help="skip typing the target name (automation)", default=False),
                      SCENARIO)),
+    Command("capture", "write a redacted scenario of a live cluster, to replay with gpubot sim FILE: Nodes, "
+            "Namespaces, GPU pods, pods on GPU nodes, GPU-stack pods, their workloads, quotas and events, and each "
+            "GPU node's readings (never Secrets or ConfigMaps)",
+            options=(CLUSTER,
+                     Option(("-n", "--namespace"), "namespaces", "NAMESPACE",
+                            "also keep every pod and workload of this namespace (repeatable)", repeat=True),
+                     Option(("--pod",), "pod", "POD", "the pod the report is about (its namespace: the first -n)"),
+                     Option(("--nodes",), "nodes", "gpu|all", "Node objects to keep (default: all)", default="all"),
+                     Option(("-o", "--output"), "output", "FILE",
+                            "where to write (default: capture-CLUSTER-TIME.yaml; - for stdout)"),
+                     Option(("--force",), "force", help="overwrite FILE if it exists", default=False),
+                     NODE_ACCESS)),
     Command("audit", "print the audit trail",
             options=(Option(("--since",), "since", "WHEN", "30m, 2h, 7d or an ISO timestamp"), JSON,
                      Option(("--limit",), "limit", "N", "at most N entries", type=int, default=200))),

@@ -1,0 +1,72 @@
+"""The API reads of a capture: the bot's read facade plus the cluster-wide lists a capture needs.
+
+Only ``list_*``/``get`` calls of the official client, paginated like every other read. Secrets
+and ConfigMaps are never listed: a capture cannot leak what it never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubernetes import client
+
+from bot.capture.select import ClusterObjects
+from bot.probes.kube import KubeReader
+
+Obj = dict[str, Any]
+
+
+class CaptureReader(KubeReader):
+    """``KubeReader`` with the cluster-wide lists of workloads, quotas and events."""
+
+    async def list_replicasets_all(self) -> list[Obj]:
+        return await self._list("replicasets", self._apps.list_replica_set_for_all_namespaces)
+
+    async def list_statefulsets_all(self) -> list[Obj]:
+        return await self._list("statefulsets", self._apps.list_stateful_set_for_all_namespaces)
+
+    async def list_jobs_all(self) -> list[Obj]:
+        return await self._list("jobs", self._batch.list_job_for_all_namespaces)
+
+    async def list_resourcequotas_all(self) -> list[Obj]:
+        return await self._list("resourcequotas", self._core.list_resource_quota_for_all_namespaces)
+
+    async def server_version(self) -> str:
+        """``/version``'s gitVersion (``v1.28.3``), or "" when the server will not say."""
+        body = await self._call("version", client.VersionApi(self._client).get_code)
+        return str(body.get("gitVersion") or "")
+
+    async def read_cluster(self) -> ClusterObjects:
+        """Everything ``bot.capture.select`` chooses from, read concurrently."""
+        (
+            nodes,
+            namespaces,
+            pods,
+            daemonsets,
+            deployments,
+            replicasets,
+            statefulsets,
+            jobs,
+            quotas,
+            events,
+        ) = await asyncio.gather(
+            self.list_nodes(),
+            self.list_namespaces(),
+            self.list_pods(),
+            self.list_daemonsets(),
+            self.list_deployments(),
+            self.list_replicasets_all(),
+            self.list_statefulsets_all(),
+            self.list_jobs_all(),
+            self.list_resourcequotas_all(),
+            self.list_events(""),
+        )
+        return ClusterObjects(
+            nodes=nodes,
+            namespaces=namespaces,
+            pods=pods,
+            workloads=[*daemonsets, *deployments, *replicasets, *statefulsets, *jobs],
+            quotas=quotas,
+            events=events,
+        )

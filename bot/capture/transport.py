@@ -1,0 +1,123 @@
+"""Node reads for a capture: the bot's own node transports, with each command's raw answer kept.
+
+A capture needs what the diagnosis reads (``NodeObservation``, from the same ``observe_with`` and
+allow-listed ``READ_COMMANDS``) and a few exact texts the observation only keeps parsed (the
+kubelet checkpoint, nvidia-smi's error line). ``Recorder`` wraps a transport's ``RunReads`` to keep
+those answers; nothing else is sent, and nothing here can write to a node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.errors import GpubotError, NodeProbeError
+from bot.probes.kube import KubeReads
+from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, NodeTransport, RunReads, observe_with, ssh_target_for
+from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, NodeExecFn, find_agents
+from bot.probes.ssh import READ_COMMANDS, CommandResult, SshTarget, open_connection, run_command
+from bot.settings import ClusterConfig, Settings
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Recorder:
+    """Every read command's result per node, as the transport returned it."""
+
+    raw: dict[str, dict[str, CommandResult]] = field(default_factory=dict)
+
+    def wrap(self, node: str, run: RunReads) -> RunReads:
+        async def recording(commands: list[str]) -> dict[str, CommandResult]:
+            results = await run(commands)
+            self.raw.setdefault(node, {}).update(results)
+            return results
+
+        return recording
+
+
+class RecordingAgentTransport(AgentTransport):
+    """``AgentTransport`` whose per-node runner also records into ``recorder``."""
+
+    def __init__(
+        self, exec_read: NodeExecFn, namespace: str, agents: Mapping[str, AgentState], recorder: Recorder
+    ) -> None:
+        super().__init__(exec_read, namespace, agents)
+        self.recorder = recorder
+
+    def _runner(self, node: str, pod: str, deadline: float) -> RunReads:
+        return self.recorder.wrap(node, super()._runner(node, pod, deadline))
+
+
+class RecordingSshTransport:
+    """SSH to each node (one connection per node), the read commands only, recorded."""
+
+    name = "ssh"
+
+    def __init__(self, targets: Mapping[str, SshTarget], recorder: Recorder) -> None:
+        self.targets = targets
+        self.recorder = recorder
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation:
+        target = self.targets[node]
+        obs: NodeObservation
+        try:
+            async with asyncio.timeout(deadline):
+                conn = await open_connection(target, timeout=deadline)
+                async with conn:
+                    gate = asyncio.Semaphore(CHANNELS_PER_NODE)
+
+                    async def one(command: str) -> CommandResult:
+                        async with gate:
+                            return await run_command(conn, command, allowed=READ_COMMANDS, node=node)
+
+                    async def run(commands: list[str]) -> dict[str, CommandResult]:
+                        results = await asyncio.gather(*(one(c) for c in commands))
+                        return dict(zip(commands, results, strict=True))
+
+                    obs = await observe_with(self.recorder.wrap(node, run), node)
+        except TimeoutError:
+            raise NodeProbeError(node, "timeout", f"no complete answer within {deadline:g}s") from None
+        return obs
+
+
+async def agent_transport(
+    kube: KubeReads, node_exec: NodeExecFn, namespace: str, nodes: Mapping[str, Obj], recorder: Recorder
+) -> NodeTransport:
+    """The agent transport over the agent pods found now (``find_agents``: missing, Pending, …)."""
+    pods = await kube.list_pods(namespace, label_selector=AGENT_SELECTOR)
+    daemonsets = [
+        d
+        for d in await kube.list_daemonsets(label_selector=AGENT_SELECTOR)
+        if (d.get("metadata") or {}).get("namespace") == namespace
+    ]
+    return RecordingAgentTransport(node_exec, namespace, find_agents(nodes, pods, daemonsets), recorder)
+
+
+def ssh_transport(
+    settings: Settings, cluster: ClusterConfig, nodes: Mapping[str, Obj], recorder: Recorder
+) -> tuple[NodeTransport, dict[str, NodeProbeError]]:
+    """The SSH transport to ``nodes``, and the nodes whose target is misconfigured."""
+    targets: dict[str, SshTarget] = {}
+    failed: dict[str, NodeProbeError] = {}
+    for name, obj in nodes.items():
+        try:
+            targets[name] = ssh_target_for(
+                name,
+                obj,
+                user=settings.ssh_user,
+                key_path=cluster.ssh_key_path or settings.ssh_key_path,
+                known_hosts=cluster.ssh_known_hosts or settings.ssh_known_hosts,
+                overrides=cluster.ssh_targets,
+            )
+        except NodeProbeError as exc:
+            failed[name] = exc
+    return RecordingSshTransport(targets, recorder), failed
+
+
+def listing_failed(nodes: Mapping[str, Obj], exc: GpubotError) -> dict[str, NodeProbeError]:
+    """Every node unreadable because the agents could not even be listed."""
+    why = f"cannot list the node agents: {exc.user_message}"
+    return {n: NodeProbeError(n, "error", why, via="agent") for n in nodes}

@@ -1,0 +1,95 @@
+"""Capture a simulated cluster through the official client and the node transport, replay the
+capture in a fresh simulator, and get the same findings as the original scenario.
+
+Each scenario is served live (``gpubot sim`` in-process), captured with ``gpubot capture``
+exactly as a user would run it against their cluster (``-n`` for the namespaces the question is
+about), and every ``expect`` block of the original is run against the original file and against
+the capture: same codes in the same order, same subjects, and the expectation itself holds.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.commands import parse_invocation
+from bot.sim.scenario import load_scenario
+from tests.capture.conftest import SCENARIOS, LiveSim, cli, diagnose
+
+#: why-pending (qGPU zombie checkpoint, a Deployment refused by a webhook, a quota), node-status
+#: (a leak, a card fallen off the bus, unreachable nodes), a HAMi cluster; both node transports
+CASES = [
+    ("zombie-checkpoint", "agent"),
+    ("zombie-checkpoint", "ssh"),
+    ("leak", "agent"),
+    ("leak", "ssh"),
+    ("unreachable-node", "agent"),
+    ("unreachable-node", "ssh"),
+    ("webhook-denied", "agent"),
+    ("quota-gpu-rollout-k8s126", "agent"),
+    ("xid79-fallen-off-bus-rtx4090", "ssh"),
+    ("tce-qgpu-healthy", "agent"),
+    ("hami-busy-healthy", "ssh"),
+]
+
+
+def _findings(report: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(f["code"], f.get("subject", "")) for f in report["findings"]]
+
+
+@pytest.mark.parametrize(("name", "access"), CASES, ids=[f"{n}:{a}" for n, a in CASES])
+def test_capture_replays_to_the_same_findings(
+    name: str,
+    access: str,
+    live_sim: Callable[[str], LiveSim],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    original = SCENARIOS / f"{name}.yaml"
+    expectations = load_scenario(original).expect
+    assert expectations, f"{name} has no expect block to compare"
+    live = live_sim(name)
+    namespaces = sorted({parse_invocation(shlex.split(e.run)).namespace for e in expectations if " -n " in e.run})
+    out = tmp_path / "capture.yaml"
+    flags = [a for ns in namespaces for a in ("-n", ns)]
+    code, _, err = cli(
+        ["--config", str(live.config), "capture", "-o", str(out), "--node-access", access, *flags], capsys
+    )
+    assert code == 0, err
+    assert f"to {out}" in err and "redacted:" in err
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# gpubot capture of cluster"), text[:200]
+    doc = yaml.safe_load(text)
+    assert doc["capture"]["node_access"] == access
+    assert load_scenario(out).nodes, "the capture has no node sections"
+    for exp in expectations:
+        before = diagnose(exp.run, original, access, capsys)
+        after = diagnose(exp.run, out, access, capsys)
+        assert _findings(after) == _findings(before), f"{name}: {exp.run}"
+        codes = [c for c, _ in _findings(after)]
+        assert not [c for c in exp.codes if c not in codes], f"{name}: {exp.run}: {codes}"
+        assert not [c for c in exp.absent if c in codes], f"{name}: {exp.run}: {codes}"
+        if exp.first:
+            assert codes and codes[0] in exp.first, f"{name}: {exp.run}: {codes}"
+
+
+def test_unreachable_nodes_are_captured_with_the_reason(
+    live_sim: Callable[[str], LiveSim], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = live_sim("unreachable-node")
+    silent = sorted(n for n, f in live.sim.scenario.nodes.items() if f.ssh != "ok")
+    assert silent
+    out = tmp_path / "capture.yaml"
+    code, _, err = cli(["--config", str(live.config), "capture", "-o", str(out), "--node-access", "ssh"], capsys)
+    assert code == 0, err
+    doc = yaml.safe_load(out.read_text(encoding="utf-8"))
+    for node in silent:
+        assert doc["nodes"][node]["ssh"] != "ok"
+        assert node in doc["capture"]["unreachable"], doc["capture"]["unreachable"]
+        assert f"node {node}: ssh" in doc["capture"]["unreachable"][node]
+        assert f"unreachable: node {node}" in err
