@@ -35,6 +35,8 @@ CASES = [
     ("xid79-fallen-off-bus-rtx4090", "ssh"),
     ("tce-qgpu-healthy", "agent"),
     ("hami-busy-healthy", "ssh"),
+    ("devpod-gpu-pod-affinity-k3s131", "agent"),
+    ("gke-gpu-selector-no-request-k8s130", "ssh"),
 ]
 
 
