@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from bot.commands import parse_invocation
-from bot.sim.scenario import load_scenario
+from bot.sim.scenario import load_scenario, scenario_from_dict
+from bot.sim.scenario_include import read_yaml, resolve_base
 from tests.capture.conftest import SCENARIOS, LiveSim, cli, diagnose
 
 #: why-pending (qGPU zombie checkpoint, a Deployment refused by a webhook, a quota), node-status
@@ -95,3 +96,29 @@ def test_unreachable_nodes_are_captured_with_the_reason(
         assert node in doc["capture"]["unreachable"], doc["capture"]["unreachable"]
         assert f"node {node}: ssh" in doc["capture"]["unreachable"][node]
         assert f"unreachable: node {node}" in err
+
+
+def test_missing_and_crash_looping_agents_replay_as_such(
+    live_sim: Callable[[Any], LiveSim], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the agent transport, nodes whose agent does not answer stay so in the capture."""
+    path = SCENARIOS / "unreachable-node.yaml"
+    data = resolve_base(path, read_yaml(path))
+    names = sorted(data["nodes"])
+    for facts in data["nodes"].values():
+        facts["ssh"] = "ok"
+    data["nodes"][names[0]]["agent"] = "missing"
+    data["nodes"][names[1]]["agent"] = "crashloop"
+    original = tmp_path / "agents.yaml"
+    original.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    live = live_sim(scenario_from_dict(data, source=str(original)))
+    out = tmp_path / "capture.yaml"
+    code, _, err = cli(["--config", str(live.config), "capture", "-o", str(out), "--node-access", "agent"], capsys)
+    assert code == 0, err
+    captured = load_scenario(out).nodes
+    assert (captured[names[0]].agent, captured[names[1]].agent) == ("missing", "crashloop")
+    before = diagnose("node-status", original, "agent", capsys)
+    after = diagnose("node-status", out, "agent", capsys)
+    assert _findings(after) == _findings(before)
+    missing = [s for c, s in _findings(after) if c == "NODE_AGENT_MISSING"]
+    assert missing == [f"node/{names[0]}", f"node/{names[1]}"]
