@@ -102,7 +102,7 @@ def _assemble(
     recorder: Recorder,
 ) -> Capture:
     tally = Redactions()
-    notes: list[str] = []
+    notes: list[str] = list(kept.notes)
     sections: dict[str, Obj] = {}
     unreachable: dict[str, str] = {}
     for node, result in sorted(results.items()):

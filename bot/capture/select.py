@@ -61,6 +61,8 @@ class ClusterObjects:
     workloads: list[Obj] = field(default_factory=list)
     quotas: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
+    #: kinds that could not be listed, and why
+    notes: list[str] = field(default_factory=list)
 
     def all(self) -> list[Obj]:
         """In the order a scenario file lists them (cluster-scoped first)."""
@@ -179,6 +181,7 @@ def select(read: ClusterObjects, scope: Scope) -> ClusterObjects:
         workloads=sorted(kept_workloads.values(), key=lambda w: (order.get(str(w.get("kind")), 9), _ns(w), _name(w))),
         quotas=[q for q in read.quotas if _ns(q) in used_ns],
         events=sorted(events[:MAX_EVENTS], key=_event_time),
+        notes=list(read.notes),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,8 +13,9 @@ import yaml
 from bot.capture.select import gpu_node_names
 from bot.commands import commands_for
 from bot.sim.kubeconfig import write_kubeconfig
-from bot.sim.scenario import load_scenario
-from tests.capture.conftest import LiveSim, cli
+from bot.sim.scenario import load_scenario, scenario_from_dict
+from bot.sim.scenario_include import read_yaml, resolve_base
+from tests.capture.conftest import SCENARIOS, LiveSim, cli
 
 
 def _one_line_error(code: int, err: str, expected_code: int) -> str:
@@ -97,3 +99,21 @@ def test_existing_file_needs_force_and_dash_is_stdout(
     )
     everything = [o for o in load_scenario(out).objects if o["kind"] == "Node"]
     assert len(everything) == 3 > len(nodes)
+
+
+def test_a_kind_it_may_not_list_is_a_note_and_pods_are_required(
+    live_sim: Callable[[Any], LiveSim], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = resolve_base(SCENARIOS / "leak.yaml", read_yaml(SCENARIOS / "leak.yaml"))
+    data["api"] = {"faults": [{"match": "/apis/batch/v1/jobs", "verb": "GET", "status": 403}]}
+    live = live_sim(scenario_from_dict(data, source="jobs-forbidden"))
+    out = tmp_path / "capture.yaml"
+    code, _, err = cli(["--config", str(live.config), "capture", "-o", str(out), "--node-access", "ssh"], capsys)
+    assert code == 0, err
+    notes = yaml.safe_load(out.read_text(encoding="utf-8"))["capture"]["notes"]
+    assert any(n.startswith("jobs not captured: ") and "403" in n for n in notes), notes
+    data["api"] = {"faults": [{"match": "/api/v1/pods", "verb": "GET", "status": 403}]}
+    live = live_sim(scenario_from_dict(data, source="pods-forbidden"))
+    code, _, err = cli(["--config", str(live.config), "capture", "-o", str(tmp_path / "no.yaml")], capsys)
+    assert "403" in _one_line_error(code, err, 1)
+    assert not (tmp_path / "no.yaml").exists()
