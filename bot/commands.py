@@ -202,6 +202,9 @@ COMMANDS: tuple[Command, ...] = (
                      Option(("-o", "--output"), "output", "FILE",
                             "where to write (default: capture-CLUSTER-TIME.yaml; - for stdout)"),
                      Option(("--force",), "force", help="overwrite FILE if it exists", default=False),
+                     Option(("--anonymize",), "anonymize", default=False,
+                            help="rename nodes, namespaces, pods and workloads consistently (the GPU stack and "
+                                 "system namespaces keep their names); the mapping is printed, not written"),
                      NODE_ACCESS)),
     Command("audit", "print the audit trail",
             options=(Option(("--since",), "since", "WHEN", "30m, 2h, 7d or an ISO timestamp"), JSON,

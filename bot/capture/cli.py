@@ -25,7 +25,7 @@ def request_from_args(args: argparse.Namespace, settings: Settings) -> Request:
     cluster = validate_name(args.cluster, what="cluster name") if args.cluster else settings.clusters[0].name
     output = args.output or f"capture-{cluster}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.yaml"
     scope = Scope(namespaces=namespaces, pod=pod, nodes=args.nodes, agent_namespace=settings.namespace)
-    return Request(scope=scope, output=output, force=bool(args.force))
+    return Request(scope=scope, output=output, force=bool(args.force), anonymize=bool(args.anonymize))
 
 
 def capture_command(args: argparse.Namespace, settings: Settings) -> int:

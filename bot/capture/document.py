@@ -32,6 +32,8 @@ class Capture:
     unreachable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     redacted: str = ""
+    #: ``--anonymize``: old name -> new name (shown to the user, never written into the file)
+    mapping: dict[str, str] = field(default_factory=dict)
 
     @property
     def stamp(self) -> str:
@@ -60,6 +62,7 @@ def to_document(cap: Capture) -> Obj:
             "unreachable": dict(cap.unreachable),
             "notes": list(cap.notes),
             "redacted": cap.redacted,
+            "anonymized": bool(cap.mapping),
         },
     }
 

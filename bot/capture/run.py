@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.capture.anonymize import apply_mapping, build_mapping, rename_keys
 from bot.capture.api import CaptureReader
 from bot.capture.document import Capture, render
 from bot.capture.node_facts import failed_node, node_section
@@ -40,6 +41,8 @@ class Request:
     #: a file path, or "-" for stdout
     output: str
     force: bool = False
+    #: rename nodes, namespaces, pods and workloads consistently (``bot.capture.anonymize``)
+    anonymize: bool = False
 
 
 def check_output(output: str, *, force: bool) -> None:
@@ -77,7 +80,7 @@ async def _read_nodes(
     return results, recorder
 
 
-async def capture(settings: Settings, cluster_name: str, scope: Scope) -> Capture:
+async def capture(settings: Settings, cluster_name: str, scope: Scope, *, anonymize: bool = False) -> Capture:
     """Read, select, read the GPU nodes, redact: the capture, ready to render."""
     cluster = settings.cluster(cluster_name or None)
     reader = CaptureReader(new_api_client(cluster), page_size=settings.page_size, timeout=settings.api_timeout_s)
@@ -89,7 +92,8 @@ async def capture(settings: Settings, cluster_name: str, scope: Scope) -> Captur
         results, recorder = await _read_nodes(settings, cluster, reader, nodes)
     finally:
         reader.close()
-    return _assemble(settings, cluster, scope, kept, version, results, recorder)
+    cap = _assemble(settings, cluster, scope, kept, version, results, recorder)
+    return anonymized(cap, settings.namespace) if anonymize else cap
 
 
 def _assemble(
@@ -128,6 +132,20 @@ def _assemble(
     )
 
 
+def anonymized(cap: Capture, agent_namespace: str) -> Capture:
+    """``cap`` with names renamed consistently; the mapping is kept beside it, not in the file."""
+    mapping = build_mapping(cap.objects, keep_namespaces=(agent_namespace,))
+    return replace(
+        cap,
+        cluster="anonymized",
+        objects=apply_mapping(cap.objects, mapping),
+        nodes=rename_keys(cap.nodes, mapping),
+        unreachable=rename_keys(cap.unreachable, mapping),
+        notes=apply_mapping(cap.notes, mapping),
+        mapping=mapping,
+    )
+
+
 def write_capture(cap: Capture, output: str, *, force: bool) -> str:
     """Write the file (or stdout for "-"); returns where it went."""
     text = render(cap)
@@ -146,7 +164,7 @@ def write_capture(cap: Capture, output: str, *, force: bool) -> str:
 def run_capture(settings: Settings, cluster_name: str, request: Request) -> int:
     """The CLI's entry: check the output, capture, write, and say what was kept and redacted."""
     check_output(request.output, force=request.force)
-    cap = asyncio.run(capture(settings, cluster_name, request.scope))
+    cap = asyncio.run(capture(settings, cluster_name, request.scope, anonymize=request.anonymize))
     where = write_capture(cap, request.output, force=request.force)
     kinds = len(cap.objects)
     print(
@@ -157,4 +175,8 @@ def run_capture(settings: Settings, cluster_name: str, request: Request) -> int:
     for _node, why in sorted(cap.unreachable.items()):
         print(f"  unreachable: {printable(why)}", file=sys.stderr)
     print(f"redacted: {cap.redacted}", file=sys.stderr)
+    if cap.mapping:
+        print(f"anonymized {len(cap.mapping)} names (the mapping is not in the file):", file=sys.stderr)
+        for old, new in sorted(cap.mapping.items(), key=lambda item: item[1]):
+            print(f"  {new} = {printable(old)}", file=sys.stderr)
     return 0
