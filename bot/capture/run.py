@@ -22,7 +22,8 @@ from bot.capture.document import Capture, render
 from bot.capture.node_facts import failed_node, node_section
 from bot.capture.redact import Redactions, redact_objects, scrub_document
 from bot.capture.select import ClusterObjects, Scope, gpu_node_names, select
-from bot.capture.transport import Recorder, agent_transport, listing_failed, ssh_transport
+from bot.capture.transport import Recorder, agent_transport, ssh_transport
+from bot.engine.gather.node import agents_unlisted
 from bot.errors import GpubotError, NodeProbeError, UsageError
 from bot.names import printable
 from bot.probes.exec import PodExec
@@ -68,7 +69,7 @@ async def _read_nodes(
                 reader, PodExec(new_api_client(cluster)).run_read, settings.namespace, nodes, recorder
             )
         except GpubotError as exc:
-            transport, failed = None, listing_failed(nodes, exc)
+            transport, failed = None, agents_unlisted(nodes, exc)
     else:
         transport, failed = ssh_transport(settings, cluster, nodes, recorder)
     results: dict[str, NodeObservation | NodeProbeError] = dict(failed)
@@ -87,7 +88,7 @@ async def capture(settings: Settings, cluster_name: str, scope: Scope, *, anonym
     try:
         read, version = await asyncio.gather(reader.read_cluster(), reader.server_version())
         kept = select(read, scope)
-        gpu = gpu_node_names(read.nodes, read.pods)
+        gpu = gpu_node_names(kept.nodes, kept.pods)  # the bot's judgement, its own agents left out
         nodes = {str(n["metadata"]["name"]): n for n in kept.nodes if n["metadata"].get("name") in gpu}
         results, recorder = await _read_nodes(settings, cluster, reader, nodes)
     finally:

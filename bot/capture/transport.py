@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.errors import GpubotError, NodeProbeError
+from bot.engine.gather.node import agent_states, ssh_targets
+from bot.errors import NodeProbeError
 from bot.probes.kube import KubeReads
-from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, NodeTransport, RunReads, observe_with, ssh_target_for
-from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, NodeExecFn, find_agents
+from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, NodeTransport, RunReads, observe_with
+from bot.probes.node_agent import AgentState, AgentTransport, NodeExecFn
 from bot.probes.ssh import READ_COMMANDS, CommandResult, SshTarget, open_connection, run_command
 from bot.settings import ClusterConfig, Settings
 
@@ -86,38 +87,13 @@ class RecordingSshTransport:
 async def agent_transport(
     kube: KubeReads, node_exec: NodeExecFn, namespace: str, nodes: Mapping[str, Obj], recorder: Recorder
 ) -> NodeTransport:
-    """The agent transport over the agent pods found now (``find_agents``: missing, Pending, …)."""
-    pods = await kube.list_pods(namespace, label_selector=AGENT_SELECTOR)
-    daemonsets = [
-        d
-        for d in await kube.list_daemonsets(label_selector=AGENT_SELECTOR)
-        if (d.get("metadata") or {}).get("namespace") == namespace
-    ]
-    return RecordingAgentTransport(node_exec, namespace, find_agents(nodes, pods, daemonsets), recorder)
+    """The agent transport over the agent pods found now (missing, Pending, crash-looping, …)."""
+    return RecordingAgentTransport(node_exec, namespace, await agent_states(kube, namespace, nodes), recorder)
 
 
 def ssh_transport(
     settings: Settings, cluster: ClusterConfig, nodes: Mapping[str, Obj], recorder: Recorder
 ) -> tuple[NodeTransport, dict[str, NodeProbeError]]:
     """The SSH transport to ``nodes``, and the nodes whose target is misconfigured."""
-    targets: dict[str, SshTarget] = {}
-    failed: dict[str, NodeProbeError] = {}
-    for name, obj in nodes.items():
-        try:
-            targets[name] = ssh_target_for(
-                name,
-                obj,
-                user=settings.ssh_user,
-                key_path=cluster.ssh_key_path or settings.ssh_key_path,
-                known_hosts=cluster.ssh_known_hosts or settings.ssh_known_hosts,
-                overrides=cluster.ssh_targets,
-            )
-        except NodeProbeError as exc:
-            failed[name] = exc
+    targets, failed = ssh_targets(settings, cluster, nodes)
     return RecordingSshTransport(targets, recorder), failed
-
-
-def listing_failed(nodes: Mapping[str, Obj], exc: GpubotError) -> dict[str, NodeProbeError]:
-    """Every node unreadable because the agents could not even be listed."""
-    why = f"cannot list the node agents: {exc.user_message}"
-    return {n: NodeProbeError(n, "error", why, via="agent") for n in nodes}

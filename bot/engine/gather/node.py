@@ -8,16 +8,19 @@ A node that does not answer costs at most the per-node deadline and becomes a sk
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
+from bot.probes.kube import KubeReads
 from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
-from bot.probes.node_agent import AGENT_SELECTOR, AgentTransport, find_agents
+from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
-from bot.probes.ssh import CommandResult
+from bot.probes.ssh import CommandResult, SshTarget
+from bot.settings import ClusterConfig, Settings
 
 
 def _allocated_share(pods: list[SlimPod]) -> float:
@@ -61,42 +64,61 @@ def physical_scope(facts: Facts) -> list[str]:
     return candidates[:limit]
 
 
+def ssh_targets(
+    settings: Settings, cluster: ClusterConfig, nodes: Mapping[str, Any]
+) -> tuple[dict[str, SshTarget], dict[str, NodeProbeError]]:
+    """Where to SSH for each of ``nodes`` (name -> Node object or None), and the nodes whose
+    configured target is unusable (a misconfigured override costs that node only)."""
+    targets: dict[str, SshTarget] = {}
+    failed: dict[str, NodeProbeError] = {}
+    for n, obj in nodes.items():
+        try:
+            targets[n] = ssh_target_for(
+                n,
+                obj,
+                user=settings.ssh_user,
+                key_path=cluster.ssh_key_path or settings.ssh_key_path,
+                known_hosts=cluster.ssh_known_hosts or settings.ssh_known_hosts,
+                overrides=cluster.ssh_targets,
+            )
+        except NodeProbeError as exc:
+            failed[n] = exc
+    return targets, failed
+
+
+async def agent_states(kube: KubeReads, namespace: str, nodes: Mapping[str, Any]) -> dict[str, AgentState]:
+    """Each node's gpubot-node agent in ``namespace`` (``find_agents``); GpubotError if unlistable."""
+    pods = await kube.list_pods(namespace, label_selector=AGENT_SELECTOR)
+    daemonsets = [
+        d
+        for d in await kube.list_daemonsets(label_selector=AGENT_SELECTOR)
+        if (d.get("metadata") or {}).get("namespace") == namespace
+    ]
+    return find_agents(nodes, pods, daemonsets)
+
+
+def agents_unlisted(names: Iterable[str], exc: GpubotError) -> dict[str, NodeProbeError]:
+    """Every node unreadable through the agent because the agents could not even be listed."""
+    why = f"cannot list the node agents: {exc.user_message}"
+    return {n: NodeProbeError(n, "error", why, via="agent") for n in names}
+
+
 async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[NodeTransport, dict[str, Any]]:
     """The configured transport, and the nodes it cannot read at all (value: the error)."""
     s, c = src.settings, src.cluster
-    failed: dict[str, Any] = {}
+    nodes = {n: facts.nodes.get(n) for n in names}
     if s.node_access == "agent":
         if src.node_exec is None:
             return AgentTransport(_no_exec, s.namespace, {}), {
                 n: NodeProbeError(n, "error", "exec is not available here", via="agent") for n in names
             }
         try:
-            pods = await src.kube.list_pods(s.namespace, label_selector=AGENT_SELECTOR)
-            daemonsets = [
-                d for d in await src.kube.list_daemonsets(label_selector=AGENT_SELECTOR)
-                if (d.get("metadata") or {}).get("namespace") == s.namespace
-            ]
+            agents = await agent_states(src.kube, s.namespace, nodes)
         except GpubotError as exc:
-            why = f"cannot list the node agents: {exc.user_message}"
-            return AgentTransport(src.node_exec, s.namespace, {}), {
-                n: NodeProbeError(n, "error", why, via="agent") for n in names
-            }
-        agents = find_agents({n: facts.nodes.get(n) for n in names}, pods, daemonsets)
-        return AgentTransport(src.node_exec, s.namespace, agents), failed
-    targets = {}
-    for n in names:
-        try:
-            targets[n] = ssh_target_for(
-                n,
-                facts.nodes.get(n),
-                user=s.ssh_user,
-                key_path=c.ssh_key_path or s.ssh_key_path,
-                known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
-                overrides=c.ssh_targets,
-            )
-        except NodeProbeError as exc:  # a misconfigured override costs that node only
-            failed[n] = exc
-    return SshTransport(targets, pool=src.ssh_pool), failed
+            return AgentTransport(src.node_exec, s.namespace, {}), agents_unlisted(names, exc)
+        return AgentTransport(src.node_exec, s.namespace, agents), {}
+    targets, failed = ssh_targets(s, c, nodes)
+    return SshTransport(targets, pool=src.ssh_pool), dict(failed)
 
 
 async def _no_exec(
