@@ -32,6 +32,8 @@ from bot.probes.node import NodeObservation, NodeTransport, observe_many
 from bot.settings import ClusterConfig, Settings
 
 Obj = dict[str, Any]
+#: notes printed after a capture (all of them are in the file)
+SHOWN_NOTES = 5
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,10 @@ def run_capture(settings: Settings, cluster_name: str, request: Request) -> int:
     )
     for _node, why in sorted(cap.unreachable.items()):
         print(f"  unreachable: {printable(why)}", file=sys.stderr)
+    for note in cap.notes[:SHOWN_NOTES]:
+        print(f"  note: {printable(note)}", file=sys.stderr)
+    if len(cap.notes) > SHOWN_NOTES:
+        print(f"  … and {len(cap.notes) - SHOWN_NOTES} more notes (capture.notes in the file)", file=sys.stderr)
     print(f"redacted: {cap.redacted}", file=sys.stderr)
     if cap.mapping:
         print(f"anonymized {len(cap.mapping)} names (the mapping is not in the file):", file=sys.stderr)

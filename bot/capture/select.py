@@ -173,6 +173,9 @@ def select(read: ClusterObjects, scope: Scope) -> ClusterObjects:
         if _involved(e) in kept or (_ns(e) in scope.focus and _involved(e)[0] not in ("Node", ""))
     ]
     events.sort(key=_event_time, reverse=True)
+    notes = list(read.notes)
+    if scope.pod is not None and not any((_ns(p), _name(p)) == scope.pod for p in kept_pods):
+        notes.append(f"pod {scope.pod[0]}/{scope.pod[1]} not found: its namespace was captured without it")
     order = {k: i for i, k in enumerate(WORKLOAD_KINDS)}
     return ClusterObjects(
         nodes=nodes,
@@ -181,7 +184,7 @@ def select(read: ClusterObjects, scope: Scope) -> ClusterObjects:
         workloads=sorted(kept_workloads.values(), key=lambda w: (order.get(str(w.get("kind")), 9), _ns(w), _name(w))),
         quotas=[q for q in read.quotas if _ns(q) in used_ns],
         events=sorted(events[:MAX_EVENTS], key=_event_time),
-        notes=list(read.notes),
+        notes=notes,
     )
 
 

@@ -94,3 +94,7 @@ def test_selection_keeps_gpu_pods_their_owners_and_the_focus_namespace() -> None
     assert [w["metadata"]["name"] for w in kept.workloads] == ["train", "train-1"]
     assert [e["metadata"]["name"] for e in kept.events] == ["e1"]
     assert [n["metadata"]["name"] for n in select(read, Scope(nodes="gpu")).nodes] == ["g"]
+    assert kept.notes == []
+    assert select(read, Scope(pod=("ai", "nope"))).notes == [
+        "pod ai/nope not found: its namespace was captured without it"
+    ]
