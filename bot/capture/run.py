@@ -65,21 +65,28 @@ async def _read_nodes(
     recorder = Recorder()
     failed: dict[str, NodeProbeError] = {}
     transport: NodeTransport | None
-    if settings.node_access == "agent":
-        try:
-            transport = await agent_transport(
-                reader, PodExec(new_api_client(cluster)).run_read, settings.namespace, nodes, recorder
+    exec_api = new_api_client(cluster) if settings.node_access == "agent" else None
+    try:
+        if exec_api is not None:
+            try:
+                transport = await agent_transport(
+                    reader, PodExec(exec_api).run_read, settings.namespace, nodes, recorder
+                )
+            except GpubotError as exc:
+                transport, failed = None, agents_unlisted(nodes, exc)
+        else:
+            transport, failed = ssh_transport(settings, cluster, nodes, recorder)
+        results: dict[str, NodeObservation | NodeProbeError] = dict(failed)
+        if transport is not None:
+            todo = sorted(n for n in nodes if n not in failed)
+            results.update(
+                await observe_many(
+                    transport, todo, concurrency=settings.ssh_concurrency, deadline=settings.ssh_deadline_s
+                )
             )
-        except GpubotError as exc:
-            transport, failed = None, agents_unlisted(nodes, exc)
-    else:
-        transport, failed = ssh_transport(settings, cluster, nodes, recorder)
-    results: dict[str, NodeObservation | NodeProbeError] = dict(failed)
-    if transport is not None:
-        todo = sorted(n for n in nodes if n not in failed)
-        results.update(
-            await observe_many(transport, todo, concurrency=settings.ssh_concurrency, deadline=settings.ssh_deadline_s)
-        )
+    finally:
+        if exec_api is not None:
+            exec_api.close()
     return results, recorder
 
 
@@ -95,14 +102,13 @@ async def capture(settings: Settings, cluster_name: str, scope: Scope, *, anonym
         results, recorder = await _read_nodes(settings, cluster, reader, nodes)
     finally:
         reader.close()
-    cap = _assemble(settings, cluster, scope, kept, version, results, recorder)
+    cap = _assemble(settings, cluster, kept, version, results, recorder)
     return anonymized(cap, settings.namespace) if anonymize else cap
 
 
 def _assemble(
     settings: Settings,
     cluster: ClusterConfig,
-    scope: Scope,
     kept: ClusterObjects,
     version: str,
     results: dict[str, NodeObservation | NodeProbeError],
