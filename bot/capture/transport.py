@@ -16,9 +16,11 @@ from typing import Any
 from bot.engine.gather.node import agent_states, ssh_targets
 from bot.errors import NodeProbeError
 from bot.probes.kube import KubeReads
-from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, NodeTransport, RunReads, observe_with
+from bot.probes.node import NodeObservation, NodeTransport, RunReads, observe_with
+from bot.probes.node import _connect as connect_retrying
+from bot.probes.node import _run_all as run_reads
 from bot.probes.node_agent import AgentState, AgentTransport, NodeExecFn
-from bot.probes.ssh import READ_COMMANDS, CommandResult, SshTarget, open_connection, run_command
+from bot.probes.ssh import CommandResult, SshTarget
 from bot.settings import ClusterConfig, Settings
 
 Obj = dict[str, Any]
@@ -53,7 +55,11 @@ class RecordingAgentTransport(AgentTransport):
 
 
 class RecordingSshTransport:
-    """SSH to each node (one connection per node), the read commands only, recorded."""
+    """SSH to each node (one connection per node), the read commands only, recorded.
+
+    The connection and the command runner are ``bot.probes.node``'s own (retried connect, at
+    most ``CHANNELS_PER_NODE`` channels, ``READ_COMMANDS`` only); only the recording is added.
+    """
 
     name = "ssh"
 
@@ -66,17 +72,12 @@ class RecordingSshTransport:
         obs: NodeObservation
         try:
             async with asyncio.timeout(deadline):
-                conn = await open_connection(target, timeout=deadline)
+                # the bot's own connect: retried when the node drops the connection (MaxStartups)
+                conn = await connect_retrying(target, timeout=deadline)
                 async with conn:
-                    gate = asyncio.Semaphore(CHANNELS_PER_NODE)
-
-                    async def one(command: str) -> CommandResult:
-                        async with gate:
-                            return await run_command(conn, command, allowed=READ_COMMANDS, node=node)
 
                     async def run(commands: list[str]) -> dict[str, CommandResult]:
-                        results = await asyncio.gather(*(one(c) for c in commands))
-                        return dict(zip(commands, results, strict=True))
+                        return await run_reads(conn, node, commands)
 
                     obs = await observe_with(self.recorder.wrap(node, run), node)
         except TimeoutError:
