@@ -216,6 +216,9 @@ def test_the_namespace_is_as_strict_as_what_runs_in_it(rendered: dict[str, Any])
             assert labels["pod-security.kubernetes.io/enforce"] == ("privileged" if hosted else "restricted"), name
             if hosted:
                 assert labels["pod-security.kubernetes.io/warn"] == "restricted", name
+    bot_only = {"namespace": {"create": True}, "config": {"node_access": "ssh"}, "nodeAgent": {"enabled": False}}
+    labels = one(render(bot_only), "Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
 def test_security_scan_reports_nothing(rendered: dict[str, Any], tmp_path: Path) -> None:
