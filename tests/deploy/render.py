@@ -2,16 +2,17 @@
 targets, which render the same chart through Kustomize's ``helmCharts``, with ``kubectl kustomize``.
 
 The switches are read from the chart's own schema: every ``….enabled`` value (what the chart
-installs) and every choice of ``slack.mode``. ``combinations()`` is every combination of them, so a
-switch added to the chart is tested in every combination without editing this file. The other
-booleans outside ``config`` (``options()``, each changing one object) are flipped one at a time,
-alone and with every switch on.
+installs) and every choice of ``slack.mode`` and ``config.node_access``. ``combinations()`` is
+every combination of them, so a switch added to the chart is tested in every combination without
+editing this file. The other booleans outside ``config`` (``options()``, each changing one
+object) are flipped one at a time, alone and with every switch on.
 
 Helpers only; never writes into the repository.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
@@ -57,7 +58,9 @@ def _booleans(node: dict[str, Any], path: tuple[str, ...]) -> list[tuple[str, ..
 def switches() -> dict[str, list[Any]]:
     """Dotted value path -> the values it takes in the combinations."""
     out: dict[str, list[Any]] = {".".join(p): [False, True] for p in _booleans(schema(), ()) if p[-1] == "enabled"}
-    out["slack.mode"] = list(schema()["properties"]["slack"]["properties"]["mode"]["enum"])
+    props = schema()["properties"]
+    out["slack.mode"] = list(props["slack"]["properties"]["mode"]["enum"])
+    out["config.node_access"] = list(props["config"]["properties"]["node_access"]["enum"])
     return out
 
 
@@ -66,8 +69,19 @@ def options() -> list[str]:
     return [".".join(p) for p in _booleans(schema(), ()) if p[-1] != "enabled"]
 
 
+@functools.cache
+def _defaults_text() -> str:
+    return (CHART / "values.yaml").read_text(encoding="utf-8")
+
+
 def chart_defaults() -> dict[str, Any]:
-    return dict(yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8")))
+    """The chart's values.yaml (a fresh copy each call)."""
+    return copy.deepcopy(_parsed_defaults())
+
+
+@functools.cache
+def _parsed_defaults() -> dict[str, Any]:
+    return dict(yaml.safe_load(_defaults_text()))
 
 
 def lookup(values: dict[str, Any], dotted: str) -> Any:
@@ -131,9 +145,20 @@ def combination_id(combo: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(combo.items()) if v != lookup(defaults, k)) or "defaults"
 
 
+def refusals(combo: dict[str, Any]) -> list[str]:
+    """What the chart says when it refuses ``combo``: an Ingress in Socket Mode (nothing would
+    answer /slack/events), node reads through the agent without the agent. Empty: it renders."""
+    out = []
+    if combo.get("ingress.enabled") and combo.get("slack.mode") != "http":
+        out.append("slack.mode: http")
+    values = merge(chart_defaults(), nested(combo))
+    if values["config"].get("node_access") == "agent" and not values["nodeAgent"]["enabled"]:
+        out.append("config.node_access: agent needs nodeAgent.enabled")
+    return out
+
+
 def valid(combo: dict[str, Any]) -> bool:
-    """The chart refuses an Ingress in Socket Mode (nothing would answer /slack/events)."""
-    return not (combo.get("ingress.enabled") and combo.get("slack.mode") != "http")
+    return not refusals(combo)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,8 +198,12 @@ def render_text(values: dict[str, Any] | None = None, *extra: str) -> str:
     return proc.stdout
 
 
+#: libyaml's loader where PyYAML has it: hundreds of renders are parsed per run
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def parse(text: str) -> list[Obj]:
-    return [d for d in yaml.safe_load_all(text) if d]
+    return [d for d in yaml.load_all(text, Loader=_LOADER) if d]
 
 
 def render(values: dict[str, Any] | None = None, *extra: str) -> list[Obj]:
@@ -182,12 +211,13 @@ def render(values: dict[str, Any] | None = None, *extra: str) -> list[Obj]:
     return parse(render_text(values, *extra))
 
 
-def prerender(all_values: list[dict[str, Any]]) -> None:
-    """Run helm template and helm lint for many value sets at once (fills the caches)."""
+def prerender(all_values: list[dict[str, Any]], *, lint: bool = True) -> None:
+    """Run helm template (and helm lint) for many value sets at once (fills the caches)."""
     helm_tool.helm()  # install once, before the threads race for the lock
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(helm_template, all_values))
-        list(pool.map(helm_lint, all_values))
+        if lint:
+            list(pool.map(helm_lint, all_values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,11 +261,12 @@ def kustomize_text(path: Path) -> str:
     return proc.stdout
 
 
-def find(objs: list[Obj], kind: str, name_prefix: str = "") -> list[Obj]:
-    return [o for o in objs if o["kind"] == kind and o["metadata"]["name"].startswith(name_prefix)]
+def find(objs: list[Obj], kind: str, name: str = "") -> list[Obj]:
+    """The objects of ``kind`` (called ``name``, when given)."""
+    return [o for o in objs if o["kind"] == kind and name in ("", o["metadata"]["name"])]
 
 
-def one(objs: list[Obj], kind: str, name_prefix: str = "") -> Obj:
-    found = find(objs, kind, name_prefix)
-    assert len(found) == 1, f"expected one {kind} {name_prefix!r}, found {len(found)}"
+def one(objs: list[Obj], kind: str, name: str = "") -> Obj:
+    found = find(objs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name!r}, found {len(found)}"
     return found[0]

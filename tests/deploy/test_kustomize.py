@@ -31,7 +31,14 @@ def _key(obj: dict) -> tuple[str, str, str]:
 
 
 def test_the_targets_are_the_base_and_one_overlay_per_switch() -> None:
-    assert TARGETS == ["base", "overlays/http-mode", "overlays/remediation", "overlays/tke-qgpu"]
+    assert TARGETS == [
+        "base",
+        "overlays/container-probes",
+        "overlays/http-mode",
+        "overlays/remediation",
+        "overlays/ssh",
+        "overlays/tke-qgpu",
+    ]
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -99,6 +99,8 @@ def test_settings_of_every_variant_load(all_renders: dict[str, Any], tmp_path: P
         assert state["persistentVolumeClaim"]["claimName"] == "gpubot-state", name
         runbooks = _volume_at(objs, settings.runbook_dir)
         assert runbooks["configMap"]["name"] == "gpubot-runbooks", name
+        assert settings.namespace == "gpubot", f"{name}: the bot looks for its agents in the release namespace"
+        assert settings.node_access == values.get("config", {}).get("node_access", "agent"), name
 
 
 def test_every_config_key_reaches_the_bot(tmp_path: Path) -> None:
@@ -120,7 +122,7 @@ def test_every_config_key_reaches_the_bot(tmp_path: Path) -> None:
     assert settings.http_port == 9090
     assert _container(objs)["ports"] == [{"name": "http", "containerPort": 9090, "protocol": "TCP"}]
     assert one(objs, "Service")["spec"]["ports"][0]["port"] == 9090
-    assert one(objs, "NetworkPolicy")["spec"]["ingress"][0]["ports"][0]["port"] == 9090
+    assert one(objs, "NetworkPolicy", "gpubot")["spec"]["ingress"][0]["ports"][0]["port"] == 9090
     assert settings.approvers == {"*": ("S0123456789",), "kubelet.restart": ("U0123456789",)}
     assert settings.two_person_rule is True and settings.dry_run is True
     assert settings.command_deadline_s == 35.0 and settings.ssh_concurrency == 4
@@ -144,7 +146,7 @@ def test_other_clusters_read_kubeconfigs_from_their_secret(tmp_path: Path) -> No
 
 def test_secrets_are_files_from_the_user_created_secrets(all_renders: dict[str, Any]) -> None:
     readme = DEPLOY_README.read_text(encoding="utf-8")
-    for name, (_, objs) in all_renders.items():
+    for name, (values, objs) in all_renders.items():
         env = _env(objs)
         mode = env["GPUBOT_SLACK_MODE"]
         files = {k: v for k, v in env.items() if k.endswith("_FILE")}
@@ -152,7 +154,11 @@ def test_secrets_are_files_from_the_user_created_secrets(all_renders: dict[str, 
             {"GPUBOT_SLACK_SIGNING_SECRET_FILE"} if mode == "http" else {"GPUBOT_SLACK_APP_TOKEN_FILE"}
         )
         assert set(files) == wanted, f"{name}: a secret file the mode does not use would fail settings loading"
-        for path in [*files.values(), env["GPUBOT_SSH_KEY_PATH"], env["GPUBOT_SSH_KNOWN_HOSTS"]]:
+        ssh = values.get("config", {}).get("node_access", "agent") == "ssh"
+        ssh_paths = [env[k] for k in ("GPUBOT_SSH_KEY_PATH", "GPUBOT_SSH_KNOWN_HOSTS") if k in env]
+        assert len(ssh_paths) == (2 if ssh else 0), f"{name}: the SSH key is mounted only for node_access ssh"
+        assert ssh == any(v.get("secret", {}).get("secretName") == "gpubot-ssh" for v in _mounts(objs).values()), name
+        for path in [*files.values(), *ssh_paths]:
             secret = _volume_at(objs, path)["secret"]
             key = posixpath.basename(path)
             assert re.search(rf"--from-\w+={re.escape(key)}=", readme), f"README never creates key {key}"
@@ -162,6 +168,7 @@ def test_secrets_are_files_from_the_user_created_secrets(all_renders: dict[str, 
 
 def test_secret_names_and_keys_come_from_the_values(tmp_path: Path) -> None:
     values = {
+        "config": {"node_access": "ssh"},
         "slack": {"existingSecret": "corp-slack", "botTokenKey": "xoxb", "appTokenKey": "xapp"},
         "ssh": {
             "existingSecret": "corp-ssh",
@@ -177,7 +184,25 @@ def test_secret_names_and_keys_come_from_the_values(tmp_path: Path) -> None:
     ssh = _volume_at(objs, env["GPUBOT_SSH_KEY_PATH"])["secret"]
     assert env["GPUBOT_SSH_KEY_PATH"].endswith("/id_ed25519") and env["GPUBOT_SSH_KNOWN_HOSTS"].endswith("/hosts")
     assert ssh["secretName"] == "corp-ssh" and ssh["optional"] is False
-    assert _volume_at(render(), "/etc/gpubot/ssh/x")["secret"]["optional"] is True
+    assert _volume_at(render({"config": {"node_access": "ssh"}}), "/etc/gpubot/ssh/x")["secret"]["optional"] is True
+
+
+def test_alertmanager_token_is_a_file_from_its_secret_only_when_named(tmp_path: Path) -> None:
+    """alerts.existingSecret turns POST /alerts on: the token is a file, the settings load."""
+    assert "GPUBOT_ALERTS_TOKEN_FILE" not in _env(render())
+    values = {"alerts": {"existingSecret": "am-token", "tokenKey": "bearer"}, "config": {"alerts_channel": "C0ALERT"}}
+    objs = render(values)
+    path = _env(objs)["GPUBOT_ALERTS_TOKEN_FILE"]
+    assert posixpath.basename(path) == "bearer"
+    assert _volume_at(objs, path)["secret"]["secretName"] == "am-token"
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    settings = load_settings(
+        env={**_image_env(), "GPUBOT_ALERTS_TOKEN_FILE": str(token), "GPUBOT_ALERTS_CHANNEL": "C0ALERT"}
+    )
+    assert settings.alerts_token and settings.alerts_channel == "C0ALERT"
+    readme = DEPLOY_README.read_text(encoding="utf-8")
+    assert "alerts.existingSecret" in readme and "--from-literal=token=" in readme
 
 
 def test_runbook_configmap_holds_only_overrides_and_is_mounted_whole(all_renders: dict[str, Any]) -> None:
@@ -278,8 +303,9 @@ def test_tke_qgpu_keeps_the_bot_off_qgpu_nodes() -> None:
     sized = render({"tkeQgpu": {"enabled": True}, "persistence": {"size": "20Gi", "storageClassName": "cbs"}})
     pvc = one(sized, "PersistentVolumeClaim")["spec"]
     assert pvc["resources"]["requests"]["storage"] == "20Gi" and pvc["storageClassName"] == "cbs"
-    assert "requiredDuringSchedulingIgnoredDuringExecution" not in (
-        _deployment(render())["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert (
+        "requiredDuringSchedulingIgnoredDuringExecution"
+        not in (_deployment(render())["spec"]["template"]["spec"]["affinity"]["nodeAffinity"])
     )
 
 

@@ -1,26 +1,32 @@
-"""The ClusterRoles grant exactly what the code calls: derived from the source, never listed by hand.
+"""The roles grant exactly what the code calls: derived from the source, never listed by hand.
 
-Read-only role (always bound): every call outside ``bot/actions`` is granted, it grants no write
-(``create`` only on ``pods/exec``, for ``nvml``/``verify``) and no resource the code never reads.
-Remediation role (opt-in, ``remediation.enabled``): together with the read-only role it covers
-every call in ``bot/actions``, and it grants nothing ``bot/actions`` does not use.
+Read-only ClusterRole (always bound): every call outside ``bot/actions`` is granted except exec;
+it grants no write and no resource the code never reads. Exec (``pods/exec``, the node reads
+through the agent) is a Role in the release namespace only; exec into user containers (``nvml``,
+``verify``) is the opt-in ``containerProbes`` ClusterRole. Remediation (opt-in,
+``remediation.enabled``): together with the others it covers every call in ``bot/actions``, and
+it grants nothing ``bot/actions`` does not use.
 
 The roles are read from the Helm chart as ``helm template`` renders it, in every variant of its
-switches (``render.variants()``).
+switches (``render.variants()``), each also with ``config.identity_map`` set (impersonation).
 """
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 from tests.deploy.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source, scan_tree
 from tests.deploy.rbac import grants, has_wildcard
 from tests.deploy.render import (
+    NAMESPACE,
     REPO,
+    Obj,
     combination_id,
     combination_values,
     find,
+    merge,
     one,
     prerender,
     render,
@@ -32,10 +38,10 @@ BOT = REPO / "bot"
 ACTIONS = BOT / "actions"
 #: the simulator serves the API; method names there are routes, not calls against a cluster
 SIM = BOT / "sim"
-#: the only write the read-only role may hold: exec of the fixed read commands (nvml, verify)
-EXEC = {Perm("create", "", "pods/exec")}
-#: subresources the read-only role may grant though the scan has not seen them yet
-READONLY_EXTRA_RESOURCES = {("", "pods/exec")}
+EXEC_RESOURCE = ("", "pods/exec")
+BOT_SA = [{"kind": "ServiceAccount", "name": "gpubot", "namespace": NAMESPACE}]
+#: a Slack user and a group mapped to Kubernetes identities: turns impersonation on
+IDENTITY_MAP = {"U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]}, "S0GPU": {"user": "gpu-users"}}
 
 SYNTHETIC = '''
 """A module shaped like the real ones: calls, passed methods, a dispatch table, watch, exec."""
@@ -72,6 +78,11 @@ def _reads() -> dict[Perm, list[str]]:
     return needed([u for u in uses if not Path(REPO / u.path).is_relative_to(SIM)])
 
 
+def _exec_needed() -> set[Perm]:
+    """The exec permissions the probes need (node reads through the agent, nvml, verify)."""
+    return {p for p in _reads() if (p.group, p.resource) == EXEC_RESOURCE}
+
+
 def _writes() -> dict[Perm, list[str]]:
     return needed(list(_scan(ACTIONS)[0]))
 
@@ -82,6 +93,11 @@ def _readonly() -> set[Perm]:
 
 def _remediation() -> set[Perm]:
     return grants(one(render({"remediation": {"enabled": True}}), "ClusterRole", "gpubot-remediation"))
+
+
+def _all_grants(objs: list[Obj]) -> set[Perm]:
+    """Everything the bot's service account may do, cluster-wide or in its namespace."""
+    return set().union(*(grants(r) for r in [*find(objs, "ClusterRole"), *find(objs, "Role")]))
 
 
 def _fmt(perms: dict[Perm, list[str]] | set[Perm]) -> str:
@@ -147,27 +163,52 @@ def test_every_call_is_attributable() -> None:
 
 
 def test_readonly_role_has_no_write_verb() -> None:
-    writes = {p for p in _readonly() if p.verb in WRITE_VERBS} - EXEC
+    writes = {p for p in _readonly() if p.verb in WRITE_VERBS}
     assert not writes, "the read-only ClusterRole grants writes:\n" + _fmt(writes)
 
 
 def test_readonly_role_grants_every_read_the_code_makes() -> None:
-    missing = {p: w for p, w in _reads().items() if p not in _readonly()}
+    missing = {p: w for p, w in _reads().items() if p not in _readonly() and (p.group, p.resource) != EXEC_RESOURCE}
     assert not missing, "calls outside bot/actions that gpubot-readonly does not grant:\n" + _fmt(missing)
 
 
 def test_readonly_role_grants_only_what_the_code_reads() -> None:
-    used = {(p.group, p.resource) for p in _reads()} | READONLY_EXTRA_RESOURCES
+    used = {(p.group, p.resource) for p in _reads()}
     extra = {p for p in _readonly() if (p.group, p.resource) not in used}
     assert not extra, "gpubot-readonly grants resources no probe reads:\n" + _fmt(extra)
-    odd = {p for p in _readonly() if p.verb not in {"get", "list", "watch"}} - EXEC
+    odd = {p for p in _readonly() if p.verb not in {"get", "list", "watch"}}
     assert not odd, "gpubot-readonly grants verbs beyond get/list/watch:\n" + _fmt(odd)
 
 
+def test_exec_into_the_agents_is_a_role_in_the_release_namespace() -> None:
+    """The exec the node reads need, and no more, in the bot's own namespace: never cluster-wide."""
+    assert _exec_needed(), "the scan found no exec call: the agent transport's exec is not seen"
+    objs = render()
+    role = one(objs, "Role", "gpubot-node-agent-exec")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert grants(role) == _exec_needed() | {Perm(v, "", "pods") for v in ("get", "list", "watch")}
+    binding = one(objs, "RoleBinding", "gpubot-node-agent-exec")
+    assert binding["metadata"]["namespace"] == NAMESPACE and binding["subjects"] == BOT_SA
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert not any((p.group, p.resource) == EXEC_RESOURCE for r in find(objs, "ClusterRole") for p in grants(r))
+
+
+def test_container_probes_are_the_only_cluster_wide_exec() -> None:
+    objs = render({"containerProbes": {"enabled": True}})
+    assert grants(one(objs, "ClusterRole", "gpubot-container-probes")) == _exec_needed()
+    assert one(objs, "ClusterRoleBinding", "gpubot-container-probes")["subjects"] == BOT_SA
+    assert grants(one(objs, "ClusterRole", "gpubot-readonly")) == _readonly()
+    assert not find(render(), "ClusterRole", "gpubot-container-probes")
+
+
 def test_no_action_needs_what_no_role_grants() -> None:
-    granted = _readonly() | _remediation()
+    granted = _all_grants(render({"remediation": {"enabled": True}}))
     missing = {p: w for p, w in _writes().items() if p not in granted}
-    assert not missing, "calls in bot/actions that no gpubot ClusterRole grants:\n" + _fmt(missing)
+    assert not missing, "calls in bot/actions that no gpubot role grants:\n" + _fmt(missing)
 
 
 def test_remediation_role_grants_nothing_beyond_what_actions_use() -> None:
@@ -178,53 +219,83 @@ def test_remediation_role_grants_nothing_beyond_what_actions_use() -> None:
     )
     extra = _remediation() - set(writes)
     assert not extra, "gpubot-remediation grants what bot/actions never calls:\n" + _fmt(extra)
+    actuator = grants(one(render({"remediation": {"enabled": True}}), "Role", "gpubot-actuator-exec"))
+    used = set(writes) | set(_reads())
+    assert actuator - used <= {Perm("watch", "", "pods")}, _fmt(actuator - used)
 
 
 def test_default_install_writes_nothing_and_reads_no_secret() -> None:
-    """helm install with no values: no write verb but the exec of fixed read commands, no Secret."""
+    """helm install with no values: no write verb but exec in the release namespace, no Secret."""
     objs = render()
-    granted = set().union(*(grants(r) for r in find(objs, "ClusterRole")))
-    assert {p for p in granted if p.verb in WRITE_VERBS} == EXEC
-    assert not {p for p in granted if p.resource in ("secrets", "configmaps")}
-    assert not find(objs, "ClusterRole", "gpubot-remediation")
+    cluster_wide = set().union(*(grants(r) for r in find(objs, "ClusterRole")))
+    assert not {p for p in cluster_wide if p.verb in WRITE_VERBS}
+    assert {p for p in _all_grants(objs) if p.verb in WRITE_VERBS} == {Perm("create", "", "pods/exec")}
+    assert not {p for p in _all_grants(objs) if p.resource in ("secrets", "configmaps")}
+    assert not find(objs, "ClusterRole", "gpubot-remediation") and not find(objs, "DaemonSet", "gpubot-actuator")
     assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("dry_run: true") == 1
 
 
-def test_container_exec_can_be_left_out() -> None:
-    granted = grants(one(render({"rbac": {"containerExec": False}}), "ClusterRole", "gpubot-readonly"))
-    assert not {p for p in granted if p.resource == "pods/exec"}
-    assert granted == _readonly() - {Perm("create", "", "pods/exec"), Perm("get", "", "pods/exec")}
-
-
-def test_roles_are_explicit_and_bound_only_to_the_bot_in_every_variant() -> None:
-    prerender([combination_values(c) for c in variants()])
+def _rbac_variants() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(id, switches, values) of every valid variant, each without and with impersonation."""
+    out = []
     for combo in filter(valid, variants()):
-        name = combination_id(combo)
-        objs = render(combination_values(combo))
-        assert not find(objs, "Role") and not find(objs, "RoleBinding"), name
-        roles = find(objs, "ClusterRole")
-        assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation"}, name
-        assert not any(has_wildcard(r) for r in roles), name
-        for binding in find(objs, "ClusterRoleBinding"):
-            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
-        bound = {b["roleRef"]["name"] for b in find(objs, "ClusterRoleBinding")}
-        assert bound == {r["metadata"]["name"] for r in roles}, name
-        assert "gpubot-readonly" in bound
-        granted = set().union(*(grants(r) for r in roles))
-        assert not {p for p in granted if p.resource == "secrets"}, f"{name}: the bot never reads Secrets"
-        writes = {p for p in granted if p.verb in WRITE_VERBS} - EXEC
-        assert bool(writes) == ("gpubot-remediation" in bound) == bool(combo.get("remediation.enabled")), (
-            f"{name}: only remediation.enabled may grant writes"
-        )
+        values = combination_values(combo)
+        out.append((combination_id(combo), combo, values))
+        impersonating = merge(values, {"config": {"identity_map": IDENTITY_MAP}})
+        out.append((combination_id(combo) + ",impersonation", {**combo, "impersonation": True}, impersonating))
+    return out
+
+
+def _check_variant(name: str, combo: dict[str, Any], objs: list[Obj]) -> None:
+    on = {k: bool(combo.get(k)) for k in ("remediation.enabled", "containerProbes.enabled", "impersonation")}
+    agent = combo.get("nodeAgent.enabled", True)
+    cluster_roles = {r["metadata"]["name"]: r for r in find(objs, "ClusterRole")}
+    expected = {"gpubot-readonly"}
+    expected |= {"gpubot-remediation"} if on["remediation.enabled"] else set()
+    expected |= {"gpubot-container-probes"} if on["containerProbes.enabled"] else set()
+    expected |= {"gpubot-impersonation"} if on["impersonation"] else set()
+    assert set(cluster_roles) == expected, name
+    roles = {r["metadata"]["name"]: r for r in find(objs, "Role")}
+    expected_roles = {"gpubot-node-agent-exec"} if agent else set()
+    expected_roles |= {"gpubot-actuator-exec"} if on["remediation.enabled"] else set()
+    assert set(roles) == expected_roles, name
+    assert all(r["metadata"]["namespace"] == NAMESPACE for r in [*roles.values(), *find(objs, "RoleBinding")]), name
+    for kind, bindings, bound_to in (
+        ("ClusterRole", "ClusterRoleBinding", cluster_roles),
+        ("Role", "RoleBinding", roles),
+    ):
+        found = find(objs, bindings)
+        assert all(b["subjects"] == BOT_SA and b["roleRef"]["kind"] == kind for b in found), name
+        assert {b["roleRef"]["name"] for b in found} == set(bound_to), f"{name}: every {kind} bound, and only those"
+    impersonation = cluster_roles.pop("gpubot-impersonation", None)
+    if impersonation is not None:  # pinned by resourceNames, which grants() does not model
+        assert all(r["verbs"] == ["impersonate"] and r["resourceNames"] for r in impersonation["rules"]), name
+    assert not any(has_wildcard(r) for r in [*cluster_roles.values(), *roles.values()]), name
+    cluster_wide = set().union(*(grants(r) for r in cluster_roles.values()))
+    namespaced = set().union(*(grants(r) for r in roles.values()), set())
+    assert not {p for p in cluster_wide | namespaced if p.resource == "secrets"}, f"{name}: the bot never reads Secrets"
+    writes = {p for p in cluster_wide if p.verb in WRITE_VERBS}
+    assert bool(writes - _exec_needed()) == on["remediation.enabled"], f"{name}: only remediation may write"
+    cluster_exec = {p for p in cluster_wide if (p.group, p.resource) == EXEC_RESOURCE}
+    assert bool(cluster_exec) == on["containerProbes.enabled"], f"{name}: cluster-wide exec only with containerProbes"
+    assert {p for p in namespaced if p.verb in WRITE_VERBS} <= _exec_needed(), name
+    assert bool(find(objs, "DaemonSet", "gpubot-actuator")) == on["remediation.enabled"], name
+    assert bool(find(objs, "DaemonSet", "gpubot-node")) == agent, name
+
+
+def test_rbac_properties_hold_in_every_variant() -> None:
+    """Every combination of the switches, with and without impersonation."""
+    cases = _rbac_variants()
+    prerender([values for _, _, values in cases], lint=False)
+    for name, combo, values in cases:
+        _check_variant(name, combo, render(values))
+    assert len(cases) > 500
 
 
 def test_impersonation_is_granted_for_exactly_the_mapped_users_and_groups() -> None:
     """config.identity_map alone decides who may be impersonated: no map, no grant."""
     assert not find(render(), "ClusterRole", "gpubot-impersonation")
-    identity_map = {
-        "U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]},
-        "S0GPU": {"user": "gpu-users"},
-    }
+    identity_map = IDENTITY_MAP
     objs = render({"config": {"identity_map": identity_map}})
     role = one(objs, "ClusterRole", "gpubot-impersonation")
     by_resource = {}

@@ -79,9 +79,7 @@ def _setup_kwargs(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return captured
 
 
-def test_built_package_carries_the_runbooks_and_finds_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_built_package_carries_the_runbooks_and_finds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """setuptools' build_py (what a wheel and the image's `pip install .` contain) puts runbooks/
     inside the package, and an installed package loads them as its built-in set."""
     dist = setuptools.Distribution({"name": "gpubot", "script_name": "setup.py", **_setup_kwargs(monkeypatch)})
