@@ -134,3 +134,22 @@ def test_rejections_older_than_a_running_replica_are_past() -> None:
     assert any("these rejections are past" in e for e in found.evidence)
     finding = RUNBOOKS.template("DEVICE_ADMISSION_FAILED").render(dict(found.params), role=found.role)
     assert finding.severity == "warning" and finding.remediations == []
+
+
+def _not_ready_node(name: str) -> dict[str, Any]:
+    node = gpu_node(name, 8, 8)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]
+    return node
+
+
+def test_kubelet_reading_unknown_does_not_claim_the_kubelet_is_down() -> None:
+    """An agent without the host's systemd reads "unknown": the restart offer must not follow from it."""
+    from bot.engine.checks import node_conditions
+
+    cases = {"gpu-a": "unknown", "gpu-b": "inactive", "gpu-c": "failed", "gpu-d": "active"}
+    readings = {name: NodeObservation(node=name, kubelet=state) for name, state in cases.items()}
+    facts = facts_for("node-status", pods=[], workload=False, readings=readings,
+                      nodes={name: _not_ready_node(name) for name in cases})
+    found = {d.params["node"]: d.params["kubelet_down"] for d in node_conditions.run(facts)
+             if d.code == "NODE_NOT_READY"}
+    assert found == {"gpu-a": False, "gpu-b": True, "gpu-c": True, "gpu-d": False}

@@ -9,6 +9,10 @@ from bot.engine.facts import Facts
 from bot.engine.node_rows import ready_condition, taint_texts
 from bot.probes.node import NodeObservation
 
+#: what ``systemctl is-active`` prints for a unit that is not running; anything else (notably
+#: "unknown" when the node agent has no access to the host's systemd) says nothing either way
+KUBELET_DOWN_STATES = frozenset({"inactive", "failed", "deactivating"})
+
 
 def run(facts: Facts) -> Iterator[Detection]:
     """NODE_NOT_FOUND for an asked name, NODE_NOT_READY (with kubelet state), NODE_CORDONED."""
@@ -27,7 +31,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             if kubelet:
                 evidence.append(f"{name}: systemctl is-active kubelet on the node: {kubelet}")
             yield detect("NODE_NOT_READY", node_subject(name), node=name, reason=reason,
-                         kubelet_down=bool(kubelet and kubelet != "active"), evidence=evidence)
+                         kubelet_down=kubelet in KUBELET_DOWN_STATES, evidence=evidence)
         if (node.get("spec") or {}).get("unschedulable"):
             taints = ", ".join(taint_texts(node)) or "none"
             yield detect("NODE_CORDONED", node_subject(name), node=name,
