@@ -24,7 +24,7 @@ from bot.remediation import ClusterClients
 from bot.settings import Settings
 from bot.slack.hooks import DiagnosisService
 from bot.slack.transport import SlackServer, check_slack_settings
-from bot.wiring import build_bot
+from bot.wiring import Bot, build_bot
 
 log = logging.getLogger("gpubot.server")
 
@@ -64,17 +64,15 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
     sweepers: list[asyncio.Task[None]] = []
+    leader_stop = asyncio.Event()
+    leadership: asyncio.Task[None] | None = None
     try:
         await bot.start()
         freeze_startup_heap()
-        if bot.remediation is not None:
-            sweep = bot.remediation.sweep
-            sweepers.append(asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop)))
-        for watcher in bot.watchers:
-            what = f"watch sweep of {watcher.config.cluster}"
-            sweepers.append(
-                asyncio.create_task(sweep_periodically(watcher.sweep, watcher.config.interval_s, stop, what=what))
-            )
+        # every replica answers commands and clicks; the singletons run only in the leader
+        leadership = asyncio.create_task(bot.leader.run(leader_stop))
+        for factory in singletons(bot, stop):
+            sweepers.append(asyncio.create_task(bot.leader.run_while_leader(factory)))
         if started is not None and not started.done():
             started.set_result(bot.server)
         await stop.wait()
@@ -85,9 +83,35 @@ async def serve(
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+        if leadership is not None:
+            # after the singletons stopped: the Lease is given up, so another replica leads at once
+            leader_stop.set()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(leadership, settings.api_timeout_s)
         for sig in installed:
             loop.remove_signal_handler(sig)
         await bot.close()
+
+
+def singletons(bot: Bot, stop: asyncio.Event) -> list[Callable[[], Awaitable[None]]]:
+    """What only the leader runs: the offer sweep (with the leader's housekeeping) and each watch."""
+    factories: list[Callable[[], Awaitable[None]]] = []
+    if bot.remediation is not None:
+        remediation_sweep = bot.remediation.sweep
+        housekeeping = bot.sweeps
+
+        async def sweep() -> None:
+            await remediation_sweep()
+            for extra in housekeeping:
+                await extra()
+
+        factories.append(lambda: sweep_periodically(sweep, bot.settings.offer_sweep_interval_s, stop))
+    for watcher in bot.watchers:
+        what = f"watch sweep of {watcher.config.cluster}"
+        factories.append(
+            lambda w=watcher, what=what: sweep_periodically(w.sweep, w.config.interval_s, stop, what=what)  # type: ignore[misc]
+        )
+    return factories
 
 
 def freeze_startup_heap() -> None:

@@ -14,15 +14,26 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
 from bot.remediation import ClusterClients, RemediationService
+from bot.remediation.audit import AuditLog
+from bot.remediation.flow import process_owner
+from bot.remediation.kube_audit import KubeAuditLog
+from bot.remediation.kube_keys import KubeKeys
+from bot.remediation.kube_state import KubeState
+from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.sqlite_requests import SqliteSeenRequests
+from bot.remediation.store import PendingStore
 from bot.settings import Settings
 from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
@@ -32,6 +43,47 @@ from bot.slack.transport import SlackServer
 from bot.slack.watch_buttons import register_watch_buttons
 from bot.slack.watch_notifier import SlackWatchNotifier
 from bot.slack.web import new_web_client
+
+
+class SeenKeys(Protocol):
+    """Slack requests seen by any replica (``bot.slack.dedupe.SharedKeys``), released at close."""
+
+    def first(self, key: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class SharedState:
+    """Where this bot keeps what every replica shares, as ``settings.state`` chose."""
+
+    #: the pending actions and the audit trail; None: the SQLite file (the service opens it)
+    remediation: tuple[PendingStore, AuditLog] | None = None
+    seen: SeenKeys | None = None
+    #: who runs the singletons (sweeps, the watch, posting); SQLite: this process alone
+    leader: Leader = field(default_factory=SoleLeader)
+    #: housekeeping only the leader runs (expired retry keys), with the offer sweep
+    sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+
+
+def build_state(settings: Settings, clients: ClusterClients | None) -> SharedState:
+    """SQLite (one replica) or the Kubernetes API of the default cluster, in ``settings.namespace``.
+
+    Without cluster clients there is nothing to remediate with: no shared state, sole leader.
+    """
+    if clients is None:
+        return SharedState()
+    if settings.state == "sqlite":
+        return SharedState(seen=SqliteSeenRequests(settings.state_path))
+    cluster = settings.cluster(None).name
+    kube = KubeState(clients.api_client_for(cluster), settings.namespace, timeout_s=settings.api_timeout_s)
+    keys = KubeKeys(kube)
+    leadership = Leadership(LeaseLock(kube, process_owner(), lease_s=settings.leader_lease_s))
+
+    async def sweep_keys() -> int:
+        return await asyncio.to_thread(keys.sweep)
+
+    return SharedState((KubePendingStore(kube), KubeAuditLog(kube)), keys, leadership, [sweep_keys])
 
 
 @dataclass
@@ -48,8 +100,12 @@ class Bot:
     remediation: SlackRemediation | None = None
     #: one per enabled ``watch`` entry; ``serve`` sweeps each on its own interval
     watchers: list[Watcher] = field(default_factory=list)
-    #: Slack requests seen by any replica (in the state file); ``None`` without remediation
-    seen: SqliteSeenRequests | None = None
+    #: Slack requests seen by any replica (the state file, or the API); ``None`` without remediation
+    seen: SeenKeys | None = None
+    #: who runs the singletons; ``serve`` runs sweeps and watches only while it leads
+    leader: Leader = field(default_factory=SoleLeader)
+    #: further housekeeping the leader runs with the offer sweep
+    sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -80,11 +136,14 @@ def build_bot(
 
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
+    shared = build_state(settings, clients)
     remediation = (
-        SlackRemediation(RemediationService(settings, clients), web, metrics=metrics) if clients is not None else None
+        SlackRemediation(RemediationService(settings, clients, state=shared.remediation), web, metrics=metrics)
+        if clients is not None
+        else None
     )
-    # with remediation on, the state file is shared by every replica: so is the memory of retries
-    seen = SqliteSeenRequests(settings.state_path) if remediation is not None else None
+    # with remediation on, the state is shared by every replica: so is the memory of retries
+    seen = shared.seen
     slack = create_app(
         settings,
         service,
@@ -106,7 +165,7 @@ def build_bot(
             settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
         )
         add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
-    return Bot(settings, service, slack, server, web, remediation, watchers, seen)
+    return Bot(settings, service, slack, server, web, remediation, watchers, seen, shared.leader, shared.sweeps)
 
 
 def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
