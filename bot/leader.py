@@ -9,8 +9,8 @@ has passed by the API server's clock (the ``Date`` of the response it read the L
 its own clock), or at once when the holder released it on shutdown. Every take and renewal is a
 compare-and-swap on the Lease's ``resourceVersion``, so two replicas never both win.
 
-A leader that cannot renew for two thirds of the lease stops being leader by itself (its
-singletons are cancelled) before anyone else may take over. ``run_while_leader`` runs a
+A leader that cannot renew for two thirds of the lease (at most the lease less 1.5 s) stops
+being leader by itself (its singletons are cancelled) before anyone else may take over. ``run_while_leader`` runs a
 coroutine only while this replica leads, cancelling it when leadership is lost; ``SoleLeader``
 is the single-replica stand-in (SQLite state): always leader.
 """
@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 from kubernetes.client import V1Lease, V1LeaseSpec, V1ObjectMeta
 
+from bot.coordination.kube_state import Conflict, KubeState, NotFound
 from bot.errors import StateStoreError, error_text
 from bot.observability import log_event
-from bot.remediation.kube_state import Conflict, KubeState, NotFound
 
 log = logging.getLogger("gpubot.leader")
 
@@ -151,8 +151,9 @@ class Leadership:
         self.lease_s = lock.lease_s
         #: the leader renews this often; followers look this often for a Lease run out
         self.renew_s = renew_s if renew_s is not None else self.lease_s / 3
-        #: a leader that has not renewed for this long steps down on its own
-        self.deadline_s = self.lease_s * 2 / 3
+        #: a leader that has not renewed for this long steps down on its own: before the Lease
+        #: can run out for the others, even with ``renewTime`` a whole second behind (``Date``)
+        self.deadline_s = min(self.lease_s * 2 / 3, self.lease_s - 1.5)
         self._monotonic = monotonic
         self._leading = asyncio.Event()
         self._following = asyncio.Event()

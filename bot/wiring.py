@@ -21,6 +21,7 @@ from typing import Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.coordination.kube_state import KubeState
 from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
@@ -30,7 +31,6 @@ from bot.remediation.audit import AuditLog
 from bot.remediation.flow import process_owner
 from bot.remediation.kube_audit import KubeAuditLog
 from bot.remediation.kube_keys import KubeKeys
-from bot.remediation.kube_state import KubeState
 from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.sqlite_requests import SqliteSeenRequests
 from bot.remediation.store import PendingStore

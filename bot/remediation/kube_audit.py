@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from bot.coordination.kube_state import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
 from bot.errors import StateStoreError
 from bot.observability import log_event
 from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
 from bot.remediation.ids import is_well_formed
-from bot.remediation.kube_state import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
 from bot.remediation.store import utc
 
 log = logging.getLogger("gpubot.audit")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.remediation.kube_state import API_VERSION, KEYS, Conflict, KubeState, NotFound, created_at, hashed_name
+from bot.coordination.kube_state import API_VERSION, KEYS, Conflict, KubeState, NotFound, created_at, hashed_name
 
 _KIND_LABEL = "gpubot.dev/key-kind"
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kubernetes.client import V1Lease, V1LeaseSpec, V1ObjectMeta
 
+from bot.coordination.kube_state import Conflict, KubeState, NotFound, hashed_name
 from bot.errors import StateStoreError
-from bot.remediation.kube_state import Conflict, KubeState, NotFound, hashed_name
 from bot.remediation.store import PendingAction
 
 _TRIES = 20

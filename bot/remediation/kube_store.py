@@ -20,9 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.errors import StateStoreError
-from bot.remediation.kube_node_lock import NodeLocks
-from bot.remediation.kube_state import (
+from bot.coordination.kube_state import (
     API_VERSION,
     REMEDIATIONS,
     Conflict,
@@ -35,6 +33,8 @@ from bot.remediation.kube_state import (
     parse_k8s_time,
     plain_json,
 )
+from bot.errors import StateStoreError
+from bot.remediation.kube_node_lock import NodeLocks
 from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, PendingAction
 
 #: finished records are kept this long for ``kubectl get`` and the views, then deleted

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from bot.remediation.kube_state import KubeState
+from bot.coordination.kube_state import KubeState
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario

@@ -27,17 +27,17 @@ import aiohttp
 import yaml
 from kubernetes import client, config
 
+from bot.coordination.kube_state import KubeState
 from bot.remediation.audit import AuditEntry
 from bot.remediation.flow import ConfirmFlow
 from bot.remediation.kube_audit import KubeAuditLog
-from bot.remediation.kube_state import KubeState
 from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.policy import ApproverPolicy
 from bot.sim.cluster import SimCluster
 from bot.sim.store import resource_for
 from tests.actions.conftest import APPROVER, REQUESTER, scenario
 from tests.replicas.conftest import NAMESPACE, namespace_object
-from tests.slack.helpers import BOT_TOKEN, SIGNING_SECRET, click_payload, interaction_form, post, sign
+from tests.slack.helpers import BOT_TOKEN, SIGNING_SECRET, click_payload, interaction_form, sign
 from tests.slack.mock_slack_api import MockSlackApi
 
 ROOT = Path(__file__).resolve().parents[2]
