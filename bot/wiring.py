@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -26,6 +26,7 @@ from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
+from bot.proactive.kube_store import KubeProblemStore
 from bot.remediation import ClusterClients, RemediationService
 from bot.remediation.audit import AuditLog
 from bot.remediation.flow import process_owner
@@ -64,6 +65,8 @@ class SharedState:
     leader: Leader = field(default_factory=SoleLeader)
     #: housekeeping only the leader runs (expired retry keys), with the offer sweep
     sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: the watch's memory when it is shared (Kubernetes); None: the state file's
+    problems: ProblemStore | None = None
 
 
 def build_state(settings: Settings, clients: ClusterClients | None) -> SharedState:
@@ -80,10 +83,15 @@ def build_state(settings: Settings, clients: ClusterClients | None) -> SharedSta
     keys = KubeKeys(kube)
     leadership = Leadership(LeaseLock(kube, process_owner(), lease_s=settings.leader_lease_s))
 
-    async def sweep_keys() -> int:
-        return await asyncio.to_thread(keys.sweep)
+    problems = KubeProblemStore(kube)
 
-    return SharedState((KubePendingStore(kube), KubeAuditLog(kube)), keys, leadership, [sweep_keys])
+    async def sweep_keys() -> None:
+        await asyncio.to_thread(keys.sweep)
+        await asyncio.to_thread(lambda: problems.sweep(kube.now()))
+
+    # ``KubeProblemStore`` has every method of ``ProblemStore``, which the watch names as its type
+    shared_problems = cast(ProblemStore, problems)
+    return SharedState((KubePendingStore(kube), KubeAuditLog(kube)), keys, leadership, [sweep_keys], shared_problems)
 
 
 @dataclass
@@ -155,7 +163,7 @@ def build_bot(
         remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
         seen=seen,
     )
-    watchers = build_watchers(settings, service, web)
+    watchers = build_watchers(settings, service, web, shared.problems)
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
     server = SlackServer(slack, settings)
@@ -168,12 +176,15 @@ def build_bot(
     return Bot(settings, service, slack, server, web, remediation, watchers, seen, shared.leader, shared.sweeps)
 
 
-def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
-    """One watcher per enabled ``watch`` entry, sharing the state file's problem table."""
+def build_watchers(
+    settings: Settings, service: DiagnosisService, web: AsyncWebClient, problems: ProblemStore | None = None
+) -> list[Watcher]:
+    """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems``
+    (on the Kubernetes API), else the state file's problem table."""
     enabled = [w for w in settings.watch if w.enabled]
     if not enabled:
         return []
-    store = ProblemStore(settings.state_path)
+    store = problems if problems is not None else ProblemStore(settings.state_path)
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
     return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]

@@ -38,6 +38,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 REMEDIATIONS = "gpuremediations"
 AUDIT_RECORDS = "gpuauditrecords"
 KEYS = "gpukeys"
+WATCH_RECORDS = "gpuwatchrecords"
 
 
 class Conflict(Exception):

@@ -81,8 +81,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("batch", "v1", "jobs", "Job", True, (), ("status",), ("get", "list", "watch")),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     # gpubot's own state (deploy/helm/gpubot/crds/): pending actions, the append-only audit
-    # trail (no update, patch or delete verb: the server itself refuses to change an entry) and
-    # keys that expire (Slack retry de-duplication, open-problem fingerprints)
+    # trail (no update, patch or delete verb: the server itself refuses to change an entry), the
+    # watch's memory (open problems, snoozes, summaries) and keys that expire (Slack retries)
     ResourceType(
         "gpubot.dev",
         "v1alpha1",
@@ -113,6 +113,21 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
             PrinterColumn("Actor", ".spec.actor"),
             PrinterColumn("Target", ".spec.target"),
             PrinterColumn("Outcome", ".spec.outcome"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    ResourceType(
+        "gpubot.dev",
+        "v1alpha1",
+        "gpuwatchrecords",
+        "GpuWatchRecord",
+        True,
+        columns=(
+            PrinterColumn("Type", ".spec.type"),
+            PrinterColumn("Channel", ".spec.channel"),
+            PrinterColumn("Code", ".spec.code"),
+            PrinterColumn("Subject", ".spec.subject"),
+            PrinterColumn("State", ".spec.state"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         ),
     ),
