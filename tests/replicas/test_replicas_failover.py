@@ -13,14 +13,16 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from bot.proactive.kube_store import KubeProblemStore
 from bot.remediation.flow import ConfirmFlow
 from bot.remediation.policy import ApproverPolicy
 from tests.actions.conftest import APPROVER, ZOMBIE_NODE
 from tests.faults.conftest import checkpoint_kept, end_state
-from tests.replicas.rig import ReplicaRig, replica_rig
+from tests.replicas.rig import Replica, ReplicaRig, replica_rig
 
 LEASE_S = 3.0
 STOP = "systemctl stop kubelet"
+WATCH_CHANNEL = "C0WATCH"
 
 
 async def current_leader(rig: ReplicaRig) -> str:
@@ -32,9 +34,29 @@ async def current_leader(rig: ReplicaRig) -> str:
     return result
 
 
-async def test_killing_the_leader_hands_leadership_and_the_sweep_to_the_other_in_time(tmp_path: Path) -> None:
-    async with replica_rig(tmp_path) as rig:
+def watch_posts(rig: ReplicaRig) -> list[str]:
+    """The text of every new message the watch posted (edits and thread replies are not posts)."""
+    return [
+        str(c.body.get("text"))
+        for c in rig.mock.of("chat.postMessage")
+        if c.body.get("channel") == WATCH_CHANNEL and not c.body.get("thread_ts")
+    ]
+
+
+def sweeps_logged(replica: Replica) -> int:
+    return replica.log.read_text(encoding="utf-8", errors="replace").count('"watch sweep"')
+
+
+async def test_killing_the_leader_hands_leadership_sweeps_and_posting_to_the_other_in_time(tmp_path: Path) -> None:
+    watch = [{"cluster": "sim", "channel": WATCH_CHANNEL, "enabled": True, "interval_s": 1.0}]
+    async with replica_rig(tmp_path, name="leak", watch=watch) as rig:
         first = await current_leader(rig)
+        problems = KubeProblemStore(rig.kube)
+
+        async def posted() -> int:
+            return len(watch_posts(rig)) if await rig.io(problems.open_problems, "sim", WATCH_CHANNEL) else 0
+
+        await rig.wait_for(posted, timeout=60)
         leader = rig.replica_of(first)
         assert leader is not None
         survivor = next(r for r in rig.replicas if r is not leader)
@@ -61,6 +83,16 @@ async def test_killing_the_leader_hands_leadership_and_the_sweep_to_the_other_in
         await rig.wait_for(expired, timeout=10)
         trail = await rig.trail(offer.id)
         assert [e.event for e in trail] == ["offer", "expire"] and trail[-1].actor == "gpubot"
+        # the survivor now sweeps the watch too; it knows what the old leader posted
+        swept = sweeps_logged(survivor)
+
+        async def swept_twice() -> bool:
+            return sweeps_logged(survivor) >= swept + 2
+
+        await rig.wait_for(swept_twice, timeout=20)
+        texts = watch_posts(rig)
+        open_now = await rig.io(problems.open_problems, "sim", WATCH_CHANNEL)
+        assert texts and len(texts) == len(set(texts)) == len(open_now), texts
         assert survivor.alive()
 
 
