@@ -32,6 +32,14 @@ BOT = REPO / "bot"
 ACTIONS = BOT / "actions"
 #: the simulator serves the API; method names there are routes, not calls against a cluster
 SIM = BOT / "sim"
+#: gpubot's own state on the API (config.state: kubernetes): granted in the release namespace by
+#: the gpubot-state Role, checked against these modules by tests/replicas/test_crds.py
+STATE = (
+    BOT / "coordination",
+    BOT / "leader.py",
+    BOT / "proactive" / "kube_store.py",
+    *sorted((BOT / "remediation").glob("kube_*.py")),
+)
 #: the only write the read-only role may hold: exec of the fixed read commands (nvml, verify)
 EXEC = {Perm("create", "", "pods/exec")}
 #: subresources the read-only role may grant though the scan has not seen them yet
@@ -69,6 +77,7 @@ def _scan(root: Path) -> tuple[tuple[Use, ...], tuple[str, ...]]:
 def _reads() -> dict[Perm, list[str]]:
     """What everything outside bot/actions (and the simulator) needs."""
     uses = [u for u in _scan(BOT)[0] if not Path(REPO / u.path).is_relative_to(ACTIONS)]
+    uses = [u for u in uses if not any(Path(REPO / u.path).is_relative_to(s) for s in STATE)]
     return needed([u for u in uses if not Path(REPO / u.path).is_relative_to(SIM)])
 
 
@@ -201,7 +210,10 @@ def test_roles_are_explicit_and_bound_only_to_the_bot_in_every_variant() -> None
     for combo in filter(valid, variants()):
         name = combination_id(combo)
         objs = render(combination_values(combo))
-        assert not find(objs, "Role") and not find(objs, "RoleBinding"), name
+        # the one Role: gpubot's own state in its namespace (tests/replicas/test_crds.py)
+        assert {r["metadata"]["name"] for r in find(objs, "Role")} <= {"gpubot-state"}, name
+        for binding in find(objs, "RoleBinding"):
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
         roles = find(objs, "ClusterRole")
         assert {r["metadata"]["name"] for r in roles} <= {"gpubot-readonly", "gpubot-remediation"}, name
         assert not any(has_wildcard(r) for r in roles), name
