@@ -3,11 +3,12 @@
 Order matters: check the configuration (fail fast, naming what is missing but never a value),
 turn on JSON logs that redact every secret, build the bot (``bot.wiring``), verify the bot token,
 restore runs a restart cut off, start the transports, freeze the start-up heap out of the
-collector's scans, start the periodic sweep (expired offers, abandoned runs) and one sweep per
-enabled watch (``bot.proactive``), then wait for
-SIGTERM/SIGINT, stop the sweep and drain: in-flight diagnoses within ``shutdown_grace_s``, a
-running action up to its own maximum. This module runs what ``bot.wiring`` builds; it holds no
-Slack, diagnosis or remediation logic.
+collector's scans, seek leadership (``bot.leader``; with SQLite state this process always leads)
+and, only while leading, run the periodic sweep (expired offers, abandoned runs, expired keys)
+and one sweep per enabled watch (``bot.proactive``), then wait for SIGTERM/SIGINT, stop the
+sweeps, give the leader Lease up (another replica leads while this one drains) and drain:
+in-flight diagnoses within ``shutdown_grace_s``, a running action up to its own maximum. This
+module runs what ``bot.wiring`` builds; it holds no Slack, diagnosis or remediation logic.
 """
 
 from __future__ import annotations
@@ -76,21 +77,32 @@ async def serve(
         if started is not None and not started.done():
             started.set_result(bot.server)
         await stop.wait()
+        # singletons first, then the Lease: another replica leads while this one drains
+        await stop_leading(sweepers, leadership, leader_stop, settings.api_timeout_s)
         log_event(log, "shutting down", in_flight=len(bot.slack.tasks), grace_s=settings.shutdown_grace_s)
         await bot.server.stop(settings.shutdown_grace_s)
     finally:
-        for sweeper in sweepers:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
-        if leadership is not None:
-            # after the singletons stopped: the Lease is given up, so another replica leads at once
-            leader_stop.set()
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(leadership, settings.api_timeout_s)
+        await stop_leading(sweepers, leadership, leader_stop, settings.api_timeout_s)
         for sig in installed:
             loop.remove_signal_handler(sig)
         await bot.close()
+
+
+async def stop_leading(
+    sweepers: list[asyncio.Task[None]],
+    leadership: asyncio.Task[None] | None,
+    leader_stop: asyncio.Event,
+    timeout_s: float,
+) -> None:
+    """Cancel the singletons, then let the leadership loop give the Lease up (idempotent)."""
+    for sweeper in sweepers:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+    if leadership is not None:
+        leader_stop.set()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(leadership, timeout_s)
 
 
 def singletons(bot: Bot, stop: asyncio.Event) -> list[Callable[[], Awaitable[None]]]:

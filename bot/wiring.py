@@ -7,6 +7,11 @@ watcher per enabled ``watch`` entry. One Web API client serves the app, the reme
 and the watch's posts, and one ``Metrics`` registry counts for all. ``bot.server.serve`` runs what
 this builds.
 
+Where the shared state lives follows ``settings.state`` (``build_state``): the SQLite file (one
+replica, always leader) or the Kubernetes API of the default cluster (``bot.remediation.kube_*``,
+``bot.proactive.kube_store``) with leader election on a Lease (``bot.leader``), so several
+replicas can serve one Slack app.
+
 A diagnosis service given from outside (a stand-in, in tests) comes without cluster clients: the
 bot then offers no buttons, unless ``clients`` are given too. This module only builds and orders;
 it holds no Slack, diagnosis or remediation logic.
