@@ -9,6 +9,8 @@ the survivor and the audit trail says so.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -132,3 +134,24 @@ async def test_a_node_action_cut_off_by_a_lost_replica_is_restored_by_the_other(
         restored = [e for e in trail if e.event == "step" and "restore" in str(e.detail.get("step"))]
         assert restored, [(e.event, e.detail) for e in trail]
         assert final.finished_at is not None and final.finished_at - final.created_at < timedelta(minutes=5)
+
+
+async def test_a_leader_shut_down_gracefully_hands_the_lease_over_at_once(tmp_path: Path) -> None:
+    async with replica_rig(tmp_path, leader_lease_s=15.0) as rig:
+        first = await current_leader(rig)
+        leader = rig.replica_of(first)
+        assert leader is not None
+        survivor = next(r for r in rig.replicas if r is not leader)
+        leader.proc.send_signal(signal.SIGTERM)  # a rolling update: it releases the Lease first
+        stopped_at = time.monotonic()
+
+        async def taken_over() -> str:
+            identity = await rig.leader_identity()
+            return identity if identity not in ("", first) else ""
+
+        second = await rig.wait_for(taken_over, timeout=30, every=0.05)
+        took_s = time.monotonic() - stopped_at
+        print(f"graceful handover after {took_s:.2f}s (lease 15s)")
+        assert rig.replica_of(second) is survivor
+        assert took_s < 15, "the survivor waited the lease out: the Lease was not given up"
+        assert await asyncio.to_thread(leader.proc.wait, 30) == 0
