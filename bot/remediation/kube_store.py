@@ -35,7 +35,7 @@ from bot.coordination.kube_state import (
 )
 from bot.errors import StateStoreError
 from bot.remediation.kube_node_lock import NodeLocks
-from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, PendingAction
+from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction
 
 #: finished records are kept this long for ``kubectl get`` and the views, then deleted
 DEFAULT_RETENTION = timedelta(days=7)
@@ -160,7 +160,7 @@ class KubePendingStore:
         raise StateStoreError("the pending action kept changing under this write; try again")
 
     def claim(self, action_id: str, *, approver: str, owner: str = "") -> ClaimResult:
-        verdict: dict[str, str] = {}
+        verdict: dict[str, ClaimStatus] = {}
 
         def to_running(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:
             verdict.clear()
@@ -188,7 +188,7 @@ class KubePendingStore:
             return ClaimResult("unknown")
         record = to_action(obj)
         if verdict.get("status") != "claimed":
-            return ClaimResult(verdict.get("status", "already_taken"), record, record.state)  # type: ignore[arg-type]
+            return ClaimResult(verdict.get("status", "already_taken"), record, record.state)
         if record.lock_key:
             holder = self.locks.acquire(record.lock_key, object_name(record.id), self._running_holder)
             if holder is not None:
