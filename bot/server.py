@@ -3,11 +3,12 @@
 Order matters: check the configuration (fail fast, naming what is missing but never a value),
 turn on JSON logs that redact every secret, build the bot (``bot.wiring``), verify the bot token,
 restore runs a restart cut off, start the transports, freeze the start-up heap out of the
-collector's scans, start the periodic sweep (expired offers, abandoned runs) and one sweep per
-enabled watch (``bot.proactive``), then wait for
-SIGTERM/SIGINT, stop the sweep and drain: in-flight diagnoses within ``shutdown_grace_s``, a
-running action up to its own maximum. This module runs what ``bot.wiring`` builds; it holds no
-Slack, diagnosis or remediation logic.
+collector's scans, seek leadership (``bot.leader``; with SQLite state this process always leads)
+and, only while leading, run the periodic sweep (expired offers, abandoned runs, expired keys)
+and one sweep per enabled watch (``bot.proactive``), then wait for SIGTERM/SIGINT, stop the
+sweeps, give the leader Lease up (another replica leads while this one drains) and drain:
+in-flight diagnoses within ``shutdown_grace_s``, a running action up to its own maximum. This
+module runs what ``bot.wiring`` builds; it holds no Slack, diagnosis or remediation logic.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bot.remediation import ClusterClients
 from bot.settings import Settings
 from bot.slack.hooks import DiagnosisService
 from bot.slack.transport import SlackServer, check_slack_settings
-from bot.wiring import build_bot
+from bot.wiring import Bot, build_bot
 
 log = logging.getLogger("gpubot.server")
 
@@ -64,30 +65,65 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
     sweepers: list[asyncio.Task[None]] = []
+    leader_stop = asyncio.Event()
+    leadership: asyncio.Task[None] | None = None
     try:
         await bot.start()
         freeze_startup_heap()
-        if bot.remediation is not None:
-            sweep = bot.remediation.sweep
-            sweepers.append(asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop)))
-        for watcher in bot.watchers:
-            what = f"watch sweep of {watcher.config.cluster}"
-            sweepers.append(
-                asyncio.create_task(sweep_periodically(watcher.sweep, watcher.config.interval_s, stop, what=what))
-            )
+        # every replica answers commands and clicks; the singletons run only in the leader
+        leadership = asyncio.create_task(bot.leader.run(leader_stop))
+        for factory in singletons(bot, stop):
+            sweepers.append(asyncio.create_task(bot.leader.run_while_leader(factory)))
         if started is not None and not started.done():
             started.set_result(bot.server)
         await stop.wait()
+        # singletons first, then the Lease: another replica leads while this one drains
+        await stop_leading(sweepers, leadership, leader_stop, settings.api_timeout_s)
         log_event(log, "shutting down", in_flight=len(bot.slack.tasks), grace_s=settings.shutdown_grace_s)
         await bot.server.stop(settings.shutdown_grace_s)
     finally:
-        for sweeper in sweepers:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+        await stop_leading(sweepers, leadership, leader_stop, settings.api_timeout_s)
         for sig in installed:
             loop.remove_signal_handler(sig)
         await bot.close()
+
+
+async def stop_leading(
+    sweepers: list[asyncio.Task[None]],
+    leadership: asyncio.Task[None] | None,
+    leader_stop: asyncio.Event,
+    timeout_s: float,
+) -> None:
+    """Cancel the singletons, then let the leadership loop give the Lease up (idempotent)."""
+    for sweeper in sweepers:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+    if leadership is not None:
+        leader_stop.set()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(leadership, timeout_s)
+
+
+def singletons(bot: Bot, stop: asyncio.Event) -> list[Callable[[], Awaitable[None]]]:
+    """What only the leader runs: the offer sweep (with the leader's housekeeping) and each watch."""
+    factories: list[Callable[[], Awaitable[None]]] = []
+    if bot.remediation is not None:
+        remediation_sweep = bot.remediation.sweep
+        housekeeping = bot.sweeps
+
+        async def sweep() -> None:
+            await remediation_sweep()
+            for extra in housekeeping:
+                await extra()
+
+        factories.append(lambda: sweep_periodically(sweep, bot.settings.offer_sweep_interval_s, stop))
+    for watcher in bot.watchers:
+        what = f"watch sweep of {watcher.config.cluster}"
+        factories.append(
+            lambda w=watcher, what=what: sweep_periodically(w.sweep, w.config.interval_s, stop, what=what)  # type: ignore[misc]
+        )
+    return factories
 
 
 def freeze_startup_heap() -> None:

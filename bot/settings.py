@@ -23,6 +23,9 @@ ENV_PREFIX = "GPUBOT_"
 SlackMode = Literal["socket", "http"]
 #: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
 NodeAccess = Literal["agent", "ssh"]
+#: where pending actions, the audit trail and retry keys live: one SQLite file (one replica; the
+#: CLI and the demo) or objects on the Kubernetes API (several replicas; the Helm chart's default)
+StateBackend = Literal["sqlite", "kubernetes"]
 #: the log levels ``log_level`` accepts (any case; stored upper case)
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -152,8 +155,16 @@ class Settings:
     #: directory of runbook overrides layered on the packaged runbooks: a file there replaces the
     #: packaged file of the same name, any other file adds a runbook; empty = the packaged ones only
     runbook_dir: str = ""
-    #: SQLite file for pending actions and the audit trail
+    #: where pending actions, the audit trail and Slack retry keys live: "sqlite" (the file at
+    #: ``state_path``; one replica) or "kubernetes" (gpubot.dev objects and Leases in ``namespace``
+    #: of the default cluster, with leader election, so several replicas can run)
+    state: StateBackend = "sqlite"
+    #: SQLite file for pending actions and the audit trail (``state: sqlite``; with "kubernetes"
+    #: only the proactive watch's memory stays in it)
     state_path: str = "gpubot-state.db"
+    #: seconds the leader's Lease (``gpubot-leader``) is valid without renewal (``state:
+    #: kubernetes``); it renews every third of it, and a replica takes over after it runs out
+    leader_lease_s: float = 15.0
     #: seconds an offered remediation stays clickable
     action_ttl_s: int = 900
     #: action name (or "*" for all) -> Slack user ids / user-group ids allowed to approve it
@@ -356,6 +367,10 @@ def load_settings(
 def _check(s: Settings) -> None:
     if s.slack_mode not in get_args(SlackMode):
         raise ConfigError(f"setting slack_mode: {s.slack_mode!r} is not 'socket' or 'http'")
+    if s.state not in get_args(StateBackend):
+        raise ConfigError(f"setting state: {s.state!r} is not 'sqlite' or 'kubernetes'")
+    if s.leader_lease_s < 2:
+        raise ConfigError("setting leader_lease_s: must be at least 2 seconds")
     if s.node_access not in get_args(NodeAccess):
         raise ConfigError(f"setting node_access: {s.node_access!r} is not 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):

@@ -7,6 +7,11 @@ watcher per enabled ``watch`` entry. One Web API client serves the app, the reme
 and the watch's posts, and one ``Metrics`` registry counts for all. ``bot.server.serve`` runs what
 this builds.
 
+Where the shared state lives follows ``settings.state`` (``build_state``): the SQLite file (one
+replica, always leader) or the Kubernetes API of the default cluster (``bot.remediation.kube_*``,
+``bot.proactive.kube_store``) with leader election on a Lease (``bot.leader``), so several
+replicas can serve one Slack app.
+
 A diagnosis service given from outside (a stand-in, in tests) comes without cluster clients: the
 bot then offers no buttons, unless ``clients`` are given too. This module only builds and orders;
 it holds no Slack, diagnosis or remediation logic.
@@ -14,15 +19,27 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.coordination.kube_state import KubeState
+from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
+from bot.proactive.kube_store import KubeProblemStore
 from bot.remediation import ClusterClients, RemediationService
+from bot.remediation.audit import AuditLog
+from bot.remediation.flow import process_owner
+from bot.remediation.kube_audit import KubeAuditLog
+from bot.remediation.kube_keys import KubeKeys
+from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.sqlite_requests import SqliteSeenRequests
+from bot.remediation.store import PendingStore
 from bot.settings import Settings
 from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
@@ -32,6 +49,54 @@ from bot.slack.transport import SlackServer
 from bot.slack.watch_buttons import register_watch_buttons
 from bot.slack.watch_notifier import SlackWatchNotifier
 from bot.slack.web import new_web_client
+
+
+class SeenKeys(Protocol):
+    """Slack requests seen by any replica (``bot.slack.dedupe.SharedKeys``), released at close."""
+
+    def first(self, key: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class SharedState:
+    """Where this bot keeps what every replica shares, as ``settings.state`` chose."""
+
+    #: the pending actions and the audit trail; None: the SQLite file (the service opens it)
+    remediation: tuple[PendingStore, AuditLog] | None = None
+    seen: SeenKeys | None = None
+    #: who runs the singletons (sweeps, the watch, posting); SQLite: this process alone
+    leader: Leader = field(default_factory=SoleLeader)
+    #: housekeeping only the leader runs (expired retry keys), with the offer sweep
+    sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: the watch's memory when it is shared (Kubernetes); None: the state file's
+    problems: ProblemStore | None = None
+
+
+def build_state(settings: Settings, clients: ClusterClients | None) -> SharedState:
+    """SQLite (one replica) or the Kubernetes API of the default cluster, in ``settings.namespace``.
+
+    Without cluster clients there is nothing to remediate with: no shared state, sole leader.
+    """
+    if clients is None:
+        return SharedState()
+    if settings.state == "sqlite":
+        return SharedState(seen=SqliteSeenRequests(settings.state_path))
+    cluster = settings.cluster(None).name
+    kube = KubeState(clients.api_client_for(cluster), settings.namespace, timeout_s=settings.api_timeout_s)
+    keys = KubeKeys(kube)
+    leadership = Leadership(LeaseLock(kube, process_owner(), lease_s=settings.leader_lease_s))
+
+    problems = KubeProblemStore(kube)
+
+    async def sweep_keys() -> None:
+        await asyncio.to_thread(keys.sweep)
+        await asyncio.to_thread(lambda: problems.sweep(kube.now()))
+
+    # ``KubeProblemStore`` has every method of ``ProblemStore``, which the watch names as its type
+    shared_problems = cast(ProblemStore, problems)
+    return SharedState((KubePendingStore(kube), KubeAuditLog(kube)), keys, leadership, [sweep_keys], shared_problems)
 
 
 @dataclass
@@ -48,8 +113,12 @@ class Bot:
     remediation: SlackRemediation | None = None
     #: one per enabled ``watch`` entry; ``serve`` sweeps each on its own interval
     watchers: list[Watcher] = field(default_factory=list)
-    #: Slack requests seen by any replica (in the state file); ``None`` without remediation
-    seen: SqliteSeenRequests | None = None
+    #: Slack requests seen by any replica (the state file, or the API); ``None`` without remediation
+    seen: SeenKeys | None = None
+    #: who runs the singletons; ``serve`` runs sweeps and watches only while it leads
+    leader: Leader = field(default_factory=SoleLeader)
+    #: further housekeeping the leader runs with the offer sweep
+    sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -80,11 +149,14 @@ def build_bot(
 
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
+    shared = build_state(settings, clients)
     remediation = (
-        SlackRemediation(RemediationService(settings, clients), web, metrics=metrics) if clients is not None else None
+        SlackRemediation(RemediationService(settings, clients, state=shared.remediation), web, metrics=metrics)
+        if clients is not None
+        else None
     )
-    # with remediation on, the state file is shared by every replica: so is the memory of retries
-    seen = SqliteSeenRequests(settings.state_path) if remediation is not None else None
+    # with remediation on, the state is shared by every replica: so is the memory of retries
+    seen = shared.seen
     slack = create_app(
         settings,
         service,
@@ -96,7 +168,7 @@ def build_bot(
         remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
         seen=seen,
     )
-    watchers = build_watchers(settings, service, web)
+    watchers = build_watchers(settings, service, web, shared.problems)
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
     server = SlackServer(slack, settings)
@@ -106,15 +178,18 @@ def build_bot(
             settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
         )
         add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
-    return Bot(settings, service, slack, server, web, remediation, watchers, seen)
+    return Bot(settings, service, slack, server, web, remediation, watchers, seen, shared.leader, shared.sweeps)
 
 
-def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
-    """One watcher per enabled ``watch`` entry, sharing the state file's problem table."""
+def build_watchers(
+    settings: Settings, service: DiagnosisService, web: AsyncWebClient, problems: ProblemStore | None = None
+) -> list[Watcher]:
+    """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems``
+    (on the Kubernetes API), else the state file's problem table."""
     enabled = [w for w in settings.watch if w.enabled]
     if not enabled:
         return []
-    store = ProblemStore(settings.state_path)
+    store = problems if problems is not None else ProblemStore(settings.state_path)
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
     return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]

@@ -31,11 +31,12 @@ from bot.actions.base import ActionOutcome
 from bot.actions.node_procedure import NodeProcedure
 from bot.errors import GpubotError, StateStoreError, error_text
 from bot.probes.kube import KubeReads
+from bot.remediation.audit import AuditLog
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
 from bot.remediation.policy import ApproverPolicy, Approvers
 from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction
+from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
 
 log = logging.getLogger("gpubot.remediation")
@@ -62,19 +63,24 @@ class RemediationService:
     """Offers and clicks for one bot process; several processes may share the SQLite file."""
 
     def __init__(
-        self, settings: Settings, clients: ClusterClients, *, policy: ApproverPolicy | None = None
+        self,
+        settings: Settings,
+        clients: ClusterClients,
+        *,
+        policy: ApproverPolicy | None = None,
+        state: tuple[PendingStore, AuditLog] | None = None,
     ) -> None:
+        """``state``: the store and audit log to use (``state: kubernetes``, built by the
+        wiring); None opens the SQLite file at ``settings.state_path``."""
         self.settings = settings
         self.clients = clients
-        store, audit = open_state(settings.state_path)
+        store, audit = state if state is not None else open_state(settings.state_path)
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
         self.flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s)
         #: user-group ids named anywhere in the approver lists (``S…``): a view that knows its
         #: chat system's groups looks the clicker up in these, and only these
-        self.group_approvers = sorted(
-            {i for ids in settings.approvers.values() for i in ids if i.startswith("S")}
-        )
+        self.group_approvers = sorted({i for ids in settings.approvers.values() for i in ids if i.startswith("S")})
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -153,9 +159,7 @@ class RemediationService:
         except GpubotError:
             return ""
 
-    async def locate(
-        self, offer_ids: Iterable[str], *, channel: str, message_ts: str, thread_ts: str | None
-    ) -> None:
+    async def locate(self, offer_ids: Iterable[str], *, channel: str, message_ts: str, thread_ts: str | None) -> None:
         """Remember which message carries these offers, for the result and the expiry sweep."""
 
         def record_all() -> None:

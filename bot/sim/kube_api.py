@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from email.utils import format_datetime
 from typing import Any
 
 from aiohttp import web
@@ -29,7 +30,7 @@ from bot.sim.kube_watch import WatchHub, serve_watch
 from bot.sim.node_lifecycle import NodeLifecycle, leases_for
 from bot.sim.rbac import forbidden_message
 from bot.sim.scenario import Scenario
-from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType
+from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType, ServerClock, system_clock
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -75,14 +76,22 @@ class KubeApiServer:
     """An aiohttp Kubernetes API over one scenario; ``url`` is set by ``start``."""
 
     def __init__(
-        self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, extra_objects: list[Any] | None = None
+        self,
+        scenario: Scenario,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        extra_objects: list[Any] | None = None,
+        clock: ServerClock = system_clock,
     ) -> None:
         self.scenario = scenario
         self.host = host
         self.port = port
         self.url = ""
         # every node's kubelet holds a Lease in kube-node-lease, as on a real cluster
-        self.store = ObjectStore([*scenario.objects, *leases_for(scenario.objects), *(extra_objects or [])])
+        self.store = ObjectStore(
+            [*scenario.objects, *leases_for(scenario.objects), *(extra_objects or [])], clock=clock
+        )
         #: answers a node read command for exec into an agent pod (SimCluster wires its SSH fleet)
         self.node_read: NodeRead | None = None
         #: the kubelets' heartbeats and the node controller (the SSH simulator reports kubelet starts/stops)
@@ -109,9 +118,7 @@ class KubeApiServer:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(
-            self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
-        )
+        self._runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -140,6 +147,9 @@ class KubeApiServer:
         return self._count(await handler(request))
 
     def _count(self, response: web.StreamResponse) -> web.StreamResponse:
+        if not response.prepared:
+            # the server's own clock, which clients (gpubot's Kubernetes store) judge expiry by
+            response.headers["Date"] = format_datetime(self.store.clock(), usegmt=True)
         if isinstance(response, web.Response) and isinstance(response.body, bytes | bytearray):
             self.stats.bytes_sent += len(response.body)
         return response
@@ -261,9 +271,7 @@ class KubeApiServer:
             return None
         return target
 
-    async def _serve(
-        self, request: web.Request, target: rest.Target, watch: bool, body: Any
-    ) -> web.StreamResponse:
+    async def _serve(self, request: web.Request, target: rest.Target, watch: bool, body: Any) -> web.StreamResponse:
         method, store = request.method, self.store
         if target.name is None:
             if method == "GET" and watch:
@@ -281,6 +289,9 @@ class KubeApiServer:
             return web.Response(text="", content_type="text/plain")
         if method == "GET":
             return rest.get_object(request, store, target)
+        if _VERBS.get(method) not in target.rtype.verbs:
+            # e.g. the audit trail's records: served with get, list, watch and create only
+            return status_response(405, "the server does not allow this method on the requested resource")
         if method == "PUT":
             return rest.replace_object(request, store, target, body)
         if method == "PATCH":

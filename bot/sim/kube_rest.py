@@ -11,8 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -48,10 +48,6 @@ def json_response(obj: Any, status: int = 200) -> web.Response:
 
 def bad_request(message: str) -> RestError:
     return RestError(status_response(400, message))
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # -- list ---------------------------------------------------------------------------------------
@@ -112,7 +108,7 @@ def list_objects(request: web.Request, store: ObjectStore, target: Target) -> we
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
     if wants_table(request.headers.get("Accept", "")):
-        return web.Response(body=table(rtype, page.entries, meta), content_type="application/json")
+        return web.Response(body=table(rtype, page.entries, meta, store.clock()), content_type="application/json")
     head = {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta}
     body = dumps(head)[:-1] + b',"items":[' + b",".join(e.raw for e in page.entries) + b"]}"
     return web.Response(body=body, content_type="application/json")
@@ -134,7 +130,7 @@ def get_object(request: web.Request, store: ObjectStore, target: Target) -> web.
         raise RestError(not_found(target.rtype.plural, target.name, target.rtype.group))
     if target.sub is None and wants_table(request.headers.get("Accept", "")):
         meta = {"resourceVersion": entry.obj["metadata"]["resourceVersion"]}
-        return web.Response(body=table(target.rtype, [entry], meta), content_type="application/json")
+        return web.Response(body=table(target.rtype, [entry], meta, store.clock()), content_type="application/json")
     return web.Response(body=entry.raw, content_type="application/json")
 
 
@@ -174,10 +170,23 @@ def _dry_run(request: web.Request) -> bool:
     return bool(request.query.get("dryRun"))
 
 
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _generated_name(meta: dict[str, Any]) -> dict[str, Any]:
+    """``generateName``: the prefix plus five random characters, as the real API server does."""
+    prefix = meta.get("generateName")
+    if meta.get("name") or not isinstance(prefix, str) or not prefix:
+        return meta
+    return {**meta, "name": prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))}
+
+
 def create_object(request: web.Request, store: ObjectStore, target: Target, body: Any) -> web.Response:
     rtype = target.rtype
     if "create" not in rtype.verbs:
         raise RestError(status_response(405, f"create is not supported on {rtype.plural}"))
+    if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+        body = {**body, "metadata": _generated_name(body["metadata"])}
     if not isinstance(body, dict) or not isinstance((body.get("metadata") or {}).get("name"), str):
         raise RestError(status_response(422, f"{rtype.kind} is invalid: metadata.name: Required value"))
     name = body["metadata"]["name"]
@@ -192,7 +201,7 @@ def create_object(request: web.Request, store: ObjectStore, target: Target, body
         plural = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
         message = f'{plural} "{name}" already exists'
         raise RestError(status_response(409, message, reason="AlreadyExists", name=name, kind=rtype.plural))
-    meta = {**body["metadata"], "creationTimestamp": now_rfc3339()}
+    meta = {**body["metadata"], "creationTimestamp": store.now_rfc3339()}
     if rtype.namespaced:
         meta["namespace"] = namespace
     meta.pop("resourceVersion", None)
@@ -261,7 +270,7 @@ def delete_object(request: web.Request, store: ObjectStore, target: Target, body
     if meta.get("finalizers"):
         if meta.get("deletionTimestamp"):
             return json_response(old)
-        new_meta = {**meta, "deletionTimestamp": now_rfc3339()}
+        new_meta = {**meta, "deletionTimestamp": store.now_rfc3339()}
         if target.rtype.kind == "Pod":
             grace = grace_period(request, body)
             if grace is None:

@@ -7,10 +7,11 @@ kinds get NAME and AGE. Pure formatting of already-stored objects; never changes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.sim.store import Entry, ResourceType, dumps
+from bot.sim.store import Entry, PrinterColumn, ResourceType, dumps
 
 
 def wants_table(accept: str) -> bool:
@@ -105,12 +106,45 @@ _COLUMNS = {
 _CELLS = {"Pod": _pod_cells, "Node": _node_cells}
 
 
-def table(rtype: ResourceType, entries: list[Entry], meta: dict[str, Any]) -> bytes:
-    """A meta.k8s.io/v1 Table whose rows carry the full objects (kubectl reads their metadata)."""
-    columns = _COLUMNS.get(rtype.kind, [_column("Name"), _column("Age")])
-    cells = _CELLS.get(
-        rtype.kind, lambda o: [o["metadata"]["name"], human_age(o["metadata"].get("creationTimestamp"))]
-    )
+def _field(obj: Any, json_path: str) -> Any:
+    """The value at a dotted ``.spec.action`` path, or None (a CRD printer column's JSONPath)."""
+    for part in json_path.strip(".").split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _custom_cell(value: Any, column: PrinterColumn, now: datetime | None) -> Any:
+    if value is None:
+        return None
+    if column.type == "date":
+        return human_age(str(value), now)
+    return value
+
+
+def _custom(rtype: ResourceType, now: datetime | None) -> tuple[list[dict[str, Any]], Callable[[Any], list[Any]]]:
+    """NAME then the CRD's ``additionalPrinterColumns``, as the API server prints custom resources."""
+    columns = [_column("Name"), *(_column(c.name, c.type) for c in rtype.columns)]
+
+    def cells(obj: dict[str, Any]) -> list[Any]:
+        return [obj["metadata"]["name"], *(_custom_cell(_field(obj, c.json_path), c, now) for c in rtype.columns)]
+
+    return columns, cells
+
+
+def table(rtype: ResourceType, entries: list[Entry], meta: dict[str, Any], now: datetime | None = None) -> bytes:
+    """A meta.k8s.io/v1 Table whose rows carry the full objects (kubectl reads their metadata).
+
+    ``now`` is the server's clock (ages); None: this host's.
+    """
+    if rtype.columns:
+        columns, cells = _custom(rtype, now)
+    else:
+        columns = _COLUMNS.get(rtype.kind, [_column("Name"), _column("Age")])
+        cells = _CELLS.get(
+            rtype.kind, lambda o: [o["metadata"]["name"], human_age(o["metadata"].get("creationTimestamp"), now)]
+        )
     head = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns}
     rows = [b'{"cells":' + dumps(cells(e.obj)) + b',"object":' + e.raw + b"}" for e in entries]
     return dumps(head)[:-1] + b',"rows":[' + b",".join(rows) + b"]}"

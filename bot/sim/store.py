@@ -20,10 +20,24 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 Key = tuple[str, str]  # (namespace or "", name)
 Obj = dict[str, Any]
+#: the API server's clock (creationTimestamp, the Date header); tests replace it to skew the server
+ServerClock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One ``additionalPrinterColumns`` entry of a CustomResourceDefinition (``kubectl get``)."""
+
+    name: str
+    #: ``.spec.action``-style path (the subset of JSONPath CRDs use: dotted fields)
+    json_path: str
+    #: string | integer | date (a date prints as an age, as the real API server does)
+    type: str = "string"
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,8 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ("get", "list", "watch", "patch", "update", "delete", "create")
+    #: the printer columns of a custom resource (after NAME); empty = the built-in printers
+    columns: tuple[PrinterColumn, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -64,6 +80,69 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("status", "scale")),
     ResourceType("batch", "v1", "jobs", "Job", True, (), ("status",), ("get", "list", "watch")),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    # gpubot's own state (deploy/helm/gpubot/crds/): pending actions, the append-only audit
+    # trail (no update, patch or delete verb: the server itself refuses to change an entry), the
+    # watch's memory (open problems, snoozes, summaries) and keys that expire (Slack retries)
+    ResourceType(
+        "gpubot.dev",
+        "v1alpha1",
+        "gpuremediations",
+        "GpuRemediation",
+        True,
+        ("gpurem",),
+        ("status",),
+        columns=(
+            PrinterColumn("Action", ".spec.action"),
+            PrinterColumn("Target", ".spec.target"),
+            PrinterColumn("State", ".status.state"),
+            PrinterColumn("Requested By", ".spec.requestedBy"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    ResourceType(
+        "gpubot.dev",
+        "v1alpha1",
+        "gpuauditrecords",
+        "GpuAuditRecord",
+        True,
+        ("gpuaudit",),
+        verbs=("get", "list", "watch", "create"),
+        columns=(
+            PrinterColumn("Event", ".spec.event"),
+            PrinterColumn("Action", ".spec.action"),
+            PrinterColumn("Actor", ".spec.actor"),
+            PrinterColumn("Target", ".spec.target"),
+            PrinterColumn("Outcome", ".spec.outcome"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    ResourceType(
+        "gpubot.dev",
+        "v1alpha1",
+        "gpuwatchrecords",
+        "GpuWatchRecord",
+        True,
+        columns=(
+            PrinterColumn("Type", ".spec.type"),
+            PrinterColumn("Channel", ".spec.channel"),
+            PrinterColumn("Code", ".spec.code"),
+            PrinterColumn("Subject", ".spec.subject"),
+            PrinterColumn("State", ".spec.state"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
+    ResourceType(
+        "gpubot.dev",
+        "v1alpha1",
+        "gpukeys",
+        "GpuKey",
+        True,
+        columns=(
+            PrinterColumn("Kind", ".spec.kind"),
+            PrinterColumn("TTL", ".spec.ttlSeconds", "integer"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ),
+    ),
 )
 _BY_KIND = {(rt.group, rt.kind): rt for rt in RESOURCE_TYPES}
 #: workload kinds whose ``metadata.generation`` the API bumps on every spec change
@@ -74,6 +153,15 @@ DEFAULT_CREATION_TIMESTAMP = "2026-01-01T00:00:00Z"
 def resource_for(api_version: str, kind: str) -> ResourceType | None:
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     return _BY_KIND.get((group, kind))
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def rfc3339(ts: datetime) -> str:
+    """Seconds resolution, as the API server writes creationTimestamp."""
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def dumps(obj: Any) -> bytes:
@@ -189,7 +277,11 @@ class ObjectStore:
     Thread-safe: tests inspect and poke it from their own thread while the server's loop serves it.
     """
 
-    def __init__(self, objects: Iterable[Obj] = (), *, history_limit: int = 10_000) -> None:
+    def __init__(
+        self, objects: Iterable[Obj] = (), *, history_limit: int = 10_000, clock: ServerClock = system_clock
+    ) -> None:
+        #: the server's clock (tests set it to a server that runs ahead of or behind its clients)
+        self.clock = clock
         self._lock = threading.RLock()
         self._rv = 0
         self.collections = {rt: Collection(rt) for rt in RESOURCE_TYPES}
@@ -261,6 +353,9 @@ class ObjectStore:
             narrowed = match is not None or node_name is not None or name is not None
             remaining = None if narrowed or not more else n - idx
             return Page(out, out[-1].key if more else None, remaining)
+
+    def now_rfc3339(self) -> str:
+        return rfc3339(self.clock())
 
     # -- writing ---------------------------------------------------------------------------
     def put(self, rtype: ResourceType, obj: Obj) -> Entry:
@@ -349,9 +444,7 @@ class ObjectStore:
         with self._lock:
             if rv is None:
                 coll = self.collections[rtype]
-                backlog: list[Change] | None = [
-                    Change(self._rv, "ADDED", rtype, coll.entries[k]) for k in coll.sorted
-                ]
+                backlog: list[Change] | None = [Change(self._rv, "ADDED", rtype, coll.entries[k]) for k in coll.sorted]
             else:
                 backlog = self.changes_since(rv)
             if backlog is None:

@@ -173,6 +173,7 @@ class _Names(ast.NodeVisitor):
                 self.watches = True
 
     def _name(self, line: int, name: str) -> None:
+        name = name.removesuffix("_with_http_info")  # the same call, answering with the headers too
         if name in api_classes():
             self.mentions.add(name)
         elif candidates(name):

@@ -194,7 +194,8 @@ def test_every_combination_stays_in_its_namespace_with_labels(rendered: dict[str
     for name, (combo, objs) in rendered.items():
         kinds = {o["kind"] for o in objs}
         assert {"ServiceAccount", "Deployment", "Service", "ConfigMap", "ClusterRole"} <= kinds, name
-        assert "PersistentVolumeClaim" in kinds, name
+        # config.state: kubernetes (the default): state on the API, no volume, a Role, a PDB
+        assert "PersistentVolumeClaim" not in kinds and {"Role", "PodDisruptionBudget"} <= kinds, name
         assert ("Namespace" in kinds) == combo.get("namespace.create", False), name
         for obj in objs:
             meta = obj["metadata"]
@@ -428,7 +429,8 @@ def test_upgrade_keeps_the_state_volume_and_the_selector(tmp_path: Path) -> None
     uninstall), the claim the pod mounts, and the Deployment's immutable selector."""
     renders = []
     for version in ("0.1.0", "7.8.9"):
-        proc = helm_tool.run(["template", "gpubot", str(_chart_at_version(tmp_path, version)), "-n", NAMESPACE])
+        chart = str(_chart_at_version(tmp_path, version))
+        proc = helm_tool.run(["template", "gpubot", chart, "-n", NAMESPACE, "--set", "config.state=sqlite"])
         assert proc.returncode == 0, proc.stderr
         renders.append(parse(proc.stdout))
     pvcs = [one(objs, "PersistentVolumeClaim") for objs in renders]
@@ -450,7 +452,7 @@ def test_upgrade_keeps_the_state_volume_and_the_selector(tmp_path: Path) -> None
 
 
 def test_an_existing_claim_is_mounted_and_no_new_one_made() -> None:
-    objs = render({"persistence": {"existingClaim": "gpubot-state-old"}})
+    objs = render({"config": {"state": "sqlite"}, "persistence": {"existingClaim": "gpubot-state-old"}})
     assert not find(objs, "PersistentVolumeClaim")
     volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
     assert {"name": "state", "persistentVolumeClaim": {"claimName": "gpubot-state-old"}} in volumes

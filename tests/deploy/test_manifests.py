@@ -95,8 +95,9 @@ def test_settings_of_every_variant_load(all_renders: dict[str, Any], tmp_path: P
         assert settings.slack_mode == ("http" if http else "socket"), name
         assert settings.dry_run == (not values.get("remediation", {}).get("enabled", False)), name
         assert settings.http_port == 8080
-        state = _volume_at(objs, settings.state_path)
-        assert state["persistentVolumeClaim"]["claimName"] == "gpubot-state", name
+        # config.state: kubernetes (the default): the shared state is on the API, no volume
+        assert settings.state == "kubernetes", name
+        assert "emptyDir" in _volume_at(objs, settings.state_path), name
         runbooks = _volume_at(objs, settings.runbook_dir)
         assert runbooks["configMap"]["name"] == "gpubot-runbooks", name
         assert settings.namespace == "gpubot", f"{name}: the bot looks for its agents in the release namespace"
@@ -240,8 +241,8 @@ def test_a_changed_setting_or_override_restarts_the_pod() -> None:
 def test_deployment_is_locked_down(all_renders: dict[str, Any]) -> None:
     for name, (_, objs) in all_renders.items():
         spec = _deployment(objs)["spec"]
-        assert spec["replicas"] == 1, name
-        assert spec["strategy"]["type"] == "Recreate"  # one SQLite writer on a ReadWriteOnce volume
+        assert spec["replicas"] == 2, name  # config.state: kubernetes; sqlite: 1 (tests/replicas/test_crds.py)
+        assert spec["strategy"]["type"] == "RollingUpdate"
         pod = spec["template"]["spec"]
         assert pod["serviceAccountName"] == "gpubot"
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -293,14 +294,15 @@ def test_http_mode_publishes_only_the_slack_endpoint() -> None:
 
 
 def test_tke_qgpu_keeps_the_bot_off_qgpu_nodes() -> None:
-    objs = render({"tkeQgpu": {"enabled": True}})
+    objs = render({"tkeQgpu": {"enabled": True}, "config": {"state": "sqlite"}})
     pod = _deployment(objs)["spec"]["template"]["spec"]
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     exprs = [e for t in terms["nodeSelectorTerms"] for e in t["matchExpressions"]]
     assert {"key": "qgpu-device-enable", "operator": "NotIn", "values": ["enable"]} in exprs
     assert one(objs, "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "10Gi"
-    assert one(render(), "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "1Gi"
-    sized = render({"tkeQgpu": {"enabled": True}, "persistence": {"size": "20Gi", "storageClassName": "cbs"}})
+    sqlite = {"config": {"state": "sqlite"}}
+    assert one(render(sqlite), "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    sized = render({**sqlite, "tkeQgpu": {"enabled": True}, "persistence": {"size": "20Gi", "storageClassName": "cbs"}})
     pvc = one(sized, "PersistentVolumeClaim")["spec"]
     assert pvc["resources"]["requests"]["storage"] == "20Gi" and pvc["storageClassName"] == "cbs"
     assert (

@@ -42,6 +42,14 @@ EXEC_RESOURCE = ("", "pods/exec")
 BOT_SA = [{"kind": "ServiceAccount", "name": "gpubot", "namespace": NAMESPACE}]
 #: a Slack user and a group mapped to Kubernetes identities: turns impersonation on
 IDENTITY_MAP = {"U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]}, "S0GPU": {"user": "gpu-users"}}
+#: gpubot's own state on the API (config.state: kubernetes): granted in the release namespace by
+#: the gpubot-state Role, checked against these modules by tests/replicas/test_crds.py
+STATE = (
+    BOT / "coordination",
+    BOT / "leader.py",
+    BOT / "proactive" / "kube_store.py",
+    *sorted((BOT / "remediation").glob("kube_*.py")),
+)
 
 SYNTHETIC = '''
 """A module shaped like the real ones: calls, passed methods, a dispatch table, watch, exec."""
@@ -75,6 +83,7 @@ def _scan(root: Path) -> tuple[tuple[Use, ...], tuple[str, ...]]:
 def _reads() -> dict[Perm, list[str]]:
     """What everything outside bot/actions (and the simulator) needs."""
     uses = [u for u in _scan(BOT)[0] if not Path(REPO / u.path).is_relative_to(ACTIONS)]
+    uses = [u for u in uses if not any(Path(REPO / u.path).is_relative_to(s) for s in STATE)]
     return needed([u for u in uses if not Path(REPO / u.path).is_relative_to(SIM)])
 
 
@@ -225,11 +234,15 @@ def test_remediation_role_grants_nothing_beyond_what_actions_use() -> None:
 
 
 def test_default_install_writes_nothing_and_reads_no_secret() -> None:
-    """helm install with no values: no write verb but exec in the release namespace, no Secret."""
+    """helm install with no values: no write verb on anything of the cluster's; the only writes are exec
+    into its own agents and gpubot's own state objects (gpubot.dev, Leases), both in its namespace."""
     objs = render()
     cluster_wide = set().union(*(grants(r) for r in find(objs, "ClusterRole")))
     assert not {p for p in cluster_wide if p.verb in WRITE_VERBS}
-    assert {p for p in _all_grants(objs) if p.verb in WRITE_VERBS} == {Perm("create", "", "pods/exec")}
+    own_state = {"gpubot.dev", "coordination.k8s.io"}
+    writes = {p for p in _all_grants(objs) if p.verb in WRITE_VERBS and p.group not in own_state}
+    assert writes == {Perm("create", "", "pods/exec")}
+    assert {r["metadata"]["namespace"] for r in find(objs, "Role")} == {NAMESPACE}
     assert not {p for p in _all_grants(objs) if p.resource in ("secrets", "configmaps")}
     assert not find(objs, "ClusterRole", "gpubot-remediation") and not find(objs, "DaemonSet", "gpubot-actuator")
     assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("dry_run: true") == 1
@@ -258,6 +271,7 @@ def _check_variant(name: str, combo: dict[str, Any], objs: list[Obj]) -> None:
     roles = {r["metadata"]["name"]: r for r in find(objs, "Role")}
     expected_roles = {"gpubot-node-agent-exec"} if agent else set()
     expected_roles |= {"gpubot-actuator-exec"} if on["remediation.enabled"] else set()
+    expected_roles |= {"gpubot-state"}  # config.state: kubernetes is the chart default
     assert set(roles) == expected_roles, name
     assert all(r["metadata"]["namespace"] == NAMESPACE for r in [*roles.values(), *find(objs, "RoleBinding")]), name
     for kind, bindings, bound_to in (
@@ -272,7 +286,9 @@ def _check_variant(name: str, combo: dict[str, Any], objs: list[Obj]) -> None:
         assert all(r["verbs"] == ["impersonate"] and r["resourceNames"] for r in impersonation["rules"]), name
     assert not any(has_wildcard(r) for r in [*cluster_roles.values(), *roles.values()]), name
     cluster_wide = set().union(*(grants(r) for r in cluster_roles.values()))
-    namespaced = set().union(*(grants(r) for r in roles.values()), set())
+    state = grants(roles["gpubot-state"])  # its exact calls: tests/replicas/test_crds.py
+    assert {p.group for p in state} <= {"gpubot.dev", "coordination.k8s.io"}, f"{name}: state Role beyond its objects"
+    namespaced = set().union(*(grants(r) for n, r in roles.items() if n != "gpubot-state"), set())
     assert not {p for p in cluster_wide | namespaced if p.resource == "secrets"}, f"{name}: the bot never reads Secrets"
     writes = {p for p in cluster_wide if p.verb in WRITE_VERBS}
     assert bool(writes - _exec_needed()) == on["remediation.enabled"], f"{name}: only remediation may write"

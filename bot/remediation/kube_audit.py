@@ -1,0 +1,106 @@
+"""The audit trail on the Kubernetes API: one ``GpuAuditRecord`` object per entry, never changed.
+
+Append-only by construction twice over: this module only creates and reads (no update, patch or
+delete call exists here), and the chart's Role grants gpubot ``create``, ``get``, ``list`` and
+``watch`` on the records and nothing else, so even a bug cannot rewrite history. Every entry is
+also written as one JSON log line (``gpubot.audit``), for log shipping. An entry's time is the
+API server's (``KubeState``); its ``id`` is the resourceVersion the server gave it, which grows.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from bot.coordination.kube_state import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
+from bot.errors import StateStoreError
+from bot.observability import log_event
+from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
+from bot.remediation.ids import is_well_formed
+from bot.remediation.store import utc
+
+log = logging.getLogger("gpubot.audit")
+_ACTION_LABEL = "gpubot.dev/action"
+
+
+def _entry(obj: Mapping[str, Any]) -> AuditEntry:
+    spec = obj.get("spec") or {}
+    rv = str(obj["metadata"].get("resourceVersion", "0"))
+    return AuditEntry(
+        id=int(rv) if rv.isdigit() else 0,
+        ts=parse_ts(spec["ts"]),
+        event=spec["event"],
+        action_id=spec.get("actionId", ""),
+        action=spec.get("action", ""),
+        actor=spec.get("actor", ""),
+        cluster=spec.get("cluster", ""),
+        target=spec.get("target", ""),
+        detail=dict(spec.get("detail") or {}),
+        outcome=spec.get("outcome", ""),
+    )
+
+
+class KubeAuditLog:
+    """``AuditLog`` on ``GpuAuditRecord`` objects: create and list only."""
+
+    def __init__(self, state: KubeState) -> None:
+        self.state = state
+
+    def append(
+        self,
+        event: str,
+        *,
+        action_id: str = "",
+        action: str = "",
+        actor: str = "",
+        cluster: str = "",
+        target: str = "",
+        detail: Mapping[str, Any] | None = None,
+        outcome: str = "",
+        ts: datetime | None = None,
+    ) -> AuditEntry:
+        if event not in AUDIT_EVENTS:
+            raise ValueError(f"unknown audit event {event!r}")
+        when = utc(ts) if ts is not None else self.state.server_time()
+        labels = {"app.kubernetes.io/managed-by": "gpubot", "gpubot.dev/event": event}
+        if is_well_formed(action_id):
+            labels[_ACTION_LABEL] = object_name(action_id)[:63]
+        spec = {
+            "ts": format_ts(when),
+            "event": event,
+            "actionId": action_id,
+            "action": action,
+            "actor": actor,
+            "cluster": cluster,
+            "target": target,
+            "detail": plain_json(detail or {}),
+            "outcome": outcome,
+        }
+        # time-ordered names, so ``kubectl get gpuauditrecords`` lists them in order
+        name = when.strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(3)
+        body = {"apiVersion": API_VERSION, "kind": "GpuAuditRecord", "metadata": {"name": name, "labels": labels}}
+        try:
+            obj = self.state.create(AUDIT_RECORDS, {**body, "spec": spec})
+        except Conflict:
+            raise StateStoreError("an audit record name was taken twice; not written") from None
+        entry = _entry(obj)
+        log_event(log, "audit", **{k: v for k, v in entry.to_dict().items() if k != "id"})
+        return entry
+
+    def query(
+        self, since: datetime | None = None, limit: int = 1000, *, action_id: str | None = None
+    ) -> list[AuditEntry]:
+        selector = ""
+        if action_id is not None and is_well_formed(action_id):
+            selector = f"{_ACTION_LABEL}={object_name(action_id)[:63]}"
+        entries = [_entry(o) for o in self.state.list_all(AUDIT_RECORDS, label_selector=selector)]
+        if since is not None:
+            start = utc(since)
+            entries = [e for e in entries if e.ts >= start]
+        if action_id is not None:
+            entries = [e for e in entries if e.action_id == action_id]
+        entries.sort(key=lambda e: (e.id, e.ts))
+        return entries[-limit:] if limit > 0 else []

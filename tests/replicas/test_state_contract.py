@@ -1,0 +1,320 @@
+"""One behaviour, two backends: the SQLite file and the Kubernetes API keep the same promises.
+
+Every test here runs against both ``state: sqlite`` and ``state: kubernetes`` (the simulated API
+server over HTTP through the official client, its clock set by hand like the SQLite store's):
+a claim wins once, expiry and heartbeats follow the store's clock (the API server's), one
+running action per node, takeover of what nobody renews, an append-only audit trail, and retry
+keys seen once per TTL by every replica.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import config
+
+from bot.errors import StateStoreError
+from bot.remediation.audit import AuditLog
+from bot.remediation.ids import new_action_id
+from bot.remediation.kube_audit import KubeAuditLog
+from bot.remediation.kube_keys import KubeKeys
+from bot.remediation.kube_store import KubePendingStore
+from bot.remediation.sqlite_store import SqliteSeenRequests, open_state
+from bot.remediation.store import PendingAction, PendingStore
+from bot.slack.dedupe import SharedKeys
+from tests.replicas.conftest import T0, ManualClock, StateSim
+
+SECOND_OWNER = "replica-b:2:bb"
+
+
+def make(now: Any = T0, ttl_s: int = 900, **kw: object) -> PendingAction:
+    fields: dict[str, object] = {
+        "id": new_action_id(),
+        "action": "kubelet.restart",
+        "params": {"node": "gpu-1"},
+        "cluster": "prod",
+        "requested_by": "U0REQUEST",
+        "created_at": now,
+        "expires_at": now + timedelta(seconds=ttl_s),
+        "channel": "C0CHAN",
+        "finding_code": "KUBELET_CHECKPOINT_ZOMBIE",
+    }
+    fields.update(kw)
+    return PendingAction(**fields)  # type: ignore[arg-type]
+
+
+@dataclass
+class Backend:
+    """One state backend: a store and an audit log as one replica sees them, and more replicas."""
+
+    name: str
+    clock: ManualClock
+    store: PendingStore
+    audit: AuditLog
+    #: another replica's view of the same state (its own connection)
+    replica: Callable[[], tuple[PendingStore, AuditLog]]
+    #: retry keys with this TTL, as a (new) replica sees them
+    keys: Callable[[float], SharedKeys]
+
+
+@pytest.fixture(params=["sqlite", "kubernetes"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, start_state_sim: Callable[..., StateSim]
+) -> Iterator[Backend]:
+    clock = ManualClock()
+    closers: list[Callable[[], None]] = []
+    if request.param == "sqlite":
+        path = tmp_path / "state.db"
+
+        def sqlite_replica() -> tuple[PendingStore, AuditLog]:
+            store, audit = open_state(path, clock=clock)
+            closers.append(store.db.close)
+            return store, audit
+
+        def sqlite_keys(ttl_s: float) -> SharedKeys:
+            keys = SqliteSeenRequests(path, ttl_s=ttl_s, clock=clock)
+            closers.append(keys.close)
+            return keys
+
+        store, audit = sqlite_replica()
+        yield Backend("sqlite", clock, store, audit, sqlite_replica, sqlite_keys)
+    else:
+        sim = start_state_sim(clock=clock)
+
+        def kube_replica() -> tuple[PendingStore, AuditLog]:
+            api = config.new_client_from_config(config_file=str(sim.kubeconfig))
+            closers.append(api.close)
+            state = StateSim(sim.server, sim.kubeconfig, api).state()
+            return KubePendingStore(state), KubeAuditLog(state)
+
+        def kube_keys(ttl_s: float) -> SharedKeys:
+            return KubeKeys(sim.state(), ttl_s=ttl_s)
+
+        store, audit = kube_replica()
+        yield Backend("kubernetes", clock, store, audit, kube_replica, kube_keys)
+    for close in closers:
+        close()
+
+
+# -- records and transitions ----------------------------------------------------------------
+
+
+def test_create_and_get_round_trip(backend: Backend) -> None:
+    store = backend.store
+    record = store.create(make(params={"node": "gpu-1", "namespace": "ml"}))
+    got = store.get(record.id)
+    assert got == record
+    assert got is not None and (got.created_at, got.expires_at) == (T0, T0 + timedelta(seconds=900))
+    assert got.state == "pending" and got.approved_by is None and got.target == "node/gpu-1"
+    assert got.finding_code == "KUBELET_CHECKPOINT_ZOMBIE" and got.channel == "C0CHAN"
+    assert store.get(new_action_id()) is None
+
+
+def test_claim_moves_pending_to_running_once_and_replicas_agree(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    other, _ = backend.replica()
+    record = store.create(make())
+    clock.now = T0 + timedelta(seconds=5)
+    first = store.claim(record.id, approver="U0APPROVE", owner="replica-a:1:aa")
+    assert first.claimed and first.state == "running"
+    assert first.action is not None and first.action.approved_by == "U0APPROVE"
+    assert (first.action.owner, first.action.heartbeat_at) == ("replica-a:1:aa", clock.now)
+    second = other.claim(record.id, approver="U0OTHER", owner=SECOND_OWNER)
+    assert second.status == "already_taken" and second.state == "running"
+    assert other.get(record.id).approved_by == "U0APPROVE"  # type: ignore[union-attr]
+
+
+def test_claim_unknown_id(backend: Backend) -> None:
+    result = backend.store.claim(new_action_id(), approver="U0APPROVE")
+    assert result.status == "unknown" and result.action is None and result.state is None
+
+
+@pytest.mark.parametrize("late_by_s", [0, 1, 86400])
+def test_claim_after_expiry_expires_the_record(backend: Backend, late_by_s: int) -> None:
+    store, clock = backend.store, backend.clock
+    record = store.create(make(ttl_s=60))
+    clock.now = T0 + timedelta(seconds=60 + late_by_s)
+    result = store.claim(record.id, approver="U0APPROVE")
+    assert result.status == "expired" and result.state == "expired"
+    after = store.get(record.id)
+    assert after is not None and after.state == "expired" and after.approved_by is None
+    assert after.finished_at == clock.now
+    clock.now = T0  # and it stays dead, even if the clock went back
+    assert store.claim(record.id, approver="U0APPROVE").state == "expired"
+
+
+def test_claim_just_before_expiry_succeeds(backend: Backend) -> None:
+    record = backend.store.create(make(ttl_s=60))
+    backend.clock.now = T0 + timedelta(seconds=59)
+    assert backend.store.claim(record.id, approver="U0A").claimed
+
+
+def test_finish_only_from_running(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    record = store.create(make())
+    assert store.finish(record.id, "succeeded", "done") is None  # still pending
+    store.claim(record.id, approver="U0A")
+    clock.now = T0 + timedelta(minutes=1)
+    done = store.finish(record.id, "succeeded", "kubelet restarted; node Ready")
+    assert done is not None and done.state == "succeeded" and done.finished_at == clock.now
+    assert done.result_summary == "kubelet restarted; node Ready"
+    assert store.finish(record.id, "failed", "again") is None
+    with pytest.raises(ValueError):
+        store.finish(record.id, "pending", "no")
+
+
+def test_set_message_remembers_where_the_offer_is(backend: Backend) -> None:
+    store = backend.store
+    record = store.create(make())
+    store.set_message(record.id, channel="C0OTHER", message_ts="1700000000.000100", thread_ts="1700000000.0")
+    got = store.get(record.id)
+    assert got is not None and got.state == "pending"
+    assert (got.channel, got.message_ts, got.thread_ts) == ("C0OTHER", "1700000000.000100", "1700000000.0")
+
+
+def test_expire_overdue_only_touches_overdue_pending(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    old = store.create(make(ttl_s=60))
+    fresh = store.create(make(ttl_s=3600))
+    running = store.create(make(ttl_s=60, params={"node": "gpu-2"}))
+    store.claim(running.id, approver="U0A")
+    clock.now = T0 + timedelta(seconds=120)
+    expired = store.expire_overdue()
+    assert [r.id for r in expired] == [old.id] and expired[0].state == "expired"
+    assert store.get(fresh.id).state == "pending"  # type: ignore[union-attr]
+    assert store.get(running.id).state == "running"  # type: ignore[union-attr]
+    assert store.expire_overdue() == []
+
+
+def test_list_filters_orders_and_limits(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    records = []
+    for i in range(5):
+        clock.now = T0 + timedelta(seconds=i)
+        records.append(store.create(make(now=clock.now, params={"node": f"gpu-{i}"})))
+    store.claim(records[1].id, approver="U0A")
+    assert [r.id for r in store.list()] == [r.id for r in reversed(records)]
+    assert [r.id for r in store.list(limit=2)] == [records[4].id, records[3].id]
+    assert [r.id for r in store.list(states=["running"])] == [records[1].id]
+    assert store.list(states=[]) == []
+    with pytest.raises(ValueError):
+        store.list(states=["bogus"])
+
+
+def test_one_running_action_per_node_across_replicas(backend: Backend) -> None:
+    store = backend.store
+    other, _ = backend.replica()
+    restart = store.create(make(action="kubelet.restart", params={"node": "gpu-1"}))
+    clear = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}))
+    other_node = store.create(make(action="checkpoint.clear", params={"node": "gpu-2"}))
+    other_cluster = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}, cluster="lab"))
+    pod = store.create(make(action="pod.delete", params={"namespace": "ml", "pod": "p"}))
+    assert store.claim(restart.id, approver="U0A", owner="o:1:aa").claimed
+    busy = other.claim(clear.id, approver="U0B", owner="o:2:bb")
+    assert busy.status == "busy" and busy.state == "pending"
+    assert busy.holder is not None and (busy.holder.id, busy.holder.approved_by) == (restart.id, "U0A")
+    assert store.get(clear.id).state == "pending"  # type: ignore[union-attr]  # clickable again later
+    assert other.claim(other_node.id, approver="U0B").claimed
+    assert other.claim(other_cluster.id, approver="U0B").claimed
+    assert other.claim(pod.id, approver="U0B").claimed
+    store.finish(restart.id, "succeeded", "done")
+    assert other.claim(clear.id, approver="U0B").claimed  # the node is free again
+
+
+def test_progress_and_heartbeats_only_by_the_owner(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    record = store.create(make())
+    with pytest.raises(StateStoreError):
+        store.save_progress(record.id, "o:1:aa", {"step": "cordon"})  # not running yet
+    store.claim(record.id, approver="U0A", owner="o:1:aa")
+    clock.now = T0 + timedelta(seconds=9)
+    store.save_progress(record.id, "o:1:aa", {"step": "stop", "kubelet_down": True})
+    got = store.get(record.id)
+    assert got is not None and got.progress == {"step": "stop", "kubelet_down": True}
+    assert got.heartbeat_at == clock.now  # writing progress renews the claim
+    with pytest.raises(StateStoreError, match="no longer running under this process"):
+        store.save_progress(record.id, "o:2:bb", {"step": "mv"})
+    assert store.heartbeat(record.id, "o:1:aa") and not store.heartbeat(record.id, "o:2:bb")
+
+
+def test_a_lost_replica_is_taken_over_only_after_its_lease(backend: Backend) -> None:
+    store, clock = backend.store, backend.clock
+    survivor, _ = backend.replica()
+    waiting = store.create(make(params={"node": "gpu-1"}))
+    cut_off = store.create(make(params={"node": "gpu-2"}))
+    live = store.create(make(params={"node": "gpu-3"}))
+    store.claim(cut_off.id, approver="U0A", owner="dead:1:aa")
+    store.claim(live.id, approver="U0A", owner="live:2:bb")
+    assert survivor.take_over_stale("new:3:cc", lease_s=30) == []  # both may still be alive
+    clock.now = T0 + timedelta(seconds=20)
+    assert store.heartbeat(live.id, "live:2:bb")
+    clock.now = T0 + timedelta(seconds=31)
+    taken = survivor.take_over_stale("new:3:cc", lease_s=30)
+    assert [r.id for r in taken] == [cut_off.id]
+    assert taken[0].state == "running" and taken[0].owner == "new:3:cc" and taken[0].approved_by == "U0A"
+    assert survivor.take_over_stale("other:4:dd", lease_s=30) == []
+    assert survivor.get(waiting.id).state == "pending"  # type: ignore[union-attr]
+    done = survivor.finish(cut_off.id, "interrupted", "restored: node schedulable")
+    assert done is not None and done.state == "interrupted"
+    assert survivor.claim(cut_off.id, approver="U0A").state == "interrupted"  # never picked up again
+
+
+def test_fifty_threads_on_two_replicas_claim_once(backend: Backend) -> None:
+    replicas = [backend.store, backend.replica()[0]]
+    record = backend.store.create(make())
+    barrier = threading.Barrier(50)
+    results: list[str] = []
+
+    def click(n: int) -> None:
+        barrier.wait()
+        results.append(replicas[n % 2].claim(record.id, approver=f"U{n}", owner=f"o:{n}:x").status)
+
+    threads = [threading.Thread(target=click, args=(n,)) for n in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert Counter(results) == {"claimed": 1, "already_taken": 49}
+
+
+# -- the audit trail ------------------------------------------------------------------------
+
+
+def test_audit_append_and_query_from_any_replica(backend: Backend) -> None:
+    audit, clock = backend.audit, backend.clock
+    _, other_audit = backend.replica()
+    first, second = new_action_id(), new_action_id()
+    audit.append("offer", action_id=first, action="kubelet.restart", actor="U1", target="node/gpu-1")
+    clock.now = T0 + timedelta(minutes=5)
+    other_audit.append("approve", action_id=first, actor="U2", outcome="approved", detail={"reason": "ok"})
+    other_audit.append("offer", action_id=second, actor="U1")
+    entries = audit.query()
+    assert [(e.event, e.action_id) for e in entries] == [("offer", first), ("approve", first), ("offer", second)]
+    assert entries[0].ts == T0 and entries[1].ts == clock.now and entries[1].detail == {"reason": "ok"}
+    assert entries[0].id < entries[1].id < entries[2].id
+    assert [e.event for e in audit.query(action_id=first)] == ["offer", "approve"]
+    assert [e.action_id for e in audit.query(since=T0 + timedelta(minutes=1))] == [first, second]
+    assert [e.action_id for e in audit.query(limit=1)] == [second]
+    with pytest.raises(ValueError):
+        audit.append("bogus")
+
+
+# -- retry keys -----------------------------------------------------------------------------
+
+
+def test_retry_keys_are_seen_once_by_every_replica_until_they_expire(backend: Backend) -> None:
+    a, b = backend.keys(600.0), backend.keys(600.0)
+    assert a.first("command:trigger_id:1") is True
+    assert b.first("command:trigger_id:1") is False
+    assert a.first("command:trigger_id:1") is False
+    assert b.first("command:trigger_id:2") is True
+    backend.clock.now = T0 + timedelta(seconds=601)
+    assert b.first("command:trigger_id:1") is True  # forgotten after the TTL
+    assert a.first("command:trigger_id:1") is False
