@@ -30,16 +30,17 @@ from bot.errors import ActionError, GpubotError, KubeApiError
 from bot.probes.exec import ExecStream
 from bot.probes.kube import KubeReads
 from bot.probes.kube_client import new_api_client
-from bot.probes.node_agent import AgentState, find_agents
+from bot.probes.node_agent import (
+    ACTUATOR_CONTAINER,
+    ACTUATOR_NAME,
+    ACTUATOR_SELECTOR,
+    NSENTER,
+    AgentState,
+    find_agents,
+)
 from bot.probes.ssh import CAT_CHECKPOINT, MAX_OUTPUT_BYTES, CommandResult
 from bot.settings import ClusterConfig
 
-#: the label the remediation component puts on actuator pods, and their container's name
-ACTUATOR_NAME = "gpubot-actuator"
-ACTUATOR_SELECTOR = f"app.kubernetes.io/name={ACTUATOR_NAME}"
-ACTUATOR_CONTAINER = "actuator"
-#: enter the host's mount, UTS, IPC and network namespaces of PID 1 (the pod runs with hostPID)
-NSENTER: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "--")
 #: the fixed commands the actuator runs; the checkpoint ``mv`` is matched by ``actuator_allows``
 ACTUATOR_COMMANDS: frozenset[str] = WRITE_COMMANDS | {CAT_CHECKPOINT}
 _INSTALLED_BY = "the remediation component"
@@ -55,13 +56,6 @@ def actuator_argv(command: str) -> list[str]:
     if not actuator_allows(command):
         raise ValueError(f"command not in the actuator allow-list: {command!r}")
     return [*NSENTER, *command.split(" ")]
-
-
-def command_of(argv: list[str]) -> str | None:
-    """The command line an actuator argv carries (the simulator's view); None without the prefix."""
-    if tuple(argv[: len(NSENTER)]) != NSENTER or len(argv) == len(NSENTER):
-        return None
-    return " ".join(argv[len(NSENTER):])
 
 
 class ActuatorUnavailable(ActionError):

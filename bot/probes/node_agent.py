@@ -26,6 +26,13 @@ Obj = dict[str, Any]
 AGENT_NAME = "gpubot-node"
 AGENT_SELECTOR = f"app.kubernetes.io/name={AGENT_NAME}"
 AGENT_CONTAINER = "agent"
+#: the remediation component's privileged per-node pod: only ``bot.actions.actuator`` execs into it
+#: (named here, beside the agent, so the simulator can serve it without importing the actions)
+ACTUATOR_NAME = "gpubot-actuator"
+ACTUATOR_SELECTOR = f"app.kubernetes.io/name={ACTUATOR_NAME}"
+ACTUATOR_CONTAINER = "actuator"
+#: the actuator's argv prefix: enter the host's mount, UTS, IPC and network namespaces of PID 1
+NSENTER: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "--")
 
 class NodeExecFn(Protocol):
     """``PodExec.run_read``: one read command in a container, within ``timeout`` seconds."""
