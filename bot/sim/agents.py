@@ -27,6 +27,7 @@ Obj = dict[str, Any]
 AGENT_NAMESPACE = "gpubot"
 _TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
 _CREATED = "2024-01-01T00:00:00Z"
+_IMAGE_ID = "docker.io/library/gpubot@sha256:" + "0" * 64
 
 
 @dataclass(frozen=True)
@@ -76,30 +77,28 @@ def _daemonset(c: _Component) -> Obj:
 
 
 def _status(container: str, mode: str) -> Obj:
+    # image and imageID as a kubelet reports them (the official client's models require both)
+    base = {"name": container, "image": "gpubot:sim", "imageID": _IMAGE_ID}
     if mode == "pending":
         waiting = {"reason": "ContainerCreating"}
         return {
             "phase": "Pending",
             "conditions": [{"type": "Ready", "status": "False"}],
-            "containerStatuses": [
-                {"name": container, "ready": False, "restartCount": 0, "state": {"waiting": waiting}}
-            ],
+            "containerStatuses": [{**base, "ready": False, "restartCount": 0, "state": {"waiting": waiting}}],
         }
     if mode == "crashloop":
         waiting = {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}
         return {
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "False"}],
-            "containerStatuses": [
-                {"name": container, "ready": False, "restartCount": 12, "state": {"waiting": waiting}}
-            ],
+            "containerStatuses": [{**base, "ready": False, "restartCount": 12, "state": {"waiting": waiting}}],
         }
     return {
         "phase": "Running",
         "startTime": _CREATED,
         "conditions": [{"type": "Ready", "status": "True"}],
         "containerStatuses": [
-            {"name": container, "ready": True, "restartCount": 0, "state": {"running": {"startedAt": _CREATED}}}
+            {**base, "ready": True, "restartCount": 0, "state": {"running": {"startedAt": _CREATED}}}
         ],
     }
 

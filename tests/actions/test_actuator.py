@@ -19,18 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.stream import stream
 
 from bot.actions.actuator import ACTUATOR_COMMANDS, actuator_allows, actuator_argv
 from bot.actions.node_exec import STATE_CHANGING_PREFIXES, move_checkpoint_command, new_backup_path
 from bot.cli import main
+from bot.errors import ScenarioError
 from bot.probes.kube_client import new_api_client
 from bot.probes.node_agent import NSENTER
 from bot.probes.ssh import READ_COMMANDS
 from bot.remediation.store import PendingAction
 from bot.sim.cluster import SimCluster
-from bot.sim.scenario import ApiFault, load_scenario
+from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
 from tests.actions.conftest import (
     APPROVER,
     REQUESTER,
@@ -231,3 +233,35 @@ def test_gpubot_act_runs_a_node_action_through_the_actuator(
     assert main(["audit", "--json"]) == 0
     entries = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert entries[-1]["event"] == "result" and entries[-1]["outcome"] == "ok"
+
+
+async def test_a_scenario_with_remediation_has_an_actuator_per_node_section(tmp_path: Path) -> None:
+    loaded = load_scenario(scenario("zombie-checkpoint"))
+    loaded.remediation = True
+    loaded.nodes[OTHER_NODE].actuator = "missing"
+    async with SimCluster(loaded, workdir=tmp_path / "sim") as sim:
+        api = new_api_client(sim.cluster_config())
+        try:
+            core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+            pods = await asyncio.to_thread(
+                core.list_namespaced_pod, "gpubot", label_selector="app.kubernetes.io/name=gpubot-actuator"
+            )
+            daemonsets = await asyncio.to_thread(
+                apps.list_namespaced_daemon_set, "gpubot", label_selector="app.kubernetes.io/name=gpubot-actuator"
+            )
+        finally:
+            api.close()
+    assert [(p.metadata.name, p.spec.node_name) for p in pods.items] == [(POD, ZOMBIE_NODE)]
+    (pod,) = pods.items
+    assert pod.spec.host_pid and pod.spec.containers[0].security_context.privileged
+    assert [d.metadata.name for d in daemonsets.items] == ["gpubot-actuator"]
+
+
+def test_scenario_knobs_are_checked() -> None:
+    data = yaml.safe_load((scenario("unreachable-node")).read_text())
+    data["remediation"] = "yes"
+    next(iter(data["nodes"].values()))["actuator"] = "sleepy"
+    with pytest.raises(ScenarioError) as raised:
+        scenario_from_dict(data, source="bad-knobs")
+    assert "remediation: must be true or false" in str(raised.value)
+    assert "actuator: unknown mode 'sleepy'" in str(raised.value)
