@@ -157,8 +157,9 @@ class ExecStream:
             try:
                 resp.run_forever(timeout=limit)
                 timed_out = resp.is_open()
-                stdout = resp.read_stdout() or ""
-                stderr = resp.read_stderr() or ""
+                # what run_forever buffered; timeout=0: a stream still open must not block here
+                stdout = resp.read_stdout(timeout=0) or ""
+                stderr = resp.read_stderr(timeout=0) or ""
                 status = resp.read_channel(3)
                 code = _exit_code(status) if status else None
             finally:

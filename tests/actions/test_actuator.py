@@ -129,6 +129,20 @@ async def test_exec_refused_by_the_api_before_the_run_is_a_refusal(tmp_path: Pat
         assert "refused (403)" in reason
 
 
+async def test_an_actuator_that_never_answers_costs_the_command_deadline_and_is_refused(tmp_path: Path) -> None:
+    loaded = load_scenario(scenario("zombie-checkpoint"))
+    loaded.nodes[ZOMBIE_NODE].actuator = "hang"  # the exec is upgraded, then nothing comes back
+    async with remediation_rig(tmp_path, loaded, ready_timeout_s=5.0, node_access="agent") as (sim, rem):
+        started = asyncio.get_running_loop().time()
+        out = await offer_and_click(rem, "kubelet.restart", {"node": ZOMBIE_NODE})
+        took = asyncio.get_running_loop().time() - started
+        assert out.status == "precondition_failed"
+        assert f"no exit status from gpubot/{POD} within 30s; its outcome is unknown" in out.message
+        # one command's deadline (30 s, the systemctl minimum) and the refusal: never a hang
+        assert took < 30 + 10, f"took {took:.1f}s"
+        assert api_writes(sim) == [] and state_changes(sim) == {}
+
+
 async def test_exec_refused_in_the_middle_of_a_run_fails_truthfully(tmp_path: Path) -> None:
     async with remediation_rig(tmp_path, "zombie-checkpoint", ready_timeout_s=5.0, node_access="agent") as (sim, rem):
 
