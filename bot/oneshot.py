@@ -72,10 +72,12 @@ def run_act(
             return await act(settings)
         from bot.sim.cluster import SimCluster
 
-        async with SimCluster.from_file(scenario) as sim:
+        # acting needs the remediation component: the simulator installs it (actuator pods)
+        async with SimCluster.from_file(scenario, remediation=True) as sim:
             return await act(sim.settings(
                 state_path=settings.state_path, dry_run=settings.dry_run, runbook_dir=settings.runbook_dir,
                 node_ready_timeout_s=settings.node_ready_timeout_s, action_ttl_s=settings.action_ttl_s,
+                node_access=settings.node_access,
             ))
 
     return asyncio.run(go())

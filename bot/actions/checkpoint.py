@@ -4,8 +4,8 @@ Order: cordon (unless already cordoned) → ``systemctl stop kubelet`` → move 
 backup beside it named by the time in nanoseconds and the action id → ``systemctl start kubelet``
 (the kubelet writes a fresh one) → wait for Ready with a heartbeat newer than the start →
 uncordon only if gpubot cordoned. The kubelet counts as down from *before* the stop is sent, so a
-lost answer to the stop still ends with the kubelet started again. The precondition re-probes the node over SSH
-and the pods bound to it: zombie entries must still exist and their pods must still be gone.
+lost answer to the stop still ends with the kubelet started again. The precondition re-probes the node
+(over SSH or its actuator) and the pods bound to it: zombie entries must still exist and their pods must still be gone.
 
 Must never delete the checkpoint outright or touch anything but the file and the kubelet unit.
 """
@@ -13,10 +13,10 @@ Must never delete the checkpoint outright or touch anything but the file and the
 from __future__ import annotations
 
 from bot.actions.base import ActionContext, action
-from bot.actions.node_exec import NodeShell, move_checkpoint_command, new_backup_path
+from bot.actions.node_exec import START_KUBELET, STOP_KUBELET, NodeShell, move_checkpoint_command, new_backup_path
 from bot.actions.node_heartbeat import read_heartbeat
 from bot.actions.node_procedure import NodeProcedure
-from bot.actions.nodeops import NodeRun, describe_zombies, is_cordoned, read_node, shell_for, zombie_entries
+from bot.actions.nodeops import NodeRun, describe_zombies, read_node, zombie_entries
 from bot.actions.steps import StepLog
 from bot.names import validate_name
 
@@ -38,12 +38,8 @@ class ClearCheckpoint(NodeProcedure):
     required = {"node": lambda v: validate_name(v, what="node name")}
     target_param = "node"
 
-    async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
-        node = ctx.param("node")
-        obj = await read_node(ctx, node)
-        ctx.facts["cordoned"] = is_cordoned(obj)
-        async with shell_for(ctx, node, obj) as shell:
-            zombies = await zombie_entries(ctx, shell, node)
+    async def recheck(self, ctx: ActionContext, shell: NodeShell, node: str) -> tuple[bool, str]:
+        zombies = await zombie_entries(ctx, shell, node)
         if not zombies:
             return False, f"the checkpoint on {node} holds no entry of a missing pod any more"
         ctx.facts["zombies"] = describe_zombies(zombies)
@@ -51,23 +47,23 @@ class ClearCheckpoint(NodeProcedure):
 
     def middle_plan(self, ctx: ActionContext, node: str) -> list[str]:
         return [
-            f"ssh {node}: systemctl stop kubelet",
-            f"ssh {node}: {move_checkpoint_command(new_backup_path(ctx.action_id or PLAN_ID))}",
-            f"ssh {node}: systemctl start kubelet",
+            self.step(ctx, node, STOP_KUBELET),
+            self.step(ctx, node, move_checkpoint_command(new_backup_path(ctx.action_id or PLAN_ID))),
+            self.step(ctx, node, START_KUBELET),
         ]
 
     async def middle(self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str) -> None:
         run.kubelet_down = True  # before the stop is sent: a lost answer must still end in a start
-        await log.run(f"ssh {node}: systemctl stop kubelet", shell.systemctl("stop"), progress=run.progress())
+        await log.run(self.step(ctx, node, STOP_KUBELET), shell.systemctl("stop"), progress=run.progress())
         run.backup_planned = new_backup_path(ctx.action_id)
         run.backup = await log.run(
-            f"ssh {node}: {move_checkpoint_command(run.backup_planned)}",
+            self.step(ctx, node, move_checkpoint_command(run.backup_planned)),
             shell.move_checkpoint(run.backup_planned),
             detail=f"backup at {run.backup_planned}",
             progress=run.progress(),
         )
         run.before_start = await read_heartbeat(ctx, node, await read_node(ctx, node))
-        await log.run(f"ssh {node}: systemctl start kubelet", shell.systemctl("start"), progress=run.progress())
+        await log.run(self.step(ctx, node, START_KUBELET), shell.systemctl("start"), progress=run.progress())
         run.kubelet_down = False
 
     async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:

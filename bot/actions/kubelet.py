@@ -12,10 +12,10 @@ Must never restart anything but the kubelet unit, and never uncordon a node it d
 from __future__ import annotations
 
 from bot.actions.base import ActionContext, action
-from bot.actions.node_exec import NodeShell
+from bot.actions.node_exec import RESTART_KUBELET, NodeShell
 from bot.actions.node_heartbeat import read_heartbeat
 from bot.actions.node_procedure import NodeProcedure
-from bot.actions.nodeops import NodeRun, describe_zombies, is_cordoned, read_node, shell_for, zombie_entries
+from bot.actions.nodeops import NodeRun, describe_zombies, read_node, zombie_entries
 from bot.actions.steps import StepLog
 from bot.names import validate_name
 
@@ -31,27 +31,24 @@ class RestartKubelet(NodeProcedure):
     required = {"node": lambda v: validate_name(v, what="node name")}
     target_param = "node"
 
-    async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
-        node = ctx.param("node")
-        obj = await read_node(ctx, node)
-        ctx.facts["cordoned"] = is_cordoned(obj)
-        async with shell_for(ctx, node, obj) as shell:
-            kubelet = await shell.kubelet_state()
-            if ctx.finding_code == "CHECKPOINT_ZOMBIE":
-                # offered for zombie allocations: only worth the outage if they are still there
-                zombies = await zombie_entries(ctx, shell, node)
-                if not zombies:
-                    return False, f"the checkpoint on {node} holds no entry of a missing pod any more"
-                return True, f"{node}: {describe_zombies(zombies)}; kubelet {kubelet}"
-        return True, f"node {node} exists and answers over SSH (kubelet {kubelet})"
+    async def recheck(self, ctx: ActionContext, shell: NodeShell, node: str) -> tuple[bool, str]:
+        kubelet = await shell.kubelet_state()
+        if ctx.finding_code == "CHECKPOINT_ZOMBIE":
+            # offered for zombie allocations: only worth the outage if they are still there
+            zombies = await zombie_entries(ctx, shell, node)
+            if not zombies:
+                return False, f"the checkpoint on {node} holds no entry of a missing pod any more"
+            return True, f"{node}: {describe_zombies(zombies)}; kubelet {kubelet}"
+        over = "SSH" if shell.via == "ssh" else f"its {shell.via}"
+        return True, f"node {node} exists and answers over {over} (kubelet {kubelet})"
 
     def middle_plan(self, ctx: ActionContext, node: str) -> list[str]:
-        return [f"ssh {node}: systemctl restart kubelet"]
+        return [self.step(ctx, node, RESTART_KUBELET)]
 
     async def middle(self, ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShell, node: str) -> None:
         run.before_start = await read_heartbeat(ctx, node, await read_node(ctx, node))
         run.kubelet_down = True  # until the restart is known to have worked
-        await log.run(f"ssh {node}: systemctl restart kubelet", shell.systemctl("restart"), progress=run.progress())
+        await log.run(self.step(ctx, node, RESTART_KUBELET), shell.systemctl("restart"), progress=run.progress())
         run.kubelet_down = False
 
     async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:

@@ -1,4 +1,4 @@
-"""The only commands gpubot runs on a node that change it, over the strict SSH client of the probes.
+"""The only commands gpubot runs on a node that change it, and the shell that runs them over a channel.
 
 The write allow-list is exactly: ``systemctl restart|stop|start kubelet``, ``systemctl is-active
 kubelet``, and one ``mv`` of the device-plugin checkpoint to a backup beside it, named with the
@@ -14,6 +14,11 @@ command is unknown. The shell then reconnects once; a command that is safe to re
 start, is-active, reading the checkpoint) is asked again on the new connection, the others
 (restart, ``mv``) fail with "outcome unknown" and the action's restore path takes over.
 
+``NodeShell`` holds these semantics once, over a ``NodeChannel``: ``SshChannel`` (below, the
+probes' strict SSH client) or ``bot.actions.actuator.ActuatorChannel`` (exec into the node's
+``gpubot-actuator`` pod, for ``node_access: agent``), so the node procedure, its persisted state
+and its restore run alike over either.
+
 This module must never remove the checkpoint outright (a move keeps it for inspection), never
 rewrite it (its checksum cannot be recomputed outside Go), and never build a command from a
 parameter, a node name or any text a user could influence.
@@ -25,7 +30,7 @@ import re
 import time
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Literal
+from typing import Literal, Protocol
 
 import asyncssh
 
@@ -87,21 +92,100 @@ def move_checkpoint_command(backup: str) -> str:
     return f"mv {CHECKPOINT_PATH} {backup}"
 
 
+def is_checkpoint_move(command: str) -> bool:
+    """Whether ``command`` is exactly a ``move_checkpoint_command`` line (the one generated ``mv``)."""
+    return _MOVE_RE.fullmatch(command) is not None
+
+
+_MOVE_RE = re.compile(f"mv {re.escape(CHECKPOINT_PATH)} {_BACKUP_RE.pattern}")
+
+
 def _first_line(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:240]
 
 
-class NodeShell:
-    """One SSH connection to one node for the duration of an action (``async with``)."""
+class AnswerLost(Exception):
+    """The channel was lost after the command was sent and before its exit status came: its outcome
+    is unknown (a channel raises it; ``NodeShell`` decides whether to ask again)."""
+
+
+class NodeChannel(Protocol):
+    """How one allow-listed command reaches a node for an action.
+
+    ``open`` connects (or finds the pod to exec into) and raises ``GpubotError`` when it cannot:
+    then nothing was sent. ``run`` sends one command from ``allowed`` (``ValueError``, nothing
+    sent, for any other), opening again after ``drop``; it raises ``AnswerLost`` when the answer
+    was lost after sending, ``GpubotError`` for the rest. A non-zero exit is a result.
+    """
+
+    node: str
+    #: the transport in step lines and errors: "ssh" or "actuator"
+    via: str
+    #: what was lost, in words: "the connection to NODE", "the exec stream to POD on NODE"
+    link: str
+
+    async def open(self) -> None: ...
+
+    async def run(self, command: str, allowed: frozenset[str]) -> CommandResult: ...
+
+    def drop(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class SshChannel:
+    """One SSH connection to one node, reopened after a drop."""
+
+    via = "ssh"
 
     def __init__(self, target: SshTarget, *, timeout: float, command_timeout: float) -> None:
         self.target = target
+        self.node = target.node
+        self.link = f"the connection to {target.node}"
         self.timeout = timeout
         self.command_timeout = command_timeout
         self._conn: asyncssh.SSHClientConnection | None = None
 
+    async def open(self) -> None:
+        if self._conn is None:
+            self._conn = await open_connection(self.target, timeout=self.timeout)
+
+    async def run(self, command: str, allowed: frozenset[str]) -> CommandResult:
+        if command not in allowed:
+            raise ValueError(f"command not in the allow-list: {command!r}")
+        await self.open()
+        assert self._conn is not None
+        try:
+            return await run_command(
+                self._conn, command, allowed=allowed, node=self.node, timeout=self.command_timeout
+            )
+        except TransientSshError:
+            raise AnswerLost(command) from None
+
+    def drop(self) -> None:
+        if self._conn is not None:
+            self._conn.abort()
+            self._conn = None
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            await conn.wait_closed()
+
+
+class NodeShell:
+    """One node's channel for the duration of an action (``async with``), with the write semantics."""
+
+    def __init__(self, channel: NodeChannel) -> None:
+        self.channel = channel
+
+    @property
+    def via(self) -> str:
+        return self.channel.via
+
     async def __aenter__(self) -> NodeShell:
-        self._conn = await open_connection(self.target, timeout=self.timeout)
+        await self.channel.open()
         return self
 
     async def __aexit__(
@@ -110,35 +194,22 @@ class NodeShell:
         await self.close()
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-            await conn.wait_closed()
-
-    def _drop(self) -> None:
-        if self._conn is not None:
-            self._conn.abort()
-            self._conn = None
+        await self.channel.close()
 
     async def _result(self, command: str, allowed: frozenset[str]) -> CommandResult:
         for attempt in (1, 2):
-            if self._conn is None:
-                # the connection dropped (or never opened): a fresh one, e.g. for a restore step
-                self._conn = await open_connection(self.target, timeout=self.timeout)
             try:
-                return await run_command(
-                    self._conn, command, allowed=allowed, node=self.target.node, timeout=self.command_timeout
-                )
-            except TransientSshError:
-                self._drop()
+                # after a drop the channel opens afresh (e.g. for a restore step)
+                return await self.channel.run(command, allowed)
+            except AnswerLost:
+                self.channel.drop()
                 if attempt == 1 and command in REPEATABLE:
                     continue  # reconnect once and ask again: running it twice changes nothing
                 raise ActionError(
-                    f"`{command}`: the connection to {self.target.node} was lost before it answered; "
-                    "its outcome is unknown"
+                    f"`{command}`: {self.channel.link} was lost before it answered; its outcome is unknown"
                 ) from None
             except BaseException:
-                self._drop()
+                self.channel.drop()
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from typing import Any
 
+from bot.actions.actuator import ActuatorUnavailable
 from bot.actions.base import ActionContext, ActionOutcome, BaseAction
 from bot.actions.node_exec import NodeShell
 from bot.actions.nodeops import (
@@ -24,6 +25,7 @@ from bot.actions.nodeops import (
     cordon_if_needed,
     is_cordoned,
     node_state,
+    node_via,
     read_node,
     restore,
     shell_for,
@@ -39,7 +41,11 @@ log_errors = logging.getLogger(__name__)
 
 
 class NodeProcedure(BaseAction):
-    """A node action framed by cordon/uncordon; subclasses supply the middle and the check."""
+    """A node action framed by cordon/uncordon; subclasses supply the re-check, the middle and the check."""
+
+    @abc.abstractmethod
+    async def recheck(self, ctx: ActionContext, shell: NodeShell, node: str) -> tuple[bool, str]:
+        """The precondition's re-probe of the node, on an open shell."""
 
     @abc.abstractmethod
     def middle_plan(self, ctx: ActionContext, node: str) -> list[str]:
@@ -52,6 +58,23 @@ class NodeProcedure(BaseAction):
     async def verify(self, ctx: ActionContext, log: StepLog, shell: NodeShell, node: str) -> tuple[bool, str]:
         """After a successful run: (ok, summary)."""
         return True, f"{self.name} done on {node}."
+
+    async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
+        """Re-probe the node; a node whose actuator cannot run anything is refused here, before
+        any step, with why (the audit's refusal reason)."""
+        node = ctx.param("node")
+        obj = await read_node(ctx, node)
+        ctx.facts["cordoned"] = is_cordoned(obj)
+        try:
+            async with shell_for(ctx, node, obj) as shell:
+                return await self.recheck(ctx, shell, node)
+        except ActuatorUnavailable as exc:
+            return False, exc.user_message
+
+    @staticmethod
+    def step(ctx: ActionContext, node: str, command: str) -> str:
+        """A node step's line: ``ssh NODE: COMMAND`` or ``actuator NODE: COMMAND``."""
+        return f"{node_via(ctx)} {node}: {command}"
 
     def max_duration_s(self, settings: Settings) -> float:
         """Two Ready waits (the run's, the restore's) and every SSH and API call at its deadline."""

@@ -1,5 +1,5 @@
-"""What the node-level actions share: reaching the node, cordon bookkeeping, waiting for Ready,
-the zombie re-probe, and restoring after a failed, cancelled or interrupted run.
+"""What the node-level actions share: reaching the node (SSH or its actuator pod), cordon
+bookkeeping, waiting for Ready, the zombie re-probe, and restoring after a failed, cancelled or interrupted run.
 
 The safety rules live here so ``kubelet.restart`` and ``checkpoint.clear`` cannot drift apart:
 cordon only a node that is schedulable (and then remember that *we* cordoned it); uncordon only a
@@ -22,8 +22,9 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.actions.actuator import ActuatorChannel
 from bot.actions.base import ActionContext
-from bot.actions.node_exec import NodeShell
+from bot.actions.node_exec import NodeChannel, NodeShell, SshChannel
 from bot.actions.node_heartbeat import Heartbeat, read_heartbeat
 from bot.actions.steps import StepLog
 from bot.errors import ActionError, GpubotError, error_text
@@ -50,20 +51,30 @@ async def read_node(ctx: ActionContext, node: str) -> dict[str, Any]:
     return await ctx.kube.get_object("Node", node)
 
 
+def node_via(ctx: ActionContext) -> str:
+    """How the node's commands travel, as step lines name it: "actuator" (``node_access: agent``) or "ssh"."""
+    return "actuator" if ctx.settings.node_access == "agent" else "ssh"
+
+
 def shell_for(ctx: ActionContext, node: str, node_obj: dict[str, Any] | None) -> NodeShell:
-    """A (not yet connected) SSH session to ``node`` with the cluster's key and known_hosts."""
+    """A (not yet connected) shell on ``node``: exec into its actuator pod with ``node_access:
+    agent``, else SSH with the cluster's key and known_hosts."""
     s, c = ctx.settings, ctx.cluster
-    target = ssh_target_for(
-        node,
-        node_obj,
-        user=s.ssh_user,
-        key_path=c.ssh_key_path or s.ssh_key_path,
-        known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
-        overrides=c.ssh_targets,
-    )
-    return NodeShell(
-        target, timeout=s.ssh_deadline_s, command_timeout=max(MIN_SYSTEMCTL_TIMEOUT_S, s.ssh_deadline_s)
-    )
+    command_timeout = max(MIN_SYSTEMCTL_TIMEOUT_S, s.ssh_deadline_s)
+    channel: NodeChannel
+    if node_via(ctx) == "actuator":
+        channel = ActuatorChannel(ctx.kube, c, s.namespace, node, node_obj, command_timeout=command_timeout)
+    else:
+        target = ssh_target_for(
+            node,
+            node_obj,
+            user=s.ssh_user,
+            key_path=c.ssh_key_path or s.ssh_key_path,
+            known_hosts=c.ssh_known_hosts or s.ssh_known_hosts,
+            overrides=c.ssh_targets,
+        )
+        channel = SshChannel(target, timeout=s.ssh_deadline_s, command_timeout=command_timeout)
+    return NodeShell(channel)
 
 
 async def zombie_entries(ctx: ActionContext, shell: NodeShell, node: str) -> list[CheckpointEntry]:
@@ -192,7 +203,7 @@ async def restore(ctx: ActionContext, log: StepLog, run: NodeRun, shell: NodeShe
         ok, text = await _try(shell.systemctl("start"))
         await log.note("restore: systemctl start kubelet", "ok" if ok else "failed", text)
         ok, text = await _try(shell.kubelet_state())
-        kubelet = text if ok else "unknown (ssh failed)"
+        kubelet = text if ok else f"unknown ({shell.via} failed)"
         if kubelet == "active":
             started = True
             run.before_start = before

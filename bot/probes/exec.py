@@ -3,13 +3,25 @@
 Only commands from ``EXEC_COMMANDS`` may run: they are constants, never built from user text; the
 pod, namespace and container names are validated and passed as API parameters. ``run_read`` runs
 the node read commands (``bot.probes.ssh.READ_COMMANDS``, nothing else) in the gpubot node agent.
+
+``ExecStream`` is the WebSocket itself and checks no list: ``PodExec`` here (reads) and
+``bot.actions.actuator`` (the node actions' own list) each enforce theirs before calling it. It
+tells a stream that closed before the exit status (``code`` None: the answer was lost) from one
+still open at the deadline (``timed_out``), and runs each exec in a daemon thread: the official
+client's WebSocket handshake has no timeout, so an API server that never answers the upgrade
+must not keep a terminal command or the bot's shutdown waiting for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -34,6 +46,19 @@ EXEC_COMMANDS: dict[str, list[str]] = {
 }
 _ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
 _HANDSHAKE = re.compile(r"Handshake status (\d{3})")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ExecOutput:
+    """What one exec printed, and how it ended."""
+
+    stdout: str
+    stderr: str
+    #: the exit code; None when the stream ended without the exit status (lost, or timed out)
+    code: int | None
+    #: the stream was still open at the deadline (the command may still be running)
+    timed_out: bool = False
 
 
 def _exit_code(status_text: str | None) -> int:
@@ -55,42 +80,54 @@ def _exit_code(status_text: str | None) -> int:
     return 1
 
 
-class PodExec:
-    """Executes allow-listed commands in containers; one dedicated ApiClient (stream() patches it)."""
+async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
+    """``work()`` in a daemon thread: a call stuck in a library without a timeout never holds up
+    the event loop's shutdown or the process's exit (``asyncio.to_thread`` threads would)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[_T] = loop.create_future()
+
+    def settle(result: _T | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # the caller gave up waiting (its deadline)
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def body() -> None:
+        result: _T | None = None
+        error: BaseException | None = None
+        try:
+            result = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task as is
+            error = exc
+        # the loop closed meanwhile: nobody waits for this answer any more
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=body, name="gpubot-exec", daemon=True).start()
+    return await done
+
+
+class ExecStream:
+    """One argv in one container over ``pods/exec``; one dedicated ApiClient (stream() patches it).
+
+    No allow-list here: every caller checks its own first (see the module docstring).
+    """
 
     def __init__(self, api_client: client.ApiClient, *, timeout: float = 15.0) -> None:
         self._core = client.CoreV1Api(api_client)
+        self.api_client = api_client
         self.timeout = timeout
 
-    async def run(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[str, str, int]:
-        if tuple(argv) not in _ALLOWED:
-            raise ValueError("command is not on the exec allow-list")
-        stdout, stderr, code = await self._exec(namespace, pod, container, argv)
-        return stdout, stderr, 0 if code is None else code
-
-    async def run_read(
-        self, namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
-    ) -> CommandResult:
-        """One node read command (``READ_COMMANDS``, the SSH list) run in the node agent's container.
-
-        ``sh -c`` because the commands are the very strings SSH sends (one has a glob). An exec
-        stream that closes before its exit status is a truncated answer: ``KubeApiError``.
-        """
-        if command not in READ_COMMANDS:
-            raise ValueError("command is not on the node read allow-list")
-        stdout, stderr, code = await self._exec(namespace, pod, container, ["sh", "-c", command], timeout=timeout)
-        if code is None:
-            why = "output truncated (the stream closed before the exit status)"
-            raise KubeApiError(f"exec in {namespace}/{pod}: {why}")
-        return CommandResult(stdout[:MAX_OUTPUT_BYTES], stderr[:MAX_OUTPUT_BYTES], code)
-
-    async def _exec(
+    async def stream_exec(
         self, namespace: str, pod: str, container: str, argv: list[str], *, timeout: float | None = None
-    ) -> tuple[str, str, int | None]:
-        """(stdout, stderr, exit code); the code is None when the status never came."""
+    ) -> ExecOutput:
+        """Run ``argv``; ``KubeApiError`` (``NotFoundError`` for 404) when the API refuses it or the
+        answer does not come within ``timeout`` plus a margin."""
         limit = self.timeout if timeout is None else timeout
 
-        def do() -> tuple[str, str, int | None]:
+        def do() -> ExecOutput:
             try:
                 resp = stream(
                     self._core.connect_get_namespaced_pod_exec,
@@ -117,19 +154,48 @@ class PodExec:
                 ) from None
             except Exception as exc:  # noqa: BLE001 - websocket errors vary by library version
                 raise KubeApiError(f"exec in {namespace}/{pod}/{container}: {type(exc).__name__}") from None
-            out: list[str] = []
-            err: list[str] = []
             try:
                 resp.run_forever(timeout=limit)
-                out.append(resp.read_stdout() or "")
-                err.append(resp.read_stderr() or "")
+                timed_out = resp.is_open()
+                # what run_forever buffered; timeout=0: a stream still open must not block here
+                stdout = resp.read_stdout(timeout=0) or ""
+                stderr = resp.read_stderr(timeout=0) or ""
                 status = resp.read_channel(3)
                 code = _exit_code(status) if status else None
             finally:
                 resp.close()
-            return "".join(out), "".join(err), code
+            return ExecOutput(stdout, stderr, code, timed_out=timed_out and code is None)
 
         try:
-            return await asyncio.wait_for(asyncio.to_thread(do), timeout=limit + 5)
+            return await asyncio.wait_for(_in_daemon_thread(do), timeout=limit + 5)
         except TimeoutError:
             raise KubeApiError(f"exec in {namespace}/{pod}/{container}: timed out") from None
+
+
+class PodExec(ExecStream):
+    """Executes allow-listed read commands in containers."""
+
+    async def run(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[str, str, int]:
+        if tuple(argv) not in _ALLOWED:
+            raise ValueError("command is not on the exec allow-list")
+        out = await self.stream_exec(namespace, pod, container, argv)
+        return out.stdout, out.stderr, 0 if out.code is None else out.code
+
+    async def run_read(
+        self, namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
+    ) -> CommandResult:
+        """One node read command (``READ_COMMANDS``, the SSH list) run in the node agent's container.
+
+        ``sh -c`` because the commands are the very strings SSH sends (one has a glob). An exec
+        stream that closes before its exit status is a truncated answer, one still open at the
+        deadline a timed-out one: both ``KubeApiError``.
+        """
+        if command not in READ_COMMANDS:
+            raise ValueError("command is not on the node read allow-list")
+        out = await self.stream_exec(namespace, pod, container, ["sh", "-c", command], timeout=timeout)
+        if out.timed_out:
+            raise KubeApiError(f"exec in {namespace}/{pod}: timed out (no exit status within the deadline)")
+        if out.code is None:
+            why = "output truncated (the stream closed before the exit status)"
+            raise KubeApiError(f"exec in {namespace}/{pod}: {why}")
+        return CommandResult(out.stdout[:MAX_OUTPUT_BYTES], out.stderr[:MAX_OUTPUT_BYTES], out.code)

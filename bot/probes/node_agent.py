@@ -26,6 +26,13 @@ Obj = dict[str, Any]
 AGENT_NAME = "gpubot-node"
 AGENT_SELECTOR = f"app.kubernetes.io/name={AGENT_NAME}"
 AGENT_CONTAINER = "agent"
+#: the remediation component's privileged per-node pod: only ``bot.actions.actuator`` execs into it
+#: (named here, beside the agent, so the simulator can serve it without importing the actions)
+ACTUATOR_NAME = "gpubot-actuator"
+ACTUATOR_SELECTOR = f"app.kubernetes.io/name={ACTUATOR_NAME}"
+ACTUATOR_CONTAINER = "actuator"
+#: the actuator's argv prefix: enter the host's mount, UTS, IPC and network namespaces of PID 1
+NSENTER: tuple[str, ...] = ("nsenter", "-t", "1", "-m", "-u", "-i", "-n", "--")
 
 class NodeExecFn(Protocol):
     """``PodExec.run_read``: one read command in a container, within ``timeout`` seconds."""
@@ -58,10 +65,10 @@ def _tolerated(taint: Obj, tolerations: list[Obj]) -> bool:
     return False
 
 
-def _why_unscheduled(node: Obj | None, template: Obj | None) -> str:
+def _why_unscheduled(node: Obj | None, template: Obj | None, name: str, installed_by: str) -> str:
     """Which taint or label keeps the DaemonSet's pod off the node, as far as the objects say."""
     if template is None:
-        return f"not scheduled: no {AGENT_NAME} DaemonSet in the namespace (is the node agent installed?)"
+        return f"not scheduled: no {name} DaemonSet in the namespace (is {installed_by} installed?)"
     spec = template.get("spec") or {}
     tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, dict)]
     taints = [t for t in ((node or {}).get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
@@ -102,8 +109,18 @@ def _pod_state(pod: Obj) -> AgentState:
     return AgentState(name, True)
 
 
-def find_agents(nodes: Mapping[str, Obj | None], pods: list[Obj], daemonsets: list[Obj]) -> dict[str, AgentState]:
-    """Each of ``nodes``' agent: from the agent pods (by spec.nodeName) and the agent DaemonSet."""
+def find_agents(
+    nodes: Mapping[str, Obj | None],
+    pods: list[Obj],
+    daemonsets: list[Obj],
+    *,
+    name: str = AGENT_NAME,
+    installed_by: str = "the node agent",
+) -> dict[str, AgentState]:
+    """Each of ``nodes``' agent: from the agent pods (by spec.nodeName) and the agent DaemonSet.
+
+    ``name`` and ``installed_by`` word the reasons for another per-node DaemonSet (the actuator).
+    """
     by_node: dict[str, Obj] = {}
     for pod in pods:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -114,9 +131,13 @@ def find_agents(nodes: Mapping[str, Obj | None], pods: list[Obj], daemonsets: li
                 by_node[node] = pod
     template: Obj | None = next(((d.get("spec") or {}).get("template") for d in daemonsets), None)
     out = {}
-    for name, node_obj in nodes.items():
-        agent = by_node.get(name)
-        out[name] = _pod_state(agent) if agent is not None else AgentState(reason=_why_unscheduled(node_obj, template))
+    for node, node_obj in nodes.items():
+        agent = by_node.get(node)
+        out[node] = (
+            _pod_state(agent)
+            if agent is not None
+            else AgentState(reason=_why_unscheduled(node_obj, template, name, installed_by))
+        )
     return out
 
 

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.settings import ClusterConfig, Settings, load_settings
-from bot.sim.agents import agent_objects
+from bot.sim.agents import actuator_objects, agent_objects
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario
@@ -24,24 +24,30 @@ from bot.sim.ssh_server import SshFleet
 class SimCluster:
     """Start with ``async with SimCluster(scenario) as sim``; stop on exit."""
 
-    def __init__(self, scenario: Scenario, *, workdir: Path | None = None, cluster_name: str = "sim") -> None:
+    def __init__(
+        self, scenario: Scenario, *, workdir: Path | None = None, cluster_name: str = "sim", remediation: bool = False
+    ) -> None:
         self.scenario = scenario
         self._own_dir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="gpubot-sim-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_name = cluster_name
-        # the gpubot-node agent pods come with the cluster, as the chart installs them
-        self.api = KubeApiServer(scenario, extra_objects=agent_objects(scenario))
+        # the gpubot-node agent pods come with the cluster, as the chart installs them; the
+        # gpubot-actuator pods only with the remediation component (``remediation``)
+        extra = agent_objects(scenario) + actuator_objects(scenario, remediation=remediation)
+        self.api = KubeApiServer(scenario, extra_objects=extra)
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
-        # exec into a node's agent pod reads the same live node state as SSH to it
+        # exec into a node's agent pod reads the same live node state as SSH to it, and exec into
+        # its actuator changes it as SSH would
         self.api.node_read = self.ssh.read
+        self.api.node_write = self.ssh.actuate
         # a kubelet stopped or started over SSH shows in the API as a real one would (Lease, Ready)
         self.ssh.on_kubelet = self.api.lifecycle.kubelet_changed
         self.kubeconfig_path = self.workdir / "kubeconfig"
 
     @classmethod
-    def from_file(cls, path: str | Path, *, workdir: Path | None = None) -> SimCluster:
-        return cls(load_scenario(path), workdir=workdir)
+    def from_file(cls, path: str | Path, *, workdir: Path | None = None, remediation: bool = False) -> SimCluster:
+        return cls(load_scenario(path), workdir=workdir, remediation=remediation)
 
     async def start(self) -> None:
         await self.api.start()

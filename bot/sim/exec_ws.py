@@ -10,12 +10,13 @@ upgrade, so a missing pod or container is an ordinary HTTP Status error. Output 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
-from bot.sim.agents import is_agent_pod
+from bot.probes.node_agent import NSENTER
+from bot.sim.agents import exec_mode, is_actuator_pod, is_agent_pod
 from bot.sim.exec_commands import ExecTarget, answer
 from bot.sim.kube_status import status_response
 from bot.sim.scenario import Scenario
@@ -68,11 +69,28 @@ def _pick_container(pod: dict[str, Any], requested: str | None) -> tuple[str | N
 NodeRead = Callable[[str, str], tuple[str, str, int]]
 
 
+#: (node, command line) -> (stdout, stderr, exit code, the stream is cut after it ran): a command
+#: the node's actuator runs in the host, as the node's SSH server runs and applies it
+NodeWrite = Callable[[str, str], Awaitable[tuple[str, str, int, bool]]]
+
+
+def _not_found(word: str) -> tuple[str, str, int]:
+    return "", f"sh: 1: {word}: not found\n", 127
+
+
 def _agent_answer(node_read: NodeRead | None, node: str, argv: list[str]) -> tuple[str, str, int]:
     """An agent pod runs ``sh -c LINE`` for the node read commands; the node's facts answer them."""
     if node_read is None or len(argv) != 3 or argv[:2] != ["sh", "-c"]:
-        return "", f"sh: {argv[0] if argv else ''}: not found\n", 127
+        return _not_found(argv[0] if argv else "")
     return node_read(node, argv[2])
+
+
+async def _actuator_answer(node_write: NodeWrite | None, node: str, argv: list[str]) -> tuple[str, str, int, bool]:
+    """An actuator pod runs ``nsenter -t 1 -m -u -i -n -- COMMAND`` in the host (``node_write``
+    answers only the actuator's list); an argv without that prefix fails as a shell would."""
+    if node_write is None or tuple(argv[: len(NSENTER)]) != NSENTER or len(argv) == len(NSENTER):
+        return (*_not_found(argv[0] if argv else ""), False)
+    return await node_write(node, " ".join(argv[len(NSENTER) :]))
 
 
 async def handle_exec(
@@ -81,11 +99,15 @@ async def handle_exec(
     pod: dict[str, Any],
     log: Callable[[ExecLogEntry], None],
     node_read: NodeRead | None = None,
+    node_write: NodeWrite | None = None,
 ) -> web.StreamResponse:
     """Serve one exec request for an existing pod (the caller already returned 404 otherwise).
 
-    An exec into a gpubot-node agent pod answers from its node's facts (``node_read``), failing
-    the way the node's ``agent`` mode says: 403, an upstream error, a hang or a cut stream.
+    An exec into a gpubot-node agent pod answers from its node's facts (``node_read``), one into a
+    gpubot-actuator pod runs the write on the node (``node_write``); each fails the way the node's
+    ``agent`` or ``actuator`` mode says: 403, an upstream error, a hang or a cut stream. A write
+    whose node has a ``drop_connection_after`` fault armed takes effect, then its stream is cut
+    before the exit status, as the SSH connection would be.
     """
     query = request.query
     argv = query.getall("command", [])
@@ -102,7 +124,7 @@ async def handle_exec(
         message = f"cannot exec into a container in a completed pod; current phase is {phase}"
         return status_response(400, message, name=name, kind="pods")
     node = str(pod["spec"]["nodeName"])
-    mode = scenario.nodes[node].agent_mode if is_agent_pod(pod) and node in scenario.nodes else ""
+    mode = exec_mode(scenario, pod)
     if mode == "forbidden":
         message = f'pods "{name}" is forbidden: User cannot create resource "pods/exec" in this namespace'
         return status_response(403, message, name=name, kind="pods")
@@ -119,12 +141,15 @@ async def handle_exec(
         async for _ in ws:  # say nothing until the client gives up and closes
             pass
         return ws
+    cut = False
     if is_agent_pod(pod):
         stdout, stderr, code = _agent_answer(node_read, node, list(argv))
+    elif is_actuator_pod(pod):
+        stdout, stderr, code, cut = await _actuator_answer(node_write, node, list(argv))
     else:
         stdout, stderr, code = answer(ExecTarget.resolve(scenario, pod, container), list(argv))
     log((pod["metadata"].get("namespace", ""), name, container, tuple(argv), code))
-    if mode == "truncated":
+    if mode == "truncated" or cut:
         # the connection drops mid-answer: half the output, no exit status
         await ws.send_bytes(bytes([STDOUT]) + stdout[: len(stdout) // 2].encode())
         await ws.close()

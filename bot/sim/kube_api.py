@@ -23,7 +23,7 @@ from aiohttp import web
 
 from bot.sim import kube_discovery as discovery
 from bot.sim import kube_rest as rest
-from bot.sim.exec_ws import ExecLogEntry, NodeRead, handle_exec
+from bot.sim.exec_ws import ExecLogEntry, NodeRead, NodeWrite, handle_exec
 from bot.sim.faults import FaultSet
 from bot.sim.kube_status import status_response
 from bot.sim.kube_watch import WatchHub, serve_watch
@@ -94,6 +94,8 @@ class KubeApiServer:
         )
         #: answers a node read command for exec into an agent pod (SimCluster wires its SSH fleet)
         self.node_read: NodeRead | None = None
+        #: runs a write for exec into an actuator pod (SimCluster wires its SSH fleet)
+        self.node_write: NodeWrite | None = None
         #: the kubelets' heartbeats and the node controller (the SSH simulator reports kubelet starts/stops)
         self.lifecycle = NodeLifecycle(self.store)
         self.faults = FaultSet(scenario.api_faults)
@@ -283,7 +285,9 @@ class KubeApiServer:
             return status_response(405, f"the server does not allow this method on {target.rtype.plural}")
         if target.sub == "exec":
             pod = rest.existing(store, target)
-            return await handle_exec(request, self.scenario, pod, self.exec_log.append, self.node_read)
+            return await handle_exec(
+                request, self.scenario, pod, self.exec_log.append, self.node_read, self.node_write
+            )
         if target.sub == "log":
             rest.existing(store, target)
             return web.Response(text="", content_type="text/plain")

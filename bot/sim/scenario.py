@@ -21,6 +21,10 @@ SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
 #: the SSH fault); missing / pending / crashloop = no pod answering; forbidden (exec 403),
 #: hang (exec never answers), truncated (the stream closes before the exit status)
 AGENT_MODES = ("", "ok", "missing", "pending", "crashloop", "forbidden", "hang", "truncated", "unreachable")
+#: the node's gpubot-actuator pod, when the remediation component is installed (``remediation``):
+#: "" / ok = Running and Ready; missing / pending / crashloop = none that can act (the action is
+#: refused); forbidden (exec 403) | hang (exec never answers)
+ACTUATOR_MODES = ("", "ok", "missing", "pending", "crashloop", "forbidden", "hang")
 KERNEL_LOG_SOURCES = ("journal", "dmesg", "none")
 DRIVER_INSTALLS = ("host", "operator")
 _GPU_NUMERIC = ("utilization_gpu", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
@@ -117,6 +121,8 @@ class NodeFacts:
     kernel_log_source: str = "journal"
     #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
     agent: str = ""
+    #: the node's actuator pod (``ACTUATOR_MODES``), present only where remediation is installed
+    actuator: str = ""
 
     @property
     def agent_mode(self) -> str:
@@ -175,6 +181,8 @@ class Scenario:
     source: str = "<memory>"
     #: who may read what when a request impersonates a user (``rbac:``); None: not checked
     rbac: RbacTable | None = None
+    #: the remediation component is installed: every node section gets a gpubot-actuator pod
+    remediation: bool = False
 
 
 class _Problems:
@@ -228,6 +236,9 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     faults = _load_faults((data.get("api") or {}).get("faults") or [], problems)
     expect = _load_expect(data.get("expect") or [], problems)
     rbac = load_rbac(data.get("rbac"), problems.add)
+    remediation = data.get("remediation", False)
+    if not isinstance(remediation, bool):
+        problems.add("remediation", "must be true or false")
     problems.raise_if_any()
     return Scenario(
         name=str(name),
@@ -240,6 +251,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         expect=expect,
         source=source,
         rbac=rbac,
+        remediation=remediation is True,
     )
 
 
@@ -291,6 +303,9 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
         agent = str(facts.get("agent", "") or "")
         if agent not in AGENT_MODES:
             problems.add(f"{where}.agent", f"unknown mode {agent!r}; use one of {', '.join(AGENT_MODES[1:])}")
+        actuator = str(facts.get("actuator", "") or "")
+        if actuator not in ACTUATOR_MODES:
+            problems.add(f"{where}.actuator", f"unknown mode {actuator!r}; use one of {', '.join(ACTUATOR_MODES[1:])}")
         install = str(facts.get("driver_install", "host"))
         if install not in DRIVER_INSTALLS:
             problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
@@ -347,6 +362,7 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
             agent=agent,
+            actuator=actuator,
         )
     return nodes
 

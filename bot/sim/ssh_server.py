@@ -36,6 +36,11 @@ DRIVER_ROOT = "/run/nvidia/driver"
 _BACKUP = re.compile(re.escape(CHECKPOINT) + r"\.bak-\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9_-]{8,32}")
 _MV = re.compile(r"mv " + re.escape(CHECKPOINT) + r" (?P<dest>" + _BACKUP.pattern + r")")
 _CAT_BACKUP = re.compile(r"cat (?P<path>" + _BACKUP.pattern + r")")
+#: what a node's gpubot-actuator runs in the host: the kubelet unit's verbs, the checkpoint read
+#: for the precondition and its one move (``_MV``); the rest exits 127 and changes nothing
+_ACTUATOR_LINES = frozenset(
+    {f"systemctl {verb} kubelet" for verb in ("stop", "start", "restart", "is-active")} | {f"cat {CHECKPOINT}"}
+)
 #: characters a shell would interpret; no allowed command contains one
 _SHELL_META = frozenset(";&|$`<>(){}\\!\"'\n\r#~")
 _KUBELET_FAILED = (
@@ -56,6 +61,8 @@ class CommandRecord:
     exit_status: int
     #: False when the command is not in the node's table (the bot should never send it)
     allowed: bool
+    #: how it arrived: "ssh", "agent" (exec into the read-only agent), "actuator" (exec, nsenter)
+    via: str = "ssh"
 
 
 @dataclass(frozen=True)
@@ -271,17 +278,15 @@ class SshFleet:
     # -- commands -------------------------------------------------------------------------
 
     async def _serve(self, node: str, process: asyncssh.SSHServerProcess[str]) -> None:
-        facts = self._nodes[node]
         command = process.command
         try:
-            if facts.latency_ms > 0:
-                await asyncio.sleep(facts.latency_ms / 1000)
             if command is None:
                 answer = _Answer("", "this node serves commands only, not a shell\n", 1, allowed=False)
+                self.command_log.append(CommandRecord(node, "", answer.exit_status, answer.allowed))
+                dropped = False
             else:
-                answer = self.execute(node, command)
-            self.command_log.append(CommandRecord(node, command or "", answer.exit_status, answer.allowed))
-            if self._drop_now(node, command or ""):
+                answer, dropped = await self._run(node, command, "ssh")
+            if dropped:
                 process.get_extra_info("connection").abort()
                 return
             process.stdout.write(answer.stdout)
@@ -297,13 +302,36 @@ class SshFleet:
             self._history[node].append(command)
         return answer
 
+    async def _run(self, node: str, command: str, via: str) -> tuple[_Answer, bool]:
+        """After the node's latency, answer and apply one command and log it; True when an armed
+        drop fault fires after it."""
+        latency_ms = self._nodes[node].latency_ms
+        if latency_ms > 0:
+            await asyncio.sleep(latency_ms / 1000)
+        answer = self.execute(node, command)
+        self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, via))
+        return answer, self._drop_now(node, command)
+
+    async def actuate(self, node: str, command: str) -> tuple[str, str, int, bool]:
+        """A command the node's gpubot-actuator runs in the host (``nsenter``): answered, applied
+        and logged exactly as over SSH (the same state, ``history`` and ``drop_connection_after``
+        fault); the last value is True when that fault cuts the exec stream after it ran. Only
+        the actuator's list runs; anything else exits 127 as a shell would, logged as not allowed."""
+        if node not in self._nodes:
+            return "", f"nsenter: no host for node {node}\n", 1, False
+        if command not in _ACTUATOR_LINES and not _MV.fullmatch(command):
+            self.command_log.append(CommandRecord(node, command, 127, allowed=False, via="actuator"))
+            return "", f"sh: 1: {command.split(' ', 1)[0]}: not found\n", 127, False
+        answer, dropped = await self._run(node, command, "actuator")
+        return answer.stdout, answer.stderr, answer.exit_status, dropped
+
     def read(self, node: str, command: str) -> tuple[str, str, int]:
         """A node read as the node agent runs it: the SSH answer for a read command; a command
         that would change the node fails (the agent's mounts are read-only and it has no systemd)."""
         if command not in READ_COMMANDS or node not in self._nodes:
             return "", f"sh: {command.split(' ', 1)[0]}: not permitted in the read-only agent\n", 126
         answer = self._answer(self._nodes[node], node, command)
-        self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed))
+        self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, "agent"))
         return answer.stdout, answer.stderr, answer.exit_status
 
     def _answer(self, facts: NodeFacts, node: str, command: str) -> _Answer:

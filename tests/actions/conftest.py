@@ -1,5 +1,10 @@
 """Fixtures of the action tests: a simulated cluster on real ports and a RemediationService on a temp SQLite file,
-borrowing the clients of a ``KubeClients`` pool as ``serve`` lends the diagnosis service's."""
+borrowing the clients of a ``KubeClients`` pool as ``serve`` lends the diagnosis service's.
+
+The simulator has the remediation component installed (a gpubot-actuator pod per node). Node
+actions run over each transport: ``node_rig`` is parametrized over ``NODE_ACCESS`` (``ssh``, and
+``agent``: exec into the node's actuator pod through the simulator's API).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,11 @@ import pytest
 from bot.clients import KubeClients
 from bot.remediation import RemediationService
 from bot.sim.cluster import SimCluster
+from bot.sim.scenario import Scenario, load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+#: the node transports every node action runs over (the setting ``node_access``)
+NODE_ACCESS = ("ssh", "agent")
 APPROVER = "U0BOB"
 REQUESTER = "U0ALICE"
 ZOMBIE_NODE = "tcs-10-29-25-5"
@@ -29,6 +37,21 @@ def state_changes(sim: SimCluster) -> dict[str, list[str]]:
     return {node: sim.ssh.history(node) for node in sim.ssh.targets if sim.ssh.history(node)}
 
 
+def via(rem: RemediationService) -> str:
+    """How node steps are named for the service's transport: "ssh" or "actuator"."""
+    return "actuator" if rem.settings.node_access == "agent" else "ssh"
+
+
+def step(rem: RemediationService, node: str, command: str) -> str:
+    """A node step's text as the action words it: ``ssh NODE: COMMAND`` / ``actuator NODE: COMMAND``."""
+    return f"{via(rem)} {node}: {command}"
+
+
+def arrived_via(sim: SimCluster) -> set[str]:
+    """How the node commands reached the simulated nodes: "ssh", "agent", "actuator"."""
+    return {r.via for r in sim.ssh.command_log}
+
+
 def api_writes(sim: SimCluster) -> list[tuple[str, str, Any]]:
     return [(w.verb, w.path, w.body) for w in sim.api.writes]
 
@@ -38,11 +61,14 @@ Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, RemediationSer
 
 @asynccontextmanager
 async def remediation_rig(
-    tmp_path: Path, name: str, *, ready_timeout_s: float, **overrides: Any
+    tmp_path: Path, name: str | Scenario, *, ready_timeout_s: float, remediation: bool = True, **overrides: Any
 ) -> AsyncIterator[tuple[SimCluster, RemediationService]]:
-    """A simulator of scenario ``name`` and a remediation service on a temp state file, as
-    ``serve`` wires it (approver ``APPROVER`` for every action unless ``overrides`` say else)."""
-    async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
+    """A simulator of scenario ``name`` (a bundled scenario's name, or one already loaded), with the
+    remediation component unless ``remediation`` is False, and a remediation service on a temp
+    state file, as ``serve`` wires it (approver ``APPROVER`` for every action unless ``overrides``
+    say else)."""
+    loaded = load_scenario(scenario(name)) if isinstance(name, str) else name
+    async with SimCluster(loaded, workdir=tmp_path / "sim", remediation=remediation) as sim:
         values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": ready_timeout_s}
         values.update(overrides)
         settings = sim.settings(**values)
@@ -59,6 +85,16 @@ def rig(tmp_path: Path) -> Rig:
 
     def start(name: str, **overrides: Any) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
         return remediation_rig(tmp_path, name, ready_timeout_s=5.0, **overrides)
+
+    return start
+
+
+@pytest.fixture(params=NODE_ACCESS)
+def node_rig(request: pytest.FixtureRequest, tmp_path: Path) -> Rig:
+    """``rig`` with ``node_access`` set to each transport in turn (node actions run over both)."""
+
+    def start(name: str, **overrides: Any) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
+        return remediation_rig(tmp_path, name, ready_timeout_s=5.0, node_access=request.param, **overrides)
 
     return start
 

@@ -126,8 +126,11 @@ def buttons(blocks: list[dict[str, Any]]) -> dict[str, list[str]]:
 async def slack_rig(
     tmp_path: Path, mock: MockSlackApi, *, name: str = "zombie-checkpoint", state: Path | None = None, **extra: Any
 ) -> AsyncIterator[SlackRig]:
-    """Start everything; ``state`` names the SQLite file (to restart the bot on the same one)."""
-    async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim") as sim:
+    """Start everything; ``state`` names the SQLite file (to restart the bot on the same one).
+
+    The simulator has the remediation component (an actuator pod per node), as a cluster where
+    the bot offers node actions does; ``extra`` are settings (``node_access="agent"``…)."""
+    async with SimCluster.from_file(scenario(name), workdir=tmp_path / "sim", remediation=True) as sim:
         values: dict[str, Any] = {"approvers": {"*": (APPROVER,)}, "node_ready_timeout_s": 5.0}
         values.update(extra)
         if state is not None:

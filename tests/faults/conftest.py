@@ -12,6 +12,9 @@ checkpoint intact or backed up, and an audit trail that says what really happene
     test_ready_lag.py        4. Ready that stays True after the kubelet stops
     test_audit_truth.py      5. an unwritable state file, a slow clock, USER spoofing, real outcomes
     test_slack_faults.py     8. Slack retries across replicas; Slack refusing after its retries
+
+The node-level faults run over both node transports (``node_rig``): SSH, and exec into the node's
+gpubot-actuator pod (``node_access: agent``), where a dropped exec stream is the dropped connection.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import pytest
 from bot.remediation import RemediationService
 from bot.remediation.audit import AuditEntry
 from bot.sim.cluster import SimCluster
-from tests.actions.conftest import REQUESTER, ZOMBIE_NODE, remediation_rig
+from tests.actions.conftest import NODE_ACCESS, REQUESTER, ZOMBIE_NODE, remediation_rig
 from tests.actions.slack_rig import mock_slack_server
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -49,6 +52,19 @@ def rig(tmp_path: Path) -> Rig:
     def start(
         name: str = "zombie-checkpoint", **overrides: Any
     ) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
+        return remediation_rig(tmp_path, name, ready_timeout_s=10.0, **overrides)
+
+    return start
+
+
+@pytest.fixture(params=NODE_ACCESS)
+def node_rig(request: pytest.FixtureRequest, tmp_path: Path) -> Rig:
+    """``rig`` with ``node_access`` set to each transport in turn."""
+
+    def start(
+        name: str = "zombie-checkpoint", **overrides: Any
+    ) -> AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]:
+        overrides.setdefault("node_access", request.param)
         return remediation_rig(tmp_path, name, ready_timeout_s=10.0, **overrides)
 
     return start

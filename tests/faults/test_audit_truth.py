@@ -25,7 +25,7 @@ import pytest
 from bot.cli import main
 from bot.remediation.sqlite_store import SqlitePendingStore
 from bot.remediation.store import ClaimResult
-from tests.actions.conftest import scenario
+from tests.actions.conftest import scenario, step
 from tests.faults.conftest import NODE, Rig, assert_truthful, checkpoint_kept, end_state, offer
 
 FULL = "database or disk is full"
@@ -100,15 +100,15 @@ async def test_a_full_disk_right_after_the_claim_runs_nothing_and_says_so(rig: R
         assert events == [("offer", "offered"), ("interrupted", "interrupted")]  # no approve/start/ok it never had
 
 
-async def test_a_full_disk_mid_run_stops_before_the_next_step_and_restores(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_a_full_disk_mid_run_stops_before_the_next_step_and_restores(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         original = sim.ssh.state(NODE).checkpoint or ""
         real = rem.flow.store
         rem.flow.store = DiskFillsUp(real, before_progress=2)  # type: ignore[assignment]  # after the cordon
         action_id = await offer(rem, "checkpoint.clear")
         out = await rem.click(action_id, "U0BOB")
         assert out.status == "failed"
-        assert f"stopped at 'ssh {NODE}: systemctl stop kubelet': not run: " in out.message
+        assert f"stopped at '{step(rem, NODE, 'systemctl stop kubelet')}': not run: " in out.message
         assert FULL in out.message and "could not be written to the state file" in out.message
         assert sim.ssh.history(NODE) == []  # the stop never went out
         assert end_state(sim) == ("active", False)  # the cordon was undone
@@ -119,7 +119,7 @@ async def test_a_full_disk_mid_run_stops_before_the_next_step_and_restores(rig: 
         [recovered] = await rem.recover()
         summary = recovered.result_summary or ""
         assert recovered.state == "interrupted"
-        assert f"after it started 'ssh {NODE}: systemctl stop kubelet'" in summary or "cordon" in summary
+        assert f"after it started '{step(rem, NODE, 'systemctl stop kubelet')}'" in summary or "cordon" in summary
         assert "schedulable, kubelet active" in summary
         trail = rem.flow.audit.query(action_id=action_id)
         assert_truthful(trail)

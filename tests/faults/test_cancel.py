@@ -35,8 +35,8 @@ async def until(predicate: object, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.005)
 
 
-async def test_a_run_cancelled_while_the_kubelet_is_stopped_restores_the_node(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_a_run_cancelled_while_the_kubelet_is_stopped_restores_the_node(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         original = sim.ssh.state(NODE).checkpoint or ""
         sim.ssh.state(NODE).latency_ms = 300  # every command takes a while: room to cut in
         action_id = await offer(rem, "checkpoint.clear")

@@ -26,8 +26,8 @@ def interleaved(history: list[str]) -> bool:
     return RESTART in window
 
 
-async def test_two_actions_clicked_together_on_one_node_run_one_at_a_time(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_two_actions_clicked_together_on_one_node_run_one_at_a_time(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600  # each run waits for Ready until we let it
         restart, clear = await offer(rem, "kubelet.restart"), await offer(rem, "checkpoint.clear")
         clicks = [asyncio.create_task(rem.click(restart, "U0BOB")), asyncio.create_task(rem.click(clear, "U0BOB"))]

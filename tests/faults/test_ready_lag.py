@@ -23,8 +23,8 @@ def uncordon_time(sim: object) -> float:
     return float(writes[0].time)
 
 
-async def test_uncordon_waits_for_a_heartbeat_newer_than_the_restart(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_uncordon_waits_for_a_heartbeat_newer_than_the_restart(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         sim.api.lifecycle.grace_s = 40.0  # Ready stays True long after a stop
         sim.api.lifecycle.heartbeat_delay_s[NODE] = 1.0  # the new kubelet posts after a second
         for action in ("kubelet.restart", "checkpoint.clear"):
@@ -41,8 +41,8 @@ async def test_uncordon_waits_for_a_heartbeat_newer_than_the_restart(rig: Rig) -
             assert end_state(sim) == ("active", False)
 
 
-async def test_no_heartbeat_after_the_restart_leaves_the_node_cordoned_and_says_why(rig: Rig) -> None:
-    async with rig(node_ready_timeout_s=1.0) as (sim, rem):
+async def test_no_heartbeat_after_the_restart_leaves_the_node_cordoned_and_says_why(node_rig: Rig) -> None:
+    async with node_rig(node_ready_timeout_s=1.0) as (sim, rem):
         sim.api.lifecycle.grace_s = 40.0
         sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600.0  # the kubelet runs but never posts
         out = await rem.click(await offer(rem, "kubelet.restart"), "U0BOB")

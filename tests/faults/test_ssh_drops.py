@@ -1,10 +1,12 @@
-"""1. A node that drops the SSH connection around the kubelet steps.
+"""1. A node that drops the SSH connection (or, through its actuator, the exec stream) around the kubelet steps.
 
 Before: a channel lost right after ``systemctl stop kubelet`` came back as exit -1, the dead
 connection was kept, the kubelet counted as down only after the stop succeeded and a restore
 that read "unknown" did not start it: the node stayed cordoned with its kubelet stopped although
 it was reachable. Now the loss is an error, the shell reconnects once, a repeatable command is
-asked again and anything else goes through the restore, which starts the kubelet.
+asked again and anything else goes through the restore, which starts the kubelet. The same fault
+cuts an exec stream into the node's gpubot-actuator pod after the command took effect, and the
+actions behave identically over it (``node_rig`` runs each test over both transports).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 
 from bot.errors import NodeProbeError
 from bot.probes.ssh import KUBELET_ACTIVE, READ_COMMANDS, SshTarget, open_connection, run_command
+from tests.actions.conftest import arrived_via, step, via
 from tests.faults.conftest import NODE, Rig, assert_truthful, checkpoint_kept, end_state, offer, steps_of
 
 STOP = "systemctl stop kubelet"
@@ -33,8 +36,8 @@ async def test_a_lost_channel_is_an_error_not_an_exit_status(rig: Rig) -> None:
             conn.close()
 
 
-async def test_drop_right_after_the_stop_still_ends_with_the_kubelet_running(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_drop_right_after_the_stop_still_ends_with_the_kubelet_running(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         original = sim.ssh.state(NODE).checkpoint or ""
         sim.ssh.drop_connection_after(NODE, STOP)
         out = await rem.click(await offer(rem, "checkpoint.clear"), "U0BOB")
@@ -46,30 +49,31 @@ async def test_drop_right_after_the_stop_still_ends_with_the_kubelet_running(rig
         assert_truthful(rem.flow.audit.query())
 
 
-async def test_drop_twice_after_the_stop_restores_over_a_fresh_connection(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_drop_twice_after_the_stop_restores_over_a_fresh_connection(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         original = sim.ssh.state(NODE).checkpoint or ""
         sim.ssh.drop_connection_after(NODE, STOP, times=2)
         action_id = await offer(rem, "checkpoint.clear")
         out = await rem.click(action_id, "U0BOB")
         assert out.status == "failed"
-        assert "stopped at 'ssh tcs-10-29-25-5: systemctl stop kubelet'" in out.message
+        assert f"stopped at '{step(rem, NODE, STOP)}'" in out.message
         assert "outcome is unknown" in out.message
         # the kubelet counted as down before the stop was sent: the restore started it
         assert end_state(sim) == ("active", False)
         assert sim.ssh.history(NODE) == [STOP, STOP, START]
+        assert arrived_via(sim) == {via(rem)}  # the drops and the restore, all over one transport
         assert sim.ssh.state(NODE).checkpoint == original  # never moved
         assert checkpoint_kept(sim, original)
         assert "schedulable, kubelet active, Ready=True" in out.message
         trail = rem.flow.audit.query(action_id=action_id)
         assert_truthful(trail)
         failed = [text for outcome, text in steps_of(trail) if outcome == "failed"]
-        assert failed and failed[0].startswith(f"failed: ssh {NODE}: {STOP} — ")
+        assert failed and failed[0].startswith(f"failed: {step(rem, NODE, STOP)} — ")
         assert trail[-1].event == "result" and trail[-1].outcome == "failed"
 
 
-async def test_drop_after_a_restart_is_not_repeated_but_restored(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_drop_after_a_restart_is_not_repeated_but_restored(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         sim.ssh.drop_connection_after(NODE, RESTART)
         out = await rem.click(await offer(rem, "kubelet.restart"), "U0BOB")
         assert out.status == "failed" and "outcome is unknown" in out.message
@@ -77,8 +81,8 @@ async def test_drop_after_a_restart_is_not_repeated_but_restored(rig: Rig) -> No
         assert end_state(sim) == ("active", False)
 
 
-async def test_drop_after_the_move_keeps_the_backup_and_says_where_it_may_be(rig: Rig) -> None:
-    async with rig() as (sim, rem):
+async def test_drop_after_the_move_keeps_the_backup_and_says_where_it_may_be(node_rig: Rig) -> None:
+    async with node_rig() as (sim, rem):
         original = sim.ssh.state(NODE).checkpoint or ""
         sim.ssh.drop_connection_after(NODE, "mv ", prefix=True)  # the name is new each run
         out = await rem.click(await offer(rem, "checkpoint.clear"), "U0BOB")

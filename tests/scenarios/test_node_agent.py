@@ -1,17 +1,24 @@
 """node_access: agent end to end: the bot execs the node reads into each node's gpubot-node pod
 through the simulator's Kubernetes API (real HTTP and exec WebSocket), and every bad path ends as
 a finding or a skipped line within the deadline: no agent pod (not scheduled, Pending,
-crash-looping), exec refused (403), exec hanging, output cut before the exit status.
+crash-looping), exec refused (403, by the agent's mode or by the API server), exec hanging (after
+the upgrade, or an API server that never answers the upgrade), output cut before the exit status,
+the agent pod gone since it was listed (404), the agent pods not listable at all; and through the
+CLI, with no traceback and no wait past the deadline.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from bot.cli import main
 from bot.commands import parse_invocation
 from bot.probes.node_agent import AGENT_SELECTOR
 from bot.probes.ssh import READ_COMMANDS
@@ -25,14 +32,19 @@ DEADLINE = 2.0
 VIA = "exec into its gpubot-node agent"
 
 
-def _scenario(agents: dict[str, str], **ssh: str) -> Any:
-    """unreachable-node.yaml with every node reachable over SSH and the given agent modes."""
+def _data(agents: dict[str, str], faults: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """unreachable-node.yaml with every node reachable over SSH, the given agent modes and API faults."""
     data = yaml.safe_load(SCENARIO.read_text())
     for name, facts in data["nodes"].items():
-        facts["ssh"] = ssh.get(name, "ok")
+        facts["ssh"] = "ok"
         if name in agents:
             facts["agent"] = agents[name]
-    return scenario_from_dict(data, source="agent-modes")
+    data.setdefault("api", {})["faults"] = [dict(f) for f in faults]
+    return data
+
+
+def _scenario(agents: dict[str, str], faults: Sequence[dict[str, Any]] = ()) -> Any:
+    return scenario_from_dict(_data(agents, faults), source="agent-modes")
 
 
 async def _node_status(scenario: Any, access: str = "agent") -> tuple[Report, float, SimCluster]:
@@ -111,3 +123,63 @@ async def test_a_tainted_node_without_agent_names_the_taint() -> None:
     report, _, _ = await _node_status(scenario_from_dict(data, source="agent-taint"))
     finding = _by_code(report, "NODE_AGENT_MISSING")["gpu-ok-2"]
     assert "(not scheduled: taint dedicated=training:NoSchedule is not tolerated)" in finding.title
+
+
+async def test_an_api_server_that_never_answers_the_exec_upgrade_costs_only_the_deadline() -> None:
+    # the API server (or the kubelet behind it) holds the WebSocket handshake of one node's execs
+    scenario = _scenario({}, [{"match": "/pods/gpubot-node-gpu-ok-2/exec", "delay_s": 30}])
+    report, elapsed, _ = await _node_status(scenario)
+    assert elapsed < DEADLINE + 4.0, f"took {elapsed:.1f}s with a {DEADLINE}s per-node deadline"
+    unreachable = _by_code(report, "NODE_UNREACHABLE")
+    assert sorted(unreachable) == ["gpu-ok-2"]
+    assert unreachable["gpu-ok-2"].title.startswith(f"Cannot reach node gpu-ok-2 over {VIA} (timeout)")
+    assert {r.node for r in report.nodes if r.gpus} >= {"gpu-ok-1", "gpu-refused", "gpu-rekeyed"}
+
+
+async def test_an_exec_the_api_server_refuses_or_whose_pod_is_gone_is_a_finding() -> None:
+    scenario = _scenario(
+        {},
+        [
+            {"match": "/pods/gpubot-node-gpu-ok-2/exec", "status": 403},  # RBAC: no pods/exec in the namespace
+            {"match": "/pods/gpubot-node-gpu-refused/exec", "status": 404},  # the pod was replaced since the list
+        ],
+    )
+    report, elapsed, _ = await _node_status(scenario)
+    assert elapsed < DEADLINE + 4.0
+    unreachable = _by_code(report, "NODE_UNREACHABLE")
+    assert sorted(unreachable) == ["gpu-ok-2", "gpu-refused"]
+    assert unreachable["gpu-ok-2"].title.startswith(f"Cannot reach node gpu-ok-2 over {VIA} (auth)")
+    assert "exec refused (403)" in unreachable["gpu-ok-2"].evidence[0]
+    assert "not found" in unreachable["gpu-refused"].evidence[0]
+    assert {s.what for s in report.skipped} == {"physical checks on gpu-ok-2", "physical checks on gpu-refused"}
+
+
+async def test_agent_pods_that_cannot_be_listed_are_a_skipped_line_per_node() -> None:
+    scenario = _scenario({}, [{"match": "/api/v1/namespaces/gpubot/pods", "verb": "GET", "status": 403}])
+    report, elapsed, sim = await _node_status(scenario)
+    assert elapsed < DEADLINE + 4.0
+    nodes = sorted(scenario.nodes)
+    skipped = {s.what: s.why for s in report.skipped}
+    assert {f"physical checks on {n}": "agent error" for n in nodes}.items() <= skipped.items()
+    codes = [f.code for f in report.findings]
+    assert "NODE_AGENT_MISSING" not in codes and "NODE_UNREACHABLE" not in codes
+    assert sim.api.exec_log == []  # no agent known: nothing exec'd
+
+
+def test_the_cli_reports_every_bad_agent_without_a_traceback_or_a_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad-agents.yaml"
+    modes = {"gpu-ok-2": "hang", "gpu-refused": "truncated", "gpu-rekeyed": "forbidden"}
+    path.write_text(yaml.safe_dump(_data(modes)))
+    started = time.monotonic()
+    code = main(["node-status", "--scenario", str(path), "--node-access", "agent", "--json"])
+    elapsed = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    # the hanging node costs the default per-node deadline (10 s), and the CLI exits right after
+    assert elapsed < 10.0 + 8.0, f"took {elapsed:.1f}s"
+    assert code in (0, 1), err
+    report = json.loads(out)
+    skipped = {s["what"] for s in report["skipped"]}
+    assert skipped == {f"physical checks on {n}" for n in modes}
