@@ -71,10 +71,8 @@ async def serve(
             sweep = bot.remediation.sweep
             sweepers.append(asyncio.create_task(sweep_periodically(sweep, settings.offer_sweep_interval_s, stop)))
         for watcher in bot.watchers:
-            what = f"watch sweep of {watcher.config.cluster}"
-            sweepers.append(
-                asyncio.create_task(sweep_periodically(watcher.sweep, watcher.config.interval_s, stop, what=what))
-            )
+            for job, interval_s, what in watcher.loops():
+                sweepers.append(asyncio.create_task(sweep_periodically(job, interval_s, stop, what=what)))
         if started is not None and not started.done():
             started.set_result(bot.server)
         await stop.wait()

@@ -99,6 +99,13 @@ class WatchConfig:
     interval_s: float = 600.0
     #: finding codes that are posted; every other finding of the sweep is ignored
     codes: tuple[str, ...] = DEFAULT_WATCH_CODES
+    #: seconds a GPU pod (or a GPU workload's oldest pod) may stay Pending before why-pending runs
+    #: on it and the cause is posted; resolved in place once it schedules
+    pending_after_s: float = 300.0
+    #: seconds between checks for GPU pods Pending longer than ``pending_after_s``
+    pending_check_s: float = 30.0
+    #: at most this many waiting workloads are diagnosed per check (the longest waiting first)
+    pending_max_diagnoses: int = 20
 
 
 @dataclass(frozen=True)
@@ -271,10 +278,9 @@ def _watches(raw: Any) -> tuple[WatchConfig, ...]:
         if unknown:
             raise ConfigError(f"setting watch[{n}]: unknown keys {sorted(unknown)}")
         values: dict[str, Any] = {"cluster": str(item["cluster"]), "channel": str(item["channel"])}
-        if "enabled" in item:
-            values["enabled"] = _coerce("enabled", item["enabled"], False)
-        if "interval_s" in item:
-            values["interval_s"] = _coerce("interval_s", item["interval_s"], 0.0)
+        for f in fields(WatchConfig):
+            if f.name in item and f.name not in values and f.name != "codes":
+                values[f.name] = _coerce(f.name, item[f.name], f.default)
         if "codes" in item:
             codes = item["codes"]
             if not isinstance(codes, list | tuple) or not codes or not all(isinstance(c, str) for c in codes):
@@ -386,8 +392,11 @@ def _check(s: Settings) -> None:
     for w in s.watch:
         if w.cluster not in names:
             raise ConfigError(f"setting watch: unknown cluster {w.cluster!r}")
-        if w.interval_s <= 0:
-            raise ConfigError(f"setting watch[{w.cluster}].interval_s: must be positive")
+        for name in ("interval_s", "pending_check_s", "pending_max_diagnoses"):
+            if getattr(w, name) <= 0:
+                raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
+        if w.pending_after_s < 0:
+            raise ConfigError(f"setting watch[{w.cluster}].pending_after_s: must not be negative")
         if (w.cluster, w.channel) in seen:
             raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {w.channel} given twice")
         seen.add((w.cluster, w.channel))

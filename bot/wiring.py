@@ -14,13 +14,16 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.clients import KubeClients
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
+from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
 from bot.remediation.sqlite_requests import SqliteSeenRequests
 from bot.settings import Settings
@@ -117,4 +120,9 @@ def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebC
     store = ProblemStore(settings.state_path)
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
-    return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]
+    kube = getattr(service, "clients", None)  # the real service's per-cluster clients (a stand-in has none)
+
+    def reads_of(cluster: str) -> Callable[[], KubeReads] | None:
+        return (lambda: kube.for_cluster(cluster).reads) if isinstance(kube, KubeClients) else None
+
+    return [Watcher(w, service, store, notifier, posts_per_hour=limit, reads=reads_of(w.cluster)) for w in enabled]

@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
+from bot.proactive.pending import PENDING_SUBJECTS, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.store import OpenProblem, ProblemStore
+from bot.probes.kube import KubeReads
 from bot.report import Report
 from bot.settings import WatchConfig
 
@@ -107,8 +109,12 @@ class Watcher:
         *,
         posts_per_hour: int = 20,
         clock: Callable[[], datetime] = _now,
+        reads: Callable[[], KubeReads] | None = None,
     ) -> None:
         self.config = config
+        #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
+        #: no pending trigger (a stand-in diagnosis service without clients)
+        self.reads = reads
         self.posts_per_hour = posts_per_hour
         self.service = service
         self.store = store
@@ -116,13 +122,60 @@ class Watcher:
         self.clock = clock
         self.sweeps = 0
 
+    def loops(self) -> list[tuple[Callable[[], Awaitable[object]], float, str]]:
+        """What ``serve`` runs periodically for this watch: (job, interval in seconds, name)."""
+        cfg = self.config
+        jobs: list[tuple[Callable[[], Awaitable[object]], float, str]] = [
+            (self.sweep, cfg.interval_s, f"watch sweep of {cfg.cluster}")
+        ]
+        if self.reads is not None:
+            jobs.append((self.check_pending, cfg.pending_check_s, f"watch pending check of {cfg.cluster}"))
+        return jobs
+
     async def sweep(self) -> SweepResult:
         """Run node-status once and bring the channel's messages in line with what it found."""
         cfg = self.config
         report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
         self.sweeps += 1
+        found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
+        return await self.reconcile(found, _visible(report), what="watch sweep")
+
+    async def check_pending(self) -> SweepResult:
+        """The ``pending_after`` trigger: why-pending for each GPU workload (or bare pod) Pending
+        longer than ``pending_after_s``; one problem per workload, resolved once it schedules."""
+        cfg = self.config
+        if self.reads is None:
+            return SweepResult()
+        groups = await pending_groups(self.reads())
         now = self.clock()
-        found = {p.fingerprint: p for p in problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)}
+        due = [g for g in groups if (now - g.since).total_seconds() >= cfg.pending_after_s]
+        found: list[Problem] = []
+        diagnosed: set[str] = set()
+        for group in due[: cfg.pending_max_diagnoses]:
+            try:
+                report = await self.service.run(group.invocation(cfg.cluster))
+            except Exception:
+                log.exception("watch: why-pending of %s failed", group.label)
+                continue
+            diagnosed.add(group.subject)
+            problem = pending_problem(report, group, cluster=cfg.cluster)
+            if problem is not None:
+                found.append(problem)
+        waiting = {g.subject for g in groups}
+
+        def visible(problem: Problem) -> bool:
+            # a workload still waiting but not diagnosed this round keeps its message as it is
+            subject = problem.subject
+            return subject.startswith(PENDING_SUBJECTS) and (subject not in waiting or subject in diagnosed)
+
+        return await self.reconcile(found, visible, what="watch pending check")
+
+    async def reconcile(self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str) -> SweepResult:
+        """Post what is new, edit what changed, resolve what ``visible`` says could have been seen
+        and is gone. Every trigger (sweep, pending check) comes through here: one set of rules."""
+        cfg = self.config
+        now = self.clock()
+        found = {p.fingerprint: p for p in problems}
         known = self.store.open_problems(cfg.cluster, cfg.channel)
         result = SweepResult()
         held: list[Problem] = []
@@ -130,13 +183,12 @@ class Watcher:
             await self._seen(problem, known.get(fp), now, result, held)
         if held:
             await self._summarise(held, now, result)
-        visible = _visible(report)
         for fp, row in known.items():
             if fp not in found and visible(row.problem):
                 await self._gone(row, now, result)
         log_event(
             log,
-            "watch sweep",
+            what,
             cluster=cfg.cluster,
             channel=cfg.channel,
             posted=len(result.posted),
@@ -231,11 +283,14 @@ class Snoozer:
 
 
 def _visible(report: Report) -> Callable[[Problem], bool]:
-    """Whether this sweep could have seen the problem: absence only counts where we looked."""
+    """Whether this sweep could have seen the problem: absence only counts where we looked (and a
+    pending workload is the pending check's to resolve, never the node sweep's)."""
     read_nodes = {f"node/{row.node}" for row in report.nodes if row.ssh == "ok"}
     listed_any = bool(report.nodes)
 
     def visible(problem: Problem) -> bool:
+        if problem.subject.startswith(PENDING_SUBJECTS):
+            return False
         if problem.subject.startswith("node/"):
             return problem.subject in read_nodes
         return listed_any
