@@ -82,6 +82,7 @@ DEFAULT_WATCH_CODES: tuple[str, ...] = (
     "GPU_UNHEALTHY",
     "DEVICE_PLUGIN_NOT_RUNNING",
     "GPU_OPERATOR_NOT_READY",
+    "NODE_NOT_READY",
 )
 
 
@@ -106,6 +107,13 @@ class WatchConfig:
     pending_check_s: float = 30.0
     #: at most this many waiting workloads are diagnosed per check (the longest waiting first)
     pending_max_diagnoses: int = 20
+    #: react to the watch-fed cache: a GPU node turning NotReady, its allocatable GPUs dropping
+    #: below capacity, or its device-plugin pod starting to crash-loop runs node-status on it
+    stream: bool = True
+    #: seconds between looks at the watch-fed cache for such changes
+    stream_poll_s: float = 2.0
+    #: seconds the changes of a burst are collected before one node-status runs over all of them
+    stream_debounce_s: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -392,11 +400,12 @@ def _check(s: Settings) -> None:
     for w in s.watch:
         if w.cluster not in names:
             raise ConfigError(f"setting watch: unknown cluster {w.cluster!r}")
-        for name in ("interval_s", "pending_check_s", "pending_max_diagnoses"):
+        for name in ("interval_s", "pending_check_s", "pending_max_diagnoses", "stream_poll_s"):
             if getattr(w, name) <= 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
-        if w.pending_after_s < 0:
-            raise ConfigError(f"setting watch[{w.cluster}].pending_after_s: must not be negative")
+        for name in ("pending_after_s", "stream_debounce_s"):
+            if getattr(w, name) < 0:
+                raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")
         if (w.cluster, w.channel) in seen:
             raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {w.channel} given twice")
         seen.add((w.cluster, w.channel))

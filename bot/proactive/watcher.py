@@ -36,6 +36,8 @@ from bot.observability import log_event
 from bot.proactive.pending import PENDING_SUBJECTS, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.store import OpenProblem, ProblemStore
+from bot.proactive.stream import NodeStream
+from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads
 from bot.report import Report
 from bot.settings import WatchConfig
@@ -115,6 +117,8 @@ class Watcher:
         #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
         #: no pending trigger (a stand-in diagnosis service without clients)
         self.reads = reads
+        #: the watch-stream triggers' memory (last node states) and debounce batch
+        self.stream = NodeStream(debounce_s=config.stream_debounce_s)
         self.posts_per_hour = posts_per_hour
         self.service = service
         self.store = store
@@ -130,6 +134,8 @@ class Watcher:
         ]
         if self.reads is not None:
             jobs.append((self.check_pending, cfg.pending_check_s, f"watch pending check of {cfg.cluster}"))
+            if cfg.stream:
+                jobs.append((self.follow_stream, cfg.stream_poll_s, f"watch stream of {cfg.cluster}"))
         return jobs
 
     async def sweep(self) -> SweepResult:
@@ -169,6 +175,31 @@ class Watcher:
             return subject.startswith(PENDING_SUBJECTS) and (subject not in waiting or subject in diagnosed)
 
         return await self.reconcile(found, visible, what="watch pending check")
+
+    async def follow_stream(self) -> SweepResult | None:
+        """One poll of the watch-fed cache (``bot.proactive.stream``); once a batch of nodes that
+        turned bad has waited out the debounce, one node-status over them. ``None``: nothing due
+        (or no watch-fed cache to poll: the periodic sweep still covers every node)."""
+        reads = self.reads() if self.reads is not None else None
+        if not isinstance(reads, WatchCache):
+            return None
+        triggered = await self.stream.poll(reads)
+        if triggered:
+            log_event(log, "watch stream: nodes turned bad", cluster=self.config.cluster, nodes=len(triggered))
+        due = self.stream.due()
+        if not due:
+            return None
+        return await self.diagnose_nodes(sorted(due))
+
+    async def diagnose_nodes(self, nodes: list[str]) -> SweepResult:
+        """node-status over ``nodes`` only; may resolve only those nodes' problems."""
+        cfg = self.config
+        inv = Invocation(command="node-status", nodes=tuple(nodes), cluster=cfg.cluster, surface="slack")
+        report = await self.service.run(inv)
+        found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
+        seen_here = _visible(report)
+        asked = {f"node/{n}" for n in nodes}
+        return await self.reconcile(found, lambda p: p.subject in asked and seen_here(p), what="watch stream")
 
     async def reconcile(self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str) -> SweepResult:
         """Post what is new, edit what changed, resolve what ``visible`` says could have been seen
