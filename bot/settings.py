@@ -114,6 +114,11 @@ class WatchConfig:
     stream_poll_s: float = 2.0
     #: seconds the changes of a burst are collected before one node-status runs over all of them
     stream_debounce_s: float = 3.0
+    #: daily quiet hours, "HH:MM-HH:MM" (may span midnight): new posts that are not critical wait
+    #: until they end (and are posted then if still found); critical ones post; empty = none
+    quiet_hours: str = ""
+    #: IANA time zone of ``quiet_hours`` (e.g. Europe/Berlin)
+    quiet_hours_timezone: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -403,6 +408,9 @@ def _check(s: Settings) -> None:
         for name in ("interval_s", "pending_check_s", "pending_max_diagnoses", "stream_poll_s"):
             if getattr(w, name) <= 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
+        from bot.proactive.quiet import QuietHours  # here: bot.proactive imports these settings
+
+        QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
         for name in ("pending_after_s", "stream_debounce_s"):
             if getattr(w, name) < 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")

@@ -35,6 +35,7 @@ from bot.commands import Invocation
 from bot.observability import log_event
 from bot.proactive.pending import PENDING_SUBJECTS, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
+from bot.proactive.quiet import QuietHours
 from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
@@ -93,6 +94,8 @@ class SweepResult:
     snoozed: list[str] = field(default_factory=list)
     #: fingerprints held back by the channel's rate limit (listed in the summary message)
     held: list[str] = field(default_factory=list)
+    #: fingerprints of new, non-critical problems waiting for the quiet hours to end
+    deferred: list[str] = field(default_factory=list)
 
 
 def _now() -> datetime:
@@ -119,6 +122,9 @@ class Watcher:
         self.reads = reads
         #: the watch-stream triggers' memory (last node states) and debounce batch
         self.stream = NodeStream(debounce_s=config.stream_debounce_s)
+        self.quiet = QuietHours.parse(config.quiet_hours, config.quiet_hours_timezone)
+        #: new problems the quiet hours held back (fingerprint -> problem); found again after them
+        self.deferred: dict[str, Problem] = {}
         self.posts_per_hour = posts_per_hour
         self.service = service
         self.store = store
@@ -132,11 +138,27 @@ class Watcher:
         jobs: list[tuple[Callable[[], Awaitable[object]], float, str]] = [
             (self.sweep, cfg.interval_s, f"watch sweep of {cfg.cluster}")
         ]
+        if self.quiet is not None:
+            jobs.append((self.catch_up, cfg.pending_check_s, f"watch quiet-hours catch-up of {cfg.cluster}"))
         if self.reads is not None:
             jobs.append((self.check_pending, cfg.pending_check_s, f"watch pending check of {cfg.cluster}"))
             if cfg.stream:
                 jobs.append((self.follow_stream, cfg.stream_poll_s, f"watch stream of {cfg.cluster}"))
         return jobs
+
+    async def catch_up(self) -> SweepResult | None:
+        """Once the quiet hours are over, look again for what they held back and post what is still
+        there (a problem that went away overnight is not posted in the morning). ``None``: nothing
+        was held back, or it is still quiet."""
+        if not self.deferred or (self.quiet is not None and self.quiet.active(self.clock())):
+            return None
+        self.deferred.clear()
+        result = await self.sweep()
+        if self.reads is not None:
+            pending = await self.check_pending()
+            result.posted += pending.posted
+            result.deferred += pending.deferred
+        return result
 
     async def sweep(self) -> SweepResult:
         """Run node-status once and bring the channel's messages in line with what it found."""
@@ -237,6 +259,10 @@ class Watcher:
         fp = problem.fingerprint
         if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
             result.snoozed.append(fp)
+            return
+        if row is None and self.quiet is not None and self.quiet.holds(problem.severity, now):
+            self.deferred[fp] = problem
+            result.deferred.append(fp)
             return
         if row is None and self.store.posts_since(channel, now - HOUR) >= self.posts_per_hour:
             held.append(problem)
