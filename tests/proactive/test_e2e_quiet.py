@@ -3,7 +3,8 @@
 The real bot on the simulator; the watch's clock is set to a night in Berlin (the quiet hours'
 zone), so the test does not depend on when it runs. A cordoned GPU node (NODE_CORDONED, a warning
 in the finding catalogue) and the pod it leaves Pending wait; once the morning comes, the
-catch-up finds both again and posts each once. The leak scenario's findings are critical and post in the middle of the night.
+catch-up finds both again and posts each once. The leak scenario's findings are critical and post
+in the middle of the night.
 """
 
 from __future__ import annotations
