@@ -37,12 +37,22 @@ class CountingNotifier:
         self.posts = 0
         self.edits = 0
 
-    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+    async def post_open(
+        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
+    ) -> str:
         self.posts += 1
         return f"1700000000.{self.posts:06d}"
 
     async def update_open(
-        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+        self,
+        channel: str,
+        ts: str,
+        before: Problem,
+        after: Problem,
+        *,
+        opened_at: datetime,
+        seen_at: datetime,
+        owner: str = "",
     ) -> None:
         self.edits += 1
 

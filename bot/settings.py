@@ -87,6 +87,16 @@ DEFAULT_WATCH_CODES: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class WatchRoute:
+    """Problems in namespaces matching ``namespace_selector`` go to ``channel``."""
+
+    #: equality-based label selector on the namespace: ``k=v``, ``k!=v``, ``k``, ``!k``, comma-separated
+    namespace_selector: str
+    #: Slack channel id for those problems
+    channel: str
+
+
+@dataclass(frozen=True)
 class WatchConfig:
     """One proactive watch: sweep ``cluster``'s GPU nodes and post what is wrong to ``channel``."""
 
@@ -119,6 +129,12 @@ class WatchConfig:
     quiet_hours: str = ""
     #: IANA time zone of ``quiet_hours`` (e.g. Europe/Berlin)
     quiet_hours_timezone: str = "UTC"
+    #: per-namespace channels, first match wins; problems in no matching namespace (and node
+    #: problems) go to ``channel``
+    routes: tuple[WatchRoute, ...] = ()
+    #: namespace annotation naming the owning team: a Slack user id (U…), user-group id (S…) or
+    #: @handle, shown as a mention on the namespace's problems; other values are ignored
+    owner_annotation: str = "gpubot.dev/owner"
 
 
 @dataclass(frozen=True)
@@ -277,6 +293,13 @@ def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
     return tuple(out)
 
 
+def _routes(raw: Any, n: int) -> tuple[WatchRoute, ...]:
+    keys = {"namespace_selector", "channel"}
+    if not isinstance(raw, list | tuple) or not all(isinstance(r, dict) and set(r) == keys for r in raw):
+        raise ConfigError(f"setting watch[{n}].routes: expected a list of {{namespace_selector, channel}}")
+    return tuple(WatchRoute(str(r["namespace_selector"]), str(r["channel"])) for r in raw)
+
+
 def _watches(raw: Any) -> tuple[WatchConfig, ...]:
     if isinstance(raw, tuple) and all(isinstance(w, WatchConfig) for w in raw):
         return raw
@@ -292,13 +315,15 @@ def _watches(raw: Any) -> tuple[WatchConfig, ...]:
             raise ConfigError(f"setting watch[{n}]: unknown keys {sorted(unknown)}")
         values: dict[str, Any] = {"cluster": str(item["cluster"]), "channel": str(item["channel"])}
         for f in fields(WatchConfig):
-            if f.name in item and f.name not in values and f.name != "codes":
+            if f.name in item and f.name not in values and f.name not in ("codes", "routes"):
                 values[f.name] = _coerce(f.name, item[f.name], f.default)
         if "codes" in item:
             codes = item["codes"]
             if not isinstance(codes, list | tuple) or not codes or not all(isinstance(c, str) for c in codes):
                 raise ConfigError(f"setting watch[{n}].codes: expected a non-empty list of finding codes")
             values["codes"] = tuple(codes)
+        if "routes" in item:
+            values["routes"] = _routes(item["routes"], n)
         out.append(WatchConfig(**values))
     return tuple(out)
 
@@ -414,6 +439,14 @@ def _check(s: Settings) -> None:
         for name in ("pending_after_s", "stream_debounce_s"):
             if getattr(w, name) < 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")
-        if (w.cluster, w.channel) in seen:
-            raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {w.channel} given twice")
-        seen.add((w.cluster, w.channel))
+        from bot.proactive.selector import parse_selector
+
+        for route in w.routes:
+            parse_selector(route.namespace_selector)  # raises on a selector it cannot read
+            if not route.channel:
+                raise ConfigError(f"setting watch[{w.cluster}].routes: every route needs a channel")
+        # one problem, one message: two watches of a cluster must not share a channel
+        for channel in {w.channel, *(r.channel for r in w.routes)}:
+            if (w.cluster, channel) in seen:
+                raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {channel} given twice")
+            seen.add((w.cluster, channel))

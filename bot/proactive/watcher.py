@@ -26,20 +26,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
-from bot.proactive.pending import PENDING_SUBJECTS, pending_groups, pending_problem
+from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.quiet import QuietHours
+from bot.proactive.routing import Route, Router
 from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
-from bot.probes.kube import KubeReads
+from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
 from bot.settings import WatchConfig
 
@@ -55,12 +56,23 @@ class Diagnoses(Protocol):
 class Notifier(Protocol):
     """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
 
-    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
-        """Post the problem's message; return its ts."""
+    async def post_open(
+        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
+    ) -> str:
+        """Post the problem's message (naming ``owner``, a validated user/group id or handle, when
+        given); return its ts."""
         ...
 
     async def update_open(
-        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+        self,
+        channel: str,
+        ts: str,
+        before: Problem,
+        after: Problem,
+        *,
+        opened_at: datetime,
+        seen_at: datetime,
+        owner: str = "",
     ) -> None:
         """Edit the message to ``after`` and reply in its thread with what changed."""
         ...
@@ -122,6 +134,7 @@ class Watcher:
         self.reads = reads
         #: the watch-stream triggers' memory (last node states) and debounce batch
         self.stream = NodeStream(debounce_s=config.stream_debounce_s)
+        self.router = Router(config)
         self.quiet = QuietHours.parse(config.quiet_hours, config.quiet_hours_timezone)
         #: new problems the quiet hours held back (fingerprint -> problem); found again after them
         self.deferred: dict[str, Problem] = {}
@@ -225,17 +238,23 @@ class Watcher:
 
     async def reconcile(self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str) -> SweepResult:
         """Post what is new, edit what changed, resolve what ``visible`` says could have been seen
-        and is gone. Every trigger (sweep, pending check) comes through here: one set of rules."""
+        and is gone. Every trigger (sweep, pending check, stream) comes through here: one set of
+        rules. A new problem goes to the channel its namespace routes to; a known one stays in the
+        channel it was posted to."""
         cfg = self.config
         now = self.clock()
         found = {p.fingerprint: p for p in problems}
-        known = self.store.open_problems(cfg.cluster, cfg.channel)
+        known: dict[str, OpenProblem] = {}
+        for channel in self.router.channels:
+            for fp, row in self.store.open_problems(cfg.cluster, channel).items():
+                known.setdefault(fp, row)
+        routes = await self._routes(found.values())
         result = SweepResult()
-        held: list[Problem] = []
+        held: dict[str, list[Problem]] = {}
         for fp, problem in found.items():
-            await self._seen(problem, known.get(fp), now, result, held)
-        if held:
-            await self._summarise(held, now, result)
+            await self._seen(problem, known.get(fp), routes[fp], now, result, held)
+        for channel, waiting in held.items():
+            await self._summarise(channel, waiting, now, result)
         for fp, row in known.items():
             if fp not in found and visible(row.problem):
                 await self._gone(row, now, result)
@@ -252,10 +271,32 @@ class Watcher:
         )
         return result
 
+    async def _routes(self, problems: Iterable[Problem]) -> dict[str, Route]:
+        """Each problem's channel and owner; namespaces are read (from the cache) only when a
+        problem names one."""
+        problems = list(problems)
+        names = {namespace_of(p.subject) for p in problems} - {""}
+        namespaces: dict[str, Obj] = {}
+        if names and self.reads is not None:
+            try:
+                for ns in await self.reads().list_namespaces():
+                    name = str((ns.get("metadata") or {}).get("name") or "")
+                    if name in names:
+                        namespaces[name] = ns
+            except Exception:  # routing falls back to the watch's channel; the post still goes out
+                log.exception("watch: could not read namespaces for routing")
+        return {p.fingerprint: self.router.route(namespaces.get(namespace_of(p.subject))) for p in problems}
+
     async def _seen(
-        self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult, held: list[Problem]
+        self,
+        problem: Problem,
+        row: OpenProblem | None,
+        route: Route,
+        now: datetime,
+        result: SweepResult,
+        held: dict[str, list[Problem]],
     ) -> None:
-        channel = self.config.channel
+        channel = row.channel if row is not None else route.channel
         fp = problem.fingerprint
         if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
             result.snoozed.append(fp)
@@ -265,17 +306,23 @@ class Watcher:
             result.deferred.append(fp)
             return
         if row is None and self.store.posts_since(channel, now - HOUR) >= self.posts_per_hour:
-            held.append(problem)
+            held.setdefault(channel, []).append(problem)
             result.held.append(fp)
             return
         try:
             if row is None:
-                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now)
+                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now, owner=route.owner)
                 self.store.opened(problem, channel=channel, message_ts=ts, at=now)
                 result.posted.append(fp)
             elif row.digest != problem.digest:
                 await self.notifier.update_open(
-                    channel, row.message_ts, row.problem, problem, opened_at=row.opened_at, seen_at=now
+                    channel,
+                    row.message_ts,
+                    row.problem,
+                    problem,
+                    opened_at=row.opened_at,
+                    seen_at=now,
+                    owner=route.owner,
                 )
                 self.store.changed(problem, channel=channel, at=now)
                 result.changed.append(fp)
@@ -285,9 +332,8 @@ class Watcher:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
 
-    async def _summarise(self, held: list[Problem], now: datetime, result: SweepResult) -> None:
+    async def _summarise(self, channel: str, held: list[Problem], now: datetime, result: SweepResult) -> None:
         """One summary per channel and hour: posted once, then edited when its list changes."""
-        channel = self.config.channel
         digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
         known = self.store.summary(channel)
         try:
