@@ -53,6 +53,8 @@ class Bot:
     watchers: list[Watcher] = field(default_factory=list)
     #: Slack requests seen by any replica (in the state file); ``None`` without remediation
     seen: SqliteSeenRequests | None = None
+    #: the Alertmanager receiver's desk (``POST /alerts``); ``None`` when ``alerts_token`` is unset
+    alert_desk: AlertDesk | None = None
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -103,17 +105,25 @@ def build_bot(
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
     server = SlackServer(slack, settings)
+    desk = None
     if settings.alerts_token:
         cluster = settings.cluster(settings.alerts_cluster or None).name
         desk = AlertDesk(
             settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
         )
         add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
-    return Bot(settings, service, slack, server, web, remediation, watchers, seen)
+    return Bot(settings, service, slack, server, web, remediation, watchers, seen, alert_desk=desk)
 
 
-def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebClient) -> list[Watcher]:
-    """One watcher per enabled ``watch`` entry, sharing the state file's problem table."""
+def build_watchers(
+    settings: Settings,
+    service: DiagnosisService,
+    web: AsyncWebClient,
+    *,
+    is_leader: Callable[[], bool] = lambda: True,
+) -> list[Watcher]:
+    """One watcher per enabled ``watch`` entry, sharing the state file's problem table; only
+    while ``is_leader()`` do they read and post (a replicated bot passes its lease's check)."""
     enabled = [w for w in settings.watch if w.enabled]
     if not enabled:
         return []
@@ -125,4 +135,7 @@ def build_watchers(settings: Settings, service: DiagnosisService, web: AsyncWebC
     def reads_of(cluster: str) -> Callable[[], KubeReads] | None:
         return (lambda: kube.for_cluster(cluster).reads) if isinstance(kube, KubeClients) else None
 
-    return [Watcher(w, service, store, notifier, posts_per_hour=limit, reads=reads_of(w.cluster)) for w in enabled]
+    return [
+        Watcher(w, service, store, notifier, posts_per_hour=limit, reads=reads_of(w.cluster), is_leader=is_leader)
+        for w in enabled
+    ]

@@ -108,6 +108,8 @@ class SweepResult:
     held: list[str] = field(default_factory=list)
     #: fingerprints of new, non-critical problems waiting for the quiet hours to end
     deferred: list[str] = field(default_factory=list)
+    #: this replica is not the leader: nothing was read or posted
+    skipped: bool = False
 
 
 def _now() -> datetime:
@@ -127,11 +129,15 @@ class Watcher:
         posts_per_hour: int = 20,
         clock: Callable[[], datetime] = _now,
         reads: Callable[[], KubeReads] | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self.config = config
         #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
         #: no pending trigger (a stand-in diagnosis service without clients)
         self.reads = reads
+        #: only the leader replica watches and posts (``bot`` wires the lease); a follower's jobs
+        #: return at once without reading or posting
+        self.is_leader = is_leader
         #: the watch-stream triggers' memory (last node states) and debounce batch
         self.stream = NodeStream(debounce_s=config.stream_debounce_s)
         self.router = Router(config)
@@ -165,6 +171,8 @@ class Watcher:
         was held back, or it is still quiet."""
         if not self.deferred or (self.quiet is not None and self.quiet.active(self.clock())):
             return None
+        if not self.is_leader():
+            return None
         self.deferred.clear()
         result = await self.sweep()
         if self.reads is not None:
@@ -176,6 +184,8 @@ class Watcher:
     async def sweep(self) -> SweepResult:
         """Run node-status once and bring the channel's messages in line with what it found."""
         cfg = self.config
+        if not self.is_leader():
+            return SweepResult(skipped=True)
         report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
         self.sweeps += 1
         found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
@@ -187,6 +197,8 @@ class Watcher:
         cfg = self.config
         if self.reads is None:
             return SweepResult()
+        if not self.is_leader():
+            return SweepResult(skipped=True)
         groups = await pending_groups(self.reads())
         now = self.clock()
         due = [g for g in groups if (now - g.since).total_seconds() >= cfg.pending_after_s]
@@ -215,6 +227,10 @@ class Watcher:
         """One poll of the watch-fed cache (``bot.proactive.stream``); once a batch of nodes that
         turned bad has waited out the debounce, one node-status over them. ``None``: nothing due
         (or no watch-fed cache to poll: the periodic sweep still covers every node)."""
+        if not self.is_leader():
+            # a follower keeps no picture: once it leads, its first poll learns the state afresh
+            self.stream = NodeStream(debounce_s=self.config.stream_debounce_s)
+            return None
         reads = self.reads() if self.reads is not None else None
         if not isinstance(reads, WatchCache):
             return None
@@ -242,6 +258,8 @@ class Watcher:
         rules. A new problem goes to the channel its namespace routes to; a known one stays in the
         channel it was posted to."""
         cfg = self.config
+        if not self.is_leader():  # the lease was lost while this trigger read the cluster
+            return SweepResult(skipped=True)
         now = self.clock()
         found = {p.fingerprint: p for p in problems}
         known: dict[str, OpenProblem] = {}
