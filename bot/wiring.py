@@ -23,6 +23,7 @@ from bot.clients import KubeClients
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
+from bot.proactive.fleet import FleetReads
 from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
 from bot.remediation.sqlite_requests import SqliteSeenRequests
@@ -131,11 +132,21 @@ def build_watchers(
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
     kube = getattr(service, "clients", None)  # the real service's per-cluster clients (a stand-in has none)
+    fleet = FleetReads(service)  # one fleet read per cluster, whatever number of watches sweep it
 
     def reads_of(cluster: str) -> Callable[[], KubeReads] | None:
         return (lambda: kube.for_cluster(cluster).reads) if isinstance(kube, KubeClients) else None
 
     return [
-        Watcher(w, service, store, notifier, posts_per_hour=limit, reads=reads_of(w.cluster), is_leader=is_leader)
+        Watcher(
+            w,
+            service,
+            store,
+            notifier,
+            posts_per_hour=limit,
+            reads=reads_of(w.cluster),
+            is_leader=is_leader,
+            fleet=fleet,
+        )
         for w in enabled
     ]

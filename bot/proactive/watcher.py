@@ -1,25 +1,31 @@
-"""One watch's sweep: node-status over the cluster, then post, edit or resolve, never re-post.
+"""One watch: its triggers, and the one set of rules by which they post, edit or resolve.
 
-Each sweep runs the read-only node-status diagnosis, keeps the findings whose code is watched,
-and compares them by fingerprint with the open problems in the store:
+Triggers (each a job ``serve`` runs from ``loops()``): the periodic sweep (node-status over the
+fleet, read once per cluster by ``FleetReads``), the pending check (``bot.proactive.pending``),
+the watch-stream poll (``bot.proactive.stream``) and, after quiet hours, a catch-up. Each turns
+what it found into fingerprinted problems and hands them to ``reconcile``:
 
 - new fingerprint → one message, remembered with its ts;
 - known fingerprint, same digest → nothing at all (three sweeps of the same leak post nothing);
 - known fingerprint, new digest → the message edited, a thread reply saying what changed;
-- open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
+- open fingerprint no longer found, where the trigger could see it → the message edited to
+  "resolved" with how long it lasted.
 
 A channel takes at most ``posts_per_hour`` new posts in any hour (all its watches together);
 the problems beyond wait, unremembered, and are listed in one summary message per channel and
 hour, edited in place as the list changes; each is posted on its own once the hour allows.
+During quiet hours a new problem that is not critical waits too. A new problem goes to the
+channel its namespace routes to (``bot.proactive.routing``), a known one stays where it is.
 
 A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, so a restart
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
 
-A problem is only declared gone when the sweep could see: a node problem needs its node read
-over SSH this sweep, any other problem needs a sweep that listed at least one GPU node. A Slack
-call that fails leaves the store as it was, so the next sweep tries again (a failed first post
-is retried, never doubled). This module knows no Slack: a ``Notifier`` posts for it.
+A problem is only declared gone when the trigger could see: a node problem needs its node read
+over SSH this time, a pending problem the pending check, any other problem a sweep that listed
+at least one GPU node. A Slack call that fails leaves the store as it was, so the next run tries
+again (a failed first post is retried, never doubled). Only while ``is_leader()`` does a watch
+read or post. This module knows no Slack: a ``Notifier`` posts for it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
+from bot.proactive.fleet import Diagnoses, FleetReads
 from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.quiet import QuietHours
@@ -45,12 +52,6 @@ from bot.report import Report
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
-
-
-class Diagnoses(Protocol):
-    """What the watch needs of the diagnosis service."""
-
-    async def run(self, inv: Invocation) -> Report: ...
 
 
 class Notifier(Protocol):
@@ -130,6 +131,7 @@ class Watcher:
         clock: Callable[[], datetime] = _now,
         reads: Callable[[], KubeReads] | None = None,
         is_leader: Callable[[], bool] = lambda: True,
+        fleet: FleetReads | None = None,
     ) -> None:
         self.config = config
         #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
@@ -138,6 +140,9 @@ class Watcher:
         #: only the leader replica watches and posts (``bot`` wires the lease); a follower's jobs
         #: return at once without reading or posting
         self.is_leader = is_leader
+        #: the cluster's fleet read, shared with the other watches of the cluster
+        self.fleet = fleet if fleet is not None else FleetReads(service)
+        self._last_sweep_end = float("-inf")
         #: the watch-stream triggers' memory (last node states) and debounce batch
         self.stream = NodeStream(debounce_s=config.stream_debounce_s)
         self.router = Router(config)
@@ -186,7 +191,8 @@ class Watcher:
         cfg = self.config
         if not self.is_leader():
             return SweepResult(skipped=True)
-        report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
+        report = await self.fleet.node_status(cfg.cluster, not_before=self._last_sweep_end)
+        self._last_sweep_end = self.fleet.clock()
         self.sweeps += 1
         found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
         return await self.reconcile(found, _visible(report), what="watch sweep")

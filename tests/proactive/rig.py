@@ -8,6 +8,7 @@ event), so the watch-fed cache and every list see it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,13 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 CHANNEL = "C0WATCH"
 
 
-def watch_settings(mock: MockSlackApi, sim: SimCluster, **watch: Any) -> Settings:
-    """The simulator's settings with one enabled watch posting to ``CHANNEL``."""
+def watch_settings(
+    mock: MockSlackApi, sim: SimCluster, *, extra: Mapping[str, Any] | None = None, **watch: Any
+) -> Settings:
+    """The simulator's settings with one enabled watch posting to ``CHANNEL`` (and ``extra``
+    settings besides)."""
     entry = WatchConfig(cluster=sim.cluster_name, channel=CHANNEL, enabled=True, **watch)
-    return settings_for(mock, base=sim.settings(), watch=(entry,))
+    return settings_for(mock, base=sim.settings(), watch=(entry,), **(extra or {}))
 
 
 def posts(mock: MockSlackApi, channel: str = CHANNEL) -> list[Call]:
