@@ -30,6 +30,7 @@ read or post. This module knows no Slack: a ``Notifier`` posts for it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -155,6 +156,7 @@ class Watcher:
         self.notifier = notifier
         self.clock = clock
         self.sweeps = 0
+        self._posting = asyncio.Lock()
 
     def loops(self) -> list[tuple[Callable[[], Awaitable[object]], float, str]]:
         """What ``serve`` runs periodically for this watch: (job, interval in seconds, name)."""
@@ -263,6 +265,14 @@ class Watcher:
         and is gone. Every trigger (sweep, pending check, stream) comes through here: one set of
         rules. A new problem goes to the channel its namespace routes to; a known one stays in the
         channel it was posted to."""
+        # the triggers run as separate jobs: two of them finding the same new node problem at
+        # once must not both post it, so what is known and what is posted is decided one at a time
+        async with self._posting:
+            return await self._reconcile(problems, visible, what=what)
+
+    async def _reconcile(
+        self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str
+    ) -> SweepResult:
         cfg = self.config
         if not self.is_leader():  # the lease was lost while this trigger read the cluster
             return SweepResult(skipped=True)

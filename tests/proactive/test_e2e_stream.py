@@ -143,3 +143,17 @@ async def test_a_device_plugin_pod_starting_to_crash_loop_triggers_its_node(
             assert asked == [["gpu-a"]]
         finally:
             await stopped(bot)
+
+
+async def test_the_sweep_and_the_stream_finding_the_same_problem_at_once_post_it_once(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        bot = await started(watch_settings(mock_slack, sim))
+        try:
+            (watcher,) = bot.watchers
+            swept, streamed = await asyncio.gather(watcher.sweep(), watcher.diagnose_nodes(["gpu-a"]))
+            assert len(swept.posted) + len(streamed.posted) == 2  # the leak and the zombie on gpu-a
+            assert len(posts(mock_slack)) == 2 and not swept.failed and not streamed.failed
+        finally:
+            await stopped(bot)
