@@ -15,8 +15,12 @@ A change is a trigger when a GPU node (one that reports a GPU resource):
   that stopped);
 - runs a device-plugin pod that starts crash-looping (a container waiting in CrashLoopBackOff).
 
-The first poll only learns the current state (what is already wrong is the periodic sweep's to
-post). Triggered nodes are batched: ``due`` hands them out once ``debounce_s`` has passed since the
+A node turning good again (Ready, full allocatable) is a trigger too, so its post is resolved
+within seconds rather than at the next sweep. The first poll only learns the current state, and
+so does the first sight of a node that joins later (a new node is NotReady while it boots): what
+is already wrong then is the periodic sweep's to post.
+
+Triggered nodes are batched: ``due`` hands them out once ``debounce_s`` has passed since the
 first of them, so a burst of events (a rack losing power) is one node-status over all of them.
 """
 
@@ -139,13 +143,15 @@ class NodeStream:
             if state is None:
                 continue
             now[name] = (rv, state)
-            if before is None:
+            if old is None:  # first seen (start, or a node joining: NotReady while it boots)
                 continue
-            was = old[1] if old is not None else NodeState(ready=True, short=False)
+            was = old[1]
             if was.ready and not state.ready:
                 triggered[name] = f"Ready turned {ready_condition(node)[1]}"
             elif not was.short and state.short:
                 triggered[name] = "allocatable GPUs dropped below capacity"
+            elif state != was:  # back to Ready or to full allocatable: a look resolves its post now
+                triggered[name] = "recovered"
         self._nodes = now
         return triggered
 

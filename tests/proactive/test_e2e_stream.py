@@ -75,6 +75,10 @@ async def test_a_gpu_node_turning_not_ready_is_posted_once(mock_slack: MockSlack
                 await asyncio.sleep(0.05)
             assert (await watcher.sweep()).posted != [] and len(posts(mock_slack)) == 3  # the leak on gpu-a
             assert len([p for p in posts(mock_slack) if "gpu-b" in p.body["text"]]) == 1
+            sim.ssh.execute("gpu-b", "systemctl start kubelet")  # Ready again: resolved within seconds
+            recovered = await _next_diagnosis(watcher)
+            assert recovered.resolved == result.posted and recovered.posted == []
+            assert len(posts(mock_slack)) == 3
         finally:
             await stopped(bot)
 
