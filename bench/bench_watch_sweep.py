@@ -1,13 +1,16 @@
 """The watch's sweep over 1,000 GPU nodes: wall time against the node-status budget, and memory.
 
 A generated cluster (one node silent: it accepts SSH and never answers) runs in its own process
-(``bench.simproc``). The real diagnosis service and a ``Watcher`` with its SQLite problem store
-sweep it several times; a counting notifier stands in for Slack, so the figures are the sweep's
-own (the Slack side is one call per new or changed problem). Printed per size: the first sweep
-(posts what it finds) and the steady sweeps after it (must post nothing), against the budget of
-``bench.bench_node_status`` (``1.5 × ceil(nodes / concurrency) × round trip + deadline``), and
-the Python heap peak of a steady sweep (tracemalloc) and the process's peak RSS, which must not
-grow from sweep to sweep.
+(``bench.simproc``). The real diagnosis service as ``serve`` builds it (watch-fed cache, kept SSH
+connections) and a ``Watcher`` with its SQLite problem store sweep it several times; a counting
+notifier stands in for Slack, so the figures are the sweep's own (the Slack side is one call per
+new or changed problem). Printed per size: the first sweep (posts what it finds) and the steady
+sweeps after it (must post nothing), split into the fleet's node-status and the watcher's own
+work, with the CPU of bot and simulator, against the budget of ``bench.bench_node_status``
+(``1.5 × ceil(nodes / concurrency) × round trip + deadline``); the Python heap peak of one more
+steady sweep traced apart (tracing slows a sweep severalfold, so no wall time is taken under
+it), the process's peak RSS after each sweep (must not grow from sweep to sweep), the cost of
+one watch-stream poll of the cache, and the machine's load (this box is shared).
 
 ``python -m bench.bench_watch_sweep [--sizes 1000] [--runs 3] [--latency-ms 20]``
 """
@@ -28,6 +31,8 @@ from bench.bench_node_status import DEADLINE_S, round_trip
 from bench.common import SimProc, emit, median, sim_process, table
 from bot.commands import Invocation
 from bot.proactive import Problem, ProblemStore, Watcher
+from bot.proactive.stream import NodeStream
+from bot.probes.cache import WatchCache
 from bot.report import Report
 from bot.service import Service
 from bot.settings import WatchConfig
@@ -108,10 +113,25 @@ async def _timed_sweep(watcher: Watcher, timed: TimedService, sim: SimProc) -> d
     }
 
 
+async def _stream_polls(cache: WatchCache, polls: int = 20) -> tuple[float, float]:
+    """The watch-stream trigger's cost every ``stream_poll_s``: its first poll (learns every GPU
+    node) and the median of later ones (nothing changed: a resourceVersion comparison per node)."""
+    stream = NodeStream()
+    times = []
+    for _ in range(polls + 1):
+        t = time.perf_counter()
+        await stream.poll(cache)
+        times.append((time.perf_counter() - t) * 1000)
+    return times[0], median(times[1:])
+
+
 async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
     rtt = await round_trip(sim)
     settings = sim.settings(ssh_deadline_s=DEADLINE_S)
-    service = Service(settings, keep_connections=True)
+    # as ``serve`` builds it: reads from the watch-fed cache, SSH connections kept between sweeps
+    service = Service(settings, use_cache=True, keep_connections=True)
+    cache = service.clients.cache_for(settings.clusters[0].name)
+    assert cache is not None and await cache.wait_ready(120), "the watch-fed cache did not sync"
     timed = TimedService(service)
     notifier = CountingNotifier()
     cfg = WatchConfig(cluster=settings.clusters[0].name, channel="C0BENCH", enabled=True)
@@ -129,6 +149,7 @@ async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
     heap_peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     rss.append(_rss_mb())
+    stream_first_ms, stream_ms = await _stream_polls(cache)
     await service.close()
     lower = math.ceil(nodes / settings.ssh_concurrency) * rtt
     budget = 1.5 * lower + DEADLINE_S
@@ -147,6 +168,8 @@ async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
         "steady_posts": notifier.posts - first_posts,
         "met": wall <= budget,
         "heap_peak_mb": heap_peak,
+        "stream_first_poll_ms": stream_first_ms,
+        "stream_poll_ms": stream_ms,
         "rss_mb_by_sweep": rss,
         "load_avg_1m": os.getloadavg()[0],
         "cpus": os.cpu_count(),
@@ -180,6 +203,7 @@ def main() -> None:
             "met" if r["met"] else "missed",
             r["heap_peak_mb"],
             " → ".join(f"{m:.0f}" for m in r["rss_mb_by_sweep"]),
+            f"{r['stream_first_poll_ms']:.1f} / {r['stream_poll_ms']:.2f}",
             f"{r['load_avg_1m']:.1f} on {r['cpus']} CPUs",
         ]
         for r in results
@@ -198,6 +222,7 @@ def main() -> None:
         "target",
         "heap peak MiB",
         "peak RSS MiB by sweep",
+        "stream poll ms first / steady",
         "load during run",
     ]
     emit("watch_sweep", table(headers, rows), {"sizes": results})
