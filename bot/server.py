@@ -119,10 +119,10 @@ def singletons(bot: Bot, stop: asyncio.Event) -> list[Callable[[], Awaitable[Non
 
         factories.append(lambda: sweep_periodically(sweep, bot.settings.offer_sweep_interval_s, stop))
     for watcher in bot.watchers:
-        what = f"watch sweep of {watcher.config.cluster}"
-        factories.append(
-            lambda w=watcher, what=what: sweep_periodically(w.sweep, w.config.interval_s, stop, what=what)  # type: ignore[misc]
-        )
+        for job, interval_s, what in watcher.loops():
+            factories.append(
+                lambda j=job, i=interval_s, w=what: sweep_periodically(j, i, stop, what=w)  # type: ignore[misc]
+            )
     return factories
 
 

@@ -85,7 +85,18 @@ DEFAULT_WATCH_CODES: tuple[str, ...] = (
     "GPU_UNHEALTHY",
     "DEVICE_PLUGIN_NOT_RUNNING",
     "GPU_OPERATOR_NOT_READY",
+    "NODE_NOT_READY",
 )
+
+
+@dataclass(frozen=True)
+class WatchRoute:
+    """Problems in namespaces matching ``namespace_selector`` go to ``channel``."""
+
+    #: equality-based label selector on the namespace: ``k=v``, ``k!=v``, ``k``, ``!k``, comma-separated
+    namespace_selector: str
+    #: Slack channel id for those problems
+    channel: str
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,31 @@ class WatchConfig:
     interval_s: float = 600.0
     #: finding codes that are posted; every other finding of the sweep is ignored
     codes: tuple[str, ...] = DEFAULT_WATCH_CODES
+    #: seconds a GPU pod (or a GPU workload's oldest pod) may stay Pending before why-pending runs
+    #: on it and the cause is posted; resolved in place once it schedules
+    pending_after_s: float = 300.0
+    #: seconds between checks for GPU pods Pending longer than ``pending_after_s``
+    pending_check_s: float = 30.0
+    #: at most this many waiting workloads are diagnosed per check (the longest waiting first)
+    pending_max_diagnoses: int = 20
+    #: react to the watch-fed cache: a GPU node turning NotReady, its allocatable GPUs dropping
+    #: below capacity, or its device-plugin pod starting to crash-loop runs node-status on it
+    stream: bool = True
+    #: seconds between looks at the watch-fed cache for such changes
+    stream_poll_s: float = 2.0
+    #: seconds the changes of a burst are collected before one node-status runs over all of them
+    stream_debounce_s: float = 3.0
+    #: daily quiet hours, "HH:MM-HH:MM" (may span midnight): new posts that are not critical wait
+    #: until they end (and are posted then if still found); critical ones post; empty = none
+    quiet_hours: str = ""
+    #: IANA time zone of ``quiet_hours`` (e.g. Europe/Berlin)
+    quiet_hours_timezone: str = "UTC"
+    #: per-namespace channels, first match wins; problems in no matching namespace (and node
+    #: problems) go to ``channel``
+    routes: tuple[WatchRoute, ...] = ()
+    #: namespace annotation naming the owning team: a Slack user id (U…), user-group id (S…) or
+    #: @handle, shown as a mention on the namespace's problems; other values are ignored
+    owner_annotation: str = "gpubot.dev/owner"
 
 
 @dataclass(frozen=True)
@@ -268,6 +304,13 @@ def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
     return tuple(out)
 
 
+def _routes(raw: Any, n: int) -> tuple[WatchRoute, ...]:
+    keys = {"namespace_selector", "channel"}
+    if not isinstance(raw, list | tuple) or not all(isinstance(r, dict) and set(r) == keys for r in raw):
+        raise ConfigError(f"setting watch[{n}].routes: expected a list of {{namespace_selector, channel}}")
+    return tuple(WatchRoute(str(r["namespace_selector"]), str(r["channel"])) for r in raw)
+
+
 def _watches(raw: Any) -> tuple[WatchConfig, ...]:
     if isinstance(raw, tuple) and all(isinstance(w, WatchConfig) for w in raw):
         return raw
@@ -282,15 +325,16 @@ def _watches(raw: Any) -> tuple[WatchConfig, ...]:
         if unknown:
             raise ConfigError(f"setting watch[{n}]: unknown keys {sorted(unknown)}")
         values: dict[str, Any] = {"cluster": str(item["cluster"]), "channel": str(item["channel"])}
-        if "enabled" in item:
-            values["enabled"] = _coerce("enabled", item["enabled"], False)
-        if "interval_s" in item:
-            values["interval_s"] = _coerce("interval_s", item["interval_s"], 0.0)
+        for f in fields(WatchConfig):
+            if f.name in item and f.name not in values and f.name not in ("codes", "routes"):
+                values[f.name] = _coerce(f.name, item[f.name], f.default)
         if "codes" in item:
             codes = item["codes"]
             if not isinstance(codes, list | tuple) or not codes or not all(isinstance(c, str) for c in codes):
                 raise ConfigError(f"setting watch[{n}].codes: expected a non-empty list of finding codes")
             values["codes"] = tuple(codes)
+        if "routes" in item:
+            values["routes"] = _routes(item["routes"], n)
         out.append(WatchConfig(**values))
     return tuple(out)
 
@@ -401,8 +445,23 @@ def _check(s: Settings) -> None:
     for w in s.watch:
         if w.cluster not in names:
             raise ConfigError(f"setting watch: unknown cluster {w.cluster!r}")
-        if w.interval_s <= 0:
-            raise ConfigError(f"setting watch[{w.cluster}].interval_s: must be positive")
-        if (w.cluster, w.channel) in seen:
-            raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {w.channel} given twice")
-        seen.add((w.cluster, w.channel))
+        for name in ("interval_s", "pending_check_s", "pending_max_diagnoses", "stream_poll_s"):
+            if getattr(w, name) <= 0:
+                raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
+        from bot.proactive.quiet import QuietHours  # here: bot.proactive imports these settings
+
+        QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
+        for name in ("pending_after_s", "stream_debounce_s"):
+            if getattr(w, name) < 0:
+                raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")
+        from bot.proactive.selector import parse_selector
+
+        for route in w.routes:
+            parse_selector(route.namespace_selector)  # raises on a selector it cannot read
+            if not route.channel:
+                raise ConfigError(f"setting watch[{w.cluster}].routes: every route needs a channel")
+        # one problem, one message: two watches of a cluster must not share a channel
+        for channel in {w.channel, *(r.channel for r in w.routes)}:
+            if (w.cluster, channel) in seen:
+                raise ConfigError(f"setting watch: cluster {w.cluster!r} and channel {channel} given twice")
+            seen.add((w.cluster, channel))

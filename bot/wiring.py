@@ -26,12 +26,15 @@ from typing import Protocol, cast
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.clients import KubeClients
 from bot.coordination.kube_state import KubeState
 from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
+from bot.proactive.fleet import FleetReads
 from bot.proactive.kube_store import KubeProblemStore
+from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
 from bot.remediation.audit import AuditLog
 from bot.remediation.flow import process_owner
@@ -119,6 +122,8 @@ class Bot:
     leader: Leader = field(default_factory=SoleLeader)
     #: further housekeeping the leader runs with the offer sweep
     sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
+    #: the Alertmanager receiver's desk (``POST /alerts``); ``None`` when ``alerts_token`` is unset
+    alert_desk: AlertDesk | None = None
 
     async def start(self) -> None:
         """Check the token and warm the service, report runs a restart cut off, then listen."""
@@ -168,28 +173,70 @@ def build_bot(
         remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
         seen=seen,
     )
-    watchers = build_watchers(settings, service, web, shared.problems)
+    watchers = build_watchers(settings, service, web, shared.problems, is_leader=shared.leader.is_leader)
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
     server = SlackServer(slack, settings)
+    desk = None
     if settings.alerts_token:
         cluster = settings.cluster(settings.alerts_cluster or None).name
         desk = AlertDesk(
-            settings.state_path, service, SlackAlertPoster(web), channel=settings.alerts_channel, cluster=cluster
+            settings.state_path,
+            service,
+            SlackAlertPoster(web),
+            channel=settings.alerts_channel,
+            cluster=cluster,
+            is_leader=shared.leader.is_leader,
         )
         add_alert_route(server.web_app, desk, settings.alerts_token, slack.tasks)
-    return Bot(settings, service, slack, server, web, remediation, watchers, seen, shared.leader, shared.sweeps)
+    return Bot(
+        settings,
+        service,
+        slack,
+        server,
+        web,
+        remediation,
+        watchers,
+        seen,
+        shared.leader,
+        shared.sweeps,
+        alert_desk=desk,
+    )
 
 
 def build_watchers(
-    settings: Settings, service: DiagnosisService, web: AsyncWebClient, problems: ProblemStore | None = None
+    settings: Settings,
+    service: DiagnosisService,
+    web: AsyncWebClient,
+    problems: ProblemStore | None = None,
+    *,
+    is_leader: Callable[[], bool] = lambda: True,
 ) -> list[Watcher]:
-    """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems``
-    (on the Kubernetes API), else the state file's problem table."""
+    """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems`` (on the
+    Kubernetes API), else the state file's problem table; only while ``is_leader()`` do they read and
+    post (a replicated bot passes its Lease's check)."""
     enabled = [w for w in settings.watch if w.enabled]
     if not enabled:
         return []
     store = problems if problems is not None else ProblemStore(settings.state_path)
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
-    return [Watcher(w, service, store, notifier, posts_per_hour=limit) for w in enabled]
+    kube = getattr(service, "clients", None)  # the real service's per-cluster clients (a stand-in has none)
+    fleet = FleetReads(service)  # one fleet read per cluster, whatever number of watches sweep it
+
+    def reads_of(cluster: str) -> Callable[[], KubeReads] | None:
+        return (lambda: kube.for_cluster(cluster).reads) if isinstance(kube, KubeClients) else None
+
+    return [
+        Watcher(
+            w,
+            service,
+            store,
+            notifier,
+            posts_per_hour=limit,
+            reads=reads_of(w.cluster),
+            is_leader=is_leader,
+            fleet=fleet,
+        )
+        for w in enabled
+    ]

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,9 +142,19 @@ class AlertDesk:
     """One message per alert group and channel, kept in the state file's ``watch_alert_groups``."""
 
     def __init__(
-        self, path: str | Path, service: Diagnoses, poster: AlertPoster, *, channel: str, cluster: str
+        self,
+        path: str | Path,
+        service: Diagnoses,
+        poster: AlertPoster,
+        *,
+        channel: str,
+        cluster: str,
+        is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self.path = str(path)
+        #: only the leader replica posts; the HTTP route answers 503 on a follower, so that
+        #: Alertmanager retries (and reaches the leader) rather than the alert being lost
+        self.is_leader = is_leader
         self.service = service
         self.poster = poster
         self.channel = channel
@@ -177,7 +187,11 @@ class AlertDesk:
             )
 
     async def receive(self, group: AlertGroup) -> str:
-        """Post or edit the group's message; returns what happened (posted, updated, unchanged)."""
+        """Post or edit the group's message; returns what happened (posted, updated, unchanged, or
+        not-leader when the lease was lost between the request and its delivery)."""
+        if not self.is_leader():
+            log_event(log, "alert group not delivered: not the leader", level=logging.WARNING)
+            return "not-leader"
         known = self._known(group.group_key)
         if known is not None and known[1] == group.digest:
             return "unchanged"

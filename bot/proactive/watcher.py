@@ -1,61 +1,80 @@
-"""One watch's sweep: node-status over the cluster, then post, edit or resolve, never re-post.
+"""One watch: its triggers, and the one set of rules by which they post, edit or resolve.
 
-Each sweep runs the read-only node-status diagnosis, keeps the findings whose code is watched,
-and compares them by fingerprint with the open problems in the store:
+Triggers (each a job ``serve`` runs from ``loops()``): the periodic sweep (node-status over the
+fleet, read once per cluster by ``FleetReads``), the pending check (``bot.proactive.pending``),
+the watch-stream poll (``bot.proactive.stream``) and, after quiet hours, a catch-up. Each turns
+what it found into fingerprinted problems and hands them to ``reconcile``:
 
 - new fingerprint → one message, remembered with its ts;
 - known fingerprint, same digest → nothing at all (three sweeps of the same leak post nothing);
 - known fingerprint, new digest → the message edited, a thread reply saying what changed;
-- open fingerprint no longer found → the message edited to "resolved" with how long it lasted.
+- open fingerprint no longer found, where the trigger could see it → the message edited to
+  "resolved" with how long it lasted.
 
 A channel takes at most ``posts_per_hour`` new posts in any hour (all its watches together);
 the problems beyond wait, unremembered, and are listed in one summary message per channel and
 hour, edited in place as the list changes; each is posted on its own once the hour allows.
+During quiet hours a new problem that is not critical waits too. A new problem goes to the
+channel its namespace routes to (``bot.proactive.routing``), a known one stays where it is.
 
 A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, so a restart
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
 
-A problem is only declared gone when the sweep could see: a node problem needs its node read
-over SSH this sweep, any other problem needs a sweep that listed at least one GPU node. A Slack
-call that fails leaves the store as it was, so the next sweep tries again (a failed first post
-is retried, never doubled). This module knows no Slack: a ``Notifier`` posts for it.
+A problem is only declared gone when the trigger could see: a node problem needs its node read
+over SSH this time, a pending problem the pending check, any other problem a sweep that listed
+at least one GPU node. A Slack call that fails leaves the store as it was, so the next run tries
+again (a failed first post is retried, never doubled). Only while ``is_leader()`` does a watch
+read or post. This module knows no Slack: a ``Notifier`` posts for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
+from bot.proactive.fleet import Diagnoses, FleetReads
+from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
 from bot.proactive.problems import Problem, problems_from_report
+from bot.proactive.quiet import QuietHours
+from bot.proactive.routing import Route, Router
 from bot.proactive.store import OpenProblem, ProblemStore
+from bot.proactive.stream import NodeStream
+from bot.probes.cache import WatchCache
+from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
 
 
-class Diagnoses(Protocol):
-    """What the watch needs of the diagnosis service."""
-
-    async def run(self, inv: Invocation) -> Report: ...
-
-
 class Notifier(Protocol):
     """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
 
-    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
-        """Post the problem's message; return its ts."""
+    async def post_open(
+        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
+    ) -> str:
+        """Post the problem's message (naming ``owner``, a validated user/group id or handle, when
+        given); return its ts."""
         ...
 
     async def update_open(
-        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+        self,
+        channel: str,
+        ts: str,
+        before: Problem,
+        after: Problem,
+        *,
+        opened_at: datetime,
+        seen_at: datetime,
+        owner: str = "",
     ) -> None:
         """Edit the message to ``after`` and reply in its thread with what changed."""
         ...
@@ -89,6 +108,10 @@ class SweepResult:
     snoozed: list[str] = field(default_factory=list)
     #: fingerprints held back by the channel's rate limit (listed in the summary message)
     held: list[str] = field(default_factory=list)
+    #: fingerprints of new, non-critical problems waiting for the quiet hours to end
+    deferred: list[str] = field(default_factory=list)
+    #: this replica is not the leader: nothing was read or posted
+    skipped: bool = False
 
 
 def _now() -> datetime:
@@ -107,36 +130,171 @@ class Watcher:
         *,
         posts_per_hour: int = 20,
         clock: Callable[[], datetime] = _now,
+        reads: Callable[[], KubeReads] | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
+        fleet: FleetReads | None = None,
     ) -> None:
         self.config = config
+        #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
+        #: no pending trigger (a stand-in diagnosis service without clients)
+        self.reads = reads
+        #: only the leader replica watches and posts (``bot`` wires the lease); a follower's jobs
+        #: return at once without reading or posting
+        self.is_leader = is_leader
+        #: the cluster's fleet read, shared with the other watches of the cluster
+        self.fleet = fleet if fleet is not None else FleetReads(service)
+        self._last_sweep_end = float("-inf")
+        #: the watch-stream triggers' memory (last node states) and debounce batch
+        self.stream = NodeStream(debounce_s=config.stream_debounce_s)
+        self.router = Router(config)
+        self.quiet = QuietHours.parse(config.quiet_hours, config.quiet_hours_timezone)
+        #: new problems the quiet hours held back (fingerprint -> problem); found again after them
+        self.deferred: dict[str, Problem] = {}
         self.posts_per_hour = posts_per_hour
         self.service = service
         self.store = store
         self.notifier = notifier
         self.clock = clock
         self.sweeps = 0
+        self._posting = asyncio.Lock()
+
+    def loops(self) -> list[tuple[Callable[[], Awaitable[object]], float, str]]:
+        """What ``serve`` runs periodically for this watch: (job, interval in seconds, name)."""
+        cfg = self.config
+        jobs: list[tuple[Callable[[], Awaitable[object]], float, str]] = [
+            (self.sweep, cfg.interval_s, f"watch sweep of {cfg.cluster}")
+        ]
+        if self.quiet is not None:
+            jobs.append((self.catch_up, cfg.pending_check_s, f"watch quiet-hours catch-up of {cfg.cluster}"))
+        if self.reads is not None:
+            jobs.append((self.check_pending, cfg.pending_check_s, f"watch pending check of {cfg.cluster}"))
+            if cfg.stream:
+                jobs.append((self.follow_stream, cfg.stream_poll_s, f"watch stream of {cfg.cluster}"))
+        return jobs
+
+    async def catch_up(self) -> SweepResult | None:
+        """Once the quiet hours are over, look again for what they held back and post what is still
+        there (a problem that went away overnight is not posted in the morning). ``None``: nothing
+        was held back, or it is still quiet."""
+        if not self.deferred or (self.quiet is not None and self.quiet.active(self.clock())):
+            return None
+        if not self.is_leader():
+            return None
+        self.deferred.clear()
+        result = await self.sweep()
+        if self.reads is not None:
+            pending = await self.check_pending()
+            result.posted += pending.posted
+            result.deferred += pending.deferred
+        return result
 
     async def sweep(self) -> SweepResult:
         """Run node-status once and bring the channel's messages in line with what it found."""
         cfg = self.config
-        report = await self.service.run(Invocation(command="node-status", cluster=cfg.cluster, surface="slack"))
+        if not self.is_leader():
+            return SweepResult(skipped=True)
+        report = await self.fleet.node_status(cfg.cluster, not_before=self._last_sweep_end)
+        self._last_sweep_end = self.fleet.clock()
         self.sweeps += 1
+        found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
+        return await self.reconcile(found, _visible(report), what="watch sweep")
+
+    async def check_pending(self) -> SweepResult:
+        """The ``pending_after`` trigger: why-pending for each GPU workload (or bare pod) Pending
+        longer than ``pending_after_s``; one problem per workload, resolved once it schedules."""
+        cfg = self.config
+        if self.reads is None:
+            return SweepResult()
+        if not self.is_leader():
+            return SweepResult(skipped=True)
+        groups = await pending_groups(self.reads())
         now = self.clock()
-        found = {p.fingerprint: p for p in problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)}
-        known = self.store.open_problems(cfg.cluster, cfg.channel)
+        due = [g for g in groups if (now - g.since).total_seconds() >= cfg.pending_after_s]
+        found: list[Problem] = []
+        diagnosed: set[str] = set()
+        for group in due[: cfg.pending_max_diagnoses]:
+            try:
+                report = await self.service.run(group.invocation(cfg.cluster))
+            except Exception:
+                log.exception("watch: why-pending of %s failed", group.label)
+                continue
+            diagnosed.add(group.subject)
+            problem = pending_problem(report, group, cluster=cfg.cluster)
+            if problem is not None:
+                found.append(problem)
+        waiting = {g.subject for g in groups}
+
+        def visible(problem: Problem) -> bool:
+            # a workload still waiting but not diagnosed this round keeps its message as it is
+            subject = problem.subject
+            return subject.startswith(PENDING_SUBJECTS) and (subject not in waiting or subject in diagnosed)
+
+        return await self.reconcile(found, visible, what="watch pending check")
+
+    async def follow_stream(self) -> SweepResult | None:
+        """One poll of the watch-fed cache (``bot.proactive.stream``); once a batch of nodes that
+        turned bad has waited out the debounce, one node-status over them. ``None``: nothing due
+        (or no watch-fed cache to poll: the periodic sweep still covers every node)."""
+        if not self.is_leader():
+            # a follower keeps no picture: once it leads, its first poll learns the state afresh
+            self.stream = NodeStream(debounce_s=self.config.stream_debounce_s)
+            return None
+        reads = self.reads() if self.reads is not None else None
+        if not isinstance(reads, WatchCache):
+            return None
+        triggered = await self.stream.poll(reads)
+        if triggered:
+            log_event(log, "watch stream: nodes turned bad", cluster=self.config.cluster, nodes=len(triggered))
+        due = self.stream.due()
+        if not due:
+            return None
+        return await self.diagnose_nodes(sorted(due))
+
+    async def diagnose_nodes(self, nodes: list[str]) -> SweepResult:
+        """node-status over ``nodes`` only; may resolve only those nodes' problems."""
+        cfg = self.config
+        inv = Invocation(command="node-status", nodes=tuple(nodes), cluster=cfg.cluster, surface="slack")
+        report = await self.service.run(inv)
+        found = problems_from_report(report, cluster=cfg.cluster, codes=cfg.codes)
+        seen_here = _visible(report)
+        asked = {f"node/{n}" for n in nodes}
+        return await self.reconcile(found, lambda p: p.subject in asked and seen_here(p), what="watch stream")
+
+    async def reconcile(self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str) -> SweepResult:
+        """Post what is new, edit what changed, resolve what ``visible`` says could have been seen
+        and is gone. Every trigger (sweep, pending check, stream) comes through here: one set of
+        rules. A new problem goes to the channel its namespace routes to; a known one stays in the
+        channel it was posted to."""
+        # the triggers run as separate jobs: two of them finding the same new node problem at
+        # once must not both post it, so what is known and what is posted is decided one at a time
+        async with self._posting:
+            return await self._reconcile(problems, visible, what=what)
+
+    async def _reconcile(
+        self, problems: list[Problem], visible: Callable[[Problem], bool], *, what: str
+    ) -> SweepResult:
+        cfg = self.config
+        if not self.is_leader():  # the lease was lost while this trigger read the cluster
+            return SweepResult(skipped=True)
+        now = self.clock()
+        found = {p.fingerprint: p for p in problems}
+        known: dict[str, OpenProblem] = {}
+        for channel in self.router.channels:
+            for fp, row in self.store.open_problems(cfg.cluster, channel).items():
+                known.setdefault(fp, row)
+        routes = await self._routes(found.values())
         result = SweepResult()
-        held: list[Problem] = []
+        held: dict[str, list[Problem]] = {}
         for fp, problem in found.items():
-            await self._seen(problem, known.get(fp), now, result, held)
-        if held:
-            await self._summarise(held, now, result)
-        visible = _visible(report)
+            await self._seen(problem, known.get(fp), routes[fp], now, result, held)
+        for channel, waiting in held.items():
+            await self._summarise(channel, waiting, now, result)
         for fp, row in known.items():
             if fp not in found and visible(row.problem):
                 await self._gone(row, now, result)
         log_event(
             log,
-            "watch sweep",
+            what,
             cluster=cfg.cluster,
             channel=cfg.channel,
             posted=len(result.posted),
@@ -147,26 +305,58 @@ class Watcher:
         )
         return result
 
+    async def _routes(self, problems: Iterable[Problem]) -> dict[str, Route]:
+        """Each problem's channel and owner; namespaces are read (from the cache) only when a
+        problem names one."""
+        problems = list(problems)
+        names = {namespace_of(p.subject) for p in problems} - {""}
+        namespaces: dict[str, Obj] = {}
+        if names and self.reads is not None:
+            try:
+                for ns in await self.reads().list_namespaces():
+                    name = str((ns.get("metadata") or {}).get("name") or "")
+                    if name in names:
+                        namespaces[name] = ns
+            except Exception:  # routing falls back to the watch's channel; the post still goes out
+                log.exception("watch: could not read namespaces for routing")
+        return {p.fingerprint: self.router.route(namespaces.get(namespace_of(p.subject))) for p in problems}
+
     async def _seen(
-        self, problem: Problem, row: OpenProblem | None, now: datetime, result: SweepResult, held: list[Problem]
+        self,
+        problem: Problem,
+        row: OpenProblem | None,
+        route: Route,
+        now: datetime,
+        result: SweepResult,
+        held: dict[str, list[Problem]],
     ) -> None:
-        channel = self.config.channel
+        channel = row.channel if row is not None else route.channel
         fp = problem.fingerprint
         if (row is None or row.digest != problem.digest) and self.store.snoozed(fp, channel=channel, now=now):
             result.snoozed.append(fp)
             return
+        if row is None and self.quiet is not None and self.quiet.holds(problem.severity, now):
+            self.deferred[fp] = problem
+            result.deferred.append(fp)
+            return
         if row is None and self.store.posts_since(channel, now - HOUR) >= self.posts_per_hour:
-            held.append(problem)
+            held.setdefault(channel, []).append(problem)
             result.held.append(fp)
             return
         try:
             if row is None:
-                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now)
+                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now, owner=route.owner)
                 self.store.opened(problem, channel=channel, message_ts=ts, at=now)
                 result.posted.append(fp)
             elif row.digest != problem.digest:
                 await self.notifier.update_open(
-                    channel, row.message_ts, row.problem, problem, opened_at=row.opened_at, seen_at=now
+                    channel,
+                    row.message_ts,
+                    row.problem,
+                    problem,
+                    opened_at=row.opened_at,
+                    seen_at=now,
+                    owner=route.owner,
                 )
                 self.store.changed(problem, channel=channel, at=now)
                 result.changed.append(fp)
@@ -176,9 +366,8 @@ class Watcher:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
 
-    async def _summarise(self, held: list[Problem], now: datetime, result: SweepResult) -> None:
+    async def _summarise(self, channel: str, held: list[Problem], now: datetime, result: SweepResult) -> None:
         """One summary per channel and hour: posted once, then edited when its list changes."""
-        channel = self.config.channel
         digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
         known = self.store.summary(channel)
         try:
@@ -231,11 +420,14 @@ class Snoozer:
 
 
 def _visible(report: Report) -> Callable[[Problem], bool]:
-    """Whether this sweep could have seen the problem: absence only counts where we looked."""
+    """Whether this sweep could have seen the problem: absence only counts where we looked (and a
+    pending workload is the pending check's to resolve, never the node sweep's)."""
     read_nodes = {f"node/{row.node}" for row in report.nodes if row.ssh == "ok"}
     listed_any = bool(report.nodes)
 
     def visible(problem: Problem) -> bool:
+        if problem.subject.startswith(PENDING_SUBJECTS):
+            return False
         if problem.subject.startswith("node/"):
             return problem.subject in read_nodes
         return listed_any

@@ -5,6 +5,7 @@ the password; compared in constant time, never logged), then reads at most the s
 limit (larger: 413), parses the version 4 payload (anything else: 400 with a one-line reason) and
 answers at once; the group's message is posted or edited in the background by
 ``bot.proactive.alerts.AlertDesk``, one group at a time. Nothing is posted for a refused request.
+A replica that is not the leader answers 503 (after the token check), which Alertmanager retries.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def add_alert_route(app: web.Application, desk: AlertDesk, token: Secret, tasks:
         if not authorized(request.headers.get("Authorization", ""), token):
             log_event(log, "alerts refused: bad credentials", level=logging.WARNING)
             return web.json_response({"error": "unauthorized"}, status=401)
+        if not desk.is_leader():  # another replica posts; Alertmanager retries a 5xx
+            return web.json_response({"error": "not the leader replica; retry"}, status=503)
         body = await request.read()  # over the server's client_max_size: aiohttp answers 413
         try:
             group = parse_payload(body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from bot.proactive.problems import Problem
+from bot.proactive.routing import owner_of
 from bot.slack import limits as L
 from bot.slack.blocks import Block, Rendered, context, header, section, severity_marker
 
@@ -34,16 +35,29 @@ def _evidence(problem: Problem) -> str:
     return L.clip_lines("\n".join(lines), L.MAX_SECTION_TEXT) if lines else ""
 
 
-def render_open(problem: Problem, *, opened_at: datetime, seen_at: datetime) -> Rendered:
-    """The problem's one message while it is open."""
+def owner_mention(owner: str) -> str:
+    """A validated owner (``bot.proactive.routing.owner_of``) as Slack shows it: a user id or a
+    user-group id as a mention, a handle as plain text; anything else as nothing."""
+    if owner_of(owner) != owner or not owner:
+        return ""
+    if owner.startswith("@"):
+        return L.escape_mrkdwn(owner)
+    if owner.startswith("S"):
+        return f"<!subteam^{owner}>"
+    return f"<@{owner}>"
+
+
+def render_open(problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = "") -> Rendered:
+    """The problem's one message while it is open; ``owner`` (validated) is named under the title."""
     title = f"{severity_marker(problem.severity)} {problem.cluster}: {problem.title}"
     blocks = [header(title), section(f"*{L.escape_mrkdwn(problem.title)}*  `{problem.code}`")]
+    mention = owner_mention(owner)
+    if mention:
+        blocks.append(section(f"owner: {mention}"))
     evidence = _evidence(problem)
     if evidence:
         blocks.append(section(evidence))
-    blocks.append(
-        context([f"open since {_when(opened_at)} · last seen {_when(seen_at)} · found by the gpubot watch"])
-    )
+    blocks.append(context([f"open since {_when(opened_at)} · last seen {_when(seen_at)} · found by the gpubot watch"]))
     blocks.append(snooze_buttons(problem.fingerprint))
     return Rendered(blocks=blocks, text=L.clip(title, L.MAX_FALLBACK_TEXT))
 

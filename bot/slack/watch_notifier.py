@@ -27,15 +27,25 @@ class SlackWatchNotifier:
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
 
-    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
-        msg = render_open(problem, opened_at=opened_at, seen_at=seen_at)
+    async def post_open(
+        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
+    ) -> str:
+        msg = render_open(problem, opened_at=opened_at, seen_at=seen_at, owner=owner)
         resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
         return str(resp["ts"])
 
     async def update_open(
-        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+        self,
+        channel: str,
+        ts: str,
+        before: Problem,
+        after: Problem,
+        *,
+        opened_at: datetime,
+        seen_at: datetime,
+        owner: str = "",
     ) -> None:
-        msg = render_open(after, opened_at=opened_at, seen_at=seen_at)
+        msg = render_open(after, opened_at=opened_at, seen_at=seen_at, owner=owner)
         await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
         reply = render_change(before, after)
         await self.client.chat_postMessage(channel=channel, thread_ts=ts, text=reply.text, blocks=reply.blocks)

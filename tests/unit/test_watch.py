@@ -105,7 +105,9 @@ class Recorder:
         self.fail = False
         self._ts = 0
 
-    async def post_open(self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime) -> str:
+    async def post_open(
+        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
+    ) -> str:
         if self.fail:
             raise RuntimeError("channel_not_found")
         self._ts += 1
@@ -113,7 +115,15 @@ class Recorder:
         return f"17.{self._ts}"
 
     async def update_open(
-        self, channel: str, ts: str, before: Problem, after: Problem, *, opened_at: datetime, seen_at: datetime
+        self,
+        channel: str,
+        ts: str,
+        before: Problem,
+        after: Problem,
+        *,
+        opened_at: datetime,
+        seen_at: datetime,
+        owner: str = "",
     ) -> None:
         self.calls.append(("update", ts))
 

@@ -1,0 +1,115 @@
+"""The ``pending_after`` trigger: GPU pods that have waited too long, one problem per workload.
+
+``pending_groups`` lists the cluster's Pending pods (one API request with a ``status.phase``
+field selector, so a 100k-pod cluster answers with the few that wait), keeps those that ask for a
+GPU, and groups them by their controlling owner (a Job's or ReplicaSet's pods are one problem,
+not one per replica); a pod without a controller is its own group. A group is *due* once its
+oldest pod has been Pending for ``pending_after_s``. ``pending_problem`` turns the why-pending
+report of a due group's oldest pod into a ``Problem`` fingerprinted on (cluster, code of the
+first finding, the workload or pod), so the same wait keeps one message however often it is
+checked, and a wait whose cause changes becomes a new problem.
+
+Phase Pending covers "not scheduled" and "scheduled, containers not started"; a Running pod whose
+readiness probe fails is not a GPU wait and is not watched here. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.commands import Invocation
+from bot.proactive.problems import Problem, fingerprint
+from bot.probes.kube import KubeReads, Obj
+from bot.probes.slim import slim
+from bot.report import Report
+
+#: the subject prefixes of pending problems (node problems are ``node/``, sweep titles ``title/``)
+PENDING_SUBJECTS = ("pod/", "workload/")
+
+
+@dataclass(frozen=True)
+class PendingGroup:
+    """The Pending GPU pods of one workload (or one bare pod)."""
+
+    namespace: str
+    #: ``workload/NS/KIND/NAME`` or ``pod/NS/NAME``
+    subject: str
+    #: the oldest pod of the group: the one why-pending diagnoses
+    pod: str
+    pods: int
+    since: datetime
+
+    def invocation(self, cluster: str) -> Invocation:
+        return Invocation(
+            command="why-pending", kind="Pod", name=self.pod, namespace=self.namespace, cluster=cluster, surface="slack"
+        )
+
+    @property
+    def label(self) -> str:
+        """How the message names what waits: the workload or the pod."""
+        return self.subject.split("/", 1)[1]
+
+
+def namespace_of(subject: str) -> str:
+    """The namespace a pending problem's subject names ("" for node and sweep subjects)."""
+    if not subject.startswith(PENDING_SUBJECTS):
+        return ""
+    return subject.split("/")[1]
+
+
+def _created(pod: Obj) -> datetime | None:
+    text = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def group_pending(pods: Iterable[Obj]) -> list[PendingGroup]:
+    """Pending pods that ask for a GPU, grouped by controlling owner, oldest group first."""
+    groups: dict[str, list[tuple[datetime, str]]] = {}
+    namespaces: dict[str, str] = {}
+    for pod in pods:
+        record = slim(pod)
+        created = _created(pod)
+        if record.phase != "Pending" or not record.gpu or created is None or record.terminating:
+            continue
+        if record.owner:
+            subject = f"workload/{record.namespace}/{record.owner}"
+        else:
+            subject = f"pod/{record.namespace}/{record.name}"
+        groups.setdefault(subject, []).append((created, record.name))
+        namespaces[subject] = record.namespace
+    out = []
+    for subject, members in groups.items():
+        since, oldest = min(members)
+        out.append(PendingGroup(namespaces[subject], subject, oldest, len(members), since))
+    return sorted(out, key=lambda g: (g.since, g.subject))
+
+
+async def pending_groups(reads: KubeReads) -> list[PendingGroup]:
+    """Every group of Pending GPU pods in the cluster (one field-selected list request)."""
+    return group_pending(await reads.list_pods(field_selector="status.phase=Pending"))
+
+
+def pending_problem(report: Report, group: PendingGroup, *, cluster: str) -> Problem | None:
+    """The problem a due group's why-pending report shows, or ``None`` when it found nothing wrong
+    (the pod started between the list and the diagnosis)."""
+    found = [f for f in report.findings if f.severity != "info"]
+    if not found:
+        return None
+    first = found[0]
+    # the oldest pod's wait, not a count of replicas: a Job that scales keeps one quiet message
+    since = group.since.strftime("%Y-%m-%d %H:%M UTC")
+    evidence = (f"{group.label}: Pending since {since}", *first.evidence)
+    return Problem(
+        fingerprint=fingerprint(cluster, first.code, group.subject),
+        cluster=cluster,
+        code=first.code,
+        severity=first.severity,
+        subject=group.subject,
+        title=f"{group.label}: {first.title}",
+        evidence=evidence,
+    )
