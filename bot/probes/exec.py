@@ -121,8 +121,10 @@ class PodExec:
             err: list[str] = []
             try:
                 resp.run_forever(timeout=limit)
-                out.append(resp.read_stdout() or "")
-                err.append(resp.read_stderr() or "")
+                # timeout=0: take what run_forever buffered; the default (None) waits for the
+                # next frame forever, so a hung exec would hold this thread for good
+                out.append(resp.read_stdout(timeout=0) or "")
+                err.append(resp.read_stderr(timeout=0) or "")
                 status = resp.read_channel(3)
                 code = _exit_code(status) if status else None
             finally:
