@@ -362,6 +362,7 @@ async def test_the_command_deadline_bounds_a_fleet_with_many_hung_nodes() -> Non
     async with SimCluster(scenario) as sim:
         service = Service(sim.settings(ssh_deadline_s=2.0, ssh_concurrency=8, command_deadline_s=command_deadline))
         try:
+            await service.start()  # the clients (and their one-time imports) are not the command
             started = time.monotonic()
             report = await service.run(parse_invocation(["node-status"]))
             elapsed = time.monotonic() - started
