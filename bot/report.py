@@ -99,12 +99,22 @@ class NodeRow:
         return data
 
 
+#: how a skipped read of one node's physical facts is named; any other skip means a whole kind of
+#: fact or check is missing from the report
+NODE_READ_SKIP = "physical checks on"
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A probe that could not run, and why; the rest of the report still stands."""
 
     what: str
     why: str
+
+    @property
+    def node_read(self) -> bool:
+        """Only some nodes' physical facts are missing (the rest of the report is complete)."""
+        return self.what.startswith(NODE_READ_SKIP)
 
 
 @dataclass

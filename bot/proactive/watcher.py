@@ -421,7 +421,11 @@ class Snoozer:
 
 def _visible(report: Report) -> Callable[[Problem], bool]:
     """Whether this sweep could have seen the problem: absence only counts where we looked (and a
-    pending workload is the pending check's to resolve, never the node sweep's)."""
+    pending workload is the pending check's to resolve, never the node sweep's). A report missing
+    more than some nodes' reads (a list that failed, a check that raised, the deadline cutting a
+    loader) proves no absence at all: under load a sweep must not resolve what it could not check."""
+    if any(not s.node_read for s in report.skipped):
+        return lambda problem: False
     read_nodes = {f"node/{row.node}" for row in report.nodes if row.ssh == "ok"}
     listed_any = bool(report.nodes)
 

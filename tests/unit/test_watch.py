@@ -164,6 +164,25 @@ async def test_a_sweep_posts_new_edits_changed_and_resolves_only_what_it_could_s
     assert row.resolved_at is not None and row.resolved_at - row.opened_at == timedelta(minutes=30)
 
 
+async def test_a_report_missing_more_than_node_reads_resolves_nothing(tmp_path: Path) -> None:
+    """A sweep whose pod list failed (or whose deadline cut a loader) read every node and found no
+    leak: that proves nothing, so nothing is resolved until a complete report says so."""
+    partial = _report()
+    partial.skip("pods", "the API answered 503")
+    nodes_only = _report(unread=("gpu-2",))
+    nodes_only.skip("physical checks on gpu-2", "ssh timeout")
+    service = Reports(_report(_leak("gpu-1"), _leak("gpu-2")), partial, nodes_only, _report())
+    notifier = Recorder()
+    watcher = Watcher(
+        WatchConfig(cluster="prod", channel="C1", enabled=True), service, ProblemStore(tmp_path / "s.db"), notifier
+    )
+    await watcher.sweep()
+    assert (await watcher.sweep()).resolved == []
+    assert len((await watcher.sweep()).resolved) == 1  # gpu-1 read and clean; gpu-2 unread stays open
+    assert len((await watcher.sweep()).resolved) == 1
+    assert [c[0] for c in notifier.calls] == ["post", "post", "resolve", "resolve"]
+
+
 async def test_a_failed_post_is_not_remembered_and_is_retried_once(tmp_path: Path) -> None:
     service = Reports(_report(_leak("gpu-1")), _report(_leak("gpu-1")), _report(_leak("gpu-1")))
     notifier = Recorder()

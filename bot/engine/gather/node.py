@@ -20,6 +20,7 @@ from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_targe
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
+from bot.report import NODE_READ_SKIP
 from bot.settings import ClusterConfig, Settings
 
 
@@ -58,7 +59,7 @@ def physical_scope(facts: Facts) -> list[str]:
     limit = facts.ssh_concurrency
     if len(candidates) > limit:
         facts.skip(
-            "physical checks on some nodes",
+            f"{NODE_READ_SKIP} some nodes",
             f"looked at the {limit} most allocated of {len(candidates)} candidate nodes",
         )
     return candidates[:limit]
@@ -144,8 +145,8 @@ async def readings(facts: Facts, src: Sources) -> None:
     for node, result in sorted(results.items()):
         # a missing agent is its own finding (NODE_AGENT_MISSING), which says why
         if isinstance(result, NodeProbeError) and result.reason not in ("deadline", "agent-missing"):
-            facts.skip(f"physical checks on {node}", f"{result.via} {result.reason}")
+            facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
     if late:
         shown = ", ".join(late[:20]) + (f" and {len(late) - 20} more" if len(late) > 20 else "")
-        facts.skip(f"physical checks on {len(late)} node(s): {shown}", "not read within the command's deadline")
+        facts.skip(f"{NODE_READ_SKIP} {len(late)} node(s): {shown}", "not read within the command's deadline")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
