@@ -247,9 +247,9 @@ def _cmd_act(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from bot.remediation.terminal import print_audit
+    from bot.oneshot import run_audit
 
-    return print_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
+    return run_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:

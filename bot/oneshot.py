@@ -14,7 +14,9 @@ from dataclasses import replace
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
-from bot.remediation.terminal import cli_act, os_actor
+from bot.remediation.audit import AuditLog
+from bot.remediation.store import PendingStore
+from bot.remediation.terminal import cli_act, os_actor, print_audit
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
@@ -41,6 +43,33 @@ async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str =
         await service.close()
 
 
+def shared_remediation_state(settings: Settings, clients: KubeClients) -> tuple[PendingStore, AuditLog] | None:
+    """The replicas' store and audit trail on the API with ``state: kubernetes``; None: the state file."""
+    if settings.state != "kubernetes":
+        return None
+    from bot.wiring import build_state  # the Slack-side wiring: only a Kubernetes-state run needs it
+
+    return build_state(settings, clients).remediation
+
+
+def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
+    """``gpubot audit``: the state file's trail, or with ``state: kubernetes`` the shared one."""
+    if settings.state != "kubernetes":
+        return print_audit(settings, since=since, as_json=as_json, limit=limit)
+
+    async def read() -> int:
+        clients = KubeClients(settings)
+        try:
+            shared = shared_remediation_state(settings, clients)
+            audit = shared[1] if shared else None
+            show = print_audit
+            return await asyncio.to_thread(show, settings, since=since, as_json=as_json, limit=limit, audit=audit)
+        finally:
+            await clients.close()
+
+    return asyncio.run(read())
+
+
 def run_act(
     settings: Settings,
     action: str,
@@ -63,7 +92,8 @@ def run_act(
         clients = KubeClients(on)
         try:
             return await cli_act(on, clients, action, params, actor=actor, dry_run=dry_run,
-                                 assume_yes=assume_yes, read_line=read_line, write=print)
+                                 assume_yes=assume_yes, read_line=read_line, write=print,
+                                 state=shared_remediation_state(on, clients))
         finally:
             await clients.close()
 

@@ -19,21 +19,28 @@ from datetime import UTC, datetime
 
 from bot.actions import get_action
 from bot.errors import UsageError
-from bot.remediation.audit import format_audit, parse_since
+from bot.remediation.audit import AuditLog, format_audit, parse_since
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.service import ClusterClients, RemediationService
 from bot.remediation.sqlite_store import open_state
+from bot.remediation.store import PendingStore
 from bot.settings import Settings
 
 _CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
 
 
-def print_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
-    """Print the newest ``limit`` entries at or after ``since`` (oldest first); exit code 0."""
+def print_audit(
+    settings: Settings, *, since: str, as_json: bool, limit: int, audit: AuditLog | None = None
+) -> int:
+    """Print the newest ``limit`` entries at or after ``since`` (oldest first); exit code 0.
+
+    ``audit`` is the shared trail on the Kubernetes API (``state: kubernetes``); else the state file's.
+    """
     if limit < 1:
         raise UsageError("--limit: must be at least 1")
     start = parse_since(since, datetime.now(UTC)) if since else None
-    _store, audit = open_state(settings.state_path)
+    if audit is None:
+        _store, audit = open_state(settings.state_path)
     text = format_audit(audit.query(start, limit), as_json)
     if text:
         print(text)
@@ -70,8 +77,12 @@ async def cli_act(
     assume_yes: bool,
     read_line: Callable[[str], str],
     write: Callable[[str], None],
+    state: tuple[PendingStore, AuditLog] | None = None,
 ) -> int:
     """``gpubot act``: plan, typed confirmation, then the same flow and audit as a Slack click.
+
+    ``state`` is the replicas' shared store on the Kubernetes API, so a terminal run takes the same
+    per-node lock and writes the same audit trail as the bot; ``None``: the state file.
 
     The person at the terminal confirms by typing the target's name; they are the requester and
     the approver (the CLI needs cluster credentials already), so the flow's policy for this one
@@ -79,7 +90,7 @@ async def cli_act(
     """
     action = get_action(action_name)
     checked = action.check_params(params)
-    rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False))
+    rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False), state=state)
     dry = dry_run or settings.dry_run
     target = action.target(checked)
     ctx = rem.context(action_name, checked, cluster="")
