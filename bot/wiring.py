@@ -181,7 +181,7 @@ def build_bot(
     if settings.alerts_token:
         cluster = settings.cluster(settings.alerts_cluster or None).name
         desk = AlertDesk(
-            settings.state_path,
+            shared.problems if isinstance(shared.problems, KubeProblemStore) else settings.state_path,
             service,
             SlackAlertPoster(web),
             channel=settings.alerts_channel,

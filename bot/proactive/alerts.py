@@ -2,7 +2,7 @@
 
 ``parse_payload`` checks the shape Alertmanager sends and turns it into an ``AlertGroup``; any
 other shape is an ``AlertPayloadError`` with a one-line reason (the HTTP layer answers 400 and
-posts nothing). ``AlertDesk`` keeps one message per (group key, channel) in the state file: the
+posts nothing). ``AlertDesk`` keeps one message per (group key, channel) in its memory: the
 first payload of a group posts, every later one edits that message (alerts firing, resolving),
 and each message carries a read-only diagnosis of the node or pod the group's labels name
 (node-status for ``Hostname``/``node``/``kubernetes_node``, why-pending for ``namespace``+``pod``).
@@ -11,6 +11,7 @@ This module knows no Slack and no HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -128,6 +129,14 @@ class AlertPoster(Protocol):
     async def update_group(self, channel: str, ts: str, group: AlertGroup, diagnosis: Report | None) -> None: ...
 
 
+class AlertGroups(Protocol):
+    """Which message each (group key, channel) was posted as, and the digest it shows."""
+
+    def known(self, group_key: str, channel: str) -> tuple[str, str] | None: ...
+
+    def remember(self, group_key: str, channel: str, message_ts: str, digest: str) -> None: ...
+
+
 @contextmanager
 def _db(path: str) -> Iterator[sqlite3.Connection]:
     db = sqlite3.connect(path, timeout=15.0)
@@ -138,27 +147,11 @@ def _db(path: str) -> Iterator[sqlite3.Connection]:
         db.close()
 
 
-class AlertDesk:
-    """One message per alert group and channel, kept in the state file's ``watch_alert_groups``."""
+class SqliteAlertGroups:
+    """The state file's ``watch_alert_groups`` table (one replica)."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        service: Diagnoses,
-        poster: AlertPoster,
-        *,
-        channel: str,
-        cluster: str,
-        is_leader: Callable[[], bool] = lambda: True,
-    ) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        #: only the leader replica posts; the HTTP route answers 503 on a follower, so that
-        #: Alertmanager retries (and reaches the leader) rather than the alert being lost
-        self.is_leader = is_leader
-        self.service = service
-        self.poster = poster
-        self.channel = channel
-        self.cluster = cluster
         with _db(self.path) as db:
             db.execute(
                 """CREATE TABLE IF NOT EXISTS watch_alert_groups (
@@ -170,21 +163,47 @@ class AlertDesk:
                 )"""
             )
 
-    def _known(self, group_key: str) -> tuple[str, str] | None:
+    def known(self, group_key: str, channel: str) -> tuple[str, str] | None:
         with _db(self.path) as db:
             row = db.execute(
                 "SELECT message_ts, digest FROM watch_alert_groups WHERE group_key = ? AND channel = ?",
-                (group_key, self.channel),
+                (group_key, channel),
             ).fetchone()
         return (str(row[0]), str(row[1])) if row else None
 
-    def _remember(self, group_key: str, ts: str, digest: str) -> None:
+    def remember(self, group_key: str, channel: str, message_ts: str, digest: str) -> None:
         with _db(self.path) as db:
             db.execute(
                 "INSERT OR REPLACE INTO watch_alert_groups (group_key, channel, message_ts, digest)"
                 " VALUES (?, ?, ?, ?)",
-                (group_key, self.channel, ts, digest),
+                (group_key, channel, message_ts, digest),
             )
+
+
+class AlertDesk:
+    """One message per alert group and channel, remembered in ``groups`` (the state file's table,
+    or with several replicas objects on the Kubernetes API, so a new leader edits the old
+    leader's message instead of posting the group again)."""
+
+    def __init__(
+        self,
+        groups: AlertGroups | str | Path,
+        service: Diagnoses,
+        poster: AlertPoster,
+        *,
+        channel: str,
+        cluster: str,
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        #: a path is the state file (the CLI, tests and one replica)
+        self.groups: AlertGroups = SqliteAlertGroups(groups) if isinstance(groups, (str, Path)) else groups
+        #: only the leader replica posts; the HTTP route answers 503 on a follower, so that
+        #: Alertmanager retries (and reaches the leader) rather than the alert being lost
+        self.is_leader = is_leader
+        self.service = service
+        self.poster = poster
+        self.channel = channel
+        self.cluster = cluster
 
     async def receive(self, group: AlertGroup) -> str:
         """Post or edit the group's message; returns what happened (posted, updated, unchanged, or
@@ -192,7 +211,7 @@ class AlertDesk:
         if not self.is_leader():
             log_event(log, "alert group not delivered: not the leader", level=logging.WARNING)
             return "not-leader"
-        known = self._known(group.group_key)
+        known = await asyncio.to_thread(self.groups.known, group.group_key, self.channel)
         if known is not None and known[1] == group.digest:
             return "unchanged"
         diagnosis = await self._diagnose(group)
@@ -203,7 +222,7 @@ class AlertDesk:
             ts = known[0]
             await self.poster.update_group(self.channel, ts, group, diagnosis)
             outcome = "updated"
-        self._remember(group.group_key, ts, group.digest)
+        await asyncio.to_thread(self.groups.remember, group.group_key, self.channel, ts, group.digest)
         log_event(log, "alert group", outcome=outcome, alerts=len(group.alerts), status=group.status)
         return outcome
 

@@ -217,10 +217,35 @@ class KubeProblemStore:
         spec = {"channel": channel, "messageTs": message_ts, "windowStart": k8s_time(window_start), "digest": digest}
         self._put(self._body(hashed_name("m", channel), "summary", {_CHANNEL: _label(channel)}, spec))
 
+    # -- Alertmanager groups ---------------------------------------------------------------------
+    def known(self, group_key: str, channel: str) -> tuple[str, str] | None:
+        """The message an alert group was posted as in ``channel``, and the digest it shows."""
+        found = self._get(hashed_name("a", f"{group_key}\n{channel}"))
+        if found is None:
+            return None
+        return str(found["spec"]["messageTs"]), str(found["spec"]["digest"])
+
+    def remember(self, group_key: str, channel: str, message_ts: str, digest: str) -> None:
+        spec = {
+            "groupKey": group_key,
+            "channel": channel,
+            "messageTs": message_ts,
+            "digest": digest,
+            "updatedAt": k8s_time(self.state.now()),
+        }
+        self._put(self._body(hashed_name("a", f"{group_key}\n{channel}"), "alert", {_CHANNEL: _label(channel)}, spec))
+
     # -- housekeeping --------------------------------------------------------------------------
     def sweep(self, now: datetime) -> int:
-        """Delete resolved history older than ``retention`` and snoozes past their time."""
+        """Delete resolved history and alert groups untouched for ``retention``, and snoozes past
+        their time."""
         gone = 0
+        for obj in self._list("alert"):
+            updated = obj["spec"].get("updatedAt")
+            if updated and parse_k8s_time(updated) + self.retention < now:
+                with contextlib.suppress(Conflict, NotFound):
+                    self.state.delete(WATCH_RECORDS, obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
+                    gone += 1
         for obj in self._list("problem", **{_STATE: "resolved"}):
             resolved = obj["spec"].get("resolvedAt")
             if resolved and parse_k8s_time(resolved) + self.retention < now:

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from bot.proactive.alerts import SqliteAlertGroups
 from bot.proactive.kube_store import KubeProblemStore
 from bot.proactive.problems import Problem
 from bot.proactive.store import ProblemStore
-from tests.replicas.conftest import T0, StateSim
+from tests.replicas.conftest import T0, ManualClock, StateSim
 
 CHANNEL = "C0WATCH"
 
@@ -100,3 +101,26 @@ def test_the_kubernetes_memory_forgets_old_history_and_spent_snoozes(
     assert store.sweep(T0 + timedelta(days=31)) == 1  # the month-old resolved row
     assert [h.message_ts for h in store.history(p.fingerprint)] == ["1.2"]  # the open one stays
     assert store.snoozed("b", channel=CHANNEL, now=T0 + timedelta(days=31))
+
+
+@pytest.fixture(params=["sqlite", "kubernetes"])
+def alert_groups(request: pytest.FixtureRequest, tmp_path: Path, start_state_sim: Callable[..., StateSim]) -> Any:
+    """The Alertmanager desk's memory: the state file's table, or records a new leader reads."""
+    if request.param == "sqlite":
+        return SqliteAlertGroups(tmp_path / "state.db")
+    clock = ManualClock()
+    return KubeProblemStore(start_state_sim(clock=clock).state()), clock
+
+
+def test_alert_groups_are_remembered_per_channel_and_swept_when_stale(alert_groups: Any) -> None:
+    groups, clock = alert_groups if isinstance(alert_groups, tuple) else (alert_groups, None)
+    key = '{}:{alertname="XidError"}'
+    assert groups.known(key, CHANNEL) is None
+    groups.remember(key, CHANNEL, "1.1", "d1")
+    groups.remember(key, "C0OTHER", "2.1", "d1")
+    groups.remember(key, CHANNEL, "1.1", "d2")
+    assert groups.known(key, CHANNEL) == ("1.1", "d2") and groups.known(key, "C0OTHER") == ("2.1", "d1")
+    if clock is not None:  # only the shared records need a cleanup; the file's table is small
+        assert groups.sweep(clock.now + timedelta(days=1)) == 0
+        assert groups.sweep(clock.now + groups.retention + timedelta(minutes=1)) == 2
+        assert groups.known(key, CHANNEL) is None
