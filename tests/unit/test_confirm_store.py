@@ -1,4 +1,9 @@
-"""The SQLite store and audit trail: state transitions, single use under races, restarts, immutability."""
+"""What only the SQLite store and audit trail do: the file (WAL, schema versions, migration, an
+unwritable disk), restarts, two processes on one file, immutable audit rows, and the audit text.
+
+The state transitions both backends share (create, claim once, expiry by the store's clock,
+finish, the per-node lock, progress by the owner, races) run over SQLite and the Kubernetes API
+alike in ``tests/replicas/test_state_contract.py``."""
 
 from __future__ import annotations
 
@@ -80,15 +85,6 @@ def audit(state: tuple[SqlitePendingStore, SqliteAuditLog]) -> SqliteAuditLog:
 # -- records and transitions ----------------------------------------------------------------
 
 
-def test_create_and_get_round_trip(store: SqlitePendingStore) -> None:
-    record = store.create(make(params={"node": "gpu-1", "namespace": "ml"}))
-    got = store.get(record.id)
-    assert got == record
-    assert got is not None and got.created_at.tzinfo is not None
-    assert got.state == "pending" and got.approved_by is None and got.target == "node/gpu-1"
-    assert store.get(new_action_id()) is None
-
-
 def test_ids_are_never_reused(store: SqlitePendingStore) -> None:
     record = store.create(make())
     with pytest.raises(sqlite3.IntegrityError):
@@ -100,45 +96,6 @@ def test_naive_times_are_refused() -> None:
         make(now=datetime(2026, 11, 30, 10, 0, 0))
 
 
-def test_claim_moves_pending_to_running_once(store: SqlitePendingStore, clock: Clock) -> None:
-    record = store.create(make())
-    clock.now = T0 + timedelta(seconds=5)
-    first = store.claim(record.id, approver="U0APPROVE", owner="host:1:aa")
-    assert first.claimed and first.state == "running"
-    assert first.action is not None and first.action.approved_by == "U0APPROVE"
-    assert (first.action.owner, first.action.heartbeat_at) == ("host:1:aa", clock.now)
-    clock.now = T0 + timedelta(seconds=6)
-    second = store.claim(record.id, approver="U0OTHER")
-    assert second.status == "already_taken" and second.state == "running"
-    assert store.get(record.id).approved_by == "U0APPROVE"  # type: ignore[union-attr]
-
-
-def test_claim_unknown_id(store: SqlitePendingStore) -> None:
-    result = store.claim(new_action_id(), approver="U0APPROVE")
-    assert result.status == "unknown" and result.action is None and result.state is None
-
-
-@pytest.mark.parametrize("late_by_s", [0, 1, 86400])
-def test_claim_after_expiry_expires_the_record(store: SqlitePendingStore, clock: Clock, late_by_s: int) -> None:
-    record = store.create(make(ttl_s=60))
-    clock.now = T0 + timedelta(seconds=60 + late_by_s)
-    result = store.claim(record.id, approver="U0APPROVE")
-    assert result.status == "expired" and result.state == "expired"
-    after = store.get(record.id)
-    assert after is not None and after.state == "expired" and after.approved_by is None
-    assert after.finished_at is not None
-    # and it stays dead, even if the clock went back
-    clock.now = T0
-    again = store.claim(record.id, approver="U0APPROVE")
-    assert again.status == "already_taken" and again.state == "expired"
-
-
-def test_claim_just_before_expiry_succeeds(store: SqlitePendingStore, clock: Clock) -> None:
-    record = store.create(make(ttl_s=60))
-    clock.now = T0 + timedelta(seconds=59, microseconds=999999)
-    assert store.claim(record.id, approver="U0A").claimed
-
-
 def test_expiry_is_decided_by_the_store_clock_whatever_the_caller_believes(
     store: SqlitePendingStore, clock: Clock
 ) -> None:
@@ -146,57 +103,6 @@ def test_expiry_is_decided_by_the_store_clock_whatever_the_caller_believes(
     clock.now = T0 + timedelta(minutes=16)
     # the claim carries no time of its own: a replica 20 minutes slow cannot pass one in
     assert store.claim(record.id, approver="U0A").status == "expired"
-
-
-def test_finish_only_from_running(store: SqlitePendingStore, clock: Clock) -> None:
-    record = store.create(make())
-    assert store.finish(record.id, "succeeded", "done") is None  # still pending
-    store.claim(record.id, approver="U0A")
-    clock.now = T0 + timedelta(minutes=1)
-    done = store.finish(record.id, "succeeded", "kubelet restarted; node Ready")
-    assert done is not None and done.state == "succeeded"
-    assert done.result_summary == "kubelet restarted; node Ready"
-    assert done.finished_at == T0 + timedelta(minutes=1)
-    assert store.finish(record.id, "failed", "again") is None
-    assert store.get(record.id).state == "succeeded"  # type: ignore[union-attr]
-    with pytest.raises(ValueError):
-        store.finish(record.id, "pending", "no")
-
-
-def test_set_message_remembers_where_the_offer_is(store: SqlitePendingStore) -> None:
-    record = store.create(make())
-    store.set_message(record.id, channel="C0OTHER", message_ts="1700000000.000100", thread_ts="1700000000.0")
-    got = store.get(record.id)
-    assert got is not None
-    assert (got.channel, got.message_ts, got.thread_ts) == ("C0OTHER", "1700000000.000100", "1700000000.0")
-
-
-def test_expire_overdue_only_touches_overdue_pending(store: SqlitePendingStore, clock: Clock) -> None:
-    old = store.create(make(ttl_s=60))
-    fresh = store.create(make(ttl_s=3600))
-    running = store.create(make(ttl_s=60))
-    store.claim(running.id, approver="U0A")
-    clock.now = T0 + timedelta(seconds=120)
-    expired = store.expire_overdue()
-    assert [r.id for r in expired] == [old.id]
-    assert expired[0].state == "expired"
-    assert store.get(fresh.id).state == "pending"  # type: ignore[union-attr]
-    assert store.get(running.id).state == "running"  # type: ignore[union-attr]
-    assert store.expire_overdue() == []
-
-
-def test_list_filters_orders_and_limits(store: SqlitePendingStore) -> None:
-    records = [store.create(make(now=T0 + timedelta(seconds=i))) for i in range(5)]
-    store.claim(records[1].id, approver="U0A")
-    assert [r.id for r in store.list()] == [r.id for r in reversed(records)]
-    assert [r.id for r in store.list(limit=2)] == [records[4].id, records[3].id]
-    assert [r.id for r in store.list(states=["running"])] == [records[1].id]
-    assert store.list(states=[]) == []
-    with pytest.raises(ValueError):
-        store.list(states=["bogus"])
-
-
-# -- SQLite specifics -----------------------------------------------------------------------
 
 
 def test_file_is_in_wal_mode(store: SqlitePendingStore, db_path: Path) -> None:
@@ -266,31 +172,6 @@ def test_a_record_nobody_owns_is_taken_over_at_once(store: SqlitePendingStore) -
     record = store.create(make())
     store.claim(record.id, approver="U0A")  # no owner: no process renews it
     assert [r.id for r in store.take_over_stale("new:1:aa", lease_s=30)] == [record.id]
-
-
-def test_one_running_action_per_node(store: SqlitePendingStore) -> None:
-    restart = store.create(make(action="kubelet.restart", params={"node": "gpu-1"}))
-    clear = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}))
-    other_node = store.create(make(action="checkpoint.clear", params={"node": "gpu-2"}))
-    other_cluster = store.create(make(action="checkpoint.clear", params={"node": "gpu-1"}, cluster="lab"))
-    pod = store.create(make(action="pod.delete", params={"namespace": "ml", "pod": "p"}))
-    assert store.claim(restart.id, approver="U0A", owner="o:1:aa").claimed
-    busy = store.claim(clear.id, approver="U0B", owner="o:2:bb")
-    assert busy.status == "busy" and busy.state == "pending"
-    assert busy.holder is not None and (busy.holder.id, busy.holder.approved_by) == (restart.id, "U0A")
-    assert store.get(clear.id).state == "pending"  # type: ignore[union-attr]  # clickable again later
-    assert store.claim(other_node.id, approver="U0B").claimed
-    assert store.claim(other_cluster.id, approver="U0B").claimed
-    assert store.claim(pod.id, approver="U0B").claimed
-    store.finish(restart.id, "succeeded", "done")
-    assert store.claim(clear.id, approver="U0B").claimed  # the node is free again
-    # and the file itself refuses a second running record on one node, whatever the code does
-    third = store.create(make(params={"node": "gpu-1"}))
-    with pytest.raises(sqlite3.IntegrityError), store.db.transaction() as c:
-        c.execute(
-            "UPDATE pending_actions SET state = 'running', lock_key = ? WHERE id = ?",
-            (third.lock_key, third.id),
-        )
 
 
 def test_progress_is_written_only_by_the_owner_of_a_running_record(store: SqlitePendingStore, clock: Clock) -> None:
@@ -383,14 +264,6 @@ def _click_together(store: SqlitePendingStore, action_id: str, clickers: int) ->
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
     return Counter(results)
-
-
-def test_fifty_threads_claiming_at_once_claim_once(store: SqlitePendingStore) -> None:
-    for n in range(3):
-        action_id = store.create(make(params={"node": f"gpu-{n}"})).id
-        assert _click_together(store, action_id, 50) == {"claimed": 1, "already_taken": 49}
-        record = store.get(action_id)
-        assert record is not None and record.state == "running" and record.approved_by is not None
 
 
 def _replica(path: str, ids: list[str], name: str, barrier: object, out: object) -> None:
