@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import config
@@ -27,27 +26,12 @@ from bot.remediation.kube_audit import KubeAuditLog
 from bot.remediation.kube_keys import KubeKeys
 from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.sqlite_store import SqliteSeenRequests, open_state
-from bot.remediation.store import PendingAction, PendingStore
+from bot.remediation.store import PendingStore
 from bot.slack.dedupe import SharedKeys
 from tests.replicas.conftest import T0, ManualClock, StateSim
+from tests.unit.test_confirm_store import make
 
 SECOND_OWNER = "replica-b:2:bb"
-
-
-def make(now: Any = T0, ttl_s: int = 900, **kw: object) -> PendingAction:
-    fields: dict[str, object] = {
-        "id": new_action_id(),
-        "action": "kubelet.restart",
-        "params": {"node": "gpu-1"},
-        "cluster": "prod",
-        "requested_by": "U0REQUEST",
-        "created_at": now,
-        "expires_at": now + timedelta(seconds=ttl_s),
-        "channel": "C0CHAN",
-        "finding_code": "KUBELET_CHECKPOINT_ZOMBIE",
-    }
-    fields.update(kw)
-    return PendingAction(**fields)  # type: ignore[arg-type]
 
 
 @dataclass
