@@ -180,8 +180,18 @@ def report(
         f"## The event loop while a why-pending reads {loop['events']:,} events",
         "",
         md_table(
-            ["events", "diagnosis s", "commands (sent while it ran)", "ack p50 ms", "ack p99 ms", "max ms",
-             "longest loop stall ms", "idle: ack p99 / stall ms", "load average", "target p99 ≤ 100 ms"],
+            [
+                "events",
+                "diagnosis s",
+                "commands (sent while it ran)",
+                "ack p50 ms",
+                "ack p99 ms",
+                "max ms",
+                "longest loop stall ms",
+                "idle: ack p99 / stall ms",
+                "load average",
+                "target p99 ≤ 100 ms",
+            ],
             [
                 [
                     loop["events"],
@@ -200,7 +210,7 @@ def report(
         "",
         "`gpubot serve` as wired in production (watch-fed cache, the Bolt app over HTTP, remediation on) against a "
         "simulator whose pending pod has that many FailedScheduling events; signed `/gpu help` commands go out while "
-        "the why-pending runs and their acks are timed (p50/p99 over those sent while it ran). \"Idle\" is the same "
+        'the why-pending runs and their acks are timed (p50/p99 over those sent while it ran). "Idle" is the same '
         "burst with nothing running; the stall is how late a 5 ms sleep of the loop woke up.",
         "",
         "## Targets",

@@ -1,10 +1,11 @@
 """A generated simulated cluster in its own process, for the benchmarks.
 
-``python -m bench.simproc SPEC WORKDIR``: generates the scenario (SPEC as ``bot.sim.generate.parse_spec``
-reads it, e.g. ``nodes=200,gpu_nodes=40,pods=5000,realistic=1``) (or, when SPEC is a ``.json``
-file, loads that scenario document: a benchmark that built its own), starts the API server and the
-SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, and how long generation
-and loading took, and the size distribution of the served pods and nodes), then serves until its stdin closes. Loopback only; it never reaches anything else.
+``python -m bench.simproc SPEC WORKDIR``: generates the scenario (SPEC as
+``bot.sim.generate.parse_spec`` reads it, e.g. ``nodes=200,gpu_nodes=40,pods=5000,realistic=1``;
+or, when SPEC is a ``.json`` file, loads that scenario document), starts the API server and the
+SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, how long generation and
+loading took, the size distribution of the served pods and nodes), then serves until its stdin
+closes. Loopback only; it never reaches anything else.
 """
 
 from __future__ import annotations
