@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 import threading
@@ -29,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
@@ -68,9 +68,7 @@ def pod_dict(p: SlimPod) -> Obj:
     if p.owner:
         kind, _, name = p.owner.partition("/")
         meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]
-    spec: Obj = {
-        "containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]
-    }
+    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]}
     if p.node:
         spec["nodeName"] = p.node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
@@ -145,7 +143,9 @@ class _Reflector:
 
     # -- list and watch -------------------------------------------------------------------
     def _relist(self) -> None:
-        items: list[Obj] = []
+        """List every page into a fresh map, each page turned into stored values (slim records for
+        pods) as it arrives, so at most one page of full objects is alive besides the old store."""
+        fresh: dict[tuple[str, str], Any] = {}
         token = ""
         first_rv = ""
         while True:
@@ -154,16 +154,18 @@ class _Reflector:
                 kwargs["_continue"] = token
             data = self.list_fn(**kwargs).data
             self.stats.record(f"list {self.kind}", len(data))
-            body = json.loads(data)
+            body = orjson.loads(data)
+            del data
             meta = body.get("metadata") or {}
             # Resume the watch from the first page's version: every later change gets replayed,
             # and replaying one already seen is harmless (events carry whole objects).
             first_rv = first_rv or str(meta.get("resourceVersion") or "")
-            items.extend(body.get("items") or [])
+            self.store.add_to(fresh, body.get("items") or [])
+            del body
             token = str(meta.get("continue") or "")
             if not token:
                 break
-        self.store.replace(items)
+        self.store.install(fresh)
         self.rv = first_rv
         self.relists += 1
         self.synced = True
@@ -192,7 +194,7 @@ class _Reflector:
                 if not line:
                     continue
                 self.stats.bytes_received += len(line)
-                event = json.loads(line)
+                event = orjson.loads(line)
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
                     code = obj.get("code")
@@ -239,7 +241,17 @@ class _Store:
         return obj
 
     def replace(self, items: list[Obj]) -> None:
-        fresh = {self._key(o): self._value(o) for o in items}
+        fresh: dict[tuple[str, str], Any] = {}
+        self.add_to(fresh, items)
+        self.install(fresh)
+
+    def add_to(self, fresh: dict[tuple[str, str], Any], items: list[Obj]) -> None:
+        """Add one listed page to a map being built by a relist (not yet visible to readers)."""
+        for o in items:
+            fresh[self._key(o)] = self._value(o)
+
+    def install(self, fresh: dict[tuple[str, str], Any]) -> None:
+        """Make a relist's map the store's content, with its node index."""
         by_node: dict[str, set[tuple[str, str]]] = {}
         if self.slim_pods:
             for key, p in fresh.items():
@@ -358,14 +370,8 @@ class WatchCache(KubeReads):
     async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
         return await self.fallback.get_object(kind, name, namespace)
 
-    async def list_pods(
-        self, namespace: str = "", *, label_selector: str = "", field_selector: str = ""
-    ) -> list[Obj]:
-        node = (
-            field_selector.removeprefix("spec.nodeName=")
-            if field_selector.startswith("spec.nodeName=")
-            else None
-        )
+    async def list_pods(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "") -> list[Obj]:
+        node = field_selector.removeprefix("spec.nodeName=") if field_selector.startswith("spec.nodeName=") else None
         plain = not field_selector or (node is not None and "," not in node)
         if label_selector or not plain or not self._serves("Pod"):
             return await self.fallback.list_pods(

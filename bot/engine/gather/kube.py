@@ -229,7 +229,7 @@ async def node_pods(facts: Facts, src: Sources) -> None:
         pods = [slim(p) for batch in batches for p in batch]
     else:
         paged = getattr(src.kube, "slim_pods", None)
-        pods = await paged() if paged is not None else [slim(p) for p in await src.kube.list_pods()]
+        pods = await paged(nodes=names) if paged is not None else [slim(p) for p in await src.kube.list_pods()]
     for p in pods:
         if p.node in by_node:
             by_node[p.node].append(p)
