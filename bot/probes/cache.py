@@ -4,12 +4,13 @@ One reflector thread per kind keeps a local copy with list+watch and resourceVer
 client-go informers do: a paginated list, then a watch from the list's version, applying events
 in stream order; a ``410 Gone``/Expired answer (the version was compacted away) means relist.
 Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
-deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets and
-Deployments (few, and read whole by the checks) are kept as the API served them.
+deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
+Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
+them, less ``managedFields`` and a node's image list (``trimmed``).
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
-anything the cache does not hold (``get_object``, events, ReplicaSets, ResourceQuotas, label-selected pods, other
+anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
 field selectors), they go to the fallback API reader. Pod lists are rebuilt as minimal dicts
 from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
 
@@ -54,6 +55,19 @@ def slim_record(pod: Obj) -> SlimPod:
         owner=s.owner,
         gpu=s.gpu or _NO_GPU,
     )
+
+
+def trimmed(obj: Obj) -> Obj:
+    """``obj`` without what no check reads and that makes up much of a real object: the
+    ``managedFields`` of every kind (client-go informers drop them the same way) and a node's
+    ``status.images`` (forty-odd image names and sizes a node). Kept objects are otherwise whole."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    status = obj.get("status")
+    if obj.get("kind") == "Node" and isinstance(status, dict) and "images" in status:
+        obj["status"] = {k: v for k, v in status.items() if k != "images"}
+    return obj
 
 
 def _quantity(value: float) -> str:
@@ -238,7 +252,7 @@ class _Store:
         if self.slim_pods:
             return slim_record(obj)
         obj.setdefault("kind", self.kind)  # list items carry no kind; the API reader adds it too
-        return obj
+        return trimmed(obj)
 
     def replace(self, items: list[Obj]) -> None:
         fresh: dict[tuple[str, str], Any] = {}
@@ -294,6 +308,7 @@ class WatchCache(KubeReads):
         "Namespace": ("CoreV1Api", "list_namespace"),
         "DaemonSet": ("AppsV1Api", "list_daemon_set_for_all_namespaces"),
         "Deployment": ("AppsV1Api", "list_deployment_for_all_namespaces"),
+        "ResourceQuota": ("CoreV1Api", "list_resource_quota_for_all_namespaces"),
     }
 
     def __init__(
@@ -417,4 +432,6 @@ class WatchCache(KubeReads):
         return await self.fallback.list_replicasets(namespace, label_selector=label_selector)
 
     async def list_resourcequotas(self, namespace: str) -> list[Obj]:
-        return await self.fallback.list_resourcequotas(namespace)
+        if not self._serves("ResourceQuota"):
+            return await self.fallback.list_resourcequotas(namespace)
+        return [q for q in self.stores["ResourceQuota"].values() if q["metadata"].get("namespace") == namespace]
