@@ -33,10 +33,12 @@ Obj = dict[str, Any]
 #: so larger pages only cost transient memory, and save round trips on big clusters
 SLIM_PAGE_SIZE = 2000
 
-#: up to this many nodes, pods on a node set are read with one field-selected list per node (the
-#: API server answers ``spec.nodeName=`` from an index, and only those pods are decoded); above
-#: it, decoding every pod of the cluster once is cheaper than that many requests
+#: up to this many nodes, and when they are at most a tenth of the cluster's, pods on a node set
+#: are read with one field-selected list per node (the API server answers ``spec.nodeName=`` from
+#: an index, and only those pods are decoded); otherwise decoding every pod once in large pages
+#: is cheaper than that many requests
 PER_NODE_SLIM_LIMIT = 1000
+PER_NODE_SLIM_SHARE = 0.1
 #: field-selected per-node lists in flight at once
 PER_NODE_CONCURRENCY = 8
 
@@ -212,15 +214,19 @@ class KubeReader:
             return await self._list(f"pods in {namespace}", self._core.list_namespaced_pod, namespace, **sel)
         return await self._list("pods", self._core.list_pod_for_all_namespaces, **sel)
 
-    async def slim_pods(self, *, field_selector: str = "", nodes: set[str] | None = None) -> list[SlimPod]:
+    async def slim_pods(
+        self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
+    ) -> list[SlimPod]:
         """Pods as slim records: all of them, or (``nodes``) only those bound to these nodes.
 
-        Decoding JSON is most of a cold read, so with up to ``PER_NODE_SLIM_LIMIT`` nodes only
-        their pods are read (one field-selected list per node); otherwise every pod is walked in
+        Decoding JSON is most of a cold read, so with up to ``PER_NODE_SLIM_LIMIT`` nodes that are
+        at most ``PER_NODE_SLIM_SHARE`` of the cluster's ``all_nodes``, only their pods are read
+        (one field-selected list per node); otherwise every pod is walked in
         pages, each page slimmed (and pods on other nodes dropped) as it arrives, so at 100k pods
         one page of full objects is in memory instead of all of them.
         """
-        if nodes is not None and not field_selector and len(nodes) <= PER_NODE_SLIM_LIMIT:
+        few = nodes is not None and len(nodes) <= min(PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE * all_nodes)
+        if nodes is not None and few and not field_selector:
             gate = asyncio.Semaphore(PER_NODE_CONCURRENCY)
 
             async def on(node: str) -> list[SlimPod]:
