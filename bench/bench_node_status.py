@@ -33,6 +33,8 @@ from bot.settings import Settings
 from bot.sim.agents import AGENT_NAMESPACE
 
 NODE = "gpu-00000"
+#: the short deadline ``bench.bench_watch_sweep`` sweeps with (this benchmark uses the default)
+DEADLINE_S = 2.0
 
 
 async def ssh_round_trip(settings: Settings) -> float:
@@ -52,6 +54,12 @@ async def ssh_round_trip(settings: Settings) -> float:
         result = await run_command(conn, COMBINED_READ, allowed=READ_COMMANDS, node=NODE)
     assert result.exit_status == 0, result.stderr
     return time.perf_counter() - t
+
+
+async def round_trip(sim: SimProc, samples: int = 5) -> float:
+    """The median SSH round trip of one node (for ``bench.bench_watch_sweep``'s budget)."""
+    settings = sim.settings(ssh_deadline_s=DEADLINE_S)
+    return median([await ssh_round_trip(settings) for _ in range(samples)])
 
 
 async def agent_round_trip(service: Service, settings: Settings) -> float:
