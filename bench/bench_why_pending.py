@@ -35,7 +35,7 @@ from bot.probes.kube import SLIM_PAGE_SIZE
 from bot.service import Service
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 
-DEFAULT_SIZES = "200:40:5000,2000:200:50000,5000:500:100000"
+DEFAULT_SIZES = "200:40:5000,2000:200:20000,5000:500:100000"
 
 
 #: the minimal procedure a competent SRE runs by hand: the pod with its events, then the GPU nodes
@@ -105,6 +105,13 @@ def floor_once(sim: SimProc) -> dict[str, Any]:
         [sys.executable, "-m", "bench.floor_child", sim.info["api_url"], str(SLIM_PAGE_SIZE)]
     )
     return {**json.loads(out), "process_wall_s": wall, "rss_mb": rss}
+
+
+def imports_once() -> float:
+    """A process that only imports what ``gpubot why-pending`` imports (its fixed start-up cost)."""
+    code = "import bot.cli, bot.oneshot, bot.service, bot.engine.gather, kubernetes, asyncssh, orjson"
+    wall, _, _ = timed_process([sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(ROOT)})
+    return wall
 
 
 def cold_once(sim: SimProc) -> dict[str, Any]:
@@ -203,8 +210,9 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
         config = sim.config_file()
         # cold first, while this process is still small: the real CLI, the floor, the breakdown
         clis = [cli_once(sim, config) for _ in range(args.cold_runs)]
-        floors = [floor_once(sim) for _ in range(args.cold_runs)]
+        floors = [floor_once(sim) for _ in range(args.floor_runs)]
         inproc = cold_once(sim)
+        imports = median([imports_once() for _ in range(args.cold_runs)])
         cli_walls = [c["wall_s"] for c in clis]
         floor_walls = [f["process_wall_s"] for f in floors]
         minimal = [kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL) for _ in range(args.kubectl_runs)]
@@ -234,6 +242,7 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
             "ratio_floor": cold / floor,
             "ratio_floor_first": cli_walls[0] / floor,
             "service_run_s": inproc["wall_s"],
+            "imports_s": imports,
             "cold_requests": inproc["requests"],
             "cold_bytes": inproc["bytes"],
             **{f"warm_{k}": v for k, v in w.items()},
@@ -256,6 +265,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help="nodes:gpu_nodes:pods,...")
     ap.add_argument("--cold-runs", type=int, default=5)
+    ap.add_argument("--floor-runs", type=int, default=3)
     ap.add_argument("--warm-runs", type=int, default=7)
     ap.add_argument("--kubectl-runs", type=int, default=3)
     ap.add_argument("--seed-runs", type=int, default=1, help="runs of the seed's longer kubectl procedure")

@@ -30,7 +30,18 @@ NOTES = ROOT / "bench" / "notes.yaml"
 SUITE: dict[str, dict[str, list[str]]] = {
     "bench.bench_why_pending": {
         "full": [],
-        "quick": ["--sizes", "200:40:5000", "--cold-runs", "2", "--warm-runs", "3", "--kubectl-runs", "1"],
+        "quick": [
+            "--sizes",
+            "200:40:5000",
+            "--cold-runs",
+            "2",
+            "--floor-runs",
+            "1",
+            "--warm-runs",
+            "3",
+            "--kubectl-runs",
+            "1",
+        ],
         "tiny": [
             "--sizes",
             "12:4:60",
@@ -45,7 +56,7 @@ SUITE: dict[str, dict[str, list[str]]] = {
         ],
     },
     "bench.bench_node_status": {
-        "full": [],
+        "full": ["--runs", "2"],
         "quick": ["--sizes", "50", "--runs", "1", "--no-silent"],
         "tiny": ["--sizes", "4", "--runs", "1", "--no-silent"],
     },
@@ -121,7 +132,7 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
         "## why-pending (target bench/target-pending-0, an 8-GPU pod no full node can take)",
         "",
         f"Runs per size: cold CLI {big['runs']['cold']} (a fresh `gpubot why-pending --json` process each, timed "
-        f"from spawn to exit), floor {big['runs']['cold']}, warm {big['runs']['warm']} (after one warm-up), "
+        f"from spawn to exit), floor {big['runs']['floor']}, warm {big['runs']['warm']} (after one warm-up), "
         f"kubectl minimal {big['runs']['kubectl']}, kubectl seed {big['runs']['kubectl_seed']}. Times are medians "
         "unless marked first. Default settings (SSH deadline 10 s).",
         "",
@@ -135,6 +146,7 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
                 "floor s",
                 "cold÷floor",
                 "first÷floor",
+                "imports only s",
                 "service.run s",
                 "cold requests",
                 "cold MB",
@@ -158,6 +170,7 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
                     r["floor_s"],
                     f"{r['ratio_floor']:.2f}",
                     f"{r['ratio_floor_first']:.2f}",
+                    r["imports_s"],
                     r["service_run_s"],
                     r["cold_requests"],
                     f"{r['cold_bytes'] / 1e6:.1f}",
