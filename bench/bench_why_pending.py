@@ -254,6 +254,7 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
             "ratio_warm": w["wall_s"] / kmin if minimal else float("nan"),
             "runs": {
                 "cold": args.cold_runs,
+                "floor": args.floor_runs,
                 "warm": args.warm_runs,
                 "kubectl": args.kubectl_runs,
                 "kubectl_seed": args.seed_runs,
