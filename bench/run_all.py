@@ -440,7 +440,19 @@ def targets(
     return out
 
 
-def report(results: dict[str, dict[str, Any]], elapsed: float, quick: bool, loads: list[float]) -> str:
+def resumed(log: Path) -> dict[str, dict[str, Any]]:
+    """The results an earlier, interrupted run printed (its ``BENCH_JSON`` lines), by benchmark."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if line.startswith("BENCH_JSON "):
+            r = json.loads(line.removeprefix("BENCH_JSON "))
+            out[str(r.pop("bench"))] = r
+    return out
+
+
+def report(
+    results: dict[str, dict[str, Any]], elapsed: float, quick: bool, loads: list[float], reused: list[str] | None = None
+) -> str:
     wp, ns, ack, loop, sw = (results[k] for k in ("why_pending", "node_status", "slack_ack", "loop", "watch_sweep"))
     m = machine()
     out = [
@@ -451,7 +463,13 @@ def report(results: dict[str, dict[str, Any]], elapsed: float, quick: bool, load
         f"Load average (1 min) at the start of each benchmark: {', '.join(f'{x:.2f}' for x in loads)}; at the end "
         f"{os.getloadavg()[0]:.2f}. On a shared machine other processes slow every figure.",
         "Produced by one `./scripts/bench.sh` run (→ `python -m bench.run_all`). The simulator runs in its own "
-        "process on the same machine.",
+        "process on the same machine."
+        + (
+            f" Resumed run: the results of {', '.join(reused)} come from the interrupted run's log (`--resume`), "
+            "the wall time and load averages above are the resumed part's."
+            if reused
+            else ""
+        ),
         "",
     ]
     table = targets(wp, ns, ack, loop, sw)
@@ -477,15 +495,26 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="one small size each, fewer runs")
     ap.add_argument("--tiny", action="store_true", help="toy sizes: checks the suite runs, measures nothing")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--resume",
+        metavar="LOG",
+        help="the printed output of an interrupted run: benchmarks whose results it holds are not run again",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     loads: list[float] = []
     results: dict[str, dict[str, Any]] = {}
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    done = resumed(Path(args.resume)) if args.resume else {}
     for module, modes in SUITE.items():
+        name = module.removeprefix("bench.bench_")
+        if name in done:
+            print(f"\n== {module}: results taken from {args.resume}", flush=True)
+            results[name] = done[name]
+            continue
         r = run(module, modes[mode], loads)
         results[str(r.pop("bench"))] = r
-    text = report(results, time.perf_counter() - t0, mode != "full", loads)
+    text = report(results, time.perf_counter() - t0, mode != "full", loads, sorted(done))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text, encoding="utf-8")
     print(f"\nwrote {args.out}")
