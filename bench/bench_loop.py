@@ -67,11 +67,16 @@ def scenario_with_events(n: int, out: Path) -> Path:
                 "apiVersion": "v1",
                 "kind": "Event",
                 "metadata": {"name": f"{POD}.{i:016x}", "namespace": NAMESPACE, "creationTimestamp": at},
-                "involvedObject": {"kind": "Pod", "namespace": NAMESPACE, "name": POD,
-                                   "uid": pod["metadata"].get("uid", ""), "apiVersion": "v1"},
+                "involvedObject": {
+                    "kind": "Pod",
+                    "namespace": NAMESPACE,
+                    "name": POD,
+                    "uid": pod["metadata"].get("uid", ""),
+                    "apiVersion": "v1",
+                },
                 "reason": "FailedScheduling",
                 "message": f"0/2 nodes are available: 1 failed to allocate (100, 0, 1) on ({core}, 11, 16)"
-                           f"(90, 11, 16), 1 Insufficient tke.cloud.tencent.com/qgpu-core.",
+                f"(90, 11, 16), 1 Insufficient tke.cloud.tencent.com/qgpu-core.",
                 "type": "Warning",
                 "count": 1 + i % 7,
                 "firstTimestamp": "2026-05-08T06:00:05Z",
@@ -88,17 +93,29 @@ def scenario_with_events(n: int, out: Path) -> Path:
 def signed(body: str) -> dict[str, str]:
     ts = str(int(time.time()))
     digest = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}",
-            "Content-Type": "application/x-www-form-urlencoded"}
+    return {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
 
 
 def command_body(mock: MockSlackApi, i: int, text: str) -> str:
     return urlencode(
         {
-            "token": "legacy", "team_id": "T0BENCH", "team_domain": "bench", "channel_id": "C0GPU",
-            "channel_name": "gpu-ops", "user_id": f"U{i:05d}", "user_name": f"user{i}", "command": "/gpu",
-            "text": text, "api_app_id": "A0BENCH", "is_enterprise_install": "false",
-            "response_url": mock.response_url(f"cmd{i}"), "trigger_id": f"{i}.{time.time_ns()}.trigger",
+            "token": "legacy",
+            "team_id": "T0BENCH",
+            "team_domain": "bench",
+            "channel_id": "C0GPU",
+            "channel_name": "gpu-ops",
+            "user_id": f"U{i:05d}",
+            "user_name": f"user{i}",
+            "command": "/gpu",
+            "text": text,
+            "api_app_id": "A0BENCH",
+            "is_enterprise_install": "false",
+            "response_url": mock.response_url(f"cmd{i}"),
+            "trigger_id": f"{i}.{time.time_ns()}.trigger",
         }
     )
 
@@ -159,8 +176,13 @@ async def run(events: int, commands: int, workdir: Path) -> dict[str, Any]:
     mock = await MockSlackApi().start()
     with sim_process(str(spec)) as sim:
         settings = sim.settings(
-            slack_bot_token="xoxb-bench-token", slack_signing_secret=SECRET, slack_mode="http",
-            slack_api_url=mock.api_url, http_host="127.0.0.1", http_port=0, shutdown_grace_s=30.0,
+            slack_bot_token="xoxb-bench-token",
+            slack_signing_secret=SECRET,
+            slack_mode="http",
+            slack_api_url=mock.api_url,
+            http_host="127.0.0.1",
+            http_port=0,
+            shutdown_grace_s=30.0,
             approvers={"*": ("U0BOB",)},
         )
         bot = build_bot(settings)
@@ -248,11 +270,32 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpubot-bench-loop-") as tmp:
         r = asyncio.run(run(args.events, args.commands, Path(tmp)))
-    headers = ["events", "acks (during the diagnosis)", "diagnosis s", "ack p50 ms", "ack p99 ms", "max ms",
-               "longest loop stall ms", "idle: p99 ms / stall ms", "load avg", f"p99<={TARGET_P99_MS:g}ms"]
-    rows = [[r["events"], f"{r['commands']} ({r['acks_during_diagnosis']})", r["diagnosis_s"], r["p50_ms"],
-             r["p99_ms"], r["max_ms"], r["loop_stall_ms"], f"{r['idle_p99_ms']:.1f} / {r['idle_loop_stall_ms']:.1f}",
-             r["load_average"], "met" if r["met"] else "missed"]]
+    headers = [
+        "events",
+        "acks (during the diagnosis)",
+        "diagnosis s",
+        "ack p50 ms",
+        "ack p99 ms",
+        "max ms",
+        "longest loop stall ms",
+        "idle: p99 ms / stall ms",
+        "load avg",
+        f"p99<={TARGET_P99_MS:g}ms",
+    ]
+    rows = [
+        [
+            r["events"],
+            f"{r['commands']} ({r['acks_during_diagnosis']})",
+            r["diagnosis_s"],
+            r["p50_ms"],
+            r["p99_ms"],
+            r["max_ms"],
+            r["loop_stall_ms"],
+            f"{r['idle_p99_ms']:.1f} / {r['idle_loop_stall_ms']:.1f}",
+            r["load_average"],
+            "met" if r["met"] else "missed",
+        ]
+    ]
     emit("loop", table(headers, rows), r)
 
 

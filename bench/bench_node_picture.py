@@ -63,9 +63,15 @@ def main() -> None:
         with sim_process(f"nodes={size},gpu_nodes={size},pods={size * 4},seed=1") as sim:
             results.append(asyncio.run(measure(sim, size, args.runs)))
     rows = [
-        [r["nodes"], r["cards"], r["render_s"], r["png_bytes"], r["diagnosis_s"],
-         "met" if r["met"] else "missed",
-         ", ".join(f"{k} {v}" for k, v in r["states"].items())]
+        [
+            r["nodes"],
+            r["cards"],
+            r["render_s"],
+            r["png_bytes"],
+            r["diagnosis_s"],
+            "met" if r["met"] else "missed",
+            ", ".join(f"{k} {v}" for k, v in r["states"].items()),
+        ]
         for r in results
     ]
     headers = ["GPU nodes", "cards", "render s (median)", "PNG bytes", "node-status s", "< 2 s", "cards by state"]

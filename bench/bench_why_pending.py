@@ -1,13 +1,15 @@
-"""why-pending at cluster scale: cold (one-shot CLI path) vs warm (watch-fed cache) vs kubectl.
+"""why-pending at cluster scale: cold (the real CLI process) vs the floor vs warm vs kubectl.
 
-For each size a generated cluster runs in its own process (``bench.simproc``). Cold: a fresh
-process per run (``bench.cold_child``) runs ``Service.run`` with the paginated API reader, and
-reports wall time, requests, bytes and its peak RSS. Warm: this process runs a ``Service`` with
-``use_cache=True``, waits until the cache has synced, and times several runs. kubectl: the same
-diagnosis by hand, run one after the other as an operator would. The simulator's CPU seconds
-during each phase are read from /proc, so its own share of the time is reported.
+For each size a generated cluster with realistic objects (``realistic=1``) runs in its own
+process (``bench.simproc``). Cold: the real ``gpubot why-pending --json`` process, timed from
+spawn to exit, several runs (median, and the first run apart). Floor: a fresh process that only
+downloads and parses every pod and node (``bench.floor_child``); every cold figure is given as a
+ratio to it. Breakdown: ``Service.run`` alone in a fresh process (``bench.cold_child``: requests,
+bytes). Warm: this process runs a ``Service`` with ``use_cache=True``, waits until the cache has
+synced, times several runs and reports its RSS. kubectl: the minimal competent procedure
+(``KUBECTL_MINIMAL``) and the seed's longer one (``KUBECTL_SEED``), run as an operator would.
 
-``python -m bench.bench_why_pending [--sizes 200:40:5000,...] [--cold-runs N] [--warm-runs N]``
+``python -m bench.bench_why_pending [--sizes 200:40:5000,...] [--cold-runs N] [--warm-runs N] [--plain]``
 Only reads from the simulator it started.
 """
 
@@ -19,49 +21,101 @@ import dataclasses
 import gc
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
-import threading
 import time
-import tracemalloc
+from pathlib import Path
 from typing import Any
 
-from bench.common import SimProc, emit, median, sim_process, table
+from bench.common import ROOT, SimProc, emit, median, sim_process, table
 from bot.commands import parse_invocation
 from bot.engine.gather import LOADERS
-from bot.probes.cache import WatchCache, _Reflector, _Store
-from bot.probes.kube import ReadStats
+from bot.probes.kube import SLIM_PAGE_SIZE
 from bot.service import Service
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 
-DEFAULT_SIZES = "200:40:5000,2000:200:50000,5000:500:100000"
-#: SSH deadline for the physical checks: short, so a benchmark run is never waiting on a timeout
-SSH_DEADLINE_S = 2.0
+DEFAULT_SIZES = "200:40:5000,2000:200:20000,5000:500:100000"
 
 
-def kubectl_procedure(kubeconfig: str) -> tuple[float, list[float], int]:
-    """The runbook by hand: describe the pod, its events, the GPU nodes, every pod. Returns
-    (total seconds, per-step seconds, bytes printed)."""
-    steps = [
-        ["describe", "pod", TARGET_POD, "-n", TARGET_NAMESPACE],
-        ["get", "events", "-n", TARGET_NAMESPACE, f"--field-selector=involvedObject.name={TARGET_POD}"],
-        ["describe", "nodes", "-l", "nvidia.com/gpu.product"],
-        ["get", "pods", "-A", "-o", "wide"],
-    ]
+#: the minimal procedure a competent SRE runs by hand: the pod with its events, then the GPU nodes
+#: (``describe nodes`` lists each node's non-terminated pods and allocated resources)
+KUBECTL_MINIMAL = [
+    ["describe", "pod", TARGET_POD, "-n", TARGET_NAMESPACE],
+    ["describe", "nodes", "-l", "nvidia.com/gpu.product"],
+]
+#: the seed benchmark's longer procedure (events again, and every pod in the cluster)
+KUBECTL_SEED = [
+    ["describe", "pod", TARGET_POD, "-n", TARGET_NAMESPACE],
+    ["get", "events", "-n", TARGET_NAMESPACE, f"--field-selector=involvedObject.name={TARGET_POD}"],
+    ["describe", "nodes", "-l", "nvidia.com/gpu.product"],
+    ["get", "pods", "-A", "-o", "wide"],
+]
+
+
+def kubectl_procedure(kubeconfig: str, steps: list[list[str]]) -> tuple[float, list[float]]:
+    """Run ``steps`` one after the other, as by hand. Returns (total seconds, per-step seconds)."""
     kubectl = shutil.which("kubectl") or "kubectl"
-    times, size = [], 0
+    times = []
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     for step in steps:
         t0 = time.perf_counter()
-        out = subprocess.run([kubectl, *step], capture_output=True, env=env, check=True)
+        subprocess.run([kubectl, *step], capture_output=True, env=env, check=True)
         times.append(time.perf_counter() - t0)
-        size += len(out.stdout)
-    return sum(times), times, size
+    return sum(times), times
+
+
+def timed_process(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Run a process to its end: (wall seconds from spawn to exit, its own peak RSS MB, stdout).
+
+    ``wait4`` gives the child's own resource usage (``RUSAGE_CHILDREN`` would be the maximum over
+    every child so far)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:4]} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out.decode()
+
+
+def gpubot_argv() -> list[str]:
+    """The installed ``gpubot`` console script when there is one next to this interpreter (what an
+    operator runs), else ``python -m bot.cli``."""
+    script = Path(sys.executable).with_name("gpubot")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+
+
+def cli_once(sim: SimProc, config: str) -> dict[str, Any]:
+    """One real ``gpubot why-pending --json`` process, end to end (interpreter, imports, clients,
+    reads, SSH, checks, printing), with the simulator's settings in a config file."""
+    env = {**os.environ, "GPUBOT_CONFIG": config, "PYTHONPATH": str(ROOT)}
+    wall, rss, out = timed_process([*gpubot_argv(), "why-pending", TARGET_POD, "-n", TARGET_NAMESPACE, "--json"], env)
+    report = json.loads(out)
+    return {"wall_s": wall, "rss_mb": rss, "codes": sorted({f["code"] for f in report.get("findings", [])})}
+
+
+def floor_once(sim: SimProc) -> dict[str, Any]:
+    """The floor: a fresh process that only downloads and parses every pod and node."""
+    wall, rss, out = timed_process(
+        [sys.executable, "-m", "bench.floor_child", sim.info["api_url"], str(SLIM_PAGE_SIZE)]
+    )
+    return {**json.loads(out), "process_wall_s": wall, "rss_mb": rss}
+
+
+def imports_once() -> float:
+    """A process that only imports what ``gpubot why-pending`` imports (its fixed start-up cost)."""
+    code = "import bot.cli, bot.oneshot, bot.service, bot.engine.gather, kubernetes, asyncssh, orjson"
+    wall, _, _ = timed_process([sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(ROOT)})
+    return wall
 
 
 def cold_once(sim: SimProc) -> dict[str, Any]:
+    """The in-process breakdown: Service.run alone in a fresh process (requests, bytes)."""
     out = subprocess.run(
         [sys.executable, "-m", "bench.cold_child", str(sim.workdir / "info.json"), TARGET_NAMESPACE, TARGET_POD],
         capture_output=True,
@@ -89,32 +143,21 @@ def time_physical_probe() -> list[float]:
     return spent
 
 
-def pod_memory(cache: WatchCache) -> tuple[float, int]:
-    """Bytes per cached pod: tracemalloc around a fresh slim pod store filled by one relist."""
-    reflector = cache.reflectors["Pod"]
-    store = _Store("Pod", threading.Lock())
-    fresh = _Reflector(
-        "Pod",
-        reflector.list_fn,
-        store,
-        page_size=reflector.page_size,
-        watch_timeout_s=60,
-        stats=ReadStats(),
-        clock=time.monotonic,
-    )
-    gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    fresh._relist()
-    gc.collect()
-    held = tracemalloc.get_traced_memory()[0] - base
-    tracemalloc.stop()
-    n = len(store.objects)
-    return held / max(n, 1), n
+def rss_mb() -> tuple[float, float]:
+    """(current RSS, peak RSS) of this process in MB, from /proc/self/status."""
+    now = peak = 0.0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            now = int(line.split()[1]) / 1024
+        elif line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) / 1024
+    return now, peak
 
 
-async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
-    service = Service(sim.settings(ssh_deadline_s=SSH_DEADLINE_S), use_cache=True, keep_connections=True)
+async def warm(sim: SimProc, runs: int) -> dict[str, Any]:
+    """The long-running bot: a watch-fed cache, synced once, then ``runs`` timed why-pendings."""
+    rss_before, _ = rss_mb()
+    service = Service(sim.settings(), use_cache=True, keep_connections=True)
     cluster = sim.info["cluster"]["name"]
     cache = service.clients.cache_for(cluster)
     assert cache is not None
@@ -123,7 +166,7 @@ async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
         raise RuntimeError("cache did not sync")
     sync_s = time.perf_counter() - t0
     gc.collect()
-    gc.freeze()  # what a long-running bot would do after its initial sync: keep the cache out of GC scans
+    gc.freeze()  # what serve does after its start-up: keep the cache out of GC scans
     inv = parse_invocation(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE])
     reader = service.clients.reads_for(cluster)
     await service.run(inv)  # first run opens the SSH connections
@@ -140,9 +183,8 @@ async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
         nbytes.append(reader.stats.bytes_received - b0)
         codes = {f.code for f in report.findings}
     sim_cpu = sim.cpu_s() - cpu0
-    per_pod, npods = (0.0, 0)
-    if measure_memory:
-        per_pod, npods = await asyncio.to_thread(pod_memory, cache)
+    rss_now, rss_peak = rss_mb()
+    pods_cached = len(cache.stores["Pod"].objects)
     await service.close()
     return {
         "sync_s": sync_s,
@@ -153,93 +195,116 @@ async def warm(sim: SimProc, runs: int, measure_memory: bool) -> dict[str, Any]:
         "wall_without_ssh_s": median([w - s for w, s in zip(walls, ssh_spent, strict=True)]),
         "requests": max(reqs),
         "bytes": int(median(nbytes)),
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": rss_now,
+        "rss_peak_mb": rss_peak,
+        "rss_before_mb": rss_before,
+        "pods_cached": pods_cached,
         "sim_share": sim_cpu / sum(walls),
-        "bytes_per_pod": per_pod,
-        "memory_pods": npods,
         "codes": sorted(codes),
     }
 
 
-def run_size(nodes: int, gpu: int, pods: int, cold_runs: int, warm_runs: int, kubectl_runs: int) -> dict[str, Any]:
-    spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},seed=1"
+def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[str, Any]:
+    spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},seed=1,realistic={int(args.realistic)}"
     with sim_process(spec) as sim:
-        colds = []
-        cpu0 = sim.cpu_s()
-        for _ in range(cold_runs):
-            colds.append(cold_once(sim))
-        cold_sim_cpu = sim.cpu_s() - cpu0
-        cold_walls = [c["wall_s"] for c in colds]
-        w = asyncio.run(warm(sim, warm_runs, measure_memory=pods <= 50_000))
-        ktimes, ksteps = [], []
-        for _ in range(kubectl_runs):
-            total, steps, _size = kubectl_procedure(sim.kubeconfig)
-            ktimes.append(total)
-            ksteps = steps
+        config = sim.config_file()
+        # cold first, while this process is still small: the real CLI, the floor, the breakdown
+        clis = [cli_once(sim, config) for _ in range(args.cold_runs)]
+        floors = [floor_once(sim) for _ in range(args.floor_runs)]
+        inproc = cold_once(sim)
+        imports = median([imports_once() for _ in range(args.cold_runs)])
+        cli_walls = [c["wall_s"] for c in clis]
+        floor_walls = [f["process_wall_s"] for f in floors]
+        minimal = [kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL) for _ in range(args.kubectl_runs)]
+        seed = [kubectl_procedure(sim.kubeconfig, KUBECTL_SEED) for _ in range(args.seed_runs)]
+        w = asyncio.run(warm(sim, args.warm_runs))
+        cold, floor = median(cli_walls), median(floor_walls)
+        kmin = median([t for t, _ in minimal])
+        kseed = median([t for t, _ in seed]) if seed else float("nan")
         return {
             "nodes": nodes,
             "gpu_nodes": gpu,
             "pods": pods,
+            "realistic": bool(args.realistic),
+            "sizes": sim.info.get("sizes", {}),
             "sim_generate_s": sim.info["generate_s"],
             "sim_load_s": sim.info["load_s"],
-            "cold_wall_s": median(cold_walls),
-            "cold_requests": colds[-1]["requests"],
-            "cold_bytes": colds[-1]["bytes"],
-            "cold_rss_mb": max(c["maxrss_mb"] for c in colds),
-            "cold_sim_share": cold_sim_cpu / sum(cold_walls),
-            "cold_codes": colds[-1]["codes"],
+            "cli_wall_s": cold,
+            "cli_first_s": cli_walls[0],
+            "cli_walls_s": cli_walls,
+            "cli_rss_mb": max(c["rss_mb"] for c in clis),
+            "cli_codes": clis[-1]["codes"],
+            "floor_s": floor,
+            "floor_first_s": floor_walls[0],
+            "floor_inside_s": median([f["wall_s"] for f in floors]),
+            "floor_bytes": floors[-1]["bytes"],
+            "floor_parser": floors[-1]["parser"],
+            "ratio_floor": cold / floor,
+            "ratio_floor_first": cli_walls[0] / floor,
+            "service_run_s": inproc["wall_s"],
+            "imports_s": imports,
+            "cold_requests": inproc["requests"],
+            "cold_bytes": inproc["bytes"],
             **{f"warm_{k}": v for k, v in w.items()},
-            "kubectl_s": median(ktimes),
-            "kubectl_steps_s": ksteps,
-            "ratio_cold": median(cold_walls) / median(ktimes),
-            "ratio_warm": w["wall_s"] / median(ktimes),
-            "runs": {"cold": cold_runs, "warm": warm_runs, "kubectl": kubectl_runs},
+            "kubectl_s": kmin,
+            "kubectl_steps_s": minimal[-1][1] if minimal else [],
+            "kubectl_seed_s": kseed,
+            "kubectl_seed_steps_s": seed[-1][1] if seed else [],
+            "ratio_cold": cold / kmin if minimal else float("nan"),
+            "ratio_warm": w["wall_s"] / kmin if minimal else float("nan"),
+            "runs": {
+                "cold": args.cold_runs,
+                "floor": args.floor_runs,
+                "warm": args.warm_runs,
+                "kubectl": args.kubectl_runs,
+                "kubectl_seed": args.seed_runs,
+            },
         }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help="nodes:gpu_nodes:pods,...")
-    ap.add_argument("--cold-runs", type=int, default=3)
+    ap.add_argument("--cold-runs", type=int, default=5)
+    ap.add_argument("--floor-runs", type=int, default=3)
     ap.add_argument("--warm-runs", type=int, default=7)
-    ap.add_argument("--kubectl-runs", type=int, default=1)
+    ap.add_argument("--kubectl-runs", type=int, default=3)
+    ap.add_argument("--seed-runs", type=int, default=1, help="runs of the seed's longer kubectl procedure")
+    ap.add_argument("--plain", dest="realistic", action="store_false", help="the generator's tiny objects")
     args = ap.parse_args()
-    results = []
-    for size in args.sizes.split(","):
-        nodes, gpu, pods = (int(x) for x in size.split(":"))
-        results.append(run_size(nodes, gpu, pods, args.cold_runs, args.warm_runs, args.kubectl_runs))
+    if not shutil.which("kubectl"):
+        args.kubectl_runs = args.seed_runs = 0
+    results = [run_size(*(int(x) for x in size.split(":")), args) for size in args.sizes.split(",")]
     rows = [
         [
             f"{r['nodes']}/{r['gpu_nodes']}/{r['pods']}",
-            r["cold_wall_s"],
-            r["cold_requests"],
-            f"{r['cold_bytes'] / 1e6:.1f}",
-            f"{r['cold_rss_mb']:.0f}",
+            r["cli_wall_s"],
+            r["cli_first_s"],
+            r["floor_s"],
+            f"{r['ratio_floor']:.2f}x",
+            r["service_run_s"],
+            f"{r['cli_rss_mb']:.0f}",
             r["warm_wall_s"],
-            r["warm_ssh_probe_s"],
             r["warm_requests"],
-            f"{r['warm_bytes'] / 1e3:.1f}",
+            f"{r['warm_rss_mb']:.0f}",
             r["kubectl_s"],
-            f"{r['ratio_cold']:.2f}",
-            f"{r['ratio_warm']:.3f}",
-            f"{r['cold_sim_share']:.0%}/{r['warm_sim_share']:.0%}",
+            r["kubectl_seed_s"],
         ]
         for r in results
     ]
     headers = [
         "nodes/gpu/pods",
-        "cold s",
-        "cold req",
-        "cold MB",
-        "cold RSS MB",
+        "cli s",
+        "cli 1st s",
+        "floor s",
+        "cli/floor",
+        "service.run s",
+        "cli RSS MB",
         "warm s",
-        "of it SSH s",
         "warm req",
-        "warm kB",
+        "warm RSS MB",
         "kubectl s",
-        "cold/kubectl",
-        "warm/kubectl",
-        "sim CPU share c/w",
+        "kubectl seed s",
     ]
     emit("why_pending", table(headers, rows), {"sizes": results})
 

@@ -1,4 +1,5 @@
-"""One cold why-pending in a fresh process, as the CLI runs it: paginated API reads, no cache.
+"""One cold why-pending in a fresh process, as the CLI runs it (default settings, no cache): the
+in-process breakdown beside the end-to-end CLI timing of ``bench.bench_why_pending``.
 
 ``python -m bench.cold_child INFO_JSON NAMESPACE POD``: prints one JSON line with the wall time
 of ``Service.run``, the API requests and bytes the reader counted, and the process's peak RSS.
@@ -38,7 +39,7 @@ async def main(info_path: str, namespace: str, pod: str) -> None:
     tune_gc_for_one_shot()  # as the CLI does
     info = json.loads(Path(info_path).read_text())
     sim = SimProc(0, info, Path(info_path).parent)
-    service = Service(sim.settings(ssh_deadline_s=2.0))
+    service = Service(sim.settings())
     inv = parse_invocation(["why-pending", pod, "-n", namespace])
     started = time.perf_counter()
     report = await service.run(inv)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bot.settings import ClusterConfig, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +51,19 @@ class SimProc:
     @property
     def kubeconfig(self) -> str:
         return str(self.info["cluster"]["kubeconfig"])
+
+    def config_file(self, **overrides: Any) -> str:
+        """A gpubot config file (``GPUBOT_CONFIG``) pointing at this simulator, for CLI processes."""
+        cfg = self.info["cluster"]
+        values: dict[str, Any] = {
+            "clusters": [{k: v for k, v in cfg.items() if v not in ("", None, {})}],
+            "ssh_user": self.info["ssh_user"],
+            "state_path": str(self.workdir / "state.db"),
+            **overrides,
+        }
+        path = self.workdir / "gpubot.yaml"
+        path.write_text(yaml.safe_dump(values), encoding="utf-8")
+        return str(path)
 
     def cpu_s(self) -> float:
         """CPU seconds (user + system) the simulator process has used so far."""

@@ -1,9 +1,11 @@
 """A generated simulated cluster in its own process, for the benchmarks.
 
-``python -m bench.simproc SPEC WORKDIR``: generates the scenario (or, when SPEC is a ``.json``
-file, loads that scenario document: a benchmark that built its own), starts the API server and the
-SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, and how long generation
-and loading took), then serves until its stdin closes. Loopback only; it never reaches anything else.
+``python -m bench.simproc SPEC WORKDIR``: generates the scenario (SPEC as
+``bot.sim.generate.parse_spec`` reads it, e.g. ``nodes=200,gpu_nodes=40,pods=5000,realistic=1``;
+or, when SPEC is a ``.json`` file, loads that scenario document), starts the API server and the
+SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, how long generation and
+loading took, the size distribution of the served pods and nodes), then serves until its stdin
+closes. Loopback only; it never reaches anything else.
 """
 
 from __future__ import annotations
@@ -21,6 +23,35 @@ from bot.sim.generate import generate_scenario, parse_spec
 from bot.sim.scenario import scenario_from_dict
 
 
+def distribution(values: list[int]) -> dict[str, float]:
+    """min, p10, median, p90, max and mean of the JSON sizes in bytes."""
+    if not values:
+        return {}
+    v = sorted(values)
+    at = lambda q: v[min(len(v) - 1, int(q * len(v)))]  # noqa: E731
+    return {
+        "n": len(v),
+        "min": v[0],
+        "p10": at(0.1),
+        "median": at(0.5),
+        "p90": at(0.9),
+        "max": v[-1],
+        "mean": sum(v) / len(v),
+    }
+
+
+def object_sizes(sim: SimCluster) -> dict[str, dict[str, float]]:
+    """The served JSON size of every pod and node. Reading ``raw`` also encodes each object once
+    now, as a long-running API server has, so no benchmark run pays the simulator's first encoding."""
+    by_kind: dict[str, list[int]] = {"Pod": [], "Node": []}
+    for entry in sim.api.store:
+        size = len(entry.raw)
+        kind = entry.obj.get("kind")
+        if kind in by_kind:
+            by_kind[kind].append(size)
+    return {kind: distribution(v) for kind, v in by_kind.items()}
+
+
 async def main(spec: str, workdir: Path) -> None:
     t0 = time.perf_counter()
     data = json.loads(Path(spec).read_text()) if spec.endswith(".json") else generate_scenario(**parse_spec(spec))
@@ -34,6 +65,7 @@ async def main(spec: str, workdir: Path) -> None:
     gc.collect()
     gc.freeze()  # the served objects live as long as the process: keep them out of GC scans
     t2 = time.perf_counter()
+    sizes = object_sizes(sim)
     info = {
         "spec": spec,
         "api_url": sim.api.url,
@@ -42,6 +74,8 @@ async def main(spec: str, workdir: Path) -> None:
         "generate_s": t1 - t0,
         "load_s": t2 - t1,
         "objects": len(scenario.objects),
+        "sizes": sizes,
+        "encode_s": time.perf_counter() - t2,
     }
     tmp = workdir / "info.tmp"
     tmp.write_text(json.dumps(info))

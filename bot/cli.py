@@ -186,17 +186,19 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _cmd_runbook(args: argparse.Namespace) -> int:
-    from bot.service import Service
+    # runbooks only: no Service, so neither the Kubernetes client nor asyncssh is imported
+    from bot.engine.runbook_dir import load_with_overrides
+    from bot.runbook_text import runbook_report
 
-    service = Service(_settings(args))
-    print(service._runbook(invocation_from_args(args)).text)
+    print(runbook_report(load_with_overrides(_settings(args).runbook_dir), invocation_from_args(args)).text)
     return 0
 
 
 def _cmd_help(args: argparse.Namespace) -> int:
-    from bot.service import Service
+    from bot.engine.runbook_dir import load_with_overrides
+    from bot.runbook_text import help_text
 
-    print(Service(_settings(args)).help_text("cli"))
+    print(help_text(load_with_overrides(_settings(args).runbook_dir), "cli"))
     return 0
 
 

@@ -12,16 +12,15 @@ import logging
 import time
 
 from bot.clients import KubeClients
-from bot.commands import Invocation, Surface, command_prefix, help_lines
+from bot.commands import Invocation, Surface, command_prefix
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
 from bot.engine.runbook_dir import load_with_overrides
-from bot.engine.runbooks import RunbookSet, list_guides, render_guide_text
+from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
-from bot.errors import UsageError
-from bot.names import shown
 from bot.probes.ssh_pool import SshPool
 from bot.report import Report
+from bot.runbook_text import help_text, runbook_report
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -100,24 +99,10 @@ class Service:
         return report
 
     def help_text(self, surface: Surface = "cli") -> str:
-        """``/gpu help`` or ``gpubot help``: the commands offered there (from the command table),
-        then the guides."""
-        lines = help_lines(surface)
-        lines += ["", f"Guides ({command_prefix(surface)} runbook NAME):"]
-        lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
-        return "\n".join(lines)
+        return help_text(self.runbooks, surface)
 
     def _runbook(self, inv: Invocation) -> Report:
-        if not inv.topic:
-            lines = [f"Runbooks ({command_prefix(inv.surface)} runbook NAME):"]
-            lines += [f"  {name}: {summary}" for name, summary in list_guides(self.runbooks)]
-            lines += [f"  {c} (diagnosis): {rb.summary}" for c, rb in sorted(self.runbooks.diagnoses.items())]
-            return Report(command="runbook", target={}, text="\n".join(lines))
-        guide = self.runbooks.guides.get(inv.topic)
-        if guide is None:
-            names = ", ".join(sorted(self.runbooks.guides))
-            raise UsageError(f"unknown runbook {shown(inv.topic)}; available: {names}")
-        return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))
+        return runbook_report(self.runbooks, inv)
 
     async def close(self) -> None:
         await self.clients.close()

@@ -20,7 +20,7 @@ from bot.probes.node import NodeObservation, NodeTransport, RunReads, observe_wi
 from bot.probes.node import _connect as connect_retrying
 from bot.probes.node import _run_all as run_reads
 from bot.probes.node_agent import AgentState, AgentTransport, NodeExecFn
-from bot.probes.ssh import CommandResult, SshTarget
+from bot.probes.ssh import COMBINED_READ, CommandResult, SshTarget, split_reads
 from bot.settings import ClusterConfig, Settings
 
 Obj = dict[str, Any]
@@ -35,7 +35,11 @@ class Recorder:
     def wrap(self, node: str, run: RunReads) -> RunReads:
         async def recording(commands: list[str]) -> dict[str, CommandResult]:
             results = await run(commands)
-            self.raw.setdefault(node, {}).update(results)
+            raw = self.raw.setdefault(node, {})
+            for command, result in results.items():
+                # the one-round-trip read is recorded as the commands it stands for
+                parts = split_reads(result.stdout) if command == COMBINED_READ and result.exit_status == 0 else None
+                raw.update(parts if parts is not None else {command: result})
             return results
 
         return recording

@@ -87,7 +87,10 @@ def is_gpu_component(name: str, labels: Mapping[str, str] | None = None) -> bool
 def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
     """Advertises a GPU resource, carries a GPU label, or runs a GPU component pod."""
     name = str((node.get("metadata") or {}).get("name", ""))
-    return bool(advertised_gpu_resources(node)) or bool(gpu_labels(node)) or name in set(component_nodes)
+    if advertised_gpu_resources(node) or gpu_labels(node):
+        return True
+    # a set is used as is: callers classify every node of a cluster against the same names
+    return name in (component_nodes if isinstance(component_nodes, set | frozenset) else set(component_nodes))
 
 
 #: node-label key prefixes a pod selects on only when it wants a GPU machine

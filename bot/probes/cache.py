@@ -4,12 +4,13 @@ One reflector thread per kind keeps a local copy with list+watch and resourceVer
 client-go informers do: a paginated list, then a watch from the list's version, applying events
 in stream order; a ``410 Gone``/Expired answer (the version was compacted away) means relist.
 Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
-deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets and
-Deployments (few, and read whole by the checks) are kept as the API served them.
+deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
+Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
+them, less ``managedFields`` and a node's image list (``trimmed``).
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
-anything the cache does not hold (``get_object``, events, ReplicaSets, ResourceQuotas, label-selected pods, other
+anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
 field selectors), they go to the fallback API reader. Pod lists are rebuilt as minimal dicts
 from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 import threading
@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
@@ -56,6 +57,19 @@ def slim_record(pod: Obj) -> SlimPod:
     )
 
 
+def trimmed(obj: Obj) -> Obj:
+    """``obj`` without what no check reads and that makes up much of a real object: the
+    ``managedFields`` of every kind (client-go informers drop them the same way) and a node's
+    ``status.images`` (forty-odd image names and sizes a node). Kept objects are otherwise whole."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    status = obj.get("status")
+    if obj.get("kind") == "Node" and isinstance(status, dict) and "images" in status:
+        obj["status"] = {k: v for k, v in status.items() if k != "images"}
+    return obj
+
+
 def _quantity(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
@@ -68,9 +82,7 @@ def pod_dict(p: SlimPod) -> Obj:
     if p.owner:
         kind, _, name = p.owner.partition("/")
         meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]
-    spec: Obj = {
-        "containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]
-    }
+    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]}
     if p.node:
         spec["nodeName"] = p.node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
@@ -145,7 +157,9 @@ class _Reflector:
 
     # -- list and watch -------------------------------------------------------------------
     def _relist(self) -> None:
-        items: list[Obj] = []
+        """List every page into a fresh map, each page turned into stored values (slim records for
+        pods) as it arrives, so at most one page of full objects is alive besides the old store."""
+        fresh: dict[tuple[str, str], Any] = {}
         token = ""
         first_rv = ""
         while True:
@@ -154,16 +168,18 @@ class _Reflector:
                 kwargs["_continue"] = token
             data = self.list_fn(**kwargs).data
             self.stats.record(f"list {self.kind}", len(data))
-            body = json.loads(data)
+            body = orjson.loads(data)
+            del data
             meta = body.get("metadata") or {}
             # Resume the watch from the first page's version: every later change gets replayed,
             # and replaying one already seen is harmless (events carry whole objects).
             first_rv = first_rv or str(meta.get("resourceVersion") or "")
-            items.extend(body.get("items") or [])
+            self.store.add_to(fresh, body.get("items") or [])
+            del body
             token = str(meta.get("continue") or "")
             if not token:
                 break
-        self.store.replace(items)
+        self.store.install(fresh)
         self.rv = first_rv
         self.relists += 1
         self.synced = True
@@ -192,7 +208,7 @@ class _Reflector:
                 if not line:
                     continue
                 self.stats.bytes_received += len(line)
-                event = json.loads(line)
+                event = orjson.loads(line)
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
                     code = obj.get("code")
@@ -236,10 +252,20 @@ class _Store:
         if self.slim_pods:
             return slim_record(obj)
         obj.setdefault("kind", self.kind)  # list items carry no kind; the API reader adds it too
-        return obj
+        return trimmed(obj)
 
     def replace(self, items: list[Obj]) -> None:
-        fresh = {self._key(o): self._value(o) for o in items}
+        fresh: dict[tuple[str, str], Any] = {}
+        self.add_to(fresh, items)
+        self.install(fresh)
+
+    def add_to(self, fresh: dict[tuple[str, str], Any], items: list[Obj]) -> None:
+        """Add one listed page to a map being built by a relist (not yet visible to readers)."""
+        for o in items:
+            fresh[self._key(o)] = self._value(o)
+
+    def install(self, fresh: dict[tuple[str, str], Any]) -> None:
+        """Make a relist's map the store's content, with its node index."""
         by_node: dict[str, set[tuple[str, str]]] = {}
         if self.slim_pods:
             for key, p in fresh.items():
@@ -282,6 +308,7 @@ class WatchCache(KubeReads):
         "Namespace": ("CoreV1Api", "list_namespace"),
         "DaemonSet": ("AppsV1Api", "list_daemon_set_for_all_namespaces"),
         "Deployment": ("AppsV1Api", "list_deployment_for_all_namespaces"),
+        "ResourceQuota": ("CoreV1Api", "list_resource_quota_for_all_namespaces"),
     }
 
     def __init__(
@@ -358,14 +385,8 @@ class WatchCache(KubeReads):
     async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
         return await self.fallback.get_object(kind, name, namespace)
 
-    async def list_pods(
-        self, namespace: str = "", *, label_selector: str = "", field_selector: str = ""
-    ) -> list[Obj]:
-        node = (
-            field_selector.removeprefix("spec.nodeName=")
-            if field_selector.startswith("spec.nodeName=")
-            else None
-        )
+    async def list_pods(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "") -> list[Obj]:
+        node = field_selector.removeprefix("spec.nodeName=") if field_selector.startswith("spec.nodeName=") else None
         plain = not field_selector or (node is not None and "," not in node)
         if label_selector or not plain or not self._serves("Pod"):
             return await self.fallback.list_pods(
@@ -411,4 +432,6 @@ class WatchCache(KubeReads):
         return await self.fallback.list_replicasets(namespace, label_selector=label_selector)
 
     async def list_resourcequotas(self, namespace: str) -> list[Obj]:
-        return await self.fallback.list_resourcequotas(namespace)
+        if not self._serves("ResourceQuota"):
+            return await self.fallback.list_resourcequotas(namespace)
+        return [q for q in self.stores["ResourceQuota"].values() if q["metadata"].get("namespace") == namespace]

@@ -1,7 +1,8 @@
 """Observe GPU nodes: read-only commands, a hard deadline; SSH here, the agent in ``node_agent``.
 
 ``observe_node`` runs the fixed read commands of ``bot.probes.ssh.READ_COMMANDS`` over a single
-connection and turns their output into a ``NodeObservation``. ``observe_nodes`` does that for
+connection (all first reads as one combined command, ``COMBINED_READ``: one round trip) and turns
+their output into a ``NodeObservation``. ``observe_nodes`` does that for
 many nodes at once, bounded by a semaphore, so that one silent node costs at most its deadline
 and never delays the report on the others. ``observe_with`` is the transport-free core: it asks a
 ``RunReads`` for the commands' results and reads them, so SSH and the node agent read alike.
@@ -58,7 +59,9 @@ from bot.probes.nvidia_smi import (
 )
 from bot.probes.ssh import (
     CAT_CHECKPOINT,
+    COMBINED_READ,
     DRIVER_VERSION,
+    FIRST_READS,
     KUBELET_ACTIVE,
     OPERATOR_PREFIX,
     READ_COMMANDS,
@@ -67,6 +70,7 @@ from bot.probes.ssh import (
     TransientSshError,
     open_connection,
     run_command,
+    split_reads,
 )
 from bot.probes.ssh_pool import SshPool
 
@@ -254,13 +258,22 @@ async def _observe_on(conn: asyncssh.SSHClientConnection, target: SshTarget) -> 
 RunReads = Callable[[list[str]], Awaitable[dict[str, CommandResult]]]
 
 
+async def _first_reads(run: RunReads) -> dict[str, CommandResult]:
+    """``FIRST_READS`` in one round trip (``COMBINED_READ``); one command each where the node's
+    shell or an older agent cannot run the combined one (an answer that does not parse back)."""
+    combined = (await run([COMBINED_READ]))[COMBINED_READ]
+    results = split_reads(combined.stdout) if combined.exit_status == 0 else None
+    if results is None:
+        results = await run(list(FIRST_READS))
+    return results
+
+
 async def observe_with(run: RunReads, node: str) -> NodeObservation:
     """The read commands through ``run``, turned into a ``NodeObservation`` (any transport)."""
     started = time.monotonic()
     obs = NodeObservation(node=node)
     smi = [GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY]
-    rest = [CAT_CHECKPOINT, LS_DEV_NVIDIA, KUBELET_ACTIVE, DRIVER_VERSION, KERNEL_LOG]
-    results = await run(smi + rest)
+    results = await _first_reads(run)
     kernel, source = results[KERNEL_LOG], "journal"
     if kernel.exit_status != 0 or not has_kernel_lines(kernel.stdout):
         # no journal, or no access to its kernel messages: the ring buffer has the same lines

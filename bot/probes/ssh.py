@@ -37,9 +37,81 @@ KUBELET_ACTIVE = "systemctl is-active kubelet"
 DRIVER_VERSION = "cat /proc/driver/nvidia/version"
 NVIDIA_SMI_COMMANDS: tuple[str, ...] = (GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY)
 
+#: what a probe reads first on every node (the dmesg and GPU-Operator fallbacks come after)
+FIRST_READS: tuple[str, ...] = (
+    *NVIDIA_SMI_COMMANDS,
+    CAT_CHECKPOINT,
+    LS_DEV_NVIDIA,
+    KUBELET_ACTIVE,
+    DRIVER_VERSION,
+    KERNEL_LOG,
+)
+
+#: marks the sections of the combined read's output
+READ_MARK = "@@gpubot-read"
+
+
+def _section(index: int, command: str) -> str:
+    """One read inside the combined command: a start line, its stdout as is, a status line
+    (after a newline of its own), its stderr lines prefixed. The pipeline ends (sed included)
+    before the next section starts, so every stderr line stays inside its section."""
+    return (
+        f"echo '{READ_MARK} {index}'; "
+        f"{{ {{ {command}; printf '\\n{READ_MARK}-rc %s\\n' $?; }} 2>&1 1>&3 | sed 's/^/{READ_MARK}-err /'; }} 3>&1"
+    )
+
+
+#: every first read in one constant command (one round trip per node instead of nine channels);
+#: built from constants only, so it is as fixed as each of them
+COMBINED_READ = "; ".join(_section(i, c) for i, c in enumerate(FIRST_READS))
+
+
+def frame_reads(results: list[tuple[str, str, int]]) -> str:
+    """What ``COMBINED_READ`` prints for these (stdout, stderr, exit status) of ``FIRST_READS``
+    (the simulator answers with it; a real node's shell prints the same)."""
+    out = []
+    for i, (stdout, stderr, status) in enumerate(results):
+        out.append(f"{READ_MARK} {i}\n{stdout}\n{READ_MARK}-rc {status}\n")
+        out += [f"{READ_MARK}-err {line}\n" for line in stderr.splitlines()]
+    return "".join(out)
+
+
+def split_reads(text: str) -> dict[str, CommandResult] | None:
+    """``COMBINED_READ``'s output back into each command's result; None when a section is
+    missing (a shell that could not run it: the caller runs the commands one by one)."""
+    sections: dict[int, tuple[list[str], list[str], list[int]]] = {}
+    current: tuple[list[str], list[str], list[int]] | None = None
+    for line in text.split("\n"):
+        if line.startswith(READ_MARK + " "):
+            index = line[len(READ_MARK) + 1 :].strip()
+            if not index.isdigit():
+                return None
+            current = sections.setdefault(int(index), ([], [], []))
+        elif current is None:
+            continue
+        elif line.startswith(READ_MARK + "-err "):
+            current[1].append(line[len(READ_MARK) + 5 :])
+        elif line.startswith(READ_MARK + "-rc "):
+            status = line[len(READ_MARK) + 4 :].strip()
+            current[2].append(int(status) if status.lstrip("-").isdigit() else -1)
+        elif not current[2]:
+            current[0].append(line)
+    if sorted(sections) != list(range(len(FIRST_READS))) or any(not rc for _, _, rc in sections.values()):
+        return None
+    return {
+        command: CommandResult(
+            stdout="\n".join(sections[i][0])[:MAX_OUTPUT_BYTES],
+            stderr="".join(e + "\n" for e in sections[i][1]),
+            exit_status=sections[i][2][0],
+        )
+        for i, command in enumerate(FIRST_READS)
+    }
+
+
 #: every command a probe may run on a node, exactly as sent
 READ_COMMANDS: frozenset[str] = frozenset(
     {
+        COMBINED_READ,
         *NVIDIA_SMI_COMMANDS,
         *(OPERATOR_PREFIX + c for c in NVIDIA_SMI_COMMANDS),
         CAT_CHECKPOINT,

@@ -21,6 +21,8 @@ import json
 import random
 from typing import Any
 
+from bot.sim.generate_realistic import dress
+
 Obj = dict[str, Any]
 
 TARGET_NAMESPACE = "bench"
@@ -29,11 +31,12 @@ NVIDIA = "nvidia.com/gpu"
 QGPU_CORE = "tke.cloud.tencent.com/qgpu-core"
 QGPU_MEMORY = "tke.cloud.tencent.com/qgpu-memory"
 _TS = "2026-05-07T10:00:00Z"
-_SPEC_KEYS = {"nodes", "gpu_nodes", "pods", "seed", "silent_nodes", "latency_ms"}
+_SPEC_KEYS = {"nodes", "gpu_nodes", "pods", "seed", "silent_nodes", "latency_ms", "realistic"}
 
 
 def parse_spec(text: str) -> dict[str, int]:
-    """``"nodes=200,gpu_nodes=40,pods=5000,seed=1"`` -> keyword arguments of generate_scenario."""
+    """``"nodes=200,gpu_nodes=40,pods=5000,seed=1"`` -> keyword arguments of generate_scenario
+    (``realistic=1``: pods and nodes shaped like real API output, see ``generate_realistic``)."""
     out: dict[str, int] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -225,6 +228,7 @@ def generate_scenario(
     leaks: int = 2,
     pending_share: float = 0.02,
     terminating_share: float = 0.005,
+    realistic: int = 0,
 ) -> dict[str, Any]:
     """A scenario dict: ``nodes`` nodes of which ``gpu_nodes`` carry GPUs (half qGPU, half
     ``nvidia.com/gpu`` with 8 cards), ``pods`` pods in all (the target included).
@@ -232,6 +236,8 @@ def generate_scenario(
     Every nvidia node is kept full (its 8 cards allocated) so the target stays Pending for a
     capacity reason; ``silent_nodes`` GPU nodes accept SSH and never answer (``ssh: timeout``);
     ``latency_ms`` delays every SSH command (a per-node round trip for the node-status benchmark).
+    ``realistic`` dresses pods and nodes as a real API server serves them (3-8 KB a pod instead of
+    0.7 KB; slower to build, so tests leave it off and benchmarks turn it on).
     """
     if not 0 < gpu_nodes <= nodes or pods < 1:
         raise ValueError("need 0 < gpu_nodes <= nodes and pods >= 1")
@@ -239,7 +245,7 @@ def generate_scenario(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _generate(
+        data = _generate(
             nodes,
             gpu_nodes,
             pods,
@@ -251,6 +257,9 @@ def generate_scenario(
             pending_share,
             terminating_share,
         )
+        if realistic:
+            dress(data["kubernetes"]["objects"], seed)
+        return data
     finally:
         if enabled:
             gc.enable()
@@ -373,9 +382,7 @@ def _generate(
         res = QGPU_CORE if n in qgpu_names else NVIDIA
         ids = [f"{res.rsplit('/', 1)[1]}-{k}" for k in range(4)]
         node_facts[n]["checkpoint"] = _checkpoint([(u, res, ids[:2]) for u in dead], {res: ids})
-        node_facts[n]["gpus"] = _gpus(
-            gpu_names.index(n), 4 if n in qgpu_names else 8, "Tesla V100-SXM2-32GB", False
-        )
+        node_facts[n]["gpus"] = _gpus(gpu_names.index(n), 4 if n in qgpu_names else 8, "Tesla V100-SXM2-32GB", False)
     for n in gpu_names[::-1][:silent_nodes]:
         node_facts[n]["ssh"] = "timeout"
 
@@ -406,9 +413,7 @@ def _generate(
             continue
         node = cpu_names[rnd.randrange(len(cpu_names))]
         deleting = r < pending_share + terminating_share
-        objects.append(
-            _pod(f"{rs}-r{k % 5}", team, node, "Running", {}, owner=rs, deleting=deleting, app="web")
-        )
+        objects.append(_pod(f"{rs}-r{k % 5}", team, node, "Running", {}, owner=rs, deleting=deleting, app="web"))
 
     return {
         "scenario": f"generated-n{nodes}-g{gpu_nodes}-p{pods}-s{seed}",

@@ -24,7 +24,7 @@ from types import TracebackType
 
 import asyncssh
 
-from bot.probes.ssh import READ_COMMANDS
+from bot.probes.ssh import COMBINED_READ, FIRST_READS, READ_COMMANDS, frame_reads
 from bot.sim.keys import FleetKeys, generate_keys, write_client_files
 from bot.sim.nvidia_smi import render
 from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
@@ -295,8 +295,10 @@ class SshFleet:
         except (OSError, asyncssh.Error):
             process.close()
 
-    def execute(self, node: str, command: str) -> _Answer:
+    def execute(self, node: str, command: str, via: str = "ssh") -> _Answer:
         """Answer one command line from the node's facts (also usable without SSH)."""
+        if command == COMBINED_READ:
+            return self._combined(node, via)
         answer = self._answer(self._nodes[node], node, command)
         if answer.changes_state:
             self._history[node].append(command)
@@ -308,8 +310,9 @@ class SshFleet:
         latency_ms = self._nodes[node].latency_ms
         if latency_ms > 0:
             await asyncio.sleep(latency_ms / 1000)
-        answer = self.execute(node, command)
-        self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, via))
+        answer = self.execute(node, command, via)
+        if command != COMBINED_READ:  # its parts are logged one by one
+            self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, via))
         return answer, self._drop_now(node, command)
 
     async def actuate(self, node: str, command: str) -> tuple[str, str, int, bool]:
@@ -330,9 +333,22 @@ class SshFleet:
         that would change the node fails (the agent's mounts are read-only and it has no systemd)."""
         if command not in READ_COMMANDS or node not in self._nodes:
             return "", f"sh: {command.split(' ', 1)[0]}: not permitted in the read-only agent\n", 126
+        if command == COMBINED_READ:
+            combined = self._combined(node, "agent")
+            return combined.stdout, combined.stderr, combined.exit_status
         answer = self._answer(self._nodes[node], node, command)
         self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, "agent"))
         return answer.stdout, answer.stderr, answer.exit_status
+
+    def _combined(self, node: str, via: str) -> _Answer:
+        """The combined first read as a shell runs it: each part answered and logged as its own
+        command, their outputs framed as ``COMBINED_READ`` prints them."""
+        parts = []
+        for command in FIRST_READS:
+            answer = self._answer(self._nodes[node], node, command)
+            self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, via))
+            parts.append((answer.stdout, answer.stderr, answer.exit_status))
+        return _Answer(frame_reads(parts), "", 0)
 
     def _answer(self, facts: NodeFacts, node: str, command: str) -> _Answer:
         words = command.split()

@@ -58,3 +58,27 @@ def test_loads_through_scenario_from_dict_with_the_promised_mix() -> None:
     for n in zombies:
         entries = json.loads(sc.nodes[n].checkpoint or "{}")["Data"]["PodDeviceEntries"]
         assert not {e["PodUID"] for e in entries} & live_uids
+
+
+def test_realistic_objects_are_kilobytes_and_change_nothing_the_checks_read() -> None:
+    """``realistic=1`` adds what a real API server serves (managedFields, env, a projected token
+    volume, container statuses...) without changing any field a check or the slim records read."""
+    from bot.probes.slim import slim
+
+    plain = generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1)["kubernetes"]["objects"]
+    dressed = generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1, realistic=1)["kubernetes"]["objects"]
+    pods = [(a, b) for a, b in zip(plain, dressed, strict=True) if a["kind"] == "Pod"]
+    assert [slim(a) for a, _ in pods] == [slim(b) for _, b in pods]
+    sizes = sorted(len(json.dumps(b, separators=(",", ":"))) for _, b in pods)
+    assert 3_000 <= sizes[len(sizes) // 2] <= 8_000 and sizes[0] >= 2_500 and sizes[-1] <= 10_000
+    for _, b in pods:
+        assert b["metadata"]["managedFields"] and b["spec"]["volumes"][-1]["projected"]["sources"]
+        if b["spec"].get("nodeName"):
+            assert b["status"]["containerStatuses"]
+    for a, b in zip(plain, dressed, strict=True):
+        if a["kind"] == "Node":
+            assert set(a["metadata"]["labels"].items()) <= set(b["metadata"]["labels"].items())
+            assert a["status"]["capacity"] == b["status"]["capacity"]
+            assert [c for c in b["status"]["conditions"] if c["type"] == "Ready"] == a["status"]["conditions"]
+    sc = scenario_from_dict(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1, realistic=1))
+    assert len([o for o in sc.objects if o["kind"] == "Pod"]) == 500

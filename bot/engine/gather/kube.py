@@ -229,7 +229,10 @@ async def node_pods(facts: Facts, src: Sources) -> None:
         pods = [slim(p) for batch in batches for p in batch]
     else:
         paged = getattr(src.kube, "slim_pods", None)
-        pods = await paged() if paged is not None else [slim(p) for p in await src.kube.list_pods()]
+        if paged is not None:
+            pods = await paged(nodes=names, all_nodes=len(facts.nodes))
+        else:
+            pods = [slim(p) for p in await src.kube.list_pods()]
     for p in pods:
         if p.node in by_node:
             by_node[p.node].append(p)

@@ -1,0 +1,38 @@
+"""The benchmark suite runs end to end: every benchmark on a toy cluster, and the report renders.
+
+Measures nothing (no timing is asserted): it only keeps ``./scripts/bench.sh`` working as the
+code it drives changes, so a full run on a quiet machine does not fail at minute ten.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.common import ROOT
+
+
+def test_every_benchmark_runs_at_a_tiny_size_and_the_report_has_every_section(tmp_path: Path) -> None:
+    out = tmp_path / "LATEST.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run_all", "--tiny", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")
+    for section in (
+        "## Targets",
+        "## Object sizes",
+        "## why-pending",
+        "## node-status",
+        "## Slack ack",
+        "## Proactive sweep",
+        "## Raw results",
+    ):
+        assert section in text
+    assert "cold CLI ≤ 1.6× floor" in text and "via ssh" in text and "via agent" in text
