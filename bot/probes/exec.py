@@ -167,7 +167,10 @@ class ExecStream:
             return ExecOutput(stdout, stderr, code, timed_out=timed_out and code is None)
 
         try:
-            return await asyncio.wait_for(_in_daemon_thread(do), timeout=limit + 5)
+            # not asyncio.wait_for: on Python 3.11 it returns the result and swallows a cancellation
+            # that arrives as the exec finishes, so a cancelled node action would run on
+            async with asyncio.timeout(limit + 5):
+                return await _in_daemon_thread(do)
         except TimeoutError:
             raise KubeApiError(f"exec in {namespace}/{pod}/{container}: timed out") from None
 
