@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from bot.kube.gpu import is_gpu_node
 from bot.probes.cache import WatchCache, pod_dict, slim_record
 from bot.probes.kube import KubeReader
 from bot.probes.slim import slim
@@ -171,3 +172,26 @@ async def test_stale_cache_falls_back_to_the_api(sim: Harness) -> None:
     before = sim.reader.stats.requests
     await cache.list_pods()
     assert sim.reader.stats.requests == before
+
+
+async def test_node_map_is_built_once_per_change_of_the_nodes(sim: Harness) -> None:
+    cache = sim.cache()
+    assert await cache.node_map() is None  # not synced: the caller lists through the API
+    cache.start()
+    assert await cache.wait_ready(10)
+    first = await cache.node_map()
+    assert first is not None and sorted(first) == sorted(n["metadata"]["name"] for n in await sim.reader.list_nodes())
+    assert first.gpu_marked == {n for n, obj in first.items() if is_gpu_node(obj)}
+    assert first.gpu_marked and first.gpu_marked < set(first)  # GPU and CPU nodes told apart
+    assert await cache.node_map() is first  # no change: the same map, nothing classified again
+    node_type = next(rt for rt in RESOURCE_TYPES if rt.kind == "Node")
+    cpu = next(n for n in first if n not in first.gpu_marked)
+    obj = sim.server.store.find("Node", cpu, "")
+    assert obj is not None
+    labels = {**obj["metadata"].get("labels", {}), "nvidia.com/gpu.present": "true"}
+    events = cache.reflectors["Node"].events
+    sim.server.store.put(node_type, {**obj, "metadata": {**obj["metadata"], "labels": labels}})
+    await until(lambda: cache.reflectors["Node"].events > events, "the node event")
+    second = await cache.node_map()
+    assert second is not None and second is not first
+    assert second.gpu_marked == first.gpu_marked | {cpu}
