@@ -99,6 +99,15 @@ class GpuComponents:
     controllers: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
 
+    @cached_property
+    def by_node(self) -> dict[str, list[Obj]]:
+        """The pods by the node they run on, indexed once: per-node checks look up hundreds of
+        nodes against hundreds of component pods."""
+        out: dict[str, list[Obj]] = {}
+        for p in self.pods:
+            out.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
+        return out
+
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU
         Operator's own Deployment, and Node Feature Discovery (whose pods the operator names

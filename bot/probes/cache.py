@@ -6,7 +6,9 @@ in stream order; a ``410 Gone``/Expired answer (the version was compacted away) 
 Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
 deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
 Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
-them, less ``managedFields`` and a node's image list (``trimmed``).
+them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
+nodes with their strings interned, and marked GPU or not as their events arrive (``node_map``).
+Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
@@ -108,6 +110,26 @@ def pod_dict(p: SlimPod) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
 
 
+#: about how many bytes of JSON one relist page should hold. A decoded page is several times its
+#: JSON and its objects are freed once slimmed, but the records kept meanwhile pin the allocator's
+#: arenas, so the process keeps roughly its largest page's worth for good: pages of 500 realistic
+#: pods (6.6 kB each) cost tens of MB of resident memory that 1 MB pages do not
+RELIST_PAGE_BYTES = 1_000_000
+#: the fewest items a relist page asks for, so huge objects do not turn a relist into one request each
+MIN_RELIST_PAGE = 50
+#: the first page's ``limit``, before the size of the kind's objects is known
+FIRST_RELIST_PAGE = 100
+
+
+def page_limit(page_size: int, page_bytes: int, items: int) -> int:
+    """The next relist page's ``limit``: ``page_size`` at most, fewer when the last page's objects
+    were large (``RELIST_PAGE_BYTES``)."""
+    if items <= 0:
+        return page_size
+    fitting = RELIST_PAGE_BYTES * items // max(page_bytes, 1)
+    return max(min(page_size, MIN_RELIST_PAGE), min(page_size, fitting))
+
+
 class _Reflector:
     """List then watch one kind from a thread; keeps ``rv`` across stop/start so a restart resumes."""
 
@@ -182,13 +204,15 @@ class _Reflector:
         fresh: dict[tuple[str, str], Any] = {}
         token = ""
         first_rv = ""
+        limit = min(self.page_size, FIRST_RELIST_PAGE)  # the objects' size is not known yet
         while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
+            kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
             data = self.list_fn(**kwargs).data
             self.stats.record(f"list {self.kind}", len(data))
             body = orjson.loads(data)
+            limit = page_limit(self.page_size, len(data), len(body.get("items") or ()))
             del data
             meta = body.get("metadata") or {}
             # Resume the watch from the first page's version: every later change gets replayed,

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config
 
 from bot.kube.gpu import is_gpu_node
-from bot.probes.cache import WatchCache, pod_dict, slim_record
+from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit, pod_dict, slim_record
 from bot.probes.kube import KubeReader
 from bot.probes.slim import slim
 from bot.sim.generate import generate_scenario
@@ -195,3 +195,29 @@ async def test_node_map_is_built_once_per_change_of_the_nodes(sim: Harness) -> N
     second = await cache.node_map()
     assert second is not None and second is not first
     assert second.gpu_marked == first.gpu_marked | {cpu}
+
+
+def test_relist_pages_shrink_to_the_objects_size() -> None:
+    assert page_limit(500, 500 * 200, 500) == 500  # small objects: the configured page
+    assert page_limit(500, 100 * 6_600, 100) == RELIST_PAGE_BYTES // 6_600  # realistic pods: ~1 MB
+    assert page_limit(500, 50 * 200_000, 50) == MIN_RELIST_PAGE  # huge objects: not one per request
+    assert page_limit(7, 7 * 100_000, 7) == 7  # never above the configured page
+    assert page_limit(500, 0, 0) == 500  # an empty page says nothing about sizes
+
+
+async def test_kept_nodes_share_their_strings_and_drop_what_no_check_reads(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    kept = list((await cache.node_map() or {}).values())
+    assert len(kept) >= 2
+    for node in kept:
+        assert node["kind"] == "Node" and "managedFields" not in node["metadata"]
+        assert not {"images", "volumesInUse", "volumesAttached", "daemonEndpoints"} & set(node["status"])
+    first, second = (n["status"]["conditions"][-1] for n in kept[:2])
+    assert first["reason"] == second["reason"] and first["reason"] is second["reason"]  # one string, shared
+    served = {n["metadata"]["name"]: n for n in await sim.reader.list_nodes()}
+    for node in kept:  # everything else as served
+        whole = served[node["metadata"]["name"]]
+        assert node["status"]["capacity"] == whole["status"]["capacity"]
+        assert node["metadata"].get("labels") == whole["metadata"].get("labels")
