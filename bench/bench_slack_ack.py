@@ -73,7 +73,11 @@ async def run(size: str, diagnoses: int, commands: int) -> dict[str, Any]:
                     return time.perf_counter() - t
 
                 def reports() -> int:
-                    return len(mock.of("chat.update"))
+                    # a queued command's placeholder is updated twice: to "diagnosing…" when it
+                    # starts, then to the verdict; only the verdict counts
+                    return sum(
+                        1 for c in mock.of("chat.update") if not str(c.body.get("text", "")).startswith("diagnosing")
+                    )
 
                 before = reports()
                 t0 = time.perf_counter()
