@@ -148,8 +148,8 @@ class Answerer:
         try:
             progress = B.render_progress(target_words(inv), req.user_id, req.text)
             shown = progress
-            if ticket.ahead is not None:
-                shown = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.ahead)
+            if ticket.position is not None:
+                shown = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.position)
             parent_ts = await self._post(req.channel_id, shown)
             if parent_ts is None:
                 await self._ephemeral(req, shown.text)
@@ -225,7 +225,7 @@ class Answerer:
         a message only one person sees could not show its outcome to anyone else)."""
         ticket = self._slots.reserve()
         try:
-            progress = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.ahead)
+            progress = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.position)
             await self._ephemeral(req, progress.text)
             await ticket.granted()
             report = await self._service.run(inv)

@@ -16,12 +16,12 @@ from collections import deque
 class Ticket:
     """One command's place: taken at once (in arrival order), granted when a slot is free."""
 
-    def __init__(self, slots: DiagnosisSlots, waiter: asyncio.Future[None] | None, ahead: int | None) -> None:
+    def __init__(self, slots: DiagnosisSlots, waiter: asyncio.Future[None] | None, position: int | None) -> None:
         self._slots = slots
         self._waiter = waiter
         self._done = False
-        #: how many waited ahead of this command when it arrived; ``None``: it started at once
-        self.ahead = ahead
+        #: its place in line when it arrived (1: next to start); ``None``: it started at once
+        self.position = position
 
     async def granted(self) -> None:
         """Wait until this ticket holds a slot."""
@@ -59,10 +59,10 @@ class DiagnosisSlots:
         if self._running < self._limit and not self._waiters:
             self._running += 1
             return Ticket(self, None, None)
-        ahead = sum(1 for w in self._waiters if not w.done())
+        position = 1 + sum(1 for w in self._waiters if not w.done())
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        return Ticket(self, waiter, ahead)
+        return Ticket(self, waiter, position)
 
     def _release(self) -> None:
         """Hand the slot straight to the oldest live waiter (``running`` stays), or free it."""
