@@ -27,7 +27,8 @@ import aiohttp
 
 from bench.bench_loop import SECRET, StallProbe, command_body, settle, signed
 from bench.common import emit, percentile, sim_process, table
-from bot.server import freeze_startup_heap
+from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
+from bot.settings import Settings
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 from bot.wiring import build_bot
 from tests.slack.mock_slack_api import MockSlackApi
@@ -35,7 +36,7 @@ from tests.slack.mock_slack_api import MockSlackApi
 TARGET_P99_MS = 100.0
 
 
-async def run(size: str, diagnoses: int, commands: int) -> dict[str, Any]:
+async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: float) -> dict[str, Any]:
     nodes, gpu, pods = (int(x) for x in size.split(":"))
     if os.environ.get("BENCH_LOOP_DEBUG"):  # name what blocks the loop (see bench.bench_loop)
         loop = asyncio.get_running_loop()
@@ -52,12 +53,14 @@ async def run(size: str, diagnoses: int, commands: int) -> dict[str, Any]:
             http_host="127.0.0.1",
             http_port=0,
             shutdown_grace_s=60.0,
+            max_concurrent_diagnoses=limit,
         )
         bot = build_bot(settings)
         await bot.start()
         cache = bot.service.clients.cache_for(sim.info["cluster"]["name"])
         if cache is not None:
             await cache.wait_ready(300)
+        set_switch_interval(switch_s)  # as serve does (its default unless --switch-interval)
         freeze_startup_heap()  # as serve does once the bot is up
         url = f"http://127.0.0.1:{bot.server.port}/slack/events"
         why = f"why-pending {TARGET_POD} -n {TARGET_NAMESPACE}"
@@ -116,6 +119,8 @@ async def run(size: str, diagnoses: int, commands: int) -> dict[str, Any]:
     return {
         "size": size,
         "diagnoses": diagnoses,
+        "max_concurrent_diagnoses": limit,
+        "switch_interval_s": switch_s,
         "commands": commands,
         "acks_measured": len(during),
         "one_diagnosis_s": one_s,
@@ -137,8 +142,10 @@ def main() -> None:
     ap.add_argument("--size", default="200:40:5000", help="nodes:gpu_nodes:pods of the generated cluster")
     ap.add_argument("--diagnoses", type=int, default=50)
     ap.add_argument("--commands", type=int, default=100)
+    ap.add_argument("--limit", type=int, default=Settings().max_concurrent_diagnoses, help="max_concurrent_diagnoses")
+    ap.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S, help="seconds (CPython: 0.005)")
     args = ap.parse_args()
-    r = asyncio.run(run(args.size, args.diagnoses, args.commands))
+    r = asyncio.run(run(args.size, args.diagnoses, args.commands, args.limit, args.switch_interval))
     rows = [
         [
             r["size"],
