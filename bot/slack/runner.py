@@ -50,6 +50,7 @@ MAX_EPHEMERAL_PAGES = 4
 #: evidence messages posted under a report; beyond them the full report is attached
 MAX_DETAIL_MESSAGES = 3
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+NOT_STARTED = "gpubot restarted before this diagnosis could start; please ask again."
 #: an Answerer built without a limit (tests, one-off use) runs every diagnosis at once
 UNLIMITED = 1 << 30
 
@@ -153,7 +154,12 @@ class Answerer:
             parent_ts = await self._post(req.channel_id, shown)
             if parent_ts is None:
                 await self._ephemeral(req, shown.text)
-            await ticket.granted()
+            try:
+                await ticket.granted()
+            except asyncio.CancelledError:  # shutdown while queued: say so, not "queued" forever
+                if parent_ts:
+                    await self._update(req.channel_id, parent_ts, B.render_progress_failed(shown, NOT_STARTED))
+                raise
             if shown is not progress and parent_ts:
                 await self._update(req.channel_id, parent_ts, progress)
             return await self._diagnose_and_post(inv, req, progress, parent_ts)

@@ -436,3 +436,17 @@ async def test_a_full_limit_queues_the_diagnosis_but_not_its_ack(mock_slack: Moc
     assert updates_when_run_started == [0, 2]
     replies = [c.body["thread_ts"] for c in mock_slack.of("chat.postMessage") if c.body.get("thread_ts")]
     assert replies == sorted(replies, key=[first_ts, second_ts].index) and set(replies) == {first_ts, second_ts}
+
+
+async def test_a_command_still_queued_at_shutdown_says_it_never_ran(mock_slack: MockSlackApi) -> None:
+    service = FakeService(gate=asyncio.Event())  # the first diagnosis never finishes
+    settings = settings_for(mock_slack, max_concurrent_diagnoses=1, shutdown_grace_s=0.2)
+    async with running_app(settings, service) as app:
+        for i in (0, 1):
+            body = form(slash_payload(mock_slack, f"why-pending train-{i} -n ai"))
+            assert (await post(app.url + "/slack/events", body, sign(body)))[0] == 200
+        await mock_slack.wait_for(lambda: len(mock_slack.of("chat.postMessage")) == 2 and service.runs)
+    assert len(service.runs) == 1
+    (update,) = mock_slack.of("chat.update")
+    assert "queued (#1 in line)" in _texts(update.body["blocks"])
+    assert update.body["text"] == "gpubot restarted before this diagnosis could start; please ask again."
