@@ -18,6 +18,7 @@ import contextlib
 import gc
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 
 from bot.observability import configure_logging, log_event
@@ -67,6 +68,7 @@ async def serve(
     sweepers: list[asyncio.Task[None]] = []
     leader_stop = asyncio.Event()
     leadership: asyncio.Task[None] | None = None
+    switch_interval = set_switch_interval()
     try:
         await bot.start()
         freeze_startup_heap()
@@ -85,6 +87,7 @@ async def serve(
         await stop_leading(sweepers, leadership, leader_stop, settings.api_timeout_s)
         for sig in installed:
             loop.remove_signal_handler(sig)
+        sys.setswitchinterval(switch_interval)  # an embedding process (tests) gets its own back
         await bot.close()
 
 
@@ -124,6 +127,19 @@ def singletons(bot: Bot, stop: asyncio.Event) -> list[Callable[[], Awaitable[Non
                 lambda j=job, i=interval_s, w=what: sweep_periodically(j, i, stop, what=w)  # type: ignore[misc]
             )
     return factories
+
+
+#: serve's GIL switch interval (CPython's default is 5 ms): how long a worker thread (checks, JSON
+#: decoding, rendering) may hold the interpreter before the event loop thread, and with it every
+#: Slack ack, gets a turn (measured: bench/bench_slack_ack.py --switch-interval)
+SWITCH_INTERVAL_S = 0.001
+
+
+def set_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> float:
+    """Set the interpreter's thread switch interval; returns the previous one (to restore)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    return previous
 
 
 def freeze_startup_heap() -> None:

@@ -182,6 +182,10 @@ class Settings:
     ssh_deadline_s: float = 10.0
     #: seconds one diagnosis may take in all; what is not read by then is reported as skipped
     command_deadline_s: float = 20.0
+    #: ``serve`` runs at most this many diagnoses at once; the rest wait in order of arrival (their
+    #: ack and "queued" message go out at once, and ``command_deadline_s`` counts from when one
+    #: starts), so a burst of commands cannot stall the bot's event loop and delay every ack
+    max_concurrent_diagnoses: int = 4
     #: the long-running bot keeps a node's SSH connection this many seconds after its last use
     ssh_idle_s: float = 120.0
     #: seconds one Kubernetes API request may take
@@ -421,6 +425,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
+    if s.max_concurrent_diagnoses < 1:
+        raise ConfigError("setting max_concurrent_diagnoses: must be at least 1")
     if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0 or s.command_deadline_s <= 0:
         raise ConfigError("settings ssh_deadline_s, api_timeout_s and command_deadline_s must be positive")
     if s.offer_sweep_interval_s <= 0:

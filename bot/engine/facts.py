@@ -17,7 +17,7 @@ from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
-from bot.kube.gpu import is_gpu_component, is_gpu_node
+from bot.kube.gpu import gpu_node_names, is_gpu_component
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
@@ -98,6 +98,15 @@ class GpuComponents:
 
     controllers: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
+
+    @cached_property
+    def by_node(self) -> dict[str, list[Obj]]:
+        """The pods by the node they run on, indexed once: per-node checks look up hundreds of
+        nodes against hundreds of component pods."""
+        out: dict[str, list[Obj]] = {}
+        for p in self.pods:
+            out.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
+        return out
 
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU
@@ -267,8 +276,7 @@ class Facts:
     @cached_property
     def gpu_nodes(self) -> list[str]:
         """Every GPU node (see ``bot.kube.gpu``), sorted."""
-        running = self.components.nodes_running_components()
-        return sorted(n for n, obj in self.nodes.items() if is_gpu_node(obj, running))
+        return gpu_node_names(self.nodes, self.components.nodes_running_components())
 
     @cached_property
     def scope_nodes(self) -> list[str]:

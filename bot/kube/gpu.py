@@ -60,8 +60,13 @@ COMPONENT_HINTS: tuple[str, ...] = (
     "gpu-manager",
     "gpu-admission",
     "gpu-quota-admission",
-    "gpubot-node",
 )
+#: gpubot's own per-node DaemonSets (the read-only agent and the actuator, ``bot.probes.node_agent``):
+#: the chart places them on GPU nodes, yet they are gpubot, not the GPU stack, so they are never
+#: evidence that a node is a GPU node nor a component whose pods a diagnosis lists
+OWN_COMPONENTS: tuple[str, ...] = ("gpubot-node", "gpubot-actuator")
+#: the label the chart and the simulator put on everything gpubot deploys
+OWN_PART_OF = ("app.kubernetes.io/part-of", "gpubot")
 
 
 def gpu_labels(node: Obj) -> list[str]:
@@ -78,19 +83,58 @@ def advertised_gpu_resources(node: Obj) -> dict[str, str]:
     return {name: str(value) for name, value in capacity.items() if is_gpu_resource(name)}
 
 
+def is_own_component(name: str, labels: Mapping[str, str] | None = None) -> bool:
+    """One of gpubot's own pods or controllers (its part-of label, or an own DaemonSet's name)."""
+    labels = labels or {}
+    key, value = OWN_PART_OF
+    if labels.get(key) == value:
+        return True
+    texts = (name.lower(), str(labels.get("app.kubernetes.io/name", "")))
+    return any(own in text for text in texts for own in OWN_COMPONENTS)
+
+
 def is_gpu_component(name: str, labels: Mapping[str, str] | None = None) -> bool:
-    """A pod or controller that belongs to the GPU stack, judged by its name and app labels."""
+    """A pod or controller that belongs to the GPU stack, judged by its name and app labels;
+    never one of gpubot's own (see ``OWN_COMPONENTS``)."""
+    if is_own_component(name, labels):
+        return False
     text = " ".join([name, *((labels or {}).values())]).lower()
     return any(hint in text for hint in COMPONENT_HINTS) or "qgpu" in text
+
+
+def marks_gpu(node: Obj) -> bool:
+    """The node's own object says GPU machine: it advertises a GPU resource or carries a GPU label."""
+    return bool(advertised_gpu_resources(node) or gpu_labels(node))
 
 
 def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
     """Advertises a GPU resource, carries a GPU label, or runs a GPU component pod."""
     name = str((node.get("metadata") or {}).get("name", ""))
-    if advertised_gpu_resources(node) or gpu_labels(node):
+    if marks_gpu(node):
         return True
     # a set is used as is: callers classify every node of a cluster against the same names
     return name in (component_nodes if isinstance(component_nodes, set | frozenset) else set(component_nodes))
+
+
+class NodeMap(dict[str, Obj]):
+    """Nodes by name, with the names of those whose own object marks them GPU (``marks_gpu``)
+    worked out once. The watch-fed cache marks each node as its watch event arrives, builds one map
+    per change of its nodes and hands the same map to every question until the next change, so a
+    question at 5,000 nodes does not classify every node again. Read-only: questions share it."""
+
+    __slots__ = ("gpu_marked",)
+
+    def __init__(self, nodes: Mapping[str, Obj], gpu_marked: Iterable[str] | None = None) -> None:
+        """``gpu_marked``: the marked names when the caller kept them up to date node by node."""
+        super().__init__(nodes)
+        marked = (n for n, o in self.items() if marks_gpu(o)) if gpu_marked is None else gpu_marked
+        self.gpu_marked: frozenset[str] = frozenset(marked)
+
+
+def gpu_node_names(nodes: Mapping[str, Obj], component_nodes: set[str] | frozenset[str]) -> list[str]:
+    """Every GPU node of ``nodes`` (see ``is_gpu_node``), sorted; a ``NodeMap``'s marks are reused."""
+    marked = nodes.gpu_marked if isinstance(nodes, NodeMap) else {n for n, o in nodes.items() if marks_gpu(o)}
+    return sorted(marked | (component_nodes & nodes.keys()))
 
 
 #: node-label key prefixes a pod selects on only when it wants a GPU machine

@@ -93,10 +93,22 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     return result * _SUFFIX[suffix] if suffix else result
 
 
-def _quantity_or_none(value: Any) -> Decimal | None:
+def quantity_or_none(value: Any) -> Decimal | None:
+    """``parse_quantity``, or None for a malformed value. Text is parsed once per distinct value:
+    a question at 5,000 nodes reads the same few quantities ("8", "0", "110") thousands of times."""
+    if isinstance(value, str):
+        return _text_quantity(value)
     try:
         return parse_quantity(value)
     except (ValueError, TypeError):
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _text_quantity(value: str) -> Decimal | None:
+    try:
+        return parse_quantity(value)
+    except ValueError:
         return None
 
 
@@ -137,7 +149,7 @@ def container_requests(
         for name, raw in source.items():
             if only is not None and not only(str(name)):
                 continue  # parsing every cpu/memory quantity of 100k pods costs seconds
-            quantity = _quantity_or_none(raw)
+            quantity = quantity_or_none(raw)
             if quantity is not None:
                 merged[str(name)] = quantity
     return merged
@@ -248,7 +260,7 @@ def _container_problems(container: Mapping[str, Any]) -> list[SpecProblem]:
         ))
     for section, values in sections.items():
         for resource in ("cpu", "memory"):
-            if resource in values and _quantity_or_none(values[resource]) == 0:
+            if resource in values and quantity_or_none(values[resource]) == 0:
                 problems.append(SpecProblem(
                     "SPEC_ZERO_CPU_MEMORY", name, f"{section}.{resource} is '0'"))
     problems.extend(_qgpu_problems(name, sections))
@@ -271,7 +283,7 @@ def _qgpu_problems(name: str, sections: Mapping[str, Mapping[str, Any]]) -> list
             elif resource == QGPU_MEMORY and (number is None or number <= 0):
                 problems.append(bad(f"{section}.{short} {raw} must be a positive whole number of GiB"))
         if len(present) == 2:
-            values = [_quantity_or_none(v) for v in present.values()]
+            values = [quantity_or_none(v) for v in present.values()]
             if values[0] != values[1]:
                 problems.append(bad(
                     f"{short} requests {present['requests']} differ from limits {present['limits']}; "
@@ -300,7 +312,7 @@ def node_gpu_capacity(node: Mapping[str, Any]) -> dict[str, tuple[float, float]]
     for name in sorted(set(capacity) | set(allocatable)):
         if not is_gpu_resource(name):
             continue
-        cap = _quantity_or_none(capacity.get(name, 0)) or Decimal(0)
-        alloc = _quantity_or_none(allocatable.get(name, 0)) or Decimal(0)
+        cap = quantity_or_none(capacity.get(name, 0)) or Decimal(0)
+        alloc = quantity_or_none(allocatable.get(name, 0)) or Decimal(0)
         result[name] = (float(cap), float(alloc))
     return result

@@ -6,7 +6,9 @@ in stream order; a ``410 Gone``/Expired answer (the version was compacted away) 
 Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
 deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
 Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
-them, less ``managedFields`` and a node's image list (``trimmed``).
+them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
+nodes with their strings interned, and marked GPU or not as their events arrive (``node_map``).
+Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
@@ -33,6 +35,7 @@ import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
+from bot.kube.gpu import NodeMap, marks_gpu
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
 
@@ -52,22 +55,41 @@ def slim_record(pod: Obj) -> SlimPod:
         node=sys.intern(s.node),
         phase=sys.intern(s.phase),
         deletion_timestamp=s.deletion_timestamp,
-        owner=s.owner,
+        owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
     )
+
+
+#: a node's status fields no check reads and that grow with the node's life: its image list
+#: (forty-odd names and sizes), its volumes, the kubelet's endpoint
+_NODE_STATUS_DROPPED = frozenset({"images", "volumesInUse", "volumesAttached", "daemonEndpoints"})
 
 
 def trimmed(obj: Obj) -> Obj:
     """``obj`` without what no check reads and that makes up much of a real object: the
     ``managedFields`` of every kind (client-go informers drop them the same way) and a node's
-    ``status.images`` (forty-odd image names and sizes a node). Kept objects are otherwise whole."""
+    ``_NODE_STATUS_DROPPED``. Kept objects are otherwise whole."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
     status = obj.get("status")
-    if obj.get("kind") == "Node" and isinstance(status, dict) and "images" in status:
-        obj["status"] = {k: v for k, v in status.items() if k != "images"}
+    if obj.get("kind") == "Node" and isinstance(status, dict) and not _NODE_STATUS_DROPPED.isdisjoint(status):
+        obj["status"] = {k: v for k, v in status.items() if k not in _NODE_STATUS_DROPPED}
     return obj
+
+
+def interned(value: Any) -> Any:
+    """``value`` with every string interned, keys and values alike. Nodes repeat most of their
+    strings (condition reasons and messages, label values, versions): shared, a kept node takes
+    about half the memory, which is 20 MB at 5,000 nodes. Interned strings are freed with their
+    last user, so unique values (a node's name) cost nothing extra."""
+    if isinstance(value, str):
+        return sys.intern(value)
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interned(v) for v in value]
+    return value
 
 
 def _quantity(value: float) -> str:
@@ -86,6 +108,26 @@ def pod_dict(p: SlimPod) -> Obj:
     if p.node:
         spec["nodeName"] = p.node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
+
+
+#: about how many bytes of JSON one relist page should hold. A decoded page is several times its
+#: JSON and its objects are freed once slimmed, but the records kept meanwhile pin the allocator's
+#: arenas, so the process keeps roughly its largest page's worth for good: pages of 500 realistic
+#: pods (6.6 kB each) cost tens of MB of resident memory that 1 MB pages do not
+RELIST_PAGE_BYTES = 1_000_000
+#: the fewest items a relist page asks for, so huge objects do not turn a relist into one request each
+MIN_RELIST_PAGE = 50
+#: the first page's ``limit``, before the size of the kind's objects is known
+FIRST_RELIST_PAGE = 100
+
+
+def page_limit(page_size: int, page_bytes: int, items: int) -> int:
+    """The next relist page's ``limit``: ``page_size`` at most, fewer when the last page's objects
+    were large (``RELIST_PAGE_BYTES``)."""
+    if items <= 0:
+        return page_size
+    fitting = RELIST_PAGE_BYTES * items // max(page_bytes, 1)
+    return max(min(page_size, MIN_RELIST_PAGE), min(page_size, fitting))
 
 
 class _Reflector:
@@ -162,13 +204,15 @@ class _Reflector:
         fresh: dict[tuple[str, str], Any] = {}
         token = ""
         first_rv = ""
+        limit = min(self.page_size, FIRST_RELIST_PAGE)  # the objects' size is not known yet
         while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size, "_preload_content": False}
+            kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
             data = self.list_fn(**kwargs).data
             self.stats.record(f"list {self.kind}", len(data))
             body = orjson.loads(data)
+            limit = page_limit(self.page_size, len(data), len(body.get("items") or ()))
             del data
             meta = body.get("metadata") or {}
             # Resume the watch from the first page's version: every later change gets replayed,
@@ -242,6 +286,12 @@ class _Store:
         self.slim_pods = kind == "Pod"
         self.objects: dict[tuple[str, str], Any] = {}
         self.by_node: dict[str, set[tuple[str, str]]] = {}
+        #: nodes only: the names whose own object marks them GPU (``bot.kube.gpu.marks_gpu``),
+        #: judged once per watch event instead of once per question
+        self.gpu_marked: set[str] = set()
+        #: bumped (under the lock) by every change, so views derived from the store know when to
+        #: be rebuilt (``WatchCache.node_map``)
+        self.generation = 0
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str]:
@@ -252,7 +302,7 @@ class _Store:
         if self.slim_pods:
             return slim_record(obj)
         obj.setdefault("kind", self.kind)  # list items carry no kind; the API reader adds it too
-        return trimmed(obj)
+        return interned(trimmed(obj)) if self.kind == "Node" else trimmed(obj)
 
     def replace(self, items: list[Obj]) -> None:
         fresh: dict[tuple[str, str], Any] = {}
@@ -271,15 +321,22 @@ class _Store:
             for key, p in fresh.items():
                 if p.node:
                     by_node.setdefault(p.node, set()).add(key)
+        marked = {key[1] for key, obj in fresh.items() if marks_gpu(obj)} if self.kind == "Node" else set()
         with self.lock:
             self.objects = fresh
             self.by_node = by_node
+            self.gpu_marked = marked
+            self.generation += 1
 
     def put(self, obj: Obj) -> None:
         key, value = self._key(obj), self._value(obj)
+        marked = self.kind == "Node" and marks_gpu(value)
         with self.lock:
+            if self.kind == "Node":
+                (self.gpu_marked.add if marked else self.gpu_marked.discard)(key[1])
             old = self.objects.get(key)
             self.objects[key] = value
+            self.generation += 1
             if self.slim_pods:
                 if old is not None and old.node and old.node != value.node:
                     self.by_node.get(old.node, set()).discard(key)
@@ -290,6 +347,9 @@ class _Store:
         key = self._key(obj)
         with self.lock:
             old = self.objects.pop(key, None)
+            self.generation += old is not None
+            if self.kind == "Node":
+                self.gpu_marked.discard(key[1])
             if self.slim_pods and old is not None and old.node:
                 self.by_node.get(old.node, set()).discard(key)
 
@@ -328,6 +388,7 @@ class WatchCache(KubeReads):
         #: the cache's own list and watch requests (the fallback reader counts its own)
         self.stats = ReadStats()
         self._lock = threading.Lock()
+        self._node_map: tuple[int, NodeMap] | None = None
         apis = {"CoreV1Api": client.CoreV1Api(api_client), "AppsV1Api": client.AppsV1Api(api_client)}
         # a watch ends (and is re-opened) well inside the staleness bound, which keeps an idle
         # cluster's cache fresh even on servers that send no bookmarks
@@ -404,6 +465,23 @@ class WatchCache(KubeReads):
     async def slim_pods_by_node(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]] | None:
         """The fast path for node-level checks; None when the cache cannot answer (not ready, stale)."""
         return self.slim_pods_on(nodes) if self._serves("Pod") else None
+
+    async def node_map(self) -> NodeMap | None:
+        """Every node by name with its GPU marks (``bot.kube.gpu.NodeMap``), built once per change
+        of the node store and shared by every question until the next; None when the cache cannot
+        answer (not ready, stale)."""
+        if not self._serves("Node"):
+            return None
+        store = self.stores["Node"]
+        with self._lock:
+            memo = self._node_map
+            if memo is not None and memo[0] == store.generation:
+                return memo[1]
+            generation, nodes, marked = store.generation, list(store.objects.items()), frozenset(store.gpu_marked)
+        built = NodeMap({name: obj for (_, name), obj in nodes}, marked)
+        with self._lock:
+            self._node_map = (generation, built)
+        return built
 
     async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
         if label_selector or not self._serves("Node"):

@@ -33,6 +33,7 @@ from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import APPROVE_ACTION, DENY_ACTION
 from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
+from bot.slack.slots import DiagnosisSlots
 from bot.slack.tasks import TaskTracker
 from bot.slack.web import new_web_client
 
@@ -136,7 +137,14 @@ def create_app(
     )
     bot = SlackBot(app=app, service=service, metrics=metrics, recent=RequestDedupe(seen))
     identities = SlackIdentities(settings.identity_map, web)
-    answerer = Answerer(client=web, service=service, metrics=metrics, offers=offers, identities=identities)
+    answerer = Answerer(
+        client=web,
+        service=service,
+        metrics=metrics,
+        offers=offers,
+        identities=identities,
+        slots=DiagnosisSlots(settings.max_concurrent_diagnoses),
+    )
 
     @app.command(COMMAND)
     async def on_gpu(ack: AsyncAck, body: dict[str, Any], context: MutableMapping[str, Any]) -> None:

@@ -328,11 +328,13 @@ def render_details(report: Report) -> list[Rendered]:
     return pages
 
 
-def render_progress(target: str, user_id: str, command_text: str) -> Rendered:
-    """The placeholder posted at once: who asked what, and that the answer follows in the thread."""
+def render_progress(target: str, user_id: str, command_text: str, *, queued: int | None = None) -> Rendered:
+    """The placeholder posted at once: who asked what, and that the answer follows in the thread.
+    ``queued``: the diagnosis waits for a free slot, at that place in line (``None``: it runs)."""
     shown = L.clip(L.escape_mrkdwn(command_text), 300)
-    text = f"<@{user_id}> ran `/gpu {shown}`: diagnosing {L.escape_mrkdwn(target)}…"
-    return Rendered(blocks=[section(text)], text=L.clip(f"diagnosing {target}…", L.MAX_FALLBACK_TEXT))
+    state = "diagnosing" if queued is None else f"queued (#{queued} in line), then diagnosing"
+    text = f"<@{user_id}> ran `/gpu {shown}`: {state} {L.escape_mrkdwn(target)}…"
+    return Rendered(blocks=[section(text)], text=L.clip(f"{state} {target}…", L.MAX_FALLBACK_TEXT))
 
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:

@@ -40,6 +40,7 @@ from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedO
 from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
+from bot.slack.slots import DiagnosisSlots
 from bot.slack.web import SLACK_FAILURES, failure_text
 
 log = logging.getLogger("gpubot.slack")
@@ -49,6 +50,9 @@ MAX_EPHEMERAL_PAGES = 4
 #: evidence messages posted under a report; beyond them the full report is attached
 MAX_DETAIL_MESSAGES = 3
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+NOT_STARTED = "gpubot restarted before this diagnosis could start; please ask again."
+#: an Answerer built without a limit (tests, one-off use) runs every diagnosis at once
+UNLIMITED = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -87,8 +91,11 @@ class Answerer:
         metrics: Metrics,
         offers: RemediationOffers | None = None,
         identities: SlackIdentities | None = None,
+        slots: DiagnosisSlots | None = None,
     ) -> None:
         self._client = client
+        #: diagnoses wait here for a free slot (help and runbooks do not); none: no limit
+        self._slots = slots or DiagnosisSlots(UNLIMITED)
         self._service = service
         self._metrics = metrics
         self._offers = offers
@@ -138,10 +145,30 @@ class Answerer:
             )
 
     async def _diagnose(self, inv: Invocation, req: SlashRequest) -> Report:
-        progress = B.render_progress(target_words(inv), req.user_id, req.text)
-        parent_ts = await self._post(req.channel_id, progress)
-        if parent_ts is None:
-            await self._ephemeral(req, progress.text)
+        ticket = self._slots.reserve()  # before any await: the queue keeps arrival order
+        try:
+            progress = B.render_progress(target_words(inv), req.user_id, req.text)
+            shown = progress
+            if ticket.position is not None:
+                shown = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.position)
+            parent_ts = await self._post(req.channel_id, shown)
+            if parent_ts is None:
+                await self._ephemeral(req, shown.text)
+            try:
+                await ticket.granted()
+            except asyncio.CancelledError:  # shutdown while queued: say so, not "queued" forever
+                if parent_ts:
+                    await self._update(req.channel_id, parent_ts, B.render_progress_failed(shown, NOT_STARTED))
+                raise
+            if shown is not progress and parent_ts:
+                await self._update(req.channel_id, parent_ts, progress)
+            return await self._diagnose_and_post(inv, req, progress, parent_ts)
+        finally:
+            ticket.release()
+
+    async def _diagnose_and_post(
+        self, inv: Invocation, req: SlashRequest, progress: B.Rendered, parent_ts: str | None
+    ) -> Report:
         try:
             report = await self._service.run(inv)
         except GpubotError as exc:
@@ -155,8 +182,9 @@ class Answerer:
                 await self._update(req.channel_id, parent_ts, failed)
             raise
         offers = await self._offers_for(report, inv, req)
-        rendered = B.render_report(report, offers=offers)
-        details = B.render_details(report)
+        # Block Kit building walks every finding and its evidence: a worker thread, so a large
+        # report does not hold the event loop (and every ack behind it)
+        rendered, details, summary = await asyncio.to_thread(_render_all, report, offers)
         if parent_ts is None:
             await self._webhook(req, rendered, response_type="in_channel")
             for page in details[: MAX_EPHEMERAL_PAGES - 1]:
@@ -170,7 +198,7 @@ class Answerer:
             await self._offers_posted(req.channel_id, report_ts, parent_ts, rendered)
         for page in details[:MAX_DETAIL_MESSAGES]:
             await self._post(req.channel_id, page, thread_ts=parent_ts)
-        if not await self._update(req.channel_id, parent_ts, B.render_summary(report, in_thread=True)):
+        if not await self._update(req.channel_id, parent_ts, summary):
             await self._ephemeral(req, "Slack did not accept the update of the \"diagnosing…\" message; "
                                        "the answer is " + ("in its thread." if report_ts else "above."))
         if rendered.truncated or len(details) > MAX_DETAIL_MESSAGES:
@@ -201,12 +229,19 @@ class Answerer:
         """``--private`` (or a private channel): every message goes to the asker alone through
         ``response_url``, nothing is posted in the channel, and no fix gets a button (a button in
         a message only one person sees could not show its outcome to anyone else)."""
-        await self._ephemeral(req, B.render_progress(target_words(inv), req.user_id, req.text).text)
-        report = await self._service.run(inv)
-        await self._webhook(req, B.render_report(report, private=True), response_type="ephemeral")
-        for page in B.render_details(report)[: MAX_EPHEMERAL_PAGES - 2]:
-            await self._webhook(req, page, response_type="ephemeral")
-        return report
+        ticket = self._slots.reserve()
+        try:
+            progress = B.render_progress(target_words(inv), req.user_id, req.text, queued=ticket.position)
+            await self._ephemeral(req, progress.text)
+            await ticket.granted()
+            report = await self._service.run(inv)
+            rendered, details = await asyncio.to_thread(_render_private, report)
+            await self._webhook(req, rendered, response_type="ephemeral")
+            for page in details[: MAX_EPHEMERAL_PAGES - 2]:
+                await self._webhook(req, page, response_type="ephemeral")
+            return report
+        finally:
+            ticket.release()
 
     async def _offers_for(self, report: Report, inv: Invocation, req: SlashRequest) -> B.Offers | None:
         if self._offers is None:
@@ -267,10 +302,11 @@ class Answerer:
     async def _attach(self, channel: str, thread_ts: str, report: Report) -> None:
         name = _FILE_UNSAFE.sub("-", f"gpubot-{report.command}-{report.target.get('name', 'report')}")[:80]
         try:
+            content = await asyncio.to_thread(full_text, report)
             await self._client.files_upload_v2(
                 channel=channel,
                 thread_ts=thread_ts,
-                content=full_text(report),
+                content=content,
                 filename=name + ".txt",
                 title="Full report",
             )
@@ -296,3 +332,12 @@ class Answerer:
         msg = B.Rendered(blocks=[B.section(L.escape_mrkdwn(text))], text=L.clip(text, L.MAX_FALLBACK_TEXT))
         await self._webhook(req, msg, response_type="ephemeral")
 
+
+
+def _render_all(report: Report, offers: B.Offers | None) -> tuple[B.Rendered, list[B.Rendered], B.Rendered]:
+    """Everything a channel answer posts, built in one worker-thread hop."""
+    return B.render_report(report, offers=offers), B.render_details(report), B.render_summary(report, in_thread=True)
+
+
+def _render_private(report: Report) -> tuple[B.Rendered, list[B.Rendered]]:
+    return B.render_report(report, private=True), B.render_details(report)

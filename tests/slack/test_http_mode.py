@@ -83,8 +83,12 @@ async def test_malformed_signature_headers_are_401_not_500(mock_slack: MockSlack
     async with running_app(settings_for(mock_slack), service) as app:
         body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
         good = sign(body)
-        for bad in ({"X-Slack-Request-Timestamp": "soon"}, {"X-Slack-Request-Timestamp": "1e9"},
-                    {"X-Slack-Request-Timestamp": ""}, {"X-Slack-Signature": "v1=zz"}):
+        for bad in (
+            {"X-Slack-Request-Timestamp": "soon"},
+            {"X-Slack-Request-Timestamp": "1e9"},
+            {"X-Slack-Request-Timestamp": ""},
+            {"X-Slack-Signature": "v1=zz"},
+        ):
             status, text, _ = await post(app.url + "/slack/events", body, {**good, **bad})
             assert status == 401, (bad, status)
             assert "Traceback" not in text
@@ -230,18 +234,14 @@ class _Offers:
 
 
 async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: MockSlackApi) -> None:
-    report = Report(
-        command="why-pending", target={"kind": "Pod", "name": "p", "namespace": "ai"}, cluster="sim"
-    )
+    report = Report(command="why-pending", target={"kind": "Pod", "name": "p", "namespace": "ai"}, cluster="sim")
     report.add(
         Finding(
             "CHECKPOINT_ZOMBIE",
             "critical",
             "zombie",
             remediations=[
-                Remediation(
-                    "checkpoint.clear", {"node": "n1"}, "Cordons n1, stops kubelet, backs up the checkpoint."
-                ),
+                Remediation("checkpoint.clear", {"node": "n1"}, "Cordons n1, stops kubelet, backs up the checkpoint."),
                 Remediation("node.cordon", {"node": "n1"}, "Cordons n1."),
             ],
         )
@@ -281,7 +281,10 @@ async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: Moc
     assert len(clicks) == 1
     click = clicks[0]
     assert (click.offer_id, click.user_id, click.channel, click.message_ts) == (
-        "offer-1", "U0BOB", "C0GPU", "1700000000.000002"
+        "offer-1",
+        "U0BOB",
+        "C0GPU",
+        "1700000000.000002",
     )
     assert click.response_url.startswith(mock_slack.base)
 
@@ -390,3 +393,60 @@ async def test_a_rate_limited_update_is_retried_after_retry_after(mock_slack: Mo
     assert "details in the thread" in _texts(retried.body["blocks"])
     assert 'gpubot_slack_rate_limited_total{method="chat.update"} 1.0' in metrics
     assert "gpubot_slack_api_errors_total{" not in metrics, "the retry succeeded: no error"
+
+
+async def test_a_full_limit_queues_the_diagnosis_but_not_its_ack(mock_slack: MockSlackApi) -> None:
+    """max_concurrent_diagnoses=1: both commands are acked while the first diagnosis is held,
+    the second waits (its placeholder says so) and runs only once the first is answered."""
+    gate = asyncio.Event()
+    service = FakeService(gate=gate)
+    async with running_app(settings_for(mock_slack, max_concurrent_diagnoses=1), service) as app:
+        updates_when_run_started: list[int] = []
+        service.on_run = lambda: updates_when_run_started.append(len(mock_slack.of("chat.update")))
+        first, second = (form(slash_payload(mock_slack, f"why-pending train-{i} -n ai")) for i in (0, 1))
+        acks = await asyncio.wait_for(
+            asyncio.gather(*(post(app.url + "/slack/events", b, sign(b)) for b in (first, second))), 10
+        )
+        assert [status for status, _, _ in acks] == [200, 200]
+        await mock_slack.wait_for(lambda: len(mock_slack.of("chat.postMessage")) == 2 and service.runs)
+        # the first holds the only slot at the gate: the second is posted as queued, not run
+        assert len(service.runs) == 1
+        placeholders = {c.body["text"]: c for c in mock_slack.of("chat.postMessage")}
+        assert set(placeholders) == {
+            "diagnosing pod ai/train-0…",
+            "queued (#1 in line), then diagnosing pod ai/train-1…",
+        }
+        gate.set()
+        await mock_slack.wait_for(
+            lambda: len([u for u in mock_slack.of("chat.update") if "details" in _texts(u.body["blocks"])]) == 2
+        )
+    assert [inv.name for inv, _ in service.runs] == ["train-0", "train-1"]
+    # the mock numbers the messages it is sent: the two placeholders came first
+    placed = mock_slack.of("chat.postMessage")[:2]
+    ts_of = {
+        ("train-0" if "train-0" in c.body["text"] else "train-1"): f"1700000000.{i:06d}"
+        for i, c in enumerate(placed, 1)
+    }
+    first_ts, second_ts = ts_of["train-0"], ts_of["train-1"]
+    updates = [(u.body["ts"], u.body["text"]) for u in mock_slack.of("chat.update")]
+    # the first's verdict, then the second's placeholder turns to "diagnosing…", then its verdict
+    assert [ts for ts, _ in updates] == [first_ts, second_ts, second_ts]
+    assert updates[1][1] == "diagnosing pod ai/train-1…"
+    # the second diagnosis started only after the first's verdict and its own "diagnosing…"
+    assert updates_when_run_started == [0, 2]
+    replies = [c.body["thread_ts"] for c in mock_slack.of("chat.postMessage") if c.body.get("thread_ts")]
+    assert replies == sorted(replies, key=[first_ts, second_ts].index) and set(replies) == {first_ts, second_ts}
+
+
+async def test_a_command_still_queued_at_shutdown_says_it_never_ran(mock_slack: MockSlackApi) -> None:
+    service = FakeService(gate=asyncio.Event())  # the first diagnosis never finishes
+    settings = settings_for(mock_slack, max_concurrent_diagnoses=1, shutdown_grace_s=0.2)
+    async with running_app(settings, service) as app:
+        for i in (0, 1):
+            body = form(slash_payload(mock_slack, f"why-pending train-{i} -n ai"))
+            assert (await post(app.url + "/slack/events", body, sign(body)))[0] == 200
+        await mock_slack.wait_for(lambda: len(mock_slack.of("chat.postMessage")) == 2 and service.runs)
+    assert len(service.runs) == 1
+    (update,) = mock_slack.of("chat.update")
+    assert "queued (#1 in line)" in _texts(update.body["blocks"])
+    assert update.body["text"] == "gpubot restarted before this diagnosis could start; please ask again."

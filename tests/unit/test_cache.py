@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from bot.probes.cache import WatchCache, pod_dict, slim_record
+from bot.kube.gpu import is_gpu_node
+from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit, pod_dict, slim_record
 from bot.probes.kube import KubeReader
 from bot.probes.slim import slim
 from bot.sim.generate import generate_scenario
@@ -171,3 +172,52 @@ async def test_stale_cache_falls_back_to_the_api(sim: Harness) -> None:
     before = sim.reader.stats.requests
     await cache.list_pods()
     assert sim.reader.stats.requests == before
+
+
+async def test_node_map_is_built_once_per_change_of_the_nodes(sim: Harness) -> None:
+    cache = sim.cache()
+    assert await cache.node_map() is None  # not synced: the caller lists through the API
+    cache.start()
+    assert await cache.wait_ready(10)
+    first = await cache.node_map()
+    assert first is not None and sorted(first) == sorted(n["metadata"]["name"] for n in await sim.reader.list_nodes())
+    assert first.gpu_marked == {n for n, obj in first.items() if is_gpu_node(obj)}
+    assert first.gpu_marked and first.gpu_marked < set(first)  # GPU and CPU nodes told apart
+    assert await cache.node_map() is first  # no change: the same map, nothing classified again
+    node_type = next(rt for rt in RESOURCE_TYPES if rt.kind == "Node")
+    cpu = next(n for n in first if n not in first.gpu_marked)
+    obj = sim.server.store.find("Node", cpu, "")
+    assert obj is not None
+    labels = {**obj["metadata"].get("labels", {}), "nvidia.com/gpu.present": "true"}
+    events = cache.reflectors["Node"].events
+    sim.server.store.put(node_type, {**obj, "metadata": {**obj["metadata"], "labels": labels}})
+    await until(lambda: cache.reflectors["Node"].events > events, "the node event")
+    second = await cache.node_map()
+    assert second is not None and second is not first
+    assert second.gpu_marked == first.gpu_marked | {cpu}
+
+
+def test_relist_pages_shrink_to_the_objects_size() -> None:
+    assert page_limit(500, 500 * 200, 500) == 500  # small objects: the configured page
+    assert page_limit(500, 100 * 6_600, 100) == RELIST_PAGE_BYTES // 6_600  # realistic pods: ~1 MB
+    assert page_limit(500, 50 * 200_000, 50) == MIN_RELIST_PAGE  # huge objects: not one per request
+    assert page_limit(7, 7 * 100_000, 7) == 7  # never above the configured page
+    assert page_limit(500, 0, 0) == 500  # an empty page says nothing about sizes
+
+
+async def test_kept_nodes_share_their_strings_and_drop_what_no_check_reads(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    kept = list((await cache.node_map() or {}).values())
+    assert len(kept) >= 2
+    for node in kept:
+        assert node["kind"] == "Node" and "managedFields" not in node["metadata"]
+        assert not {"images", "volumesInUse", "volumesAttached", "daemonEndpoints"} & set(node["status"])
+    first, second = (n["status"]["conditions"][-1] for n in kept[:2])
+    assert first["reason"] == second["reason"] and first["reason"] is second["reason"]  # one string, shared
+    served = {n["metadata"]["name"]: n for n in await sim.reader.list_nodes()}
+    for node in kept:  # everything else as served
+        whole = served[node["metadata"]["name"]]
+        assert node["status"]["capacity"] == whole["status"]["capacity"]
+        assert node["metadata"].get("labels") == whole["metadata"].get("labels")

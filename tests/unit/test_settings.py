@@ -41,6 +41,8 @@ def test_yaml_file_then_environment(tmp_path: Path) -> None:
         ({"GPUBOT_SSH_CONCURRENCY": "many"}, "ssh_concurrency"),
         ({"GPUBOT_SSH_CONCURRENCY": "0"}, "ssh_concurrency"),
         ({"GPUBOT_PAGE_SIZE": "0"}, "page_size"),
+        ({"GPUBOT_MAX_CONCURRENT_DIAGNOSES": "0"}, "max_concurrent_diagnoses"),
+        ({"GPUBOT_MAX_CONCURRENT_DIAGNOSES": "some"}, "max_concurrent_diagnoses"),
         ({"GPUBOT_LOG_LEVEL": "chatty"}, "log_level: expected one of DEBUG, INFO"),
         ({"GPUBOT_SLACK_BOT_TOKEN_FILE": "/nonexistent/token"}, "cannot read"),
         ({"GPUBOT_CONFIG": "/nonexistent/gpubot.yaml"}, "cannot read"),

@@ -14,7 +14,6 @@ from bot.engine.facts import Facts
 from bot.engine.node_rows import ready_condition
 from bot.kube.affinity import node_matches
 from bot.kube.daemonsets import Placement
-from bot.kube.gpu import advertised_gpu_resources, gpu_labels
 from bot.kube.resources import node_gpu_capacity
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
@@ -24,11 +23,10 @@ Obj = dict[str, Any]
 def gpu_machines(facts: Facts, names: list[str] | None = None) -> list[str]:
     """GPU machines among ``names`` (all nodes by default): a GPU label, an advertised GPU
     resource, or a GPU node agent (DaemonSet pod) running there. Sorted."""
-    agents = facts.components.nodes_running_components()
-    pool = facts.nodes if names is None else {n: facts.nodes[n] for n in names if n in facts.nodes}
-    return sorted(
-        n for n, node in pool.items() if gpu_labels(node) or advertised_gpu_resources(node) or n in agents
-    )
+    if names is None:
+        return list(facts.gpu_nodes)  # classified once per question (``Facts.gpu_nodes``)
+    gpu = set(facts.gpu_nodes)
+    return sorted(n for n in names if n in gpu)
 
 
 def is_ready(node: Obj) -> bool:

@@ -14,11 +14,16 @@ from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import reaches_resource_fit
-from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
 
 #: categories another check computes from the nodes themselves
 COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
                       "pod_affinity", "pod_anti_affinity", "existing_anti_affinity"}
+
+
+def allocatable(node: dict[str, Any], resource: str) -> Any:
+    raw = ((node.get("status") or {}).get("allocatable") or {}).get(resource)
+    return None if raw is None else quantity_or_none(raw)
 
 
 def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
@@ -30,7 +35,10 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     affinity), which another finding names, and "already handed out" would be wrong. None when
     no node offers the resource at all (GPU_RESOURCE_NOT_ADVERTISED covers that).
     """
-    offers = {n for n, node in facts.nodes.items() if node_gpu_capacity(node).get(resource, (0.0, 0.0))[1] > 0}
+    if not is_gpu_resource(resource):
+        return None
+    # the one allocatable value per node, not every GPU resource of every node: 5,000 nodes a question
+    offers = {n for n, node in facts.nodes.items() if (allocatable(node, resource) or 0) > 0}
     if not offers:
         return None
     return sum(1 for n, node in facts.nodes.items() if n not in offers and reaches_resource_fit(pod, node))

@@ -52,7 +52,8 @@ def run(facts: Facts) -> Iterator[Detection]:
     # scheduler that expects them on nodes), so only node-advertised resources are judged here.
     missing = {}
     for resource, want in sorted(pod_node_gpu_requests(pod).items()):
-        total = sum(node_gpu_capacity(node).get(resource, (0.0, 0.0))[1] for node in facts.nodes.values())
+        # a node that offers a GPU resource advertises it, so it is a GPU node: the rest need no look
+        total = sum(node_gpu_capacity(facts.nodes[n]).get(resource, (0.0, 0.0))[1] for n in facts.gpu_nodes)
         if total <= 0:
             missing[resource] = want
     if not missing:

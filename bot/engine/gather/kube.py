@@ -133,7 +133,13 @@ async def namespaces(facts: Facts, src: Sources) -> None:
 
 
 async def nodes(facts: Facts, src: Sources) -> None:
-    """All nodes (taints, labels, capacity, conditions)."""
+    """All nodes (taints, labels, capacity, conditions); the watch-fed cache hands out one map per
+    change of its nodes, with their GPU marks worked out once (``bot.kube.gpu.NodeMap``)."""
+    fast = getattr(src.kube, "node_map", None)
+    cached = await fast() if fast is not None else None
+    if cached is not None:
+        facts.put("nodes", cached)
+        return
     facts.put("nodes", {(n.get("metadata") or {}).get("name", ""): n for n in await src.kube.list_nodes()})
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
-from bot.errors import GpubotError, NodeProbeError
+from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
 from bot.probes.kube import KubeReads
 from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
@@ -116,6 +116,9 @@ async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[Node
         try:
             agents = await agent_states(src.kube, s.namespace, nodes)
         except GpubotError as exc:
+            if isinstance(exc, KubeApiError) and exc.status == 403:
+                # the readings rest on a read this reader may not do: say so, claim nothing
+                facts.forbidden.add("node_readings")
             return AgentTransport(src.node_exec, s.namespace, {}), agents_unlisted(names, exc)
         return AgentTransport(src.node_exec, s.namespace, agents), {}
     targets, failed = ssh_targets(s, c, nodes)
