@@ -10,8 +10,9 @@ transport has one silent node (accepts, never answers): it costs one deadline in
 its budget is that deadline plus 1.5× the bound. The deadline is the default of the settings
 (``ssh_deadline_s``); the simulated nodes add ``latency_ms`` to every command, standing in for
 network and the command's own run time. The service is built as ``gpubot serve`` builds it, with
-kept SSH connections (``--fresh``: none, the one-shot CLI's case); the first run opens them and is
-reported apart. The load average is printed with each row: this machine is shared.
+the watch-fed cache and kept SSH connections (``--fresh``: neither, the one-shot CLI's case); the
+first run opens the connections and is reported apart. The load average is printed with each
+row: this machine is shared.
 
 ``python -m bench.bench_node_status [--sizes 500] [--runs N] [--latency-ms 20] [--transports ssh,agent]``
 """
@@ -84,8 +85,12 @@ async def measure(
     sim: SimProc, nodes: int, runs: int, transport: str, silent: bool, *, keep: bool = True
 ) -> dict[str, Any]:
     settings = sim.settings(node_access=transport, namespace=AGENT_NAMESPACE)
-    # as ``gpubot serve`` builds it: SSH connections kept between runs (the first run opens them)
-    service = Service(settings, keep_connections=keep)
+    # as ``gpubot serve`` builds it: the watch-fed cache, SSH connections kept between runs (the
+    # first run opens them); ``keep`` False is the one-shot CLI: fresh reads, fresh connections
+    service = Service(settings, use_cache=keep, keep_connections=keep)
+    if keep:
+        cache = service.clients.cache_for(settings.clusters[0].name)
+        assert cache is not None and await cache.wait_ready(120), "the watch-fed cache did not sync"
     inv = parse_invocation(["node-status"])
     t = time.perf_counter()
     await service.run(inv)  # first run: key and known_hosts loading, API client warm-up
@@ -140,7 +145,7 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=int, default=20)
     ap.add_argument("--transports", default="ssh,agent")
     ap.add_argument("--no-silent", action="store_true", help="skip the runs with one silent node")
-    ap.add_argument("--fresh", action="store_true", help="no kept SSH connections (the one-shot CLI's case)")
+    ap.add_argument("--fresh", action="store_true", help="no cache, no kept SSH connections (the one-shot CLI's case)")
     args = ap.parse_args()
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
