@@ -227,9 +227,8 @@ def node_health(facts: Facts, name: str) -> NodeHealth:
             health.withdrawn[resource] = (capacity, allocatable)
     health.plugin_pods = [
         p
-        for p in facts.components.pods
-        if (p.get("spec") or {}).get("nodeName") == name
-        and "device-plugin" in str((p.get("metadata") or {}).get("name", ""))
+        for p in facts.components.pods_on(name)
+        if "device-plugin" in str((p.get("metadata") or {}).get("name", ""))
     ]
     reading = facts.node_readings.get(name)
     if isinstance(reading, NodeProbeError):
