@@ -60,6 +60,11 @@ class SshPool:
                 self._drop(oldest)
             return conn, False
 
+    def holds(self, target: SshTarget) -> bool:
+        """Whether a connection for ``target`` is kept (it may still turn out stale)."""
+        entry = self._conns.get(target)
+        return entry is not None and not entry[0].is_closed()
+
     def discard(self, target: SshTarget) -> None:
         """Forget (and close) the connection of ``target``: it failed and must not be reused."""
         self._drop(target)
