@@ -98,15 +98,18 @@ class GpuComponents:
 
     controllers: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
+    _by_node: tuple[int, dict[str, list[Obj]]] | None = field(default=None, init=False, repr=False, compare=False)
 
-    @cached_property
-    def by_node(self) -> dict[str, list[Obj]]:
-        """The pods by the node they run on, indexed once: per-node checks look up hundreds of
-        nodes against hundreds of component pods."""
-        out: dict[str, list[Obj]] = {}
-        for p in self.pods:
-            out.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
-        return out
+    def pods_on(self, node: str) -> list[Obj]:
+        """The pods on ``node`` (spec.nodeName). Grouped once: the per-node checks and rows of a
+        fleet-wide node-status asked this of every node, and scanning every pod each time made
+        the report quadratic in the fleet. Regrouped if the list grew or shrank."""
+        if self._by_node is None or self._by_node[0] != len(self.pods):
+            index: dict[str, list[Obj]] = {}
+            for p in self.pods:
+                index.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
+            self._by_node = (len(self.pods), index)
+        return self._by_node[1].get(node, [])
 
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU

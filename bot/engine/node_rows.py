@@ -45,13 +45,12 @@ def _pod_line(p: SlimPod) -> str:
     return f"{p.ref} [{'Terminating' if p.terminating else p.phase}] {asks}"
 
 
-def _components(facts: Facts, node: str, pods: list[SlimPod]) -> list[str]:
-    """State of the GPU-stack pods (device plugin, qGPU manager, operator operands) on this node."""
+def _components(on_node: list[Obj], pods: list[SlimPod]) -> list[str]:
+    """State of the GPU-stack pods (device plugin, qGPU manager, operator operands) on this node
+    (``on_node``: ``GpuComponents.pods_on``, grouped once per report)."""
     seen: set[str] = set()
     out = []
-    for obj in facts.components.pods:
-        if (obj.get("spec") or {}).get("nodeName") != node:
-            continue
+    for obj in on_node:
         meta, status = obj.get("metadata") or {}, obj.get("status") or {}
         ref = f"{meta.get('namespace')}/{meta.get('name')}"
         ready = all(c.get("ready") for c in status.get("containerStatuses") or [{}])
@@ -111,7 +110,7 @@ def build_node_rows(facts: Facts) -> list[NodeRow]:
             taints=taint_texts(node),
             logical=_logical(node, pods),
             pods=[_pod_line(p) for p in pods if p.gpu],
-            components=_components(facts, name, pods),
+            components=_components(facts.components.pods_on(name), pods),
         )
         _fill_physical(row, facts)
         rows.append(row)

@@ -41,7 +41,6 @@ _TABLE_GPU = re.compile(
     r"^\|\s*(?P<index>\d+)\s+.*?\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s"
 )
 _GPU_HEADER = re.compile(r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-_KEY_VALUE = re.compile(r"^(?P<key>[^:]+?)\s*:\s*(?P<value>.*)$")
 _MINOR = re.compile(r"minor number (?P<minor>\d+)")
 
 
@@ -178,31 +177,38 @@ def parse_table(text: str) -> list[TableGpu]:
 
 
 def _tree(text: str) -> list[tuple[str, list[tuple[tuple[str, ...], str]]]]:
-    """``-q`` output as (card address, [(section path, value)]) per ``GPU xxxx:xx:xx.x`` block."""
+    """``-q`` output as (card address, [(section path, value)]) per ``GPU xxxx:xx:xx.x`` block.
+
+    Every node's reading goes through here (a fleet-wide node-status parses hundreds of these on
+    the event loop), so a line is split at its first colon rather than by a regular expression
+    (``key : value``, both stripped) and the section path is kept as a list beside the indents."""
     cards: list[tuple[str, list[tuple[tuple[str, ...], str]]]] = []
-    stack: list[tuple[int, str]] = []
+    indents: list[int] = []
+    names: list[str] = []
     entries: list[tuple[tuple[str, ...], str]] | None = None
     for raw in (text or "").splitlines():
-        if not raw.strip():
+        line = raw.strip()
+        if not line:
             continue
         indent = len(raw) - len(raw.lstrip(" "))
-        line = raw.strip()
-        header = _GPU_HEADER.match(line)
-        if header is not None and indent == 0:
-            entries = []
-            cards.append((pci_key(header.group("bus")), entries))
-            stack = []
+        if indent == 0:
+            header = _GPU_HEADER.match(line)
+            if header is not None:
+                entries = []
+                cards.append((pci_key(header.group("bus")), entries))
+                indents, names = [], []
             continue
-        if entries is None or indent == 0:
+        if entries is None:
             continue
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        match = _KEY_VALUE.match(line)
-        if match is None:
-            stack.append((indent, line))
+        while indents and indents[-1] >= indent:
+            indents.pop()
+            names.pop()
+        colon = line.find(":")
+        if colon <= 0:
+            indents.append(indent)
+            names.append(line)
             continue
-        path = tuple(name for _, name in stack) + (match.group("key").strip(),)
-        entries.append((path, match.group("value").strip()))
+        entries.append(((*names, line[:colon].strip()), line[colon + 1 :].strip()))
     return cards
 
 

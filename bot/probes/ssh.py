@@ -82,6 +82,10 @@ def split_reads(text: str) -> dict[str, CommandResult] | None:
     sections: dict[int, tuple[list[str], list[str], list[int]]] = {}
     current: tuple[list[str], list[str], list[int]] | None = None
     for line in text.split("\n"):
+        if not line.startswith(READ_MARK):  # most lines: one test, not three (every node's read)
+            if current is not None and not current[2]:
+                current[0].append(line)
+            continue
         if line.startswith(READ_MARK + " "):
             index = line[len(READ_MARK) + 1 :].strip()
             if not index.isdigit():

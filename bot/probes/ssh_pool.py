@@ -4,7 +4,10 @@ A fresh connection (TCP, key exchange, auth) is most of what a node probe costs;
 about the same GPU nodes again and again. Connections are reused only for an identical target
 (same host, port, user, key and known_hosts, so the strict host-key check that admitted it still
 applies), dropped after ``idle_s`` without use, and capped at ``max_size`` (least recently used
-go first). The one-shot CLI does not use a pool.
+go first). The cap is above the GPU fleets the bot sweeps (node-status and the proactive sweep read
+every GPU node each time): a cap below the fleet evicts in a cycle, so every sweep reconnects to
+every node (key exchange and authentication on both ends) and the pool keeps nothing. A kept
+connection costs a socket and some tens of kB. The one-shot CLI does not use a pool.
 
 This module opens read connections only; what runs on them is still the probe's allow-list.
 """
@@ -26,7 +29,7 @@ Connect = Callable[[SshTarget, float], Awaitable[asyncssh.SSHClientConnection]]
 class SshPool:
     """Reusable connections keyed by target."""
 
-    def __init__(self, *, idle_s: float = 120.0, max_size: int = 256) -> None:
+    def __init__(self, *, idle_s: float = 120.0, max_size: int = 4096) -> None:
         self.idle_s = idle_s
         self.max_size = max_size
         self._conns: OrderedDict[SshTarget, tuple[asyncssh.SSHClientConnection, float]] = OrderedDict()
@@ -56,6 +59,11 @@ class SshPool:
                 oldest = next(iter(self._conns))
                 self._drop(oldest)
             return conn, False
+
+    def holds(self, target: SshTarget) -> bool:
+        """Whether a connection for ``target`` is kept (it may still turn out stale)."""
+        entry = self._conns.get(target)
+        return entry is not None and not entry[0].is_closed()
 
     def discard(self, target: SshTarget) -> None:
         """Forget (and close) the connection of ``target``: it failed and must not be reused."""

@@ -21,6 +21,7 @@ async def test_questions_reuse_one_connection_per_node(tmp_path: Path) -> None:
             second = await service.run(inv)
             assert service.ssh_pool is not None
             assert service.ssh_pool.opened == 2  # two nodes, asked twice
+            assert len(service.ssh_pool) == 2 and all(service.ssh_pool.holds(t) for t in service.ssh_pool._conns)
             assert "CHECKPOINT_ZOMBIE" in first.codes() and first.codes() == second.codes()
             # a node whose sshd dropped the kept connection is reconnected once, transparently
             for conn in list(sim.ssh._connections):

@@ -227,7 +227,7 @@ def node_health(facts: Facts, name: str) -> NodeHealth:
             health.withdrawn[resource] = (capacity, allocatable)
     health.plugin_pods = [
         p
-        for p in facts.components.by_node.get(name, [])
+        for p in facts.components.pods_on(name)
         if "device-plugin" in str((p.get("metadata") or {}).get("name", ""))
     ]
     reading = facts.node_readings.get(name)

@@ -125,6 +125,16 @@ async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[Node
     return SshTransport(targets, pool=src.ssh_pool), dict(failed)
 
 
+def _unconnected(transport: NodeTransport) -> list[str]:
+    """The nodes the long-running bot holds no SSH connection to: a fresh connect is the slow part
+    of a read and a silent node's costs the whole deadline, so they start first (the one-shot CLI
+    connects everywhere: no order)."""
+    if not isinstance(transport, SshTransport) or transport.pool is None:
+        return []
+    pool = transport.pool
+    return [n for n, target in transport.targets.items() if not pool.holds(target)]
+
+
 async def _no_exec(
     namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
 ) -> CommandResult:
@@ -142,6 +152,7 @@ async def readings(facts: Facts, src: Sources) -> None:
             concurrency=s.ssh_concurrency,
             deadline=s.ssh_deadline_s,
             until=facts.deadline,
+            first=_unconnected(transport),
         )
     )
     late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
