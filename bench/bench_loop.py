@@ -47,6 +47,20 @@ from bot.wiring import build_bot
 from tests.slack.mock_slack_api import MockSlackApi
 
 SECRET = "bench-signing-secret-0123456789abcdef"
+
+
+def http_settings(sim: Any, slack_api_url: str, **extra: Any) -> Any:
+    """``gpubot serve`` in HTTP mode on a free local port, signed with ``SECRET``, posting to the
+    local Slack Web API at ``slack_api_url``; ``extra`` sets any other setting."""
+    return sim.settings(
+        slack_bot_token="xoxb-bench-token",
+        slack_signing_secret=SECRET,
+        slack_mode="http",
+        slack_api_url=slack_api_url,
+        http_host="127.0.0.1",
+        http_port=0,
+        **extra,
+    )
 SCENARIO = ROOT / "scenarios" / "zombie-checkpoint.yaml"
 NAMESPACE, POD = "ai", "gpu-full-5d8c6-q7wz2"
 #: the ack target of issue 14
@@ -175,16 +189,7 @@ async def run(events: int, commands: int, workdir: Path) -> dict[str, Any]:
     spec = scenario_with_events(events, workdir / "scenario.json")
     mock = await MockSlackApi().start()
     with sim_process(str(spec)) as sim:
-        settings = sim.settings(
-            slack_bot_token="xoxb-bench-token",
-            slack_signing_secret=SECRET,
-            slack_mode="http",
-            slack_api_url=mock.api_url,
-            http_host="127.0.0.1",
-            http_port=0,
-            shutdown_grace_s=30.0,
-            approvers={"*": ("U0BOB",)},
-        )
+        settings = http_settings(sim, mock.api_url, shutdown_grace_s=30.0, approvers={"*": ("U0BOB",)})
         bot = build_bot(settings)
         await bot.start()
         set_switch_interval()  # as serve does

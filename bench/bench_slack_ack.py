@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.bench_loop import SECRET, StallProbe, command_body, settle, signed
+from bench.bench_loop import StallProbe, command_body, http_settings, settle, signed
 from bench.common import emit, percentile, sim_process, table
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
 from bot.settings import Settings
@@ -53,16 +53,7 @@ async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: fl
         logging.basicConfig(level=logging.WARNING)
     mock = await MockSlackApi().start()
     with sim_process(f"nodes={nodes},gpu_nodes={gpu},pods={pods},seed=1,realistic=1") as sim:
-        settings = sim.settings(
-            slack_bot_token="xoxb-bench-token",
-            slack_signing_secret=SECRET,
-            slack_mode="http",
-            slack_api_url=mock.api_url,
-            http_host="127.0.0.1",
-            http_port=0,
-            shutdown_grace_s=60.0,
-            max_concurrent_diagnoses=limit,
-        )
+        settings = http_settings(sim, mock.api_url, shutdown_grace_s=60.0, max_concurrent_diagnoses=limit)
         bot = build_bot(settings)
         await bot.start()
         cache = bot.service.clients.cache_for(sim.info["cluster"]["name"])
