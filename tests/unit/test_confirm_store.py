@@ -174,20 +174,6 @@ def test_a_record_nobody_owns_is_taken_over_at_once(store: SqlitePendingStore) -
     assert [r.id for r in store.take_over_stale("new:1:aa", lease_s=30)] == [record.id]
 
 
-def test_progress_is_written_only_by_the_owner_of_a_running_record(store: SqlitePendingStore, clock: Clock) -> None:
-    record = store.create(make())
-    with pytest.raises(StateStoreError):
-        store.save_progress(record.id, "o:1:aa", {"step": "cordon"})  # not running yet
-    store.claim(record.id, approver="U0A", owner="o:1:aa")
-    clock.now = T0 + timedelta(seconds=9)
-    store.save_progress(record.id, "o:1:aa", {"step": "stop", "kubelet_down": True})
-    got = store.get(record.id)
-    assert got is not None and got.progress == {"step": "stop", "kubelet_down": True}
-    assert got.heartbeat_at == clock.now  # writing progress renews the claim
-    with pytest.raises(StateStoreError, match="no longer running under this process"):
-        store.save_progress(record.id, "o:2:bb", {"step": "mv"})
-
-
 def test_an_unwritable_file_is_a_one_line_state_store_error(store: SqlitePendingStore, db_path: Path) -> None:
     record = store.create(make())
     conn = sqlite3.connect(db_path)
