@@ -34,7 +34,7 @@ def render_node_table(report: Report) -> list[str]:
     lines = []
     for row in report.nodes:
         state = ("Ready" if row.ready else "NotReady") + (",Cordoned" if row.cordoned else "")
-        lines.append(f"node {row.node}  [{state}]  ssh: {row.ssh}")
+        lines.append(f"node {row.node}  [{state}]  node read: {row.ssh}")
         known = [f"{k} {v}" for k, v in (("kubelet", row.kubelet), ("driver", row.driver), ("cuda", row.cuda),
                                           ("driver_path", row.driver_path)) if v]
         if known:
