@@ -26,8 +26,8 @@ import os
 import time
 from typing import Any
 
-from bench.bench_why_pending import time_physical_probe
 from bench.common import SimProc, emit, median, sim_process, table
+from bench.warm_child import time_physical_probe
 from bot.commands import parse_invocation
 from bot.probes.node import ssh_target_for
 from bot.probes.node_agent import AGENT_CONTAINER, AGENT_NAME

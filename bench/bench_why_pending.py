@@ -5,8 +5,9 @@ process (``bench.simproc``). Cold: the real ``gpubot why-pending --json`` proces
 spawn to exit, several runs (median, and the first run apart). Floor: a fresh process that only
 downloads and parses every pod and node (``bench.floor_child``); every cold figure is given as a
 ratio to it. Breakdown: ``Service.run`` alone in a fresh process (``bench.cold_child``: requests,
-bytes). Warm: this process runs a ``Service`` with ``use_cache=True``, waits until the cache has
-synced, times several runs and reports its RSS. kubectl: the minimal competent procedure
+bytes). Warm: a fresh process that imports what ``gpubot serve`` imports runs a ``Service`` with
+``use_cache=True``, waits until the cache has synced, times several runs and reports its RSS
+(``bench.warm_child``). kubectl: the minimal competent procedure
 (``KUBECTL_MINIMAL``) and the seed's longer one (``KUBECTL_SEED``), run as an operator would.
 
 ``python -m bench.bench_why_pending [--sizes 200:40:5000,...] [--cold-runs N] [--warm-runs N] [--plain]``
@@ -16,9 +17,6 @@ Only reads from the simulator it started.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import dataclasses
-import gc
 import json
 import os
 import shutil
@@ -29,10 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, SimProc, emit, median, sim_process, table
-from bot.commands import parse_invocation
-from bot.engine.gather import LOADERS
 from bot.probes.kube import SLIM_PAGE_SIZE
-from bot.service import Service
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 
 DEFAULT_SIZES = "200:40:5000,2000:200:20000,5000:500:100000"
@@ -125,83 +120,25 @@ def cold_once(sim: SimProc) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def time_physical_probe() -> list[float]:
-    """Record how long each run spends reading the nodes (bench-only wrapper around the loader),
-    so the table can show the API/cache part apart from the physical reads."""
-    loader = LOADERS["node_readings"]
-    spent: list[float] = []
-    inner = loader.fn
-
-    async def timed(facts: Any, sources: Any) -> None:
-        t = time.perf_counter()
-        try:
-            await inner(facts, sources)
-        finally:
-            spent.append(time.perf_counter() - t)
-
-    LOADERS["node_readings"] = dataclasses.replace(loader, fn=timed)
-    return spent
-
-
-def rss_mb() -> tuple[float, float]:
-    """(current RSS, peak RSS) of this process in MB, from /proc/self/status."""
-    now = peak = 0.0
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            now = int(line.split()[1]) / 1024
-        elif line.startswith("VmHWM:"):
-            peak = int(line.split()[1]) / 1024
-    return now, peak
-
-
-async def warm(sim: SimProc, runs: int) -> dict[str, Any]:
-    """The long-running bot: a watch-fed cache, synced once, then ``runs`` timed why-pendings."""
-    rss_before, _ = rss_mb()
-    service = Service(sim.settings(), use_cache=True, keep_connections=True)
-    cluster = sim.info["cluster"]["name"]
-    cache = service.clients.cache_for(cluster)
-    assert cache is not None
-    t0 = time.perf_counter()
-    if not await cache.wait_ready(300):
-        raise RuntimeError("cache did not sync")
-    sync_s = time.perf_counter() - t0
-    gc.collect()
-    gc.freeze()  # what serve does after its start-up: keep the cache out of GC scans
-    inv = parse_invocation(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE])
-    reader = service.clients.reads_for(cluster)
-    await service.run(inv)  # first run opens the SSH connections
-    ssh_spent = time_physical_probe()
-    walls, reqs, nbytes = [], [], []
-    cpu0 = sim.cpu_s()
-    codes: set[str] = set()
-    for _ in range(runs):
-        r0, b0 = reader.stats.requests, reader.stats.bytes_received
-        t = time.perf_counter()
-        report = await service.run(inv)
-        walls.append(time.perf_counter() - t)
-        reqs.append(reader.stats.requests - r0)
-        nbytes.append(reader.stats.bytes_received - b0)
-        codes = {f.code for f in report.findings}
-    sim_cpu = sim.cpu_s() - cpu0
-    rss_now, rss_peak = rss_mb()
-    pods_cached = len(cache.stores["Pod"].objects)
-    await service.close()
-    return {
-        "sync_s": sync_s,
-        "sync_requests": cache.stats.requests,
-        "wall_s": median(walls),
-        "wall_max_s": max(walls),
-        "ssh_probe_s": median(ssh_spent),
-        "wall_without_ssh_s": median([w - s for w, s in zip(walls, ssh_spent, strict=True)]),
-        "requests": max(reqs),
-        "bytes": int(median(nbytes)),
-        "rss_mb": rss_now,
-        "rss_peak_mb": rss_peak,
-        "rss_before_mb": rss_before,
-        "pods_cached": pods_cached,
-        "sim_share": sim_cpu / sum(walls),
-        "codes": sorted(codes),
-    }
+def warm_once(sim: SimProc, runs: int) -> dict[str, Any]:
+    """The long-running bot's warm runs and RSS, in a fresh process (``bench.warm_child``)."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.warm_child",
+            str(sim.workdir / "info.json"),
+            str(sim.pid),
+            TARGET_NAMESPACE,
+            TARGET_POD,
+            str(runs),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -217,7 +154,7 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
         floor_walls = [f["process_wall_s"] for f in floors]
         minimal = [kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL) for _ in range(args.kubectl_runs)]
         seed = [kubectl_procedure(sim.kubeconfig, KUBECTL_SEED) for _ in range(args.seed_runs)]
-        w = asyncio.run(warm(sim, args.warm_runs))
+        w = warm_once(sim, args.warm_runs)
         cold, floor = median(cli_walls), median(floor_walls)
         kmin = median([t for t, _ in minimal])
         kseed = median([t for t, _ in seed]) if seed else float("nan")
