@@ -7,33 +7,29 @@ the node read commands (``bot.probes.ssh.READ_COMMANDS``, nothing else) in the g
 ``ExecStream`` is the WebSocket itself and checks no list: ``PodExec`` here (reads) and
 ``bot.actions.actuator`` (the node actions' own list) each enforce theirs before calling it. It
 tells a stream that closed before the exit status (``code`` None: the answer was lost) from one
-still open at the deadline (``timed_out``), and runs each exec in a daemon thread: the official
-client's WebSocket handshake has no timeout, so an API server that never answers the upgrade
-must not keep a terminal command or the bot's shutdown waiting for it.
+still open at the deadline (``timed_out``).
+
+The stream speaks ``v4.channel.k8s.io`` itself over aiohttp, on the event loop, with the address,
+credentials and TLS settings of the cluster's ``kubernetes`` client configuration. The official
+client's ``stream()`` runs websocket-client in a thread per exec, with no timeout on the upgrade:
+through the node agent, node-status over 500 nodes spent most of its CPU there (bench/).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import queue
-import re
-import threading
-from collections.abc import Callable
+import ssl
 from dataclasses import dataclass
-from typing import TypeVar
 
+import aiohttp
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from kubernetes.stream import stream
 
 from bot.errors import KubeApiError, NotFoundError
 from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 
 TORCH_PROBE = (
-    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
-    "torch.cuda.device_count())"
+    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count())"
 )
 
 #: name -> argv; the only things gpubot ever runs in a container
@@ -46,8 +42,9 @@ EXEC_COMMANDS: dict[str, list[str]] = {
     "env": ["env"],
 }
 _ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
-_HANDSHAKE = re.compile(r"Handshake status (\d{3})")
-_T = TypeVar("_T")
+#: the channel.k8s.io framing: first byte of each binary message
+_STDOUT, _STDERR, _ERROR = 1, 2, 3
+_PROTOCOL = "v4.channel.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -81,144 +78,118 @@ def _exit_code(status_text: str | None) -> int:
     return 1
 
 
-class _DaemonWorkers:
-    """Daemon threads kept for the next exec.
+def _ssl_context(cfg: client.Configuration) -> ssl.SSLContext | None:
+    """The TLS settings the kubeconfig (or the service account) gave the official client."""
+    if not str(cfg.host).startswith("https"):
+        return None
+    context = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.cert_file:
+        context.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    if not cfg.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif cfg.assert_hostname is False:
+        context.check_hostname = False
+    return context
 
-    ``Thread.start`` waits until the new thread has run, and under load that wait is the event
-    loop's: at one thread per exec, node-status over 500 nodes through the agent blocked the loop
-    for about 1.4 s just starting threads. A worker that finished waits ``IDLE_S`` for more work
-    and then exits; when no worker is idle a new one starts, so an exec stuck in the client (the
-    WebSocket handshake has no timeout) never delays another, and none holds up the exit.
-    """
 
-    IDLE_S = 30.0
+class _Channels:
+    """Output gathered per channel, each capped (a runaway command must not fill the memory)."""
 
     def __init__(self) -> None:
-        self._work: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        #: workers waiting for work that no submitted job has claimed yet
-        self._idle = 0
+        self.data: dict[int, bytearray] = {_STDOUT: bytearray(), _STDERR: bytearray(), _ERROR: bytearray()}
 
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1  # this job claims one waiting worker
-        self._work.put(job)
-        if spawn:
-            threading.Thread(target=self._run, name="gpubot-exec", daemon=True).start()
+    def add(self, message: bytes) -> None:
+        if not message:
+            return
+        buffer = self.data.get(message[0])
+        if buffer is not None and len(buffer) <= MAX_OUTPUT_BYTES:
+            buffer += message[1 : MAX_OUTPUT_BYTES + 2 - len(buffer)]
 
-    def _run(self) -> None:
-        while True:
-            try:
-                job = self._work.get(timeout=self.IDLE_S)
-            except queue.Empty:
-                with self._lock:
-                    if self._idle > 0:  # unclaimed: leave
-                        self._idle -= 1
-                        return
-                continue  # claimed meanwhile: its job is on the queue
-            job()
-            with self._lock:
-                self._idle += 1
-
-
-_WORKERS = _DaemonWorkers()
-
-
-async def _in_daemon_thread(work: Callable[[], _T]) -> _T:
-    """``work()`` in a daemon thread: a call stuck in a library without a timeout never holds up
-    the event loop's shutdown or the process's exit (``asyncio.to_thread`` threads would)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[_T] = loop.create_future()
-
-    def settle(result: _T | None, error: BaseException | None) -> None:
-        if done.done():
-            return  # the caller gave up waiting (its deadline)
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result)  # type: ignore[arg-type]
-
-    def body() -> None:
-        result: _T | None = None
-        error: BaseException | None = None
-        try:
-            result = work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task as is
-            error = exc
-        # the loop closed meanwhile: nobody waits for this answer any more
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, result, error)
-
-    _WORKERS.submit(body)
-    return await done
+    def text(self, channel: int) -> str:
+        return self.data[channel].decode("utf-8", errors="replace")
 
 
 class ExecStream:
-    """One argv in one container over ``pods/exec``; one dedicated ApiClient (stream() patches it).
+    """One argv in one container over ``pods/exec``.
 
     No allow-list here: every caller checks its own first (see the module docstring).
     """
 
     def __init__(self, api_client: client.ApiClient, *, timeout: float = 15.0) -> None:
-        self._core = client.CoreV1Api(api_client)
         self.api_client = api_client
         self.timeout = timeout
+        cfg = api_client.configuration
+        self._base = str(cfg.host).rstrip("/")
+        self._ssl = _ssl_context(cfg)
+        self._server_hostname = getattr(cfg, "tls_server_name", None) or None
+        self._proxy = cfg.proxy or None
+        #: one connector per event loop (the CLI, tests and serve each run their own loop)
+        self._connector: tuple[asyncio.AbstractEventLoop, aiohttp.TCPConnector] | None = None
+
+    def _headers(self) -> dict[str, str]:
+        """The credentials, read per stream: the configuration's hook refreshes expiring tokens."""
+        headers = dict(self.api_client.default_headers)
+        for setting in self.api_client.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        return headers
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._connector is None or self._connector[0] is not loop or self._connector[1].closed:
+            # nothing is pooled (each WebSocket closes its own connection), so an unclosed
+            # connector left behind with its loop holds no socket
+            self._connector = (loop, aiohttp.TCPConnector(limit=0, force_close=True))
+        return aiohttp.ClientSession(connector=self._connector[1], connector_owner=False)
 
     async def stream_exec(
         self, namespace: str, pod: str, container: str, argv: list[str], *, timeout: float | None = None
     ) -> ExecOutput:
         """Run ``argv``; ``KubeApiError`` (``NotFoundError`` for 404) when the API refuses it or the
-        answer does not come within ``timeout`` plus a margin."""
+        upgrade is not answered within ``timeout``."""
         limit = self.timeout if timeout is None else timeout
-
-        def do() -> ExecOutput:
+        url = f"{self._base}/api/v1/namespaces/{namespace}/pods/{pod}/exec"
+        params = [("command", word) for word in argv]
+        params += [("container", container), ("stdout", "true"), ("stderr", "true")]
+        where = f"exec in {namespace}/{pod}"
+        channels = _Channels()
+        async with self._session() as session:
             try:
-                resp = stream(
-                    self._core.connect_get_namespaced_pod_exec,
-                    pod,
-                    namespace,
-                    container=container,
-                    command=argv,
-                    stderr=True,
-                    stdin=False,
-                    stdout=True,
-                    tty=False,
-                    _preload_content=False,
-                    _request_timeout=limit,
-                )
-            except ApiException as exc:
-                # a refused WebSocket upgrade comes back as status 0 with "Handshake status 403 ..."
-                found = _HANDSHAKE.search(str(exc.reason or ""))
-                if not exc.status and found:
-                    exc.status = int(found.group(1))
+                async with asyncio.timeout(limit):
+                    ws = await session.ws_connect(
+                        url,
+                        params=params,
+                        protocols=(_PROTOCOL,),
+                        headers=self._headers(),
+                        ssl=self._ssl if self._ssl is not None else True,
+                        server_hostname=self._server_hostname,
+                        proxy=self._proxy,
+                        autoping=True,
+                        max_msg_size=0,
+                    )
+            except aiohttp.WSServerHandshakeError as exc:
                 if exc.status == 404:
                     raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
-                raise KubeApiError(
-                    f"exec in {namespace}/{pod}: API error {exc.status}", status=exc.status
-                ) from None
-            except Exception as exc:  # noqa: BLE001 - websocket errors vary by library version
-                raise KubeApiError(f"exec in {namespace}/{pod}/{container}: {type(exc).__name__}") from None
-            try:
-                resp.run_forever(timeout=limit)
-                timed_out = resp.is_open()
-                # what run_forever buffered; timeout=0: a stream still open must not block here
-                stdout = resp.read_stdout(timeout=0) or ""
-                stderr = resp.read_stderr(timeout=0) or ""
-                status = resp.read_channel(3)
-                code = _exit_code(status) if status else None
-            finally:
-                resp.close()
-            return ExecOutput(stdout, stderr, code, timed_out=timed_out and code is None)
-
-        try:
-            # not asyncio.wait_for: on Python 3.11 it returns the result and swallows a cancellation
-            # that arrives as the exec finishes, so a cancelled node action would run on
-            async with asyncio.timeout(limit + 5):
-                return await _in_daemon_thread(do)
-        except TimeoutError:
-            raise KubeApiError(f"exec in {namespace}/{pod}/{container}: timed out") from None
+                raise KubeApiError(f"{where}: API error {exc.status}", status=exc.status) from None
+            except TimeoutError:
+                raise KubeApiError(f"{where}/{container}: timed out") from None
+            except (aiohttp.ClientError, OSError) as exc:
+                raise KubeApiError(f"{where}/{container}: {type(exc).__name__}") from None
+            timed_out = False
+            async with ws:
+                try:
+                    async with asyncio.timeout(limit):
+                        async for message in ws:
+                            if message.type is aiohttp.WSMsgType.BINARY:
+                                channels.add(message.data)
+                except TimeoutError:
+                    timed_out = True
+                except (aiohttp.ClientError, OSError):
+                    pass  # the stream broke: what arrived is kept, the exit status decides
+        status = channels.text(_ERROR)
+        code = _exit_code(status) if status else None
+        return ExecOutput(channels.text(_STDOUT), channels.text(_STDERR), code, timed_out=timed_out and code is None)
 
 
 class PodExec(ExecStream):

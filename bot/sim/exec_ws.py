@@ -66,7 +66,7 @@ def _pick_container(pod: dict[str, Any], requested: str | None) -> tuple[str | N
 
 
 #: (node, command line) -> (stdout, stderr, exit code): a node read, as the node's SSH server answers it
-NodeRead = Callable[[str, str], tuple[str, str, int]]
+NodeRead = Callable[[str, str], Awaitable[tuple[str, str, int]]]
 
 
 #: (node, command line) -> (stdout, stderr, exit code, the stream is cut after it ran): a command
@@ -78,11 +78,11 @@ def _not_found(word: str) -> tuple[str, str, int]:
     return "", f"sh: 1: {word}: not found\n", 127
 
 
-def _agent_answer(node_read: NodeRead | None, node: str, argv: list[str]) -> tuple[str, str, int]:
+async def _agent_answer(node_read: NodeRead | None, node: str, argv: list[str]) -> tuple[str, str, int]:
     """An agent pod runs ``sh -c LINE`` for the node read commands; the node's facts answer them."""
     if node_read is None or len(argv) != 3 or argv[:2] != ["sh", "-c"]:
         return _not_found(argv[0] if argv else "")
-    return node_read(node, argv[2])
+    return await node_read(node, argv[2])
 
 
 async def _actuator_answer(node_write: NodeWrite | None, node: str, argv: list[str]) -> tuple[str, str, int, bool]:
@@ -143,7 +143,7 @@ async def handle_exec(
         return ws
     cut = False
     if is_agent_pod(pod):
-        stdout, stderr, code = _agent_answer(node_read, node, list(argv))
+        stdout, stderr, code = await _agent_answer(node_read, node, list(argv))
     elif is_actuator_pod(pod):
         stdout, stderr, code, cut = await _actuator_answer(node_write, node, list(argv))
     else:

@@ -235,7 +235,8 @@ def generate_scenario(
 
     Every nvidia node is kept full (its 8 cards allocated) so the target stays Pending for a
     capacity reason; ``silent_nodes`` GPU nodes accept SSH and never answer (``ssh: timeout``);
-    ``latency_ms`` delays every SSH command (a per-node round trip for the node-status benchmark).
+    ``latency_ms`` delays every node command, over SSH, the agent or the actuator (a per-node round
+    trip for the node-status benchmark).
     ``realistic`` dresses pods and nodes as a real API server serves them (3-8 KB a pod instead of
     0.7 KB; slower to build, so tests leave it off and benchmarks turn it on).
     """

@@ -328,11 +328,16 @@ class SshFleet:
         answer, dropped = await self._run(node, command, "actuator")
         return answer.stdout, answer.stderr, answer.exit_status, dropped
 
-    def read(self, node: str, command: str) -> tuple[str, str, int]:
+    async def read(self, node: str, command: str) -> tuple[str, str, int]:
         """A node read as the node agent runs it: the SSH answer for a read command; a command
-        that would change the node fails (the agent's mounts are read-only and it has no systemd)."""
+        that would change the node fails (the agent's mounts are read-only and it has no systemd).
+        The node's latency applies as over SSH: it stands for the command's own run time on the
+        node (nvidia-smi takes as long in the agent's container) as well as the network."""
         if command not in READ_COMMANDS or node not in self._nodes:
             return "", f"sh: {command.split(' ', 1)[0]}: not permitted in the read-only agent\n", 126
+        latency_ms = self._nodes[node].latency_ms
+        if latency_ms > 0:
+            await asyncio.sleep(latency_ms / 1000)
         if command == COMBINED_READ:
             combined = self._combined(node, "agent")
             return combined.stdout, combined.stderr, combined.exit_status
