@@ -8,10 +8,11 @@ healthy node (median of several). The target: the whole ``node-status`` (API rea
 every check, the report) within 1.5× that bound, on a fleet of healthy nodes. A second run per
 transport has one silent node (accepts, never answers): it costs one deadline in parallel, so
 its budget is that deadline plus 1.5× the bound. The deadline is the default of the settings
-(``ssh_deadline_s``); the simulated nodes add ``latency_ms`` to every command, standing in for
-network and the command's own run time. The service is built as ``gpubot serve`` builds it, with
-the watch-fed cache and kept SSH connections (``--fresh``: neither, the one-shot CLI's case); the
-first run opens the connections and is reported apart. The load average is printed with each
+(``ssh_deadline_s``); the simulated nodes add ``latency_ms`` to every command, over SSH and
+through the agent alike, standing in for network and the command's own run time. The service is
+built as ``gpubot serve`` builds it, with the watch-fed cache and kept SSH connections
+(``--fresh``: neither, the one-shot CLI's case); the first run opens the connections and is
+reported apart. The load average is printed with each
 row: this machine is shared.
 
 ``python -m bench.bench_node_status [--sizes 500] [--runs N] [--latency-ms 20] [--transports ssh,agent]``
@@ -155,10 +156,7 @@ def main() -> None:
                 f"latency_ms={args.latency_ms},realistic=1"
             )
             with sim_process(spec) as sim:
-                # the silent node only over SSH: through the agent, an exec into a silent node's agent
-                # leaves the client's websocket thread blocked past the deadline, and the process
-                # then waits for that thread at exit (a finding of this benchmark, not a figure)
-                for transport in ["ssh"] if silent else args.transports.split(","):
+                for transport in args.transports.split(","):
                     r = asyncio.run(measure(sim, size, args.runs, transport, silent, keep=not args.fresh))
                     results.append({**r, "latency_ms": args.latency_ms})
     rows = [

@@ -257,8 +257,9 @@ def node_status_section(ns: dict[str, Any]) -> list[str]:
         f"Bound = ceil(nodes ÷ {first['concurrency']}) × round trip, the round trip being connect + ONE command "
         "(the combined allow-listed read) on one healthy node, measured alone. Budget = 1.5 × bound (+ the "
         f"deadline, {first['deadline_s']:g} s by default, for the run with a silent node). Simulated per-command "
-        f'latency {first["latency_ms"]} ms over SSH. "fan-out" is the node-readings step alone; the rest of '
-        "the wall is the API reads, the checks and the report.",
+        f"latency {first['latency_ms']} ms on every node command (SSH and agent alike). "
+        '"fan-out" is the node-readings step alone; the rest of the wall is the API reads, the checks and the '
+        "report.",
         "",
     ]
 

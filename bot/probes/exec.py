@@ -9,24 +9,28 @@ the node read commands (``bot.probes.ssh.READ_COMMANDS``, nothing else) in the g
 tells a stream that closed before the exit status (``code`` None: the answer was lost) from one
 still open at the deadline (``timed_out``).
 
-The stream speaks ``v4.channel.k8s.io`` itself over aiohttp, on the event loop, with the address,
-credentials and TLS settings of the cluster's ``kubernetes`` client configuration. The official
-client's ``stream()`` runs websocket-client in a thread per exec, with no timeout on the upgrade:
-through the node agent, node-status over 500 nodes spent most of its CPU there (bench/).
+The stream speaks ``v4.channel.k8s.io`` itself (``bot.probes.websocket``), on the event loop,
+with the address, credentials, TLS and proxy settings of the cluster's ``kubernetes`` client
+configuration. The official client's ``stream()`` runs websocket-client in a thread per exec, with
+no timeout on the upgrade: through the node agent, node-status over 500 nodes spent most of its
+CPU there (bench/bench_node_status.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
+import time
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
-import aiohttp
 from kubernetes import client
 
 from bot.errors import KubeApiError, NotFoundError
 from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
+from bot.probes.websocket import BINARY, Endpoint, HandshakeError, ProtocolError, connect
 
 TORCH_PROBE = (
     "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count())"
@@ -78,6 +82,14 @@ def _exit_code(status_text: str | None) -> int:
     return 1
 
 
+@functools.lru_cache(maxsize=64)
+def _exec_query(argv: tuple[str, ...], container: str) -> str:
+    """The exec parameters, URL-encoded once per command: the combined node read is over a
+    kilobyte of shell, and quoting it again for every node cost more than the connection."""
+    params = [("command", word) for word in argv]
+    return urlencode([*params, ("container", container), ("stdout", "true"), ("stderr", "true")])
+
+
 def _ssl_context(cfg: client.Configuration) -> ssl.SSLContext | None:
     """The TLS settings the kubeconfig (or the service account) gave the official client."""
     if not str(cfg.host).startswith("https"):
@@ -116,6 +128,10 @@ class ExecStream:
     No allow-list here: every caller checks its own first (see the module docstring).
     """
 
+    #: how long the credentials read from the client configuration are reused: its refresh hook
+    #: (kubeconfig exec plugins, the service account's rotated token) re-reads the whole config
+    HEADERS_TTL_S = 10.0
+
     def __init__(self, api_client: client.ApiClient, *, timeout: float = 15.0) -> None:
         self.api_client = api_client
         self.timeout = timeout
@@ -124,24 +140,17 @@ class ExecStream:
         self._ssl = _ssl_context(cfg)
         self._server_hostname = getattr(cfg, "tls_server_name", None) or None
         self._proxy = cfg.proxy or None
-        #: one connector per event loop (the CLI, tests and serve each run their own loop)
-        self._connector: tuple[asyncio.AbstractEventLoop, aiohttp.TCPConnector] | None = None
+        self._headers_read: tuple[float, dict[str, str]] | None = None
 
     def _headers(self) -> dict[str, str]:
-        """The credentials, read per stream: the configuration's hook refreshes expiring tokens."""
-        headers = dict(self.api_client.default_headers)
-        for setting in self.api_client.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"])] = str(setting["value"])
-        return headers
-
-    def _session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._connector is None or self._connector[0] is not loop or self._connector[1].closed:
-            # nothing is pooled (each WebSocket closes its own connection), so an unclosed
-            # connector left behind with its loop holds no socket
-            self._connector = (loop, aiohttp.TCPConnector(limit=0, force_close=True))
-        return aiohttp.ClientSession(connector=self._connector[1], connector_owner=False)
+        now = time.monotonic()
+        if self._headers_read is None or now - self._headers_read[0] > self.HEADERS_TTL_S:
+            headers = dict(self.api_client.default_headers)
+            for setting in self.api_client.configuration.auth_settings().values():
+                if setting.get("in") == "header" and setting.get("value"):
+                    headers[str(setting["key"])] = str(setting["value"])
+            self._headers_read = (now, headers)
+        return self._headers_read[1]
 
     async def stream_exec(
         self, namespace: str, pod: str, container: str, argv: list[str], *, timeout: float | None = None
@@ -149,44 +158,37 @@ class ExecStream:
         """Run ``argv``; ``KubeApiError`` (``NotFoundError`` for 404) when the API refuses it or the
         upgrade is not answered within ``timeout``."""
         limit = self.timeout if timeout is None else timeout
-        url = f"{self._base}/api/v1/namespaces/{namespace}/pods/{pod}/exec"
-        params = [("command", word) for word in argv]
-        params += [("container", container), ("stdout", "true"), ("stderr", "true")]
+        endpoint = Endpoint(
+            f"{self._base}/api/v1/namespaces/{namespace}/pods/{pod}/exec",
+            self._ssl,
+            self._server_hostname,
+            self._proxy,
+        )
         where = f"exec in {namespace}/{pod}"
+        try:
+            async with asyncio.timeout(limit):
+                ws = await connect(endpoint, _exec_query(tuple(argv), container), self._headers(), _PROTOCOL)
+        except HandshakeError as exc:
+            if exc.status == 404:
+                raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
+            raise KubeApiError(f"{where}: API error {exc.status}", status=exc.status) from None
+        except TimeoutError:
+            raise KubeApiError(f"{where}/{container}: timed out") from None
+        except (ProtocolError, OSError, ssl.SSLError) as exc:
+            raise KubeApiError(f"{where}/{container}: {type(exc).__name__}") from None
         channels = _Channels()
-        async with self._session() as session:
-            try:
-                async with asyncio.timeout(limit):
-                    ws = await session.ws_connect(
-                        url,
-                        params=params,
-                        protocols=(_PROTOCOL,),
-                        headers=self._headers(),
-                        ssl=self._ssl if self._ssl is not None else True,
-                        server_hostname=self._server_hostname,
-                        proxy=self._proxy,
-                        autoping=True,
-                        max_msg_size=0,
-                    )
-            except aiohttp.WSServerHandshakeError as exc:
-                if exc.status == 404:
-                    raise NotFoundError(f"pod {namespace}/{pod}: not found") from None
-                raise KubeApiError(f"{where}: API error {exc.status}", status=exc.status) from None
-            except TimeoutError:
-                raise KubeApiError(f"{where}/{container}: timed out") from None
-            except (aiohttp.ClientError, OSError) as exc:
-                raise KubeApiError(f"{where}/{container}: {type(exc).__name__}") from None
-            timed_out = False
-            async with ws:
-                try:
-                    async with asyncio.timeout(limit):
-                        async for message in ws:
-                            if message.type is aiohttp.WSMsgType.BINARY:
-                                channels.add(message.data)
-                except TimeoutError:
-                    timed_out = True
-                except (aiohttp.ClientError, OSError):
-                    pass  # the stream broke: what arrived is kept, the exit status decides
+        timed_out = False
+        try:
+            async with asyncio.timeout(limit):
+                while (message := await ws.receive()) is not None:
+                    if message[0] == BINARY:
+                        channels.add(message[1])
+        except TimeoutError:
+            timed_out = True
+        except (ProtocolError, OSError, ssl.SSLError):
+            pass  # the stream broke: what arrived is kept, the exit status decides
+        finally:
+            await ws.close()
         status = channels.text(_ERROR)
         code = _exit_code(status) if status else None
         return ExecOutput(channels.text(_STDOUT), channels.text(_STDERR), code, timed_out=timed_out and code is None)

@@ -228,10 +228,10 @@ def _yes(value: str) -> bool | None:
     return None
 
 
-def _uncorrected(entries: list[tuple[tuple[str, ...], str]], scope: str) -> int | None:
+def _uncorrected(ecc_errors: list[tuple[tuple[str, ...], str]], scope: str) -> int | None:
     """Uncorrectable errors under ``ECC Errors / scope``: ``Double Bit / Total`` or the sum of
     ``… Uncorrectable …`` counters; None when every counter reads N/A (no ECC on the card)."""
-    under = [(p, v) for p, v in entries if len(p) >= 3 and p[0] == "ECC Errors" and p[1] == scope]
+    under = [(p, v) for p, v in ecc_errors if len(p) >= 3 and p[1] == scope]
     double = [(p, v) for p, v in under if p[2].startswith("Double Bit")]
     if double:
         totals = [v for p, v in double if p[-1] == "Total"]
@@ -254,16 +254,25 @@ def parse_ecc_report(text: str, *, problems: list[str] | None = None) -> list[Ec
             if problems is not None:
                 problems.append("nvidia-smi -q: a GPU block without a readable PCI address was skipped")
             continue
-        values = dict(entries)
-        retired = [_yes(v) for p, v in entries if p[0] == "Retired Pages" and p[-1].startswith("Pending")]
-        remapped_pending = [_yes(v) for p, v in entries if p[0] == "Remapped Rows" and p[-1] == "Pending"]
-        failure = [_yes(v) for p, v in entries if p[0] == "Remapped Rows" and p[-1].startswith("Remapping Failure")]
+        # one pass sorts the entries by their top section; each question then reads only its own
+        sections: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for entry in entries:
+            sections.setdefault(entry[0][0], []).append(entry)
+        remapped = sections.get("Remapped Rows", [])
+        retired = [_yes(v) for p, v in sections.get("Retired Pages", []) if p[-1].startswith("Pending")]
+        remapped_pending = [_yes(v) for p, v in remapped if p[-1] == "Pending"]
+        failure = [_yes(v) for p, v in remapped if p[-1].startswith("Remapping Failure")]
+        ecc_errors = sections.get("ECC Errors", [])
+        mode = ""
+        for path, value in sections.get("ECC Mode", []):
+            if path == ("ECC Mode", "Current"):
+                mode = value  # the last one, as a dict of the entries would keep
         out.append(
             EccReading(
                 pci=pci,
-                ecc_mode=values.get(("ECC Mode", "Current"), ""),
-                volatile_uncorrected=_uncorrected(entries, "Volatile"),
-                aggregate_uncorrected=_uncorrected(entries, "Aggregate"),
+                ecc_mode=mode,
+                volatile_uncorrected=_uncorrected(ecc_errors, "Volatile"),
+                aggregate_uncorrected=_uncorrected(ecc_errors, "Aggregate"),
                 retired_pending=next((r for r in retired if r is not None), None),
                 remapped_pending=next((r for r in remapped_pending if r is not None), None),
                 remap_failure=next((r for r in failure if r is not None), None),
@@ -279,13 +288,13 @@ def _split_time(line: str) -> tuple[str, str]:
     """(time, message) of a journal ``short-iso`` or ``dmesg`` line; the message keeps NVRM: …"""
     match = _ISO.match(line)
     if match is not None:
-        rest = line[match.end():]
+        rest = line[match.end() :]
         # "HOST kernel: MESSAGE"
         _, sep, message = rest.partition(" kernel: ")
         return match.group("time"), (message if sep else rest)
     match = _BRACKET.match(line)
     if match is not None:
-        return match.group("time").strip(), line[match.end():]
+        return match.group("time").strip(), line[match.end() :]
     return "", line
 
 
@@ -298,11 +307,11 @@ def _xid_event(pci_text: str, rest: str, when: str, raw: str) -> XidEvent | None
     pid_match = _PID.match(text)
     if pid_match is not None:
         pid = pid_match.group("pid").strip("'")
-        text = text[pid_match.end():]
+        text = text[pid_match.end() :]
         name_match = _NAME.match(text)
         if name_match is not None:
             process = name_match.group("name").strip()
-            text = text[name_match.end():]
+            text = text[name_match.end() :]
     return XidEvent(
         pci=pci_key(pci_text) or pci_text.strip(),
         xid=int(match.group("xid")),

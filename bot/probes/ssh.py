@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 from dataclasses import dataclass
 
 import asyncssh
@@ -76,30 +77,39 @@ def frame_reads(results: list[tuple[str, str, int]]) -> str:
     return "".join(out)
 
 
+_MARK_LINE = re.compile(rf"^{re.escape(READ_MARK)}(?: (?P<start>.*)|-err (?P<err>.*)|-rc (?P<rc>.*))$", re.M)
+
+
 def split_reads(text: str) -> dict[str, CommandResult] | None:
     """``COMBINED_READ``'s output back into each command's result; None when a section is
-    missing (a shell that could not run it: the caller runs the commands one by one)."""
+    missing (a shell that could not run it: the caller runs the commands one by one).
+
+    Every node's read comes through here (hundreds in a fleet-wide node-status), so the marker
+    lines are found by one regular expression and the stdout between them is sliced, not split
+    into lines: a section's stdout is every line after its start line and before its status line
+    that is not a marker line; its stderr lines may come anywhere after its start."""
     sections: dict[int, tuple[list[str], list[str], list[int]]] = {}
     current: tuple[list[str], list[str], list[int]] | None = None
-    for line in text.split("\n"):
-        if not line.startswith(READ_MARK):  # most lines: one test, not three (every node's read)
-            if current is not None and not current[2]:
-                current[0].append(line)
-            continue
-        if line.startswith(READ_MARK + " "):
-            index = line[len(READ_MARK) + 1 :].strip()
+    pos = 0
+    for mark in _MARK_LINE.finditer(text):
+        if current is not None and not current[2] and mark.start() > pos:
+            current[0].append(text[pos : mark.start() - 1])
+        pos = mark.end() + 1
+        start, err, rc = mark.group("start", "err", "rc")
+        if start is not None:
+            index = start.strip()
             if not index.isdigit():
                 return None
             current = sections.setdefault(int(index), ([], [], []))
         elif current is None:
             continue
-        elif line.startswith(READ_MARK + "-err "):
-            current[1].append(line[len(READ_MARK) + 5 :])
-        elif line.startswith(READ_MARK + "-rc "):
-            status = line[len(READ_MARK) + 4 :].strip()
+        elif err is not None:
+            current[1].append(err)
+        else:
+            status = rc.strip()
             current[2].append(int(status) if status.lstrip("-").isdigit() else -1)
-        elif not current[2]:
-            current[0].append(line)
+    if current is not None and not current[2] and pos <= len(text):
+        current[0].append(text[pos:])
     if sorted(sections) != list(range(len(FIRST_READS))) or any(not rc for _, _, rc in sections.values()):
         return None
     return {
