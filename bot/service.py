@@ -43,6 +43,8 @@ class Service:
         self.settings = settings
         #: the long-running bot keeps each node's SSH connection for the next question
         self.ssh_pool = SshPool(idle_s=settings.ssh_idle_s) if keep_connections else None
+        #: nodes whose last read timed out, read first next time (``Sources.slow_nodes``)
+        self.slow_nodes: set[str] | None = set() if keep_connections else None
         #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
         self.clients = KubeClients(settings, use_cache=use_cache and settings.cache_enabled)
         # the packaged runbooks, with the files of ``runbook_dir`` (if set) replacing or adding to them
@@ -84,6 +86,7 @@ class Service:
             exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
             ssh_pool=self.ssh_pool,
             node_exec=clients.exec.run_read if clients.exec is not None else None,
+            slow_nodes=self.slow_nodes,
         )
         report = await run_diagnosis(
             runbook,

@@ -103,6 +103,9 @@ class KubeApiServer:
         self.stats = RequestStats()
         #: (namespace, pod, container, argv, exit code) for every exec
         self.exec_log: list[ExecLogEntry] = []
+        #: (namespace, pod) of every exec request in the order they arrived, those that hang or
+        #: fail included (``exec_log`` has only those that ran)
+        self.exec_arrivals: list[tuple[str, str]] = []
         #: (user, groups, verb, resource) of every request that impersonated someone
         self.impersonated: list[tuple[str, tuple[str, ...], str, str]] = []
         self._hub = WatchHub()
@@ -284,6 +287,7 @@ class KubeApiServer:
                 return rest.create_object(request, store, target, body)
             return status_response(405, f"the server does not allow this method on {target.rtype.plural}")
         if target.sub == "exec":
+            self.exec_arrivals.append((target.namespace or "", target.name))
             pod = rest.existing(store, target)
             return await handle_exec(
                 request, self.scenario, pod, self.exec_log.append, self.node_read, self.node_write

@@ -99,6 +99,25 @@ async def test_refused_hanging_and_truncated_exec_each_end_as_a_finding_within_t
     assert [r.gpus for r in report.nodes if r.node == "gpu-ok-1"][0]
 
 
+async def test_the_long_running_bot_reads_a_node_that_timed_out_first_next_time() -> None:
+    """With one read slot, a hanging agent read last costs its deadline after every other node;
+    the long-running bot remembers it and starts it first the next time."""
+    scenario = _scenario({"gpu-ok-2": "hang"})
+    async with SimCluster(scenario) as sim:
+        settings = sim.settings(node_access="agent", ssh_deadline_s=DEADLINE, ssh_concurrency=1)
+        service = Service(settings, keep_connections=True)
+        try:
+            await service.run(parse_invocation(["node-status"]))
+            first_run = [pod for _, pod in sim.api.exec_arrivals]
+            await service.run(parse_invocation(["node-status"]))
+            second_run = [pod for _, pod in sim.api.exec_arrivals[len(first_run) :]]
+        finally:
+            await service.close()
+    assert first_run[0] != "gpubot-node-gpu-ok-2"
+    assert second_run[0] == "gpubot-node-gpu-ok-2"
+    assert sorted(set(second_run)) == sorted(set(first_run))
+
+
 async def test_a_missing_pending_or_crash_looping_agent_is_node_agent_missing_with_why() -> None:
     scenario = _scenario({"gpu-ok-2": "missing", "gpu-refused": "pending", "gpu-rekeyed": "crashloop"})
     report, _, sim = await _node_status(scenario)

@@ -125,14 +125,15 @@ async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[Node
     return SshTransport(targets, pool=src.ssh_pool), dict(failed)
 
 
-def _unconnected(transport: NodeTransport) -> list[str]:
-    """The nodes the long-running bot holds no SSH connection to: a fresh connect is the slow part
-    of a read and a silent node's costs the whole deadline, so they start first (the one-shot CLI
-    connects everywhere: no order)."""
-    if not isinstance(transport, SshTransport) or transport.pool is None:
-        return []
-    pool = transport.pool
-    return [n for n, target in transport.targets.items() if not pool.holds(target)]
+def _likely_slow(transport: NodeTransport, slow: set[str] | None) -> list[str]:
+    """The nodes to start first in the long-running bot: those whose last read timed out, and
+    over SSH those it holds no connection to (a fresh connect is the slow part of a read and a
+    silent node's costs the whole deadline). The one-shot CLI reads everything afresh: no order."""
+    first = sorted(slow or ())
+    if isinstance(transport, SshTransport) and transport.pool is not None:
+        pool = transport.pool
+        first += [n for n, target in transport.targets.items() if not pool.holds(target) and n not in (slow or ())]
+    return first
 
 
 async def _no_exec(
@@ -152,9 +153,15 @@ async def readings(facts: Facts, src: Sources) -> None:
             concurrency=s.ssh_concurrency,
             deadline=s.ssh_deadline_s,
             until=facts.deadline,
-            first=_unconnected(transport),
+            first=_likely_slow(transport, src.slow_nodes),
         )
     )
+    if src.slow_nodes is not None:
+        for node, result in results.items():
+            if isinstance(result, NodeProbeError) and result.reason == "timeout":
+                src.slow_nodes.add(node)
+            else:
+                src.slow_nodes.discard(node)
     late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
     for node, result in sorted(results.items()):
         # a missing agent is its own finding (NODE_AGENT_MISSING), which says why

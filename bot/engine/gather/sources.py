@@ -26,3 +26,6 @@ class Sources:
     ssh_pool: SshPool | None = None
     #: exec of the node read commands into a node's agent pod (``node_access: agent``)
     node_exec: NodeExecFn | None = None
+    #: nodes whose last read timed out (long-running bot only): the next read starts them first,
+    #: so a node that costs its whole deadline costs it while the others are read, not after
+    slow_nodes: set[str] | None = None
