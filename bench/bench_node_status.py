@@ -10,8 +10,9 @@ transport has one silent node (accepts, never answers): it costs one deadline in
 its budget is that deadline plus 1.5× the bound. The deadline is the default of the settings
 (``ssh_deadline_s``); the simulated nodes add ``latency_ms`` to every command, over SSH and
 through the agent alike, standing in for network and the command's own run time. The service is
-built as ``gpubot serve`` builds it, with the watch-fed cache and kept SSH connections
-(``--fresh``: neither, the one-shot CLI's case); the first run opens the connections and is
+built as ``gpubot serve`` builds it, with the watch-fed cache and kept SSH connections, and the
+process set up as serve sets it up (the synced heap frozen, serve's GIL switch interval)
+(``--fresh``: none of that, the one-shot CLI's case); the first run opens the connections and is
 reported apart. The load average is printed with each
 row: this machine is shared.
 
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import os
+import sys
 import time
 from typing import Any
 
@@ -33,6 +36,7 @@ from bot.commands import parse_invocation
 from bot.probes.node import ssh_target_for
 from bot.probes.node_agent import AGENT_CONTAINER, AGENT_NAME
 from bot.probes.ssh import COMBINED_READ, READ_COMMANDS, open_connection, run_command
+from bot.server import freeze_startup_heap, set_switch_interval
 from bot.service import Service
 from bot.settings import Settings
 from bot.sim.agents import AGENT_NAMESPACE
@@ -92,6 +96,10 @@ async def measure(
     if keep:
         cache = service.clients.cache_for(settings.clusters[0].name)
         assert cache is not None and await cache.wait_ready(120), "the watch-fed cache did not sync"
+        # and as serve sets its process up after start-up: the synced heap out of the collector's
+        # scans, the event loop's share of the GIL
+        freeze_startup_heap()
+        previous_switch = set_switch_interval()
     inv = parse_invocation(["node-status"])
     t = time.perf_counter()
     await service.run(inv)  # first run: key and known_hosts loading, API client warm-up
@@ -110,6 +118,9 @@ async def measure(
         unreachable = len([s for s in report.skipped if "timeout" in s.why or "answer" in s.why])
     sim_cpu, own_cpu = sim.cpu_s() - cpu0, time.process_time() - own0
     await service.close()
+    if keep:
+        sys.setswitchinterval(previous_switch)
+        gc.unfreeze()
     concurrency = settings.ssh_concurrency
     bound = math.ceil(nodes / concurrency) * rtt
     deadline = settings.ssh_deadline_s

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import bot.server  # noqa: F401  (what ``gpubot serve`` imports: its share of the RSS is counted)
 from bench.common import SimProc, median
 from bot.commands import parse_invocation
 from bot.engine.gather import LOADERS
+from bot.server import freeze_startup_heap, set_switch_interval  # what serve imports, and its set-up
 from bot.service import Service
 
 
@@ -68,8 +67,8 @@ async def warm(sim: SimProc, namespace: str, pod: str, runs: int) -> dict[str, A
     if not await cache.wait_ready(300):
         raise RuntimeError("cache did not sync")
     sync_s = time.perf_counter() - t0
-    gc.collect()
-    gc.freeze()  # what serve does after its start-up: keep the cache out of GC scans
+    freeze_startup_heap()  # what serve does after its start-up: keep the cache out of GC scans
+    set_switch_interval()  # and serve's GIL switch interval
     inv = parse_invocation(["why-pending", pod, "-n", namespace])
     reader = service.clients.reads_for(cluster)
     await service.run(inv)  # first run opens the SSH connections

@@ -101,6 +101,25 @@ def test_owned_by_controller_reference_or_labels() -> None:
     assert not owned_by(other, d) and not owned_by(elsewhere, d)
 
 
+def test_placement_groups_a_pod_list_once_and_lets_it_go_when_its_report_is_done() -> None:
+    import gc
+
+    from bot.kube import daemonsets
+
+    d = ds()
+    pod = {"metadata": {"namespace": "kube-system", "ownerReferences": [{"kind": "DaemonSet", "uid": "ds-uid"}]},
+           "spec": {"nodeName": "gpu-1"}, "status": {"phase": "Running"}}
+    pods = [pod]
+    assert placement(d, pods, node("gpu-1")).pod is pod
+    assert any(entry[1] is pods for entry in daemonsets._BY_NODE.values())
+    del pods  # the report that read this list is done
+    gc.collect()
+    later = [dict(pod)]
+    assert placement(d, later, node("gpu-1")).pod is later[0]
+    # only the list still in use is kept: a long-running bot does not hold old reports' pods
+    assert [entry[1] for entry in daemonsets._BY_NODE.values()] == [later]
+
+
 def test_target_node_from_node_name_or_daemonset_affinity() -> None:
     assert target_node({"spec": {"nodeName": "n1"}}) == "n1"
     pinned = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
