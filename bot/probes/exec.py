@@ -46,6 +46,10 @@ EXEC_COMMANDS: dict[str, list[str]] = {
     "env": ["env"],
 }
 _ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
+#: the official client's name for the request this module sends itself (the WebSocket upgrade of
+#: ``GET /api/v1/namespaces/NS/pods/NAME/exec``): the RBAC the chart grants is derived from the
+#: client calls named in the code (tests/deploy/kube_calls.py), and this is where exec is made
+EXEC_CALL = ("CoreV1Api", "connect_get_namespaced_pod_exec")
 #: the channel.k8s.io framing: first byte of each binary message
 _STDOUT, _STDERR, _ERROR = 1, 2, 3
 _PROTOCOL = "v4.channel.k8s.io"
