@@ -33,7 +33,8 @@ from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 from bot.probes.websocket import BINARY, Endpoint, HandshakeError, ProtocolError, connect
 
 TORCH_PROBE = (
-    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), torch.cuda.device_count())"
+    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
+    "torch.cuda.device_count())"
 )
 
 #: name -> argv; the only things gpubot ever runs in a container
@@ -169,8 +170,10 @@ class ExecStream:
             self._proxy,
         )
         where = f"exec in {namespace}/{pod}"
+        # one deadline for the upgrade and the answer together, as the caller's limit means
+        deadline = asyncio.get_running_loop().time() + limit
         try:
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout_at(deadline):
                 ws = await connect(endpoint, _exec_query(tuple(argv), container), self._headers(), _PROTOCOL)
         except HandshakeError as exc:
             if exc.status == 404:
@@ -183,7 +186,7 @@ class ExecStream:
         channels = _Channels()
         timed_out = False
         try:
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout_at(deadline):
                 while (message := await ws.receive()) is not None:
                     if message[0] == BINARY:
                         channels.add(message[1])

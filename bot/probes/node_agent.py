@@ -167,7 +167,7 @@ class AgentTransport:
         async def one(command: str) -> CommandResult:
             async with gate:
                 try:
-                    # the exec's own socket timeout ends its worker thread near the node's deadline
+                    # the exec's own deadline ends its stream with the node's
                     return await self.exec_read(self.namespace, pod, AGENT_CONTAINER, command, timeout=deadline)
                 except KubeApiError as exc:
                     raise _translate(node, exc) from None

@@ -129,10 +129,11 @@ def _likely_slow(transport: NodeTransport, slow: set[str] | None) -> list[str]:
     """The nodes to start first in the long-running bot: those whose last read timed out, and
     over SSH those it holds no connection to (a fresh connect is the slow part of a read and a
     silent node's costs the whole deadline). The one-shot CLI reads everything afresh: no order."""
-    first = sorted(slow or ())
+    slow = slow or set()
+    first = sorted(slow)
     if isinstance(transport, SshTransport) and transport.pool is not None:
         pool = transport.pool
-        first += [n for n, target in transport.targets.items() if not pool.holds(target) and n not in (slow or ())]
+        first += [n for n, target in transport.targets.items() if not pool.holds(target) and n not in slow]
     return first
 
 
