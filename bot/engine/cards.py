@@ -4,6 +4,7 @@ sit on which card. Shared by node-status's table and the card checks, computed o
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,12 +33,12 @@ def card_verdicts(
     thresholds, known = thresholds_from(signals), profiles_from(profiles)
     out: CardVerdicts = {}
     for node, obs in sorted(observed.items()):
-        rows = []
-        for g in obs.gpus:
-            procs = sum(1 for p in obs.processes if p.gpu_uuid and p.gpu_uuid == g.uuid)
-            rows.append((g, classify_card(card_readings(g), thresholds, known, utilization=g.utilization_gpu,
-                                          processes=procs)))
-        out[node] = rows
+        procs = Counter(p.gpu_uuid for p in obs.processes if p.gpu_uuid)
+        out[node] = [
+            (g, classify_card(card_readings(g), thresholds, known, utilization=g.utilization_gpu,
+                              processes=procs[g.uuid] if g.uuid else 0))
+            for g in obs.gpus
+        ]
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 State = Literal["busy", "idle", "unknown"]
@@ -32,6 +33,23 @@ class Threshold:
     idle_at_most: float
     busy_at_least: float
 
+    # the rule texts of the evidence line, worded once per row rather than once per card
+    @cached_property
+    def unit(self) -> str:
+        return SIGNALS[self.signal]
+
+    @cached_property
+    def idle_rule(self) -> str:
+        return f"idle ≤{_fmt(self.idle_at_most, self.unit)}"
+
+    @cached_property
+    def busy_rule(self) -> str:
+        return f"busy ≥{_fmt(self.busy_at_least, self.unit)}"
+
+    @cached_property
+    def name(self) -> str:
+        return self.signal.split("_")[0]
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -39,6 +57,10 @@ class Profile:
 
     name: str
     values: dict[str, float]
+    #: each signal's spread across the table the row was read with (``profiles_from`` fills it:
+    #: every card of a fleet-wide node-status is compared with every row); where a signal has no
+    #: entry it is worked out from the profiles passed to ``closest_profile``
+    spreads: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -52,8 +74,10 @@ class Verdict:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+    if value is None or isinstance(value, bool):
         return None
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -79,7 +103,16 @@ def profiles_from(rows: Sequence[Mapping[str, Any]]) -> list[Profile]:
         values = {s: v for s in SIGNALS if (v := _number(row.get(s))) is not None}
         if row.get("profile") and values:
             out.append(Profile(str(row["profile"]), values))
-    return out
+    return [
+        Profile(p.name, p.values, {signal: _spread(out, signal, ref) for signal, ref in p.values.items()})
+        for p in out
+    ]
+
+
+def _spread(profiles: Sequence[Profile], signal: str, ref: float) -> float:
+    """How far ``signal`` ranges across the profiles, a profile without it counted at ``ref``."""
+    known = [q.values.get(signal, ref) for q in profiles]
+    return max(known) - min(known)
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -98,8 +131,9 @@ def closest_profile(readings: Mapping[str, float | None], profiles: Sequence[Pro
             value = readings.get(signal)
             if value is None:
                 continue
-            known = [q.values.get(signal, ref) for q in profiles]
-            spread = max(known) - min(known)
+            spread = p.spreads.get(signal)
+            if spread is None:
+                spread = _spread(profiles, signal, ref)
             terms.append(abs(value - ref) / (spread or 1.0))
         if terms:
             distance = sum(terms) / len(terms)
@@ -121,23 +155,22 @@ def classify_card(
     parts = []
     for t in thresholds:
         value = _number(readings.get(t.signal))
-        unit = SIGNALS[t.signal]
         if value is None:
             votes[t.signal] = "n/a"
-            parts.append(f"{t.signal.split('_')[0]} N/A")
+            parts.append(f"{t.name} N/A")
             continue
         if value <= t.idle_at_most:
             votes[t.signal] = "idle"
-            rule = f"idle ≤{_fmt(t.idle_at_most, unit)}"
+            rule = t.idle_rule
         elif value >= t.busy_at_least:
             votes[t.signal] = "busy"
-            rule = f"busy ≥{_fmt(t.busy_at_least, unit)}"
+            rule = t.busy_rule
         else:
             votes[t.signal] = "between"
             rule = "between idle and busy"
-        parts.append(f"{_fmt(value, unit)} ({rule})")
-    busy = sum(1 for v in votes.values() if v == "busy")
-    idle = sum(1 for v in votes.values() if v == "idle")
+        parts.append(f"{_fmt(value, t.unit)} ({rule})")
+    cast = list(votes.values())
+    busy, idle = cast.count("busy"), cast.count("idle")
     state: State = "busy" if busy > idle else "idle" if idle > busy else "unknown"
     clean = {k: _number(v) for k, v in readings.items()}
     profile = closest_profile(clean, profiles)

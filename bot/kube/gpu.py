@@ -67,6 +67,9 @@ COMPONENT_HINTS: tuple[str, ...] = (
 OWN_COMPONENTS: tuple[str, ...] = ("gpubot-node", "gpubot-actuator")
 #: the label the chart and the simulator put on everything gpubot deploys
 OWN_PART_OF = ("app.kubernetes.io/part-of", "gpubot")
+# one search each instead of a loop over the fragments: every pod on every GPU node is asked
+_OWN = re.compile("|".join(map(re.escape, OWN_COMPONENTS)))
+_HINT = re.compile("|".join(map(re.escape, (*COMPONENT_HINTS, "qgpu"))))
 
 
 def gpu_labels(node: Obj) -> list[str]:
@@ -89,8 +92,7 @@ def is_own_component(name: str, labels: Mapping[str, str] | None = None) -> bool
     key, value = OWN_PART_OF
     if labels.get(key) == value:
         return True
-    texts = (name.lower(), str(labels.get("app.kubernetes.io/name", "")))
-    return any(own in text for text in texts for own in OWN_COMPONENTS)
+    return bool(_OWN.search(name.lower()) or _OWN.search(str(labels.get("app.kubernetes.io/name", ""))))
 
 
 def is_gpu_component(name: str, labels: Mapping[str, str] | None = None) -> bool:
@@ -99,7 +101,7 @@ def is_gpu_component(name: str, labels: Mapping[str, str] | None = None) -> bool
     if is_own_component(name, labels):
         return False
     text = " ".join([name, *((labels or {}).values())]).lower()
-    return any(hint in text for hint in COMPONENT_HINTS) or "qgpu" in text
+    return _HINT.search(text) is not None
 
 
 def marks_gpu(node: Obj) -> bool:

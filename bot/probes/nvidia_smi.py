@@ -10,6 +10,7 @@ parser that reads them, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -71,13 +72,15 @@ def to_number(text: str) -> float | None:
     value = text.strip()
     if value in UNAVAILABLE or value.startswith("["):
         return None
-    value = _UNIT.sub("", value)
     try:
-        number = float(value)
+        number = float(value)  # the usual case (nounits): no pattern to run
     except ValueError:
-        return None
+        try:
+            number = float(_UNIT.sub("", value))
+        except ValueError:
+            return None
     # nan/inf are not readings a card can report; treat them as unreadable
-    return number if number == number and abs(number) != float("inf") else None
+    return number if math.isfinite(number) else None
 
 
 def _to_int(text: str) -> int | None:

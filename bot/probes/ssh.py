@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import asyncssh
@@ -28,6 +28,7 @@ from bot.errors import NodeProbeError
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.probes.devices import LS_DEV_NVIDIA
 from bot.probes.gpu_health import ECC_QUERY, KERNEL_LOG, KERNEL_LOG_DMESG
+from bot.probes.lines import lines_starting_with
 from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
 
 #: how the GPU Operator's containerised driver exposes its binaries on the host
@@ -77,36 +78,46 @@ def frame_reads(results: list[tuple[str, str, int]]) -> str:
     return "".join(out)
 
 
-_MARK_LINE = re.compile(rf"^{re.escape(READ_MARK)}(?: (?P<start>.*)|-err (?P<err>.*)|-rc (?P<rc>.*))$", re.M)
+#: what follows the mark on each kind of marker line: a section's start, a stderr line, its status
+_MARK_KINDS = (" ", "-err ", "-rc ")
+
+
+def _marker_lines(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(line start, line end, kind, rest of the line) of every marker line, in order."""
+    for at, end in lines_starting_with(text, READ_MARK):
+        tail = text[at + len(READ_MARK) : end]
+        for kind in _MARK_KINDS:
+            if tail.startswith(kind):
+                yield at, end, kind, tail[len(kind) :]
+                break
 
 
 def split_reads(text: str) -> dict[str, CommandResult] | None:
     """``COMBINED_READ``'s output back into each command's result; None when a section is
     missing (a shell that could not run it: the caller runs the commands one by one).
 
-    Every node's read comes through here (hundreds in a fleet-wide node-status), so the marker
-    lines are found by one regular expression and the stdout between them is sliced, not split
-    into lines: a section's stdout is every line after its start line and before its status line
-    that is not a marker line; its stderr lines may come anywhere after its start."""
+    Every node's read comes through here (hundreds in a fleet-wide node-status), so the stdout
+    between the marker lines is sliced, not split into lines: a section's stdout is every line
+    after its start line and before its status line that is not a marker line; its stderr lines
+    may come anywhere after its start."""
     sections: dict[int, tuple[list[str], list[str], list[int]]] = {}
     current: tuple[list[str], list[str], list[int]] | None = None
     pos = 0
-    for mark in _MARK_LINE.finditer(text):
-        if current is not None and not current[2] and mark.start() > pos:
-            current[0].append(text[pos : mark.start() - 1])
-        pos = mark.end() + 1
-        start, err, rc = mark.group("start", "err", "rc")
-        if start is not None:
-            index = start.strip()
+    for start, end, kind, rest in _marker_lines(text):
+        if current is not None and not current[2] and start > pos:
+            current[0].append(text[pos : start - 1])
+        pos = end + 1
+        if kind == " ":
+            index = rest.strip()
             if not index.isdigit():
                 return None
             current = sections.setdefault(int(index), ([], [], []))
         elif current is None:
             continue
-        elif err is not None:
-            current[1].append(err)
+        elif kind == "-err ":
+            current[1].append(rest)
         else:
-            status = rc.strip()
+            status = rest.strip()
             current[2].append(int(status) if status.lstrip("-").isdigit() else -1)
     if current is not None and not current[2] and pos <= len(text):
         current[0].append(text[pos:])

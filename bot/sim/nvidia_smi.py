@@ -9,6 +9,7 @@ process or touch a file.
 
 from __future__ import annotations
 
+import functools
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -143,6 +144,7 @@ def _ecc_style(gpu: GpuFacts) -> str:
     return "pages"
 
 
+@functools.lru_cache(maxsize=4096)
 def _kv(indent: int, key: str, value: object) -> str:
     return f"{' ' * indent}{key:<{42 - indent}}: {value}"
 
@@ -249,31 +251,39 @@ def _number(value: float, fmt: str) -> str:
     return f"{value:.2f}" if fmt == "2f" else str(int(round(value)))
 
 
+def _memory_free(gpu: GpuFacts) -> float | None:
+    if gpu.memory_total_mib is None or gpu.memory_used_mib is None:
+        return None
+    return max(gpu.memory_total_mib - gpu.memory_used_mib, 0)
+
+
+#: fields nvidia-smi derives rather than reads from the card's facts: (card, driver, card count)
+_SYNTHETIC: dict[str, Callable[[GpuFacts, str, int], float | str | None]] = {
+    "timestamp": lambda gpu, driver, count: time.strftime("%Y/%m/%d %H:%M:%S.000", time.gmtime()),
+    "driver": lambda gpu, driver, count: driver or None,
+    "count": lambda gpu, driver, count: str(count),
+    "serial": lambda gpu, driver, count: f"{1560000000000 + gpu.index}",
+    "index": lambda gpu, driver, count: str(gpu.index),
+    "bus_id": lambda gpu, driver, count: _bus_id(gpu),
+    "pstate": lambda gpu, driver, count: "P0" if (gpu.utilization_gpu or 0) > 0 else "P8",
+    "compute_mode": lambda gpu, driver, count: "Default",
+    "persistence_mode": lambda gpu, driver, count: "Enabled",
+    "fan": lambda gpu, driver, count: None,
+    "utilization_memory": lambda gpu, driver, count: (
+        None if gpu.utilization_gpu is None else min(gpu.utilization_gpu, 100)
+    ),
+    "memory_free_mib": lambda gpu, driver, count: _memory_free(gpu),
+    "power_limit": lambda gpu, driver, count: 300.0,
+    "clock_sm": lambda gpu, driver, count: 1530 if (gpu.utilization_gpu or 0) > 0 else 135,
+    "vbios": lambda gpu, driver, count: "88.00.4F.00.09",
+}
+
+
 def _gpu_value(gpu: GpuFacts, source: str, *, driver: str, count: int) -> float | str | None:
     """The value of one field for one card; None prints as [N/A]."""
-    synthetic: dict[str, Callable[[], float | str | None]] = {
-        "timestamp": lambda: time.strftime("%Y/%m/%d %H:%M:%S.000", time.gmtime()),
-        "driver": lambda: driver or None,
-        "count": lambda: str(count),
-        "serial": lambda: f"{1560000000000 + gpu.index}",
-        "index": lambda: str(gpu.index),
-        "bus_id": lambda: _bus_id(gpu),
-        "pstate": lambda: "P0" if (gpu.utilization_gpu or 0) > 0 else "P8",
-        "compute_mode": lambda: "Default",
-        "persistence_mode": lambda: "Enabled",
-        "fan": lambda: None,
-        "utilization_memory": lambda: None if gpu.utilization_gpu is None else min(gpu.utilization_gpu, 100),
-        "memory_free_mib": lambda: (
-            None
-            if gpu.memory_total_mib is None or gpu.memory_used_mib is None
-            else max(gpu.memory_total_mib - gpu.memory_used_mib, 0)
-        ),
-        "power_limit": lambda: 300.0,
-        "clock_sm": lambda: 1530 if (gpu.utilization_gpu or 0) > 0 else 135,
-        "vbios": lambda: "88.00.4F.00.09",
-    }
-    if source in synthetic:
-        return synthetic[source]()
+    synthetic = _SYNTHETIC.get(source)
+    if synthetic is not None:
+        return synthetic(gpu, driver, count)
     value = getattr(gpu, source)
     return value if value is None or isinstance(value, str) else float(value)
 

@@ -359,7 +359,7 @@ class SshFleet:
         words = command.split()
         if not words:
             return _Answer("", "", 0, allowed=False)
-        if any(ch in _SHELL_META for ch in command):
+        if not _SHELL_META.isdisjoint(command):
             return _not_found(words[0])
         line = " ".join(words)
         if words[0] == "nvidia-smi":

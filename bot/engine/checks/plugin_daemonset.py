@@ -70,11 +70,27 @@ class Problem:
     crashing: list[dict[str, str]] = field(default_factory=list)
 
 
-def _left_to_operator(facts: Facts, ds: Obj, node: str) -> bool:
+@dataclass(frozen=True)
+class _Stack:
+    """What every node's examination shares (read once per question, not once per node): the
+    device-plugin DaemonSets and the GPU Operator's operands."""
+
+    plugins: list[Obj]
+    operands: dict[str, Obj]
+
+    @classmethod
+    def of(cls, facts: Facts) -> _Stack:
+        controllers = facts.components.controllers
+        return cls(plugin_daemonsets(controllers), operator_operands(controllers))
+
+    def serving(self, families: set[str]) -> list[Obj]:
+        return [d for d in self.plugins if (k := plugin_kind(d)) and k.families & families]
+
+
+def _left_to_operator(facts: Facts, operands: dict[str, Obj], ds: Obj, node: str) -> bool:
     """The GPU Operator's own plugin on a node where it is switched off (deploy label not
     ``true``, e.g. paused for a MIG change) or waits for an earlier failing operand: that is
     GPU_OPERATOR_NOT_READY's (or MIG_STRATEGY_MISMATCH's) to report."""
-    operands = operator_operands(facts.components.controllers)
     if operands.get("plugin") is not ds:
         return False
     states = stage_states(operands, facts.components.pods, facts.nodes[node], CORE_STAGES)
@@ -84,13 +100,14 @@ def _left_to_operator(facts: Facts, ds: Obj, node: str) -> bool:
     return first is not None and first.stage != "plugin"
 
 
-def _examine(facts: Facts, node: str, families: set[str], problems: dict[tuple[str, str], Problem]) -> None:
+def _examine(
+    facts: Facts, stack: _Stack, node: str, families: set[str], problems: dict[tuple[str, str], Problem]
+) -> None:
     """Record what keeps a plugin for ``families`` from running on ``node``."""
     obj = facts.nodes[node]
-    serving = [d for d in plugin_daemonsets(facts.components.controllers)
-               if (k := plugin_kind(d)) and k.families & families]
+    serving = stack.serving(families)
     placed = [(d, placement(d, facts.components.pods, obj)) for d in serving]
-    placed = [(d, p) for d, p in placed if not _left_to_operator(facts, d, node)]
+    placed = [(d, p) for d, p in placed if not _left_to_operator(facts, stack.operands, d, node)]
     if serving and not placed:
         return
     on_node = [(d, p) for d, p in placed if p.admission.ok or p.pod is not None]
@@ -180,6 +197,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         lead: list[str] = []
         seen: set[tuple[str, str]] = set()
         eligible = eligible_nodes(facts, pod)
+        stack = _Stack.of(facts)
         for resource, want in sorted(asks.items()):
             family = gpu_family(resource)
             if family is None:
@@ -188,7 +206,7 @@ def run(facts: Facts) -> Iterator[Detection]:
                 if (node, family) in seen or not short_of(facts.nodes[node], resource):
                     continue
                 seen.add((node, family))
-                _examine(facts, node, {family}, problems)
+                _examine(facts, stack, node, {family}, problems)
                 lead.append(f"{node}: {offer_text(facts.nodes[node], resource)}; "
                             f"{pod_ref(pod)} asks {resource}: {fmt_num(want)}")
                 taints = blocking_taints(pod, facts.nodes[node])
@@ -200,11 +218,11 @@ def run(facts: Facts) -> Iterator[Detection]:
         yield from _detections(problems, pod_subject(pod), lead, pod=pod_ref(pod), resource=resources)
         return
     # node-status: any plugin may serve a node; with none installed, the NVIDIA one is the one missing
-    families = set().union(*(k.families for k in PLUGIN_KINDS)) if plugin_daemonsets(
-        facts.components.controllers) else {"nvidia"}
+    stack = _Stack.of(facts)
+    families = set().union(*(k.families for k in PLUGIN_KINDS)) if stack.plugins else {"nvidia"}
     for node in gpu_machines(facts, facts.scope_nodes):
         if is_ready(facts.nodes[node]):
-            _examine(facts, node, families, problems)
+            _examine(facts, stack, node, families, problems)
     yield from _detections(problems, "", [], pod="", resource="GPU")
 
 
