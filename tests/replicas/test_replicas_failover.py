@@ -14,6 +14,7 @@ import signal
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from bot.proactive.kube_store import KubeProblemStore
 from bot.remediation.flow import ConfirmFlow
@@ -78,12 +79,16 @@ async def test_killing_the_leader_hands_leadership_sweeps_and_posting_to_the_oth
         print(f"leader taken over {took_s:.2f}s after the kill (lease {LEASE_S:.0f}s)")
         assert took_s <= LEASE_S + 2, f"took over after {took_s:.1f}s"
 
-        async def expired() -> bool:
+        async def expired() -> list[Any]:
+            # the sweep marks the offer expired, then audits it: a read between the two writes
+            # sees the state without its trail entry, so the round is settled when both are in
             record = await rig.io(rig.store.get, offer.id)
-            return record is not None and record.state == "expired"
+            if record is None or record.state != "expired":
+                return []
+            trail = await rig.trail(offer.id)
+            return trail if len(trail) >= 2 else []
 
-        await rig.wait_for(expired, timeout=10)
-        trail = await rig.trail(offer.id)
+        trail = await rig.wait_for(expired, timeout=10)
         assert [e.event for e in trail] == ["offer", "expire"] and trail[-1].actor == "gpubot"
         # the survivor now sweeps the watch too; it knows what the old leader posted
         swept = sweeps_logged(survivor)
