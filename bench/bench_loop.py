@@ -41,6 +41,7 @@ from urllib.parse import urlencode
 import aiohttp
 
 from bench.common import ROOT, emit, percentile, sim_process, table
+from bot.cli import tune_gc
 from bot.server import freeze_startup_heap, set_switch_interval
 from bot.sim.scenario_include import read_yaml, resolve_base
 from bot.wiring import build_bot
@@ -194,6 +195,7 @@ async def run(events: int, commands: int, workdir: Path) -> dict[str, Any]:
         await bot.start()
         set_switch_interval()  # as serve does
         freeze_startup_heap()  # as serve does once the bot is up
+        tune_gc()  # and as gpubot's main() sets the collector for every command
         url = f"http://127.0.0.1:{bot.server.port}/slack/events"
         try:
             async with aiohttp.ClientSession() as session:

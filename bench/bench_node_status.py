@@ -11,7 +11,8 @@ its budget is that deadline plus 1.5× the bound. The deadline is the default of
 (``ssh_deadline_s``); the simulated nodes add ``latency_ms`` to every command, over SSH and
 through the agent alike, standing in for network and the command's own run time. The service is
 built as ``gpubot serve`` builds it, with the watch-fed cache and kept SSH connections, and the
-process set up as serve sets it up (the synced heap frozen, serve's GIL switch interval)
+process set up as serve sets it up (the synced heap frozen, serve's GIL switch interval, the
+collector's thresholds of every gpubot command)
 (``--fresh``: none of that, the one-shot CLI's case); the first run opens the connections and is
 reported apart. The load average is printed with each
 row: this machine is shared.
@@ -32,6 +33,7 @@ from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
 from bench.warm_child import time_physical_probe
+from bot.cli import tune_gc
 from bot.commands import parse_invocation
 from bot.probes.node import ssh_target_for
 from bot.probes.node_agent import AGENT_CONTAINER, AGENT_NAME
@@ -99,6 +101,7 @@ async def measure(
         # and as serve sets its process up after start-up: the synced heap out of the collector's
         # scans, the event loop's share of the GIL
         freeze_startup_heap()
+        tune_gc()  # gpubot's main() sets the collector so for every command, serve included
         previous_switch = set_switch_interval()
     inv = parse_invocation(["node-status"])
     t = time.perf_counter()

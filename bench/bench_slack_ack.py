@@ -35,6 +35,7 @@ import aiohttp
 
 from bench.bench_loop import StallProbe, command_body, http_settings, settle, signed
 from bench.common import emit, percentile, sim_process, table
+from bot.cli import tune_gc
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
 from bot.settings import Settings
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
@@ -61,6 +62,7 @@ async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: fl
             await cache.wait_ready(300)
         set_switch_interval(switch_s)  # as serve does (its default unless --switch-interval)
         freeze_startup_heap()  # as serve does once the bot is up
+        tune_gc()  # and as gpubot's main() sets the collector for every command
         url = f"http://127.0.0.1:{bot.server.port}/slack/events"
         why = f"why-pending {TARGET_POD} -n {TARGET_NAMESPACE}"
         try:

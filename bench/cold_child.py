@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bench.common import SimProc
-from bot.cli import tune_gc_for_one_shot
+from bot.cli import tune_gc
 from bot.commands import parse_invocation
 from bot.service import Service
 
@@ -36,7 +36,7 @@ def peak_rss_mb() -> float:
 
 
 async def main(info_path: str, namespace: str, pod: str) -> None:
-    tune_gc_for_one_shot()  # as the CLI does
+    tune_gc()  # as the CLI does
     info = json.loads(Path(info_path).read_text())
     sim = SimProc(0, info, Path(info_path).parent)
     service = Service(sim.settings())

@@ -10,6 +10,7 @@ cause (``bench/notes.yaml``) and the raw JSON. ``./scripts/bench.sh [--quick]`` 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -441,6 +442,11 @@ def targets(
     return out
 
 
+def sim_loop() -> str:
+    """The event loop the simulator process serves on (bench/simproc.py takes uvloop where installed)."""
+    return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio's default loop"
+
+
 def resumed(log: Path) -> dict[str, dict[str, Any]]:
     """The results an earlier, interrupted run printed (its ``BENCH_JSON`` lines), by benchmark."""
     out: dict[str, dict[str, Any]] = {}
@@ -464,7 +470,7 @@ def report(
         f"Load average (1 min) at the start of each benchmark: {', '.join(f'{x:.2f}' for x in loads)}; at the end "
         f"{os.getloadavg()[0]:.2f}. On a shared machine other processes slow every figure.",
         "Produced by one `./scripts/bench.sh` run (→ `python -m bench.run_all`). The simulator runs in its own "
-        "process on the same machine."
+        f"process on the same machine, on {sim_loop()} (see bench/simproc.py)."
         + (
             f" Resumed run: the results of {', '.join(reused)} come from the interrupted run's log (`--resume`), "
             "the wall time and load averages above are the resumed part's."

@@ -6,6 +6,13 @@ or, when SPEC is a ``.json`` file, loads that scenario document), starts the API
 SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, how long generation and
 loading took, the size distribution of the served pods and nodes), then serves until its stdin
 closes. Loopback only; it never reaches anything else.
+
+It runs on uvloop where installed (the dev extra installs it): the simulator stands in for a
+multi-core API server and hundreds of nodes that answer in parallel, yet here one Python event
+loop serves every exec and SSH session on the cores the bot is measured on, and the default
+loop's own overhead queued 16 concurrent node reads behind each other (node-status through the
+agent: the fan-out took ~1.15 s on it, ~0.95 s on uvloop, with the same bot and the same CPU
+seconds in the simulator). ``info.json`` says which loop served (``sim_loop``).
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario, parse_spec
@@ -76,6 +85,7 @@ async def main(spec: str, workdir: Path) -> None:
         "objects": len(scenario.objects),
         "sizes": sizes,
         "encode_s": time.perf_counter() - t2,
+        "sim_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
     }
     tmp = workdir / "info.tmp"
     tmp.write_text(json.dumps(info))
@@ -85,5 +95,14 @@ async def main(spec: str, workdir: Path) -> None:
     await sim.stop()
 
 
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # without the dev extra: the default loop (slower, see the docstring)
+        asyncio.run(coro)
+    else:
+        uvloop.run(coro)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
+    _run(main(sys.argv[1], Path(sys.argv[2])))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import SimProc, median
+from bot.cli import tune_gc
 from bot.commands import parse_invocation
 from bot.engine.gather import LOADERS
 from bot.server import freeze_startup_heap, set_switch_interval  # what serve imports, and its set-up
@@ -69,6 +70,7 @@ async def warm(sim: SimProc, namespace: str, pod: str, runs: int) -> dict[str, A
     sync_s = time.perf_counter() - t0
     freeze_startup_heap()  # what serve does after its start-up: keep the cache out of GC scans
     set_switch_interval()  # and serve's GIL switch interval
+    tune_gc()  # and the collector's thresholds, as gpubot's main() sets them for every command
     inv = parse_invocation(["why-pending", pod, "-n", namespace])
     reader = service.clients.reads_for(cluster)
     await service.run(inv)  # first run opens the SSH connections

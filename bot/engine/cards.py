@@ -24,21 +24,40 @@ CardVerdicts = dict[str, list[tuple[GpuRow, Verdict]]]
 CardPods = dict[str, dict[str, list[tuple[SlimPod, str]]]]
 
 
+class WorkingRules:
+    """The runbook's ``working_signals`` and ``working_profiles`` tables, read once per question."""
+
+    def __init__(self, signals: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]]) -> None:
+        self.thresholds = thresholds_from(signals)
+        self.profiles = profiles_from(profiles)
+
+    def node(self, obs: NodeObservation) -> list[tuple[GpuRow, Verdict]]:
+        """[(card, verdict)] of one node's reading."""
+        procs = Counter(p.gpu_uuid for p in obs.processes if p.gpu_uuid)
+        return [
+            (g, classify_card(card_readings(g), self.thresholds, self.profiles, utilization=g.utilization_gpu,
+                              processes=procs[g.uuid] if g.uuid else 0))
+            for g in obs.gpus
+        ]
+
+
 def card_verdicts(
     observed: Mapping[str, NodeObservation],
     signals: Sequence[Mapping[str, Any]],
     profiles: Sequence[Mapping[str, Any]],
+    *,
+    early: Mapping[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] | None = None,
 ) -> CardVerdicts:
-    """node -> [(card, verdict)] from the runbook's ``working_signals`` and ``working_profiles``."""
-    thresholds, known = thresholds_from(signals), profiles_from(profiles)
+    """node -> [(card, verdict)] from the runbook's ``working_signals`` and ``working_profiles``.
+
+    ``early``: verdicts already worked out while the other nodes were still being read (kept
+    only where they are of the very reading in ``observed``)."""
+    rules = WorkingRules(signals, profiles)
+    early = early or {}
     out: CardVerdicts = {}
     for node, obs in sorted(observed.items()):
-        procs = Counter(p.gpu_uuid for p in obs.processes if p.gpu_uuid)
-        out[node] = [
-            (g, classify_card(card_readings(g), thresholds, known, utilization=g.utilization_gpu,
-                              processes=procs[g.uuid] if g.uuid else 0))
-            for g in obs.gpus
-        ]
+        done = early.get(node)
+        out[node] = done[1] if done is not None and done[0] is obs else rules.node(obs)
     return out
 
 

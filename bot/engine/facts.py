@@ -14,7 +14,8 @@ from functools import cached_property
 from typing import Any
 
 from bot.commands import Invocation
-from bot.engine.cards import CardPods, CardVerdicts, card_pods, card_verdicts
+from bot.engine.cards import CardPods, CardVerdicts, WorkingRules, card_pods, card_verdicts
+from bot.engine.working import Verdict
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
 from bot.kube.gpu import gpu_node_names, is_gpu_component
@@ -23,6 +24,7 @@ from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
 from bot.probes.container import ExecFacts
 from bot.probes.node import NodeObservation
+from bot.probes.nvidia_smi import GpuRow
 from bot.probes.slim import SlimPod
 from bot.report import Skipped
 
@@ -173,6 +175,9 @@ class Facts:
         #: base facts the reader was not allowed to read (403: per-user authority); a check that
         #: rests on one is not run, since an empty fact would read as "nothing there"
         self.forbidden: set[str] = set()
+        #: card verdicts worked out while the fan-out ran (``node_answered``), with their reading
+        self._early_cards: dict[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] = {}
+        self._working_rules: WorkingRules | None = None
 
     # ------------------------------------------------------------------ filling (loaders only)
 
@@ -324,7 +329,19 @@ class Facts:
     @cached_property
     def card_verdicts(self) -> CardVerdicts:
         """node -> [(card, the "really working" verdict)], per the runbook's working tables."""
-        return card_verdicts(self.observations, self.table("working_signals"), self.table("working_profiles"))
+        return card_verdicts(
+            self.observations, self.table("working_signals"), self.table("working_profiles"), early=self._early_cards
+        )
+
+    def node_answered(self, node: str, result: object) -> None:
+        """One node's reading is in while the others are still being read: its cards' verdicts
+        are worked out now, in the fan-out's idle moments, rather than all after it (500 nodes'
+        cards cost ~0.05 s that the asker would otherwise wait for after the last node)."""
+        if not isinstance(result, NodeObservation) or not self._tables.get("working_signals"):
+            return
+        if self._working_rules is None:
+            self._working_rules = WorkingRules(self.table("working_signals"), self.table("working_profiles"))
+        self._early_cards[node] = (result, self._working_rules.node(result))
 
     @cached_property
     def card_pods(self) -> CardPods:

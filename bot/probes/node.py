@@ -18,6 +18,7 @@ This module must never run anything but ``READ_COMMANDS``, and never change a no
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -79,6 +80,8 @@ CHANNELS_PER_NODE = 4
 #: connection attempts when the node drops the connection (see the module docstring)
 CONNECT_ATTEMPTS = 3
 NOT_FOUND = 127
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -338,6 +341,7 @@ async def observe_many(
     deadline: float = 10.0,
     until: float | None = None,
     first: Collection[str] = (),
+    answered: Callable[[str, NodeObservation | NodeProbeError], None] | None = None,
 ) -> dict[str, NodeObservation | NodeProbeError]:
     """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise.
 
@@ -345,10 +349,12 @@ async def observe_many(
     read (reason ``deadline``), and no node's own deadline runs past it. ``first``: nodes to start
     before the others (the likely slow ones: a node that may cost its whole deadline costs it in
     parallel with the rest instead of after them); the answer keeps the order of ``nodes``.
+    ``answered`` is told each node's result as it comes in (after its slot is free again), so
+    per-node work can be done while the rest are still being read.
     """
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(node: str) -> NodeObservation | NodeProbeError:
+    async def read(node: str) -> NodeObservation | NodeProbeError:
         async with gate:
             budget = deadline if until is None else min(deadline, until - time.monotonic())
             if budget <= 0:
@@ -359,6 +365,15 @@ async def observe_many(
                 return exc
             except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
                 return NodeProbeError(node, "error", type(exc).__name__)
+
+    async def one(node: str) -> NodeObservation | NodeProbeError:
+        result = await read(node)
+        if answered is not None:
+            try:
+                answered(node, result)
+            except Exception:  # the early work is an optimisation: the report still has the reading
+                log.exception("handling node %s's reading early failed", node)
+        return result
 
     early = set(first)
     start = [n for n in nodes if n in early] + [n for n in nodes if n not in early]

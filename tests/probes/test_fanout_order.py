@@ -43,3 +43,19 @@ async def test_without_first_the_asked_order_is_the_start_order() -> None:
     transport = RecordingTransport(silent=set())
     await observe_many(transport, nodes, concurrency=1, deadline=1.0)
     assert transport.started == nodes
+
+
+async def test_each_answer_is_handed_on_as_it_comes_in_and_a_failing_handler_costs_nothing() -> None:
+    nodes = [f"n{i}" for i in range(6)]
+    transport = RecordingTransport(silent={"n3"})
+    seen: list[tuple[str, int]] = []
+
+    def answered(node: str, result: NodeObservation | NodeProbeError) -> None:
+        seen.append((node, len(transport.started)))  # how many had started when this one came in
+        if node == "n4":
+            raise RuntimeError("a bug in the early work")
+
+    results = await observe_many(transport, nodes, concurrency=2, deadline=1.0, answered=answered)
+    assert sorted(n for n, _ in seen) == nodes
+    assert seen[0][1] < len(nodes)  # the first answer was handed on while others had yet to start
+    assert isinstance(results["n4"], NodeObservation) and isinstance(results["n3"], NodeProbeError)

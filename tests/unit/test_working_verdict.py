@@ -8,6 +8,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from bot.commands import parse_invocation
+from bot.engine.cards import card_verdicts
+from bot.engine.facts import Facts
 from bot.engine.runbooks import load_runbooks
 from bot.engine.working import (
     SIGNALS,
@@ -17,7 +20,8 @@ from bot.engine.working import (
     profiles_from,
     thresholds_from,
 )
-from bot.probes.nvidia_smi import GPU_FIELDS, UNAVAILABLE, parse_gpu_query
+from bot.probes.node import NodeObservation
+from bot.probes.nvidia_smi import GPU_FIELDS, UNAVAILABLE, ProcRow, parse_gpu_query
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +134,26 @@ def test_any_nvidia_smi_field_may_be_unavailable(thresholds, cells) -> None:
         assert all(v is None or math.isfinite(v) for v in values.values())
         verdict = classify_card(values, thresholds, utilization=row.utilization_gpu)
         assert verdict.state in ("busy", "idle", "unknown")
+
+
+def test_verdicts_worked_out_during_the_fan_out_are_the_ones_worked_out_after_it(tables) -> None:
+    def reading(node: str, used: int) -> NodeObservation:
+        csv = "\n".join(f"{i}, GPU-{node}-{i}, NVIDIA A100, 50, {used * i}, 81920, {30 + 10 * i}, {60 * (i + 1)}"
+                        for i in range(4))
+        obs = NodeObservation(node=node, gpus=parse_gpu_query(csv))
+        obs.processes = [ProcRow(1, "python", 1024.0, f"GPU-{node}-3")]
+        return obs
+
+    readings_now = {"a": reading("a", 9000), "b": reading("b", 0), "c": reading("c", 4000)}
+    facts = Facts(parse_invocation(["node-status"]), tables=tables)
+    facts.node_answered("a", readings_now["a"])
+    facts.node_answered("b", reading("b", 0))  # a reading that is not the one the report keeps
+    facts.put("node_readings", readings_now)
+    early = facts.card_verdicts
+    late = card_verdicts(readings_now, tables["working_signals"], tables["working_profiles"])
+    assert early["a"] is facts._early_cards["a"][1]  # worked out once, during the fan-out
+    assert early["b"] is not facts._early_cards["b"][1]  # not of the kept reading: worked out again
+    assert {n: [(g.uuid, v) for g, v in rows] for n, rows in early.items()} == {
+        n: [(g.uuid, v) for g, v in rows] for n, rows in late.items()
+    }
+    assert [v.state for _, v in early["a"]] == ["idle", "busy", "busy", "busy"]

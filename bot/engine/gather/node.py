@@ -155,6 +155,7 @@ async def readings(facts: Facts, src: Sources) -> None:
             deadline=s.ssh_deadline_s,
             until=facts.deadline,
             first=_likely_slow(transport, src.slow_nodes),
+            answered=facts.node_answered,
         )
     )
     if src.slow_nodes is not None:
