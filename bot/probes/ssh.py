@@ -49,6 +49,19 @@ FIRST_READS: tuple[str, ...] = (
     KERNEL_LOG,
 )
 
+#: AES-GCM first, then asyncssh's own order (ChaCha20-Poly1305 first): every node read runs on the
+#: bot's one event loop, and asyncssh seals each ChaCha20 packet in several Python-level cipher
+#: calls (~14 us a packet, measured) where AES-GCM is one OpenSSL call (~2.5 us). Every OpenSSH
+#: since 6.2 offers AES-GCM; a server without it still gets the rest of the default list.
+ENCRYPTION_ALGS: tuple[str, ...] = (
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes256-ctr",
+    "aes192-ctr",
+    "aes128-ctr",
+)
+
 #: marks the sections of the combined read's output
 READ_MARK = "@@gpubot-read"
 
@@ -273,6 +286,7 @@ async def open_connection(target: SshTarget, *, timeout: float) -> asyncssh.SSHC
                 gss_host=None,
                 host_based_auth=False,
                 preferred_auth="publickey",
+                encryption_algs=list(ENCRYPTION_ALGS),
                 connect_timeout=timeout,
                 login_timeout=timeout,
             )

@@ -8,6 +8,7 @@ honours it) and a thread reply says who snoozed it and until when. A value that 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import MutableMapping
@@ -35,8 +36,7 @@ def register_watch_buttons(bot: SlackBot, snoozer: Snoozer) -> None:
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: MutableMapping[str, Any]
     ) -> None:
         await ack()
-        if not await bot.recent.first(request_key("action", {**body, "action_ts": action.get("action_ts")})):
-            return
+        key = request_key("action", {**body, "action_ts": action.get("action_ts")})
         match = _VALUE.match(str(action.get("value") or ""))
         user = str((body.get("user") or {}).get("id") or "")
         channel = str((body.get("channel") or {}).get("id") or "")
@@ -45,12 +45,13 @@ def register_watch_buttons(bot: SlackBot, snoozer: Snoozer) -> None:
             log_event(log, "snooze click ignored: not a watch button", level=logging.WARNING, user=user)
             return
         choice, fingerprint = match.groups()
-        until = snoozer.snooze(fingerprint, channel=channel, choice=choice, by=user)
-        reply = render_snoozed(user, until)
 
-        async def tell() -> None:
+        async def snooze_and_tell() -> None:
+            # the store write (SQLite, or the API with shared state) after the ack, off the loop
+            until = await asyncio.to_thread(snoozer.snooze, fingerprint, channel=channel, choice=choice, by=user)
+            reply = render_snoozed(user, until)
             await bot.app.client.chat_postMessage(
                 channel=channel, thread_ts=message_ts or None, text=reply.text, blocks=reply.blocks
             )
 
-        bot.after_ack(context, "watch-snooze", tell)
+        bot.after_ack_once(context, "watch-snooze", key, snooze_and_tell, kind="action")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from typing import Any
 
@@ -124,6 +125,42 @@ async def test_retry_does_not_run_twice(mock_slack: MockSlackApi) -> None:
     assert len(service.runs) == 2
     assert len(mock_slack.of("chat.postMessage")) == 6  # placeholder, report and evidence, twice
     assert 'gpubot_slack_duplicates_ignored_total{kind="command"} 2.0' in metrics
+
+
+class _HeldKeys:
+    """The shared retry memory (SQLite or the API in production), held shut until ``gate`` opens."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.keys: set[str] = set()
+        self.answers = 0
+
+    def first(self, key: str) -> bool:
+        self.gate.wait(5)
+        self.answers += 1
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
+
+
+async def test_the_ack_never_waits_for_the_shared_retry_memory(mock_slack: MockSlackApi) -> None:
+    service = FakeService()
+    async with running_app(settings_for(mock_slack), service) as app:
+        held = _HeldKeys()
+        app.bot.recent.shared = held
+        body = form(slash_payload(mock_slack, "why-pending train-0 -n ai"))
+        status, text, _ = await post(app.url + "/slack/events", body, sign(body))
+        # acked while the store still holds its answer, and nothing ran before it said "first"
+        assert (status, text) == (200, "") and held.answers == 0 and service.runs == []
+        retry = {**sign(body), "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+        status, _, _ = await post(app.url + "/slack/events", body, retry)
+        assert status == 200
+        held.gate.set()
+        await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
+        metrics = await _get(app.url + "/metrics")
+    assert len(service.runs) == 1
+    assert 'gpubot_slack_duplicates_ignored_total{kind="command"} 1.0' in metrics
 
 
 async def test_malformed_input_gets_usage_ephemeral(mock_slack: MockSlackApi) -> None:
