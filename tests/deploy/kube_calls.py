@@ -29,6 +29,8 @@ METHOD_RE = re.compile(
     r"(namespaced_)?[a-z][a-z0-9_]*?(_for_all_namespaces)?$"
 )
 _SERIALIZE_RE = re.compile(r"method='([A-Z]+)',\s*resource_path='([^']+)'")
+#: the older generator (kubernetes < 37): ``call_api('/api/v1/...', 'GET', ...)`` in *_with_http_info
+_CALL_API_RE = re.compile(r"call_api\(\s*'([^']+)',\s*'([A-Z]+)'")
 #: subresources whose WebSocket GET an API server >= 1.31 authorizes as ``create``, older as ``get``
 _STREAMING = {"exec", "attach", "portforward"}
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -80,10 +82,12 @@ def endpoint(api_class: str, method: str) -> tuple[str, str]:
     serialize = getattr(cls, f"_{method}_serialize", None)
     if serialize is None:  # older client layout: the path sits in *_with_http_info
         serialize = getattr(cls, f"{method}_with_http_info")
-    found = _SERIALIZE_RE.search(inspect.getsource(serialize))
-    if not found:
-        raise ValueError(f"cannot find the URL of {api_class}.{method} in the client source")
-    return found.group(1), found.group(2)
+    source = inspect.getsource(serialize)
+    if found := _SERIALIZE_RE.search(source):
+        return found.group(1), found.group(2)
+    if found := _CALL_API_RE.search(source):
+        return found.group(2), found.group(1)
+    raise ValueError(f"cannot find the URL of {api_class}.{method} in the client source")
 
 
 def parse_path(url: str) -> tuple[str, str]:
