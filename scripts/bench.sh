@@ -9,4 +9,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/bootstrap.sh"
 cd "$here/.."
 command -v kubectl >/dev/null || { echo "bench: kubectl is needed on PATH" >&2; exit 2; }
+# An installed gpubot has bytecode (pip compiles what it installs); this editable checkout only
+# has it if something wrote it, and with PYTHONDONTWRITEBYTECODE set nothing does: every cold CLI
+# run would compile bot/ from source. Compile it once, as an install would.
+python -m compileall -q bot bench >/dev/null
 python -m bench.run_all "$@"

@@ -59,3 +59,13 @@ def test_the_image_installs_the_lock_with_require_hashes_before_the_package() ->
     lock_at = text.index("--require-hashes --no-deps -r requirements.lock")
     package_at = text.index("pip install --no-compile --no-deps .")
     assert lock_at < package_at
+
+
+def test_the_image_ships_bytecode_compiled_after_the_install() -> None:
+    """A read-only root cannot cache bytecode at run time: the build stage compiles it, after the
+    package install and the clean-up (which would delete it), with hash-based pycs."""
+    build = re.split(r"(?m)^FROM ", (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8"))[1]
+    compile_at = build.index("-m compileall")
+    assert build.index("pip install --no-compile --no-deps .") < compile_at
+    assert build.index("-name '__pycache__'") < compile_at
+    assert "--invalidation-mode unchecked-hash /opt/gpubot/lib" in build[compile_at:]
