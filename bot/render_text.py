@@ -2,7 +2,7 @@
 
 Read by cause like the Slack view (``bot.report_groups``): the verdict line first, then one entry
 per finding code naming every object it was found on, each distinct fix offered once, least
-invasive first.
+invasive first, an action offered on many objects worded once with its other targets on one line.
 """
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ import textwrap
 from functools import partial
 
 from bot.report import Report
-from bot.report_groups import group_findings, verdict
+from bot.report_groups import Fix, group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
+
+#: targets named on an action's "the same for" line; the JSON output lists every one
+MAX_TARGETS_LISTED = 20
 
 MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
 
@@ -65,6 +68,29 @@ def _n(value: object) -> str:
     return str(value)
 
 
+def _params(fix: Fix) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(fix.remediation.params.items()))
+
+
+def _offer_lines(fixes: list[Fix], width: int) -> list[str]:
+    """Each action once, worded by its first target, then the other targets on one line: the
+    same fix on thirty nodes is two lines, not thirty (Slack shows them as buttons instead)."""
+    by_action: dict[str, list[Fix]] = {}
+    for fix in fixes:
+        by_action.setdefault(fix.action, []).append(fix)
+    lines = []
+    for action, same in by_action.items():
+        first = same[0].remediation
+        lines.append(f"     => offer {action} {_params(same[0])}: {first.summary}".rstrip())
+        others = [_params(f) for f in same[1:]]
+        if others:
+            shown = others[:MAX_TARGETS_LISTED]
+            more = f" and {len(others) - len(shown)} more" if len(others) > len(shown) else ""
+            lines += _wrap(f"the same for {', '.join(shown)}{more}", width, initial_indent="        ",
+                           subsequent_indent="        ")
+    return lines
+
+
 def render_text(report: Report, *, width: int = 100) -> str:
     if report.text:
         return report.text
@@ -99,10 +125,7 @@ def render_text(report: Report, *, width: int = 100) -> str:
             head, *rest = step.rstrip().split("\n")
             lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
             lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
-        for fix in group.fixes:
-            r = fix.remediation
-            params = " ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
-            lines.append(f"     => offer {r.action} {params}: {r.summary}".rstrip())
+        lines += _offer_lines(group.fixes, width)
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")
