@@ -23,6 +23,7 @@ import yaml
 from kubernetes import client
 from kubernetes.stream import stream
 
+from bot.actions import nodeops
 from bot.actions.actuator import ACTUATOR_COMMANDS, actuator_allows, actuator_argv
 from bot.actions.node_exec import STATE_CHANGING_PREFIXES, move_checkpoint_command, new_backup_path
 from bot.cli import main
@@ -129,17 +130,24 @@ async def test_exec_refused_by_the_api_before_the_run_is_a_refusal(tmp_path: Pat
         assert "refused (403)" in reason
 
 
-async def test_an_actuator_that_never_answers_costs_the_command_deadline_and_is_refused(tmp_path: Path) -> None:
+async def test_an_actuator_that_never_answers_costs_the_command_deadline_and_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     loaded = load_scenario(scenario("zombie-checkpoint"))
     loaded.nodes[ZOMBIE_NODE].actuator = "hang"  # the exec is upgraded, then nothing comes back
-    async with remediation_rig(tmp_path, loaded, ready_timeout_s=5.0, node_access="agent") as (sim, rem):
+    # a node command's deadline is max(systemctl's floor, ssh_deadline_s): both short here, so the
+    # test waits 3 s for the hang instead of the production floor's 30 s
+    monkeypatch.setattr(nodeops, "MIN_SYSTEMCTL_TIMEOUT_S", 3.0)
+    async with remediation_rig(
+        tmp_path, loaded, ready_timeout_s=5.0, node_access="agent", ssh_deadline_s=3.0
+    ) as (sim, rem):
         started = asyncio.get_running_loop().time()
         out = await offer_and_click(rem, "kubelet.restart", {"node": ZOMBIE_NODE})
         took = asyncio.get_running_loop().time() - started
         assert out.status == "precondition_failed"
-        assert f"no exit status from gpubot/{POD} within 30s; its outcome is unknown" in out.message
-        # one command's deadline (30 s, the systemctl minimum) and the refusal: never a hang
-        assert took < 30 + 10, f"took {took:.1f}s"
+        assert f"no exit status from gpubot/{POD} within 3s; its outcome is unknown" in out.message
+        # one command's deadline and the refusal: never a hang
+        assert took < 3 + 10, f"took {took:.1f}s"
         assert api_writes(sim) == [] and state_changes(sim) == {}
 
 
