@@ -154,3 +154,14 @@ def emit(name: str, text: str, result: dict[str, Any]) -> None:
     """Print the table, then one JSON line that run_all collects."""
     print(text, flush=True)
     print("BENCH_JSON " + json.dumps({"bench": name, **result}), flush=True)
+
+
+#: how much the peak RSS may grow from the first steady sweep to the last (allocator noise)
+RSS_GROWTH_LIMIT_MB = 10.0
+
+
+def rss_text(r: dict[str, Any]) -> str:
+    """``175 → 177 → 177 (+2, traced 211)``: each steady sweep's peak, the growth, the traced one."""
+    steady = " → ".join(f"{m:.0f}" for m in r["rss_mb_by_sweep"])
+    traced = f", traced {r['traced_rss_mb']:.0f}" if "traced_rss_mb" in r else ""
+    return f"{steady} ({r.get('rss_growth_mb', 0.0):+.0f}{traced})"

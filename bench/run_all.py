@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import ROOT, machine, md_table
+from bench.common import ROOT, RSS_GROWTH_LIMIT_MB, machine, md_table, rss_text
 
 RESULTS = ROOT / "bench" / "results" / "LATEST.md"
 NOTES = ROOT / "bench" / "notes.yaml"
@@ -350,7 +350,7 @@ def sweep_section(sw: dict[str, Any]) -> list[str]:
             r["steady_posts"],
             verdict(r["met"]),
             r["heap_peak_mb"],
-            " → ".join(f"{m:.0f}" for m in r["rss_mb_by_sweep"]),
+            rss_text(r),
         ]
         for r in sw["sizes"]
     ]
@@ -367,7 +367,7 @@ def sweep_section(sw: dict[str, Any]) -> list[str]:
                 "steady posts",
                 "target",
                 "heap peak MiB",
-                "peak RSS MiB by sweep",
+                "peak RSS MiB by steady sweep (growth, traced)",
             ],
             rows,
         ),
@@ -435,7 +435,11 @@ def targets(
         (
             "proactive sweep within the node-status budget, memory bounded",
             all(r["met"] for r in sw["sizes"]),
-            "; ".join(f"{r['nodes']} nodes: {r['steady_sweep_s']:.2f} s vs {r['budget_s']:.2f} s" for r in sw["sizes"]),
+            "; ".join(
+                f"{r['nodes']} nodes: {r['steady_sweep_s']:.2f} s vs {r['budget_s']:.2f} s, peak RSS "
+                f"{r.get('rss_growth_mb', 0.0):+.0f} MB over the steady sweeps (≤ +{RSS_GROWTH_LIMIT_MB:.0f})"
+                for r in sw["sizes"]
+            ),
             "sweep",
         )
     )
