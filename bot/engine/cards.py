@@ -10,8 +10,8 @@ from typing import Any
 
 from bot.engine.working import Verdict, card_readings, classify_card, profiles_from, thresholds_from
 from bot.kube.resources import QGPU_CORE
-from bot.probes.node import NodeObservation
 from bot.probes.nvidia_smi import GpuRow
+from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 
 FROM_CHECKPOINT = "card from the kubelet checkpoint's entry for the pod"

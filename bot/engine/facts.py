@@ -23,8 +23,8 @@ from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
 from bot.probes.container import ExecFacts
-from bot.probes.node import NodeObservation
 from bot.probes.nvidia_smi import GpuRow
+from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import Skipped
 

@@ -2,9 +2,10 @@
 
 ``nvml`` and ``verify`` look inside the container because that is where the field notes' hardest
 failures show (NVML "Unknown Error" after a host daemon-reload, a CPU-only torch, a shell as PID
-1). Only the fixed argv lists of ``bot.probes.exec.EXEC_COMMANDS`` run, through the caller's exec function;
-no pod, namespace or user text ever becomes part of a command. The environment is filtered to
-GPU-related variables here, so other variables (tokens, passwords) are never stored or shown.
+1). Only the fixed argv lists of ``bot.probes.container_commands.EXEC_COMMANDS`` run, through
+the caller's exec function; no pod, namespace or user text ever becomes part of a command. The
+environment is filtered to GPU-related variables here, so other variables (tokens, passwords)
+are never stored or shown.
 
 This module must never run anything outside that allow-list, write to the container, or keep
 an unfiltered environment.
@@ -20,8 +21,8 @@ from typing import Any
 
 from bot.errors import GpubotError
 from bot.kube.resources import container_gpu_resources
+from bot.probes.container_commands import EXEC_COMMANDS
 from bot.probes.devices import DevEntry, parse_ls
-from bot.probes.exec import EXEC_COMMANDS
 from bot.probes.nvidia_smi import parse_cuda_version, parse_driver_version, parse_proc_driver_version
 
 Obj = dict[str, Any]

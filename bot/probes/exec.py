@@ -29,23 +29,10 @@ from urllib.parse import urlencode
 from kubernetes import client
 
 from bot.errors import KubeApiError, NotFoundError
+from bot.probes.container_commands import EXEC_COMMANDS
 from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 from bot.probes.websocket import BINARY, Endpoint, HandshakeError, ProtocolError, connect
 
-TORCH_PROBE = (
-    "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available(), "
-    "torch.cuda.device_count())"
-)
-
-#: name -> argv; the only things gpubot ever runs in a container
-EXEC_COMMANDS: dict[str, list[str]] = {
-    "nvidia_smi": ["nvidia-smi"],
-    "dev_nvidia": ["sh", "-c", "ls -l --time-style=full-iso /dev/nvidia*"],
-    "driver_version": ["cat", "/proc/driver/nvidia/version"],
-    "pid1": ["cat", "/proc/1/comm"],
-    "torch": ["python", "-c", TORCH_PROBE],
-    "env": ["env"],
-}
 _ALLOWED = {tuple(v) for v in EXEC_COMMANDS.values()}
 #: the official client's name for the request this module sends itself (the WebSocket upgrade of
 #: ``GET /api/v1/namespaces/NS/pods/NAME/exec``): the RBAC the chart grants is derived from the

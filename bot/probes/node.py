@@ -21,25 +21,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import asyncssh
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from bot.errors import NodeProbeError
-from bot.probes.checkpoint import Checkpoint, CheckpointError, parse_checkpoint
-from bot.probes.devices import LS_DEV_NVIDIA, DevEntry, device_time_skew, parse_ls
+from bot.probes.checkpoint import CheckpointError, parse_checkpoint
+from bot.probes.devices import LS_DEV_NVIDIA, parse_ls
 from bot.probes.gpu_health import (
     ECC_QUERY,
     KERNEL_LOG,
     KERNEL_LOG_DMESG,
-    EccReading,
-    KernelGpuError,
     LostGpu,
-    TableGpu,
-    XidEvent,
     has_kernel_lines,
     parse_ecc_report,
     parse_handle_errors,
@@ -50,14 +44,13 @@ from bot.probes.nvidia_smi import (
     APPS_QUERY,
     GPU_QUERY,
     SUMMARY,
-    GpuRow,
-    ProcRow,
     parse_apps_query,
     parse_cuda_version,
     parse_driver_version,
     parse_gpu_query,
     parse_proc_driver_version,
 )
+from bot.probes.observation import NodeObservation
 from bot.probes.ssh import (
     CAT_CHECKPOINT,
     COMBINED_READ,
@@ -82,50 +75,6 @@ CONNECT_ATTEMPTS = 3
 NOT_FOUND = 127
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class NodeObservation:
-    """What the read commands showed on one node."""
-
-    node: str
-    gpus: list[GpuRow] = field(default_factory=list)
-    processes: list[ProcRow] = field(default_factory=list)
-    #: None = the file does not exist (or could not be read: see checkpoint_error)
-    checkpoint: Checkpoint | None = None
-    checkpoint_error: str = ""
-    dev_nvidia: list[DevEntry] = field(default_factory=list)
-    #: ``systemctl is-active kubelet`` output (active, inactive, failed, ...)
-    kubelet: str = ""
-    driver_version: str = ""
-    cuda_version: str = ""
-    #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root
-    driver_path: Literal["host", "operator"] = "host"
-    #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
-    nvidia_smi_error: str = ""
-    #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
-    lost_gpus: list[LostGpu] = field(default_factory=list)
-    #: the default table's cards: index, PCI address, ERR! cells
-    table: list[TableGpu] = field(default_factory=list)
-    #: ECC counters, retired pages and remapped rows per card (empty: not read)
-    ecc: list[EccReading] = field(default_factory=list)
-    ecc_read: bool = False
-    #: NVRM Xid lines and fallen-off-the-bus / init-failure lines of the kernel log
-    xids: list[XidEvent] = field(default_factory=list)
-    kernel_errors: list[KernelGpuError] = field(default_factory=list)
-    #: where the kernel log came from: "journal", "dmesg", or "" (could not be read)
-    kernel_log: str = ""
-    #: anything odd worth showing beside the facts (unreadable lines, failed commands)
-    notes: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    @property
-    def device_skew(self) -> timedelta | None:
-        return device_time_skew(self.dev_nvidia)
-
-    def index_of(self, pci: str) -> int | None:
-        """The nvidia-smi index of the card at ``pci`` (from the table), if it was listed."""
-        return next((t.index for t in self.table if t.pci == pci), None)
 
 
 def _first_line(text: str) -> str:

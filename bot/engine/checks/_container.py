@@ -15,7 +15,7 @@ from typing import Any
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
 from bot.probes.container import ContainerView, ExecFacts
-from bot.probes.node import NodeObservation
+from bot.probes.observation import NodeObservation
 
 NVML_UNKNOWN = "Failed to initialize NVML: Unknown Error"
 

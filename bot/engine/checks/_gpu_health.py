@@ -20,7 +20,7 @@ from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
 from bot.kube.resources import node_gpu_capacity
 from bot.probes.gpu_health import XidEvent
-from bot.probes.node import NodeObservation
+from bot.probes.observation import NodeObservation
 
 Obj = dict[str, Any]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Detection, detect, node_subject
 from bot.engine.checks._common import QGPU_CORE
 from bot.engine.facts import Facts
-from bot.probes.node import NodeObservation
+from bot.probes.observation import NodeObservation
 
 #: memory a card uses with no process (driver/context overhead), MiB
 IDLE_MEMORY_MIB = 64

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Detection, detect, node_subject
 from bot.engine.facts import Facts
 from bot.engine.node_rows import ready_condition, taint_texts
-from bot.probes.node import NodeObservation
+from bot.probes.observation import NodeObservation
 
 #: what ``systemctl is-active`` prints for a unit that is not running; anything else (notably
 #: "unknown" when the node agent has no access to the host's systemd) says nothing either way

@@ -41,7 +41,7 @@ from bot.kube.gpu_stack import (
     stage_states,
 )
 from bot.kube.resources import gpu_family, pod_gpu_requests
-from bot.probes.node import NodeObservation
+from bot.probes.observation import NodeObservation
 
 Obj = dict[str, Any]
 

@@ -1,0 +1,61 @@
+"""``NodeObservation``: what the allow-listed read commands showed on one node, as plain data.
+
+Apart from ``bot.probes.node`` (which reads nodes over SSH or through the agent, and imports
+asyncssh) so the checks that read observations, and the commands that load every check without
+reading a node (``gpubot runbook``, ``help``), do not import the SSH stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from bot.probes.checkpoint import Checkpoint
+from bot.probes.devices import DevEntry, device_time_skew
+from bot.probes.gpu_health import EccReading, KernelGpuError, LostGpu, TableGpu, XidEvent
+from bot.probes.nvidia_smi import GpuRow, ProcRow
+
+
+@dataclass
+class NodeObservation:
+    """What the read commands showed on one node."""
+
+    node: str
+    gpus: list[GpuRow] = field(default_factory=list)
+    processes: list[ProcRow] = field(default_factory=list)
+    #: None = the file does not exist (or could not be read: see checkpoint_error)
+    checkpoint: Checkpoint | None = None
+    checkpoint_error: str = ""
+    dev_nvidia: list[DevEntry] = field(default_factory=list)
+    #: ``systemctl is-active kubelet`` output (active, inactive, failed, ...)
+    kubelet: str = ""
+    driver_version: str = ""
+    cuda_version: str = ""
+    #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root
+    driver_path: Literal["host", "operator"] = "host"
+    #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
+    nvidia_smi_error: str = ""
+    #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
+    lost_gpus: list[LostGpu] = field(default_factory=list)
+    #: the default table's cards: index, PCI address, ERR! cells
+    table: list[TableGpu] = field(default_factory=list)
+    #: ECC counters, retired pages and remapped rows per card (empty: not read)
+    ecc: list[EccReading] = field(default_factory=list)
+    ecc_read: bool = False
+    #: NVRM Xid lines and fallen-off-the-bus / init-failure lines of the kernel log
+    xids: list[XidEvent] = field(default_factory=list)
+    kernel_errors: list[KernelGpuError] = field(default_factory=list)
+    #: where the kernel log came from: "journal", "dmesg", or "" (could not be read)
+    kernel_log: str = ""
+    #: anything odd worth showing beside the facts (unreadable lines, failed commands)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def device_skew(self) -> timedelta | None:
+        return device_time_skew(self.dev_nvidia)
+
+    def index_of(self, pci: str) -> int | None:
+        """The nvidia-smi index of the card at ``pci`` (from the table), if it was listed."""
+        return next((t.index for t in self.table if t.pci == pci), None)
