@@ -67,6 +67,7 @@ SUITE: dict[str, dict[str, list[str]]] = {
         "tiny": ["--size", "12:4:60", "--diagnoses", "2", "--commands", "3"],
     },
     "bench.bench_loop": {"full": [], "quick": ["--events", "5000"], "tiny": ["--events", "50", "--commands", "5"]},
+    "bench.bench_light": {"full": [], "quick": ["--runs", "3"], "tiny": ["--runs", "1"]},
     "bench.bench_watch_sweep": {
         "full": [],
         "quick": ["--sizes", "100", "--runs", "2"],
@@ -339,6 +340,20 @@ def ack_section(ack: dict[str, Any], loop: dict[str, Any]) -> list[str]:
     ]
 
 
+def light_section(light: dict[str, Any]) -> list[str]:
+    rows = [[f"`gpubot {r['command']}`", r["wall_s"], r["first_s"]] for r in light["commands"]]
+    runs = light["commands"][0]["runs"] if light["commands"] else 0
+    return [
+        "## Commands that read no cluster (bench/bench_light.py)",
+        "",
+        f"The real process from spawn to exit, {runs} runs each: they load the runbooks (and cross-check them "
+        "against every check) but import neither the Kubernetes client nor asyncssh.",
+        "",
+        md_table(["command", "median s", "first s"], rows),
+        "",
+    ]
+
+
 def sweep_section(sw: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -497,6 +512,8 @@ def report(
     out.append("")
     out += sizes_section(wp) + why_pending_section(wp) + node_status_section(ns) + ack_section(ack, loop)
     out += sweep_section(sw)
+    if "light" in results:
+        out += light_section(results["light"])
     out += ["## Raw results", "", "```json", json.dumps(results, indent=1), "```", ""]
     return "\n".join(out)
 
