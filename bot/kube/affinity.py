@@ -104,15 +104,19 @@ def required_terms(pod: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
 
 def node_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> MatchResult:
     """Evaluate nodeSelector (every pair must match) AND required affinity (any term may match)."""
-    labels = _labels(node)
-    mismatches: list[str] = []
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    terms = required_terms(pod)
+    if not selector and terms is None:
+        # no node selection at all: every node matches (checks ask this for every node, per question)
+        return MatchResult(ok=True, mismatches=[])
+    mismatches: list[str] = []
+    # the node's own label map, read in place: copying it per node cost more than the comparison
+    labels = (node.get("metadata") or {}).get("labels") or {} if selector else {}
     for key, wanted in selector.items():
         if key not in labels:
             mismatches.append(f"nodeSelector {key}={wanted}: label {key} missing")
-        elif labels[key] != str(wanted):
+        elif str(labels[key]) != str(wanted):
             mismatches.append(f"nodeSelector {key}={wanted} vs node label {key}={labels[key]}")
-    terms = required_terms(pod)
     if terms is not None:
         if not terms:
             mismatches.append("node affinity has no nodeSelectorTerms, so it matches no node")

@@ -64,6 +64,9 @@ def untolerated_taints(
     With ``include_unschedulable`` (default) a cordoned node contributes
     ``node.kubernetes.io/unschedulable:NoSchedule`` even if the taint is not in ``spec.taints``.
     """
+    spec = node.get("spec") or {}
+    if not spec.get("taints") and not (include_unschedulable and spec.get("unschedulable") is True):
+        return []  # most nodes: asked for every node, per question
     tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or [] if isinstance(t, Mapping)]
     return [
         taint

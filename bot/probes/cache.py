@@ -9,12 +9,17 @@ Deployments and ResourceQuotas (few, and read whole by the checks) are kept as t
 them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
 nodes with their strings interned, and marked GPU or not as their events arrive (``node_map``).
 Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size.
+The pods of GPU-stack DaemonSets (device plugins, qGPU, the operator's operands: judged as
+``bot.kube.gpu.is_gpu_component`` judges controllers, from the owner's name and the pod's labels)
+are also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
+nodes a label-selected list of one DaemonSet's pods was 3 MB of JSON per question. They are
+served (``component_pods``) only when every pod the DaemonSet owns was kept.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
 anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
-field selectors), they go to the fallback API reader. Pod lists are rebuilt as minimal dicts
-from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
+field selectors, the pods of a GPU Deployment), they go to the fallback API reader. Pod lists
+are rebuilt as minimal dicts from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
 
 It must never write to the cluster, and never hand out its own stored dicts for mutation:
 callers treat returned objects as read-only.
@@ -35,7 +40,7 @@ import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from bot.kube.gpu import NodeMap, marks_gpu
+from bot.kube.gpu import NodeMap, is_gpu_component, marks_gpu
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
 
@@ -76,6 +81,24 @@ def trimmed(obj: Obj) -> Obj:
     if obj.get("kind") == "Node" and isinstance(status, dict) and not _NODE_STATUS_DROPPED.isdisjoint(status):
         obj["status"] = {k: v for k, v in status.items() if k not in _NODE_STATUS_DROPPED}
     return obj
+
+
+def component_owner(pod: Obj) -> str:
+    """``DaemonSet/NAME`` when a GPU-stack DaemonSet owns the pod (its whole object is kept), else ""."""
+    meta = pod.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "DaemonSet":
+            name = str(ref.get("name") or "")
+            return f"DaemonSet/{name}" if is_gpu_component(name, meta.get("labels") or {}) else ""
+    return ""
+
+
+class _Fresh(dict[tuple[str, str], Any]):
+    """A relist's map being built page by page, with the whole component pods beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full: dict[tuple[str, str], Obj] = {}
 
 
 def interned(value: Any) -> Any:
@@ -201,7 +224,7 @@ class _Reflector:
     def _relist(self) -> None:
         """List every page into a fresh map, each page turned into stored values (slim records for
         pods) as it arrives, so at most one page of full objects is alive besides the old store."""
-        fresh: dict[tuple[str, str], Any] = {}
+        fresh = _Fresh()
         token = ""
         first_rv = ""
         limit = min(self.page_size, FIRST_RELIST_PAGE)  # the objects' size is not known yet
@@ -292,6 +315,11 @@ class _Store:
         #: bumped (under the lock) by every change, so views derived from the store know when to
         #: be rebuilt (``WatchCache.node_map``)
         self.generation = 0
+        #: pods only: how many pods each controller owns, ``(namespace, "Kind/name")``
+        self.owned: dict[tuple[str, str], int] = {}
+        #: pods only: the GPU-stack DaemonSets' pods kept whole, and their keys by owner
+        self.full: dict[tuple[str, str], Obj] = {}
+        self.full_by_owner: dict[tuple[str, str], set[tuple[str, str]]] = {}
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str]:
@@ -305,31 +333,44 @@ class _Store:
         return interned(trimmed(obj)) if self.kind == "Node" else trimmed(obj)
 
     def replace(self, items: list[Obj]) -> None:
-        fresh: dict[tuple[str, str], Any] = {}
+        fresh = _Fresh()
         self.add_to(fresh, items)
         self.install(fresh)
 
-    def add_to(self, fresh: dict[tuple[str, str], Any], items: list[Obj]) -> None:
+    def add_to(self, fresh: _Fresh, items: list[Obj]) -> None:
         """Add one listed page to a map being built by a relist (not yet visible to readers)."""
         for o in items:
-            fresh[self._key(o)] = self._value(o)
+            key = self._key(o)
+            if self.slim_pods and component_owner(o):
+                fresh.full[key] = trimmed(o)
+            fresh[key] = self._value(o)
 
-    def install(self, fresh: dict[tuple[str, str], Any]) -> None:
-        """Make a relist's map the store's content, with its node index."""
+    def install(self, fresh: _Fresh) -> None:
+        """Make a relist's map the store's content, with its node and owner indexes."""
         by_node: dict[str, set[tuple[str, str]]] = {}
+        owned: dict[tuple[str, str], int] = {}
+        full_by_owner: dict[tuple[str, str], set[tuple[str, str]]] = {}
         if self.slim_pods:
             for key, p in fresh.items():
                 if p.node:
                     by_node.setdefault(p.node, set()).add(key)
+                if p.owner:
+                    owned[p.namespace, p.owner] = owned.get((p.namespace, p.owner), 0) + 1
+            for key, pod in fresh.full.items():
+                full_by_owner.setdefault((key[0], component_owner(pod)), set()).add(key)
         marked = {key[1] for key, obj in fresh.items() if marks_gpu(obj)} if self.kind == "Node" else set()
         with self.lock:
             self.objects = fresh
             self.by_node = by_node
             self.gpu_marked = marked
+            self.owned, self.full, self.full_by_owner = owned, fresh.full, full_by_owner
             self.generation += 1
 
     def put(self, obj: Obj) -> None:
-        key, value = self._key(obj), self._value(obj)
+        key = self._key(obj)
+        owner = component_owner(obj) if self.slim_pods else ""
+        whole = trimmed(obj) if owner else None
+        value = self._value(obj)
         marked = self.kind == "Node" and marks_gpu(value)
         with self.lock:
             if self.kind == "Node":
@@ -342,6 +383,8 @@ class _Store:
                     self.by_node.get(old.node, set()).discard(key)
                 if value.node:
                     self.by_node.setdefault(value.node, set()).add(key)
+                self._forget_owner(key, old)
+                self._count_owner(key, value, whole, owner)
 
     def delete(self, obj: Obj) -> None:
         key = self._key(obj)
@@ -350,8 +393,35 @@ class _Store:
             self.generation += old is not None
             if self.kind == "Node":
                 self.gpu_marked.discard(key[1])
-            if self.slim_pods and old is not None and old.node:
-                self.by_node.get(old.node, set()).discard(key)
+            if self.slim_pods and old is not None:
+                if old.node:
+                    self.by_node.get(old.node, set()).discard(key)
+                self._forget_owner(key, old)
+
+    def _count_owner(self, key: tuple[str, str], value: SlimPod, whole: Obj | None, owner: str) -> None:
+        """Under the lock: count the pod for its controller, and keep it whole if it is a component's."""
+        if value.owner:
+            self.owned[key[0], value.owner] = self.owned.get((key[0], value.owner), 0) + 1
+        if whole is not None:
+            self.full[key] = whole
+            self.full_by_owner.setdefault((key[0], owner), set()).add(key)
+
+    def _forget_owner(self, key: tuple[str, str], old: SlimPod | None) -> None:
+        """Under the lock: undo ``_count_owner`` for the pod's previous version."""
+        if old is not None and old.owner:
+            left = self.owned.get((key[0], old.owner), 0) - 1
+            if left > 0:
+                self.owned[key[0], old.owner] = left
+            else:
+                self.owned.pop((key[0], old.owner), None)
+        was = self.full.pop(key, None)
+        if was is not None:
+            owner = (key[0], component_owner(was))
+            keys = self.full_by_owner.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.full_by_owner[owner]
 
     def values(self) -> list[Any]:
         with self.lock:
@@ -461,6 +531,21 @@ class WatchCache(KubeReads):
         store = self.stores["Pod"]
         with self._lock:
             return {n: [store.objects[k] for k in store.by_node.get(n, ())] for n in nodes}
+
+    async def component_pods(self, controller: Obj) -> list[Obj] | None:
+        """The pods of a GPU-stack DaemonSet, whole, when the cache kept every pod it owns; None
+        otherwise (a Deployment, a DaemonSet whose pods the name-and-label judgement did not
+        recognise, a stale cache): the caller then lists them from the API."""
+        meta = controller.get("metadata") or {}
+        if controller.get("kind") != "DaemonSet" or not self._serves("Pod"):
+            return None
+        ns, owner = str(meta.get("namespace") or ""), f"DaemonSet/{meta.get('name') or ''}"
+        store = self.stores["Pod"]
+        with self._lock:
+            keys = store.full_by_owner.get((ns, owner), set())
+            if len(keys) != store.owned.get((ns, owner), 0):
+                return None
+            return [store.full[k] for k in sorted(keys)]
 
     async def slim_pods_by_node(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]] | None:
         """The fast path for node-level checks; None when the cache cannot answer (not ready, stale)."""

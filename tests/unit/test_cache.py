@@ -221,3 +221,73 @@ async def test_kept_nodes_share_their_strings_and_drop_what_no_check_reads(sim: 
         whole = served[node["metadata"]["name"]]
         assert node["status"]["capacity"] == whole["status"]["capacity"]
         assert node["metadata"].get("labels") == whole["metadata"].get("labels")
+
+
+def _by_name(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {p["metadata"]["name"]: p for p in pods}
+
+
+async def test_a_gpu_daemonsets_pods_are_kept_whole_and_follow_their_events(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    ds = next(d for d in await cache.list_daemonsets() if d["metadata"]["name"] == "qgpu-manager")
+    before = sim.reader.stats.requests
+    kept = await cache.component_pods(ds)
+    assert kept is not None and sim.reader.stats.requests == before  # no API request
+    listed = await sim.reader.list_pods("qgpu", label_selector="app=qgpu-manager")
+    assert listed and sorted(_by_name(kept)) == sorted(_by_name(listed))
+    for name, pod in _by_name(listed).items():
+        mine = _by_name(kept)[name]
+        assert mine["status"] == pod["status"] and mine["spec"] == pod["spec"]
+        assert "managedFields" not in mine["metadata"]
+    # a container restart reaches the kept copy
+    name = kept[0]["metadata"]["name"]
+    restarted = [{"name": "qgpu-manager", "ready": False, "restartCount": 7, "state": {"waiting": {"reason": "X"}}}]
+    sim.put_pod("qgpu", name, status={"containerStatuses": restarted})
+
+    async def restarts() -> int:
+        pods = await cache.component_pods(ds) or []
+        statuses = _by_name(pods)[name]["status"].get("containerStatuses") or [{}]
+        return int(statuses[0].get("restartCount", 0))
+
+    deadline = time.monotonic() + 10
+    while await restarts() != 7:
+        assert time.monotonic() < deadline, "the pod event did not reach the kept copy"
+        await asyncio.sleep(0.01)
+    # and a deleted pod leaves it
+    sim.server.store.remove(POD, "qgpu", name)
+    await until(lambda: ("qgpu", name) not in cache.stores["Pod"].full, "the delete event")
+    assert name not in _by_name(await cache.component_pods(ds) or [])
+
+
+async def test_a_daemonset_whose_pods_were_not_all_kept_is_read_from_the_api(sim: Harness) -> None:
+    """A DaemonSet recognised only by its own labels, with pods that carry none of them: the
+    cache cannot know them for component pods, so it says so (None) instead of an empty list."""
+    ds_type = next(rt for rt in RESOURCE_TYPES if rt.kind == "DaemonSet")
+    helper = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "node-helper", "namespace": "kube-system", "uid": "ds-helper",
+                     "labels": {"app.kubernetes.io/name": "nvidia-device-plugin"}},
+        "spec": {"selector": {"matchLabels": {"app": "helper"}}},
+    }
+    sim.server.store.put(ds_type, helper)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "node-helper-x1", "namespace": "kube-system", "uid": "p-helper",
+                     "labels": {"app": "helper"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "node-helper",
+                                          "uid": "ds-helper", "controller": True}]},
+        "spec": {"nodeName": "gpu-00000", "containers": [{"name": "c", "image": "helper:1"}]},
+        "status": {"phase": "Running"},
+    }
+    sim.server.store.put(POD, pod)
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    ds = next(d for d in await cache.list_daemonsets() if d["metadata"]["name"] == "node-helper")
+    assert await cache.component_pods(ds) is None
+    deployment = {"kind": "Deployment", "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"}}
+    assert await cache.component_pods(deployment) is None  # ReplicaSet-owned pods are not kept

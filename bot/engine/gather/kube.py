@@ -152,10 +152,18 @@ async def components(facts: Facts, src: Sources) -> None:
         if is_gpu_component(str((o.get("metadata") or {}).get("name", "")), (o.get("metadata") or {}).get("labels"))
     ]
 
+    # the watch-fed cache keeps the GPU-stack DaemonSets' pods whole (bot.probes.cache)
+    kept = getattr(src.kube, "component_pods", None)
+
     async def pods_of(ctrl: Obj) -> list[Obj]:
         selector = selector_string((ctrl.get("spec") or {}).get("selector"))
+        if not selector:
+            return []
+        cached = await kept(ctrl) if kept is not None else None
+        if cached is not None:
+            return cached
         ns = (ctrl.get("metadata") or {}).get("namespace", "")
-        return await src.kube.list_pods(ns, label_selector=selector) if selector else []
+        return await src.kube.list_pods(ns, label_selector=selector)
 
     batches = await asyncio.gather(*(pods_of(c) for c in controllers))
     pods = [p for batch in batches for p in batch]
