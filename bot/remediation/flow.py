@@ -162,7 +162,21 @@ class ConfirmFlow:
         try:
             return await self._click(action_id, user_id, tuple(user_groups), precondition, run)
         except StateStoreError as exc:
-            # the store failed before anything was claimed or run
+            # the store failed before anything was claimed or run; the trail says so if it can
+            # (the audit may live in the very store that failed)
+            try:
+                await self._io(
+                    partial(
+                        self.audit.append,
+                        "refuse",
+                        action_id=safe_for_log(action_id),
+                        actor=user_id,
+                        detail={"reason": f"nothing was run: {exc.user_message}"},
+                        outcome="refused",
+                    )
+                )
+            except StateStoreError as again:
+                log.warning("click on %s not audited: %s", safe_for_log(action_id), again.user_message)
             return ClickOutcome("unavailable", f"Nothing was run: {exc.user_message}.")
 
     async def _click(

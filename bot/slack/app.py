@@ -242,7 +242,15 @@ def create_app(
         async def handle() -> None:
             await hook(click)
 
-        bot.after_ack_once(context, "remediate", key, handle, kind="action", grace_s=remediation_grace_s)
+        bot.after_ack_once(
+            context,
+            "remediate",
+            key,
+            handle,
+            kind="action",
+            grace_s=remediation_grace_s,
+            on_duplicate=lambda: log_event(log, "duplicate request ignored", kind=kind, user=user, offer=offer[:64]),
+        )
 
     app.action(REMEDIATE_PATTERN)(on_click)
     app.action(APPROVAL_PATTERN)(on_click)

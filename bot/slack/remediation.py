@@ -30,7 +30,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.observability import Metrics
+from bot.observability import Metrics, log_event
 from bot.remediation import ClickOutcome, PendingAction, RemediationService
 from bot.report import Finding, Remediation, Report
 from bot.slack.hooks import Click, OfferButton, OfferContext, PostedOffers
@@ -255,6 +255,8 @@ class SlackRemediation:
 
     def _count(self, outcome: ClickOutcome) -> None:
         action = outcome.action.action if outcome.action else "unknown"
+        log_event(log, "remediation click answered", action=action, status=outcome.status,
+                  offer=outcome.action.id if outcome.action else "")
         if outcome.executed:
             self.metrics.approvals.labels(action=action).inc()
             self.metrics.action_outcomes.labels(action=action, outcome=outcome.status).inc()

@@ -68,9 +68,13 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
             mode="socket_mode", body=req.payload, headers=build_headers(req), context={AFTER_ACK: jobs}
         )
         resp = await self.app.async_dispatch(bolt_req)
-        await send_async_response(client, req, resp, start)
-        self._bot.metrics.ack_seconds.observe(time.time() - start)
-        self._bot.start_after_ack(jobs)
+        try:
+            await send_async_response(client, req, resp, start)
+        finally:
+            # the work starts even when sending the ack failed: Slack then retries, and the retry
+            # check (the first thing each job does) lets only one of them through
+            self._bot.metrics.ack_seconds.observe(time.time() - start)
+            self._bot.start_after_ack(jobs)
 
 
 class SlackServer:
@@ -119,11 +123,17 @@ class SlackServer:
             log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
             self.bot.metrics.rejected_signatures.inc()
         response = await to_aiohttp_response(bolt_resp)
-        # send the ack before any work starts, so a slow diagnosis can never delay it
-        await response.prepare(request)
-        await response.write_eof()
-        self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
-        self.bot.start_after_ack(jobs)
+        # send the ack before any work starts, so a slow diagnosis can never delay it; the work
+        # starts even if the client hung up while the ack was written (Slack may close at once,
+        # or retry: the retry check, the first thing each job does, lets only one run)
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        except ConnectionResetError:
+            log_event(log, "connection closed while the ack was sent", level=logging.DEBUG, path=EVENTS_PATH)
+        finally:
+            self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+            self.bot.start_after_ack(jobs)
         return response
 
     async def _service_ready(self) -> tuple[bool, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ActionError
+from bot.errors import ActionError, StateStoreError
 from bot.remediation.audit import format_audit
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.ids import new_action_id
@@ -508,3 +508,24 @@ def test_the_remediation_package_loads_no_slack_and_no_view() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# -- the state store failing --------------------------------------------------------------------
+
+
+async def test_a_click_the_store_cannot_answer_runs_nothing_and_the_trail_says_so(
+    flow: ConfirmFlow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = offer(flow, requested_by="U0OTHER")
+
+    def claim_fails(*args: object, **kwargs: object) -> None:
+        raise StateStoreError("the Kubernetes API cannot be reached (ReadTimeoutError)")
+
+    monkeypatch.setattr(flow.store, "claim", claim_fails)
+    act = Action()
+    out = await click(flow, record.id, "U0SRE", act)
+    assert out.status == "unavailable" and not act.runs
+    assert "Nothing was run: the Kubernetes API cannot be reached" in out.message
+    assert events(flow, record.id)[-1] == ("refuse", "U0SRE", "refused")
+    reason = flow.audit.query(action_id=record.id)[-1].detail["reason"]
+    assert reason == "nothing was run: the Kubernetes API cannot be reached (ReadTimeoutError)"
