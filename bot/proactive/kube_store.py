@@ -173,7 +173,7 @@ class KubeProblemStore:
             return
         spec = {**current["spec"], "state": "resolved", "resolvedAt": k8s_time(at), "updatedAt": k8s_time(at)}
         labels = {**current["metadata"]["labels"], _STATE: "resolved"}
-        name = f"r-{at.astimezone(UTC):%Y%m%d%H%M%S}-{secrets.token_hex(4)}"
+        name = f"r-{at.astimezone(UTC):%Y%m%d%H%M%S}-{secrets.token_hex(6)}"
         self.state.create(WATCH_RECORDS, {**current, "metadata": {"name": name, "labels": labels}, "spec": spec})
         self.state.delete(WATCH_RECORDS, current["metadata"]["name"], current["metadata"]["resourceVersion"])
 

@@ -24,6 +24,10 @@ from bot.remediation.store import utc
 
 log = logging.getLogger("gpubot.audit")
 _ACTION_LABEL = "gpubot.dev/action"
+#: random bytes after a record name's whole-second time: 48 bits, so records of one busy second
+#: (fifty clicks' refusals) practically never share a name; ``NAME_ATTEMPTS`` covers the rest
+NAME_SUFFIX_BYTES = 6
+NAME_ATTEMPTS = 5
 
 
 def _entry(obj: Mapping[str, Any]) -> AuditEntry:
@@ -79,16 +83,26 @@ class KubeAuditLog:
             "detail": plain_json(detail or {}),
             "outcome": outcome,
         }
-        # time-ordered names, so ``kubectl get gpuauditrecords`` lists them in order
-        name = when.strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(3)
-        body = {"apiVersion": API_VERSION, "kind": "GpuAuditRecord", "metadata": {"name": name, "labels": labels}}
-        try:
-            obj = self.state.create(AUDIT_RECORDS, {**body, "spec": spec})
-        except Conflict:
-            raise StateStoreError("an audit record name was taken twice; not written") from None
+        obj = self._create(when, labels, spec)
         entry = _entry(obj)
         log_event(log, "audit", **{k: v for k, v in entry.to_dict().items() if k != "id"})
         return entry
+
+    def _create(self, when: datetime, labels: Mapping[str, str], spec: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the record under a time-ordered name (``kubectl get gpuauditrecords`` lists them in
+        order). The server's clock has whole seconds, so every record of one second shares the
+        prefix and only the random suffix tells them apart: a taken name (409) is another record's,
+        and the create is tried again under a new suffix rather than losing this one."""
+        prefix = when.strftime("%Y%m%d-%H%M%S-%f-")
+        for _ in range(NAME_ATTEMPTS):
+            name = prefix + secrets.token_hex(NAME_SUFFIX_BYTES)
+            body = {"apiVersion": API_VERSION, "kind": "GpuAuditRecord", "metadata": {"name": name, "labels": labels}}
+            try:
+                obj: dict[str, Any] = self.state.create(AUDIT_RECORDS, {**body, "spec": dict(spec)})
+                return obj
+            except Conflict:
+                continue
+        raise StateStoreError(f"no free audit record name after {NAME_ATTEMPTS} tries; not written")
 
     def query(
         self, since: datetime | None = None, limit: int = 1000, *, action_id: str | None = None

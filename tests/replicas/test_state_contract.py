@@ -20,6 +20,7 @@ import pytest
 from kubernetes import config
 
 from bot.errors import StateStoreError
+from bot.remediation import kube_audit
 from bot.remediation.audit import AuditLog
 from bot.remediation.ids import new_action_id
 from bot.remediation.kube_audit import KubeAuditLog
@@ -288,6 +289,22 @@ def test_audit_append_and_query_from_any_replica(backend: Backend) -> None:
     assert [e.action_id for e in audit.query(limit=1)] == [second]
     with pytest.raises(ValueError):
         audit.append("bogus")
+
+
+def test_kube_audit_records_of_one_second_whose_names_collide_are_all_written(
+    start_state_sim: Callable[..., StateSim], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Kubernetes backend names a record by the server's whole second and a random suffix
+    (SQLite numbers its rows): two records of one second drawing the same suffix (a real risk
+    with 24 bits and fifty clicks a second) must both be kept, the second under a fresh suffix,
+    never dropped with an error."""
+    audit = KubeAuditLog(start_state_sim(clock=ManualClock()).state())
+    draws = iter(["aaaaaaaaaaaa", "aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"])
+    monkeypatch.setattr(kube_audit.secrets, "token_hex", lambda n: next(draws))
+    action_id = new_action_id()
+    audit.append("offer", action_id=action_id, actor="U1")
+    audit.append("refuse", action_id=action_id, actor="U2", outcome="refused")  # two taken draws, then b
+    assert [(e.event, e.actor) for e in audit.query(action_id=action_id)] == [("offer", "U1"), ("refuse", "U2")]
 
 
 # -- retry keys -----------------------------------------------------------------------------
