@@ -479,6 +479,26 @@ def test_marks_refuse_merge_keys_and_unknown_tags() -> None:
     assert parsed.value == {"base": {"x": 1}, "use": {"<<": {"x": 1}, "y": None}}
 
 
+def test_marks_are_the_same_whichever_loader_composes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml composes the shipped runbooks to the very values, lines and duplicates Python does."""
+    import yaml
+
+    from bot.engine import yaml_marks
+
+    texts = [f.read_text(encoding="utf-8") for f in sorted(RUNBOOKS.glob("*.yaml"))]
+    texts.append("m:\n  k: 1\n  j: &a [1, 2]\n  k: *a\n  t: !custom 2\n")
+    fast = [parse_yaml(t) for t in texts]
+    monkeypatch.setattr(yaml_marks, "_LOADER", yaml.SafeLoader)
+    for text, parsed in zip(texts, fast, strict=True):
+        slow = parse_yaml(text)
+        assert (parsed.value, parsed.lines, parsed.duplicates, parsed.problems) == (
+            slow.value,
+            slow.lines,
+            slow.duplicates,
+            slow.problems,
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # templates
 
@@ -700,8 +720,25 @@ def test_the_xid_table_is_the_same_in_both_diagnoses() -> None:
     pending, status = shipped.diagnosis("why-pending").tables, shipped.diagnosis("node-status").tables
     assert pending["xid_codes"] == status["xid_codes"]
     rows = {str(r["xid"]): r for r in status["xid_codes"]}
-    assert {"13", "31", "43", "45", "48", "61", "62", "63", "64", "74", "79", "92", "94", "95", "119", "120",
-            "other"} <= set(rows)
+    assert {
+        "13",
+        "31",
+        "43",
+        "45",
+        "48",
+        "61",
+        "62",
+        "63",
+        "64",
+        "74",
+        "79",
+        "92",
+        "94",
+        "95",
+        "119",
+        "120",
+        "other",
+    } <= set(rows)
     assert {r["class"] for r in rows.values()} <= {"lost", "reset", "watch", "app"}
     assert all(r.get("name") and r.get("meaning") and r.get("action") for r in rows.values())
     causes = {r["cause"] for r in pending["admission_causes"]}
