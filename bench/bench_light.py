@@ -27,7 +27,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     results = []
     for argv in COMMANDS:
-        walls = [timed_process([*gpubot_argv(), *argv], env)[0] for _ in range(args.runs)]
+        walls = [timed_process([*gpubot_argv(), *argv], env).wall_s for _ in range(args.runs)]
         results.append({"command": " ".join(argv), "wall_s": median(walls), "first_s": walls[0], "runs": args.runs})
     rows = [[f"gpubot {r['command']}", r["wall_s"], r["first_s"]] for r in results]
     emit("light", table(["command", "median s", "first s"], rows), {"commands": results})

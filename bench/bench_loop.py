@@ -62,6 +62,8 @@ def http_settings(sim: Any, slack_api_url: str, **extra: Any) -> Any:
         http_port=0,
         **extra,
     )
+
+
 SCENARIO = ROOT / "scenarios" / "zombie-checkpoint.yaml"
 NAMESPACE, POD = "ai", "gpu-full-5d8c6-q7wz2"
 #: the ack target of issue 14

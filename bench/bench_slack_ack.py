@@ -37,6 +37,7 @@ from bench.bench_loop import StallProbe, command_body, http_settings, settle, si
 from bench.common import emit, percentile, sim_process, table
 from bot.cli import tune_gc
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
+from bot.service import Service
 from bot.settings import Settings
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 from bot.wiring import build_bot
@@ -57,6 +58,7 @@ async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: fl
         settings = http_settings(sim, mock.api_url, shutdown_grace_s=60.0, max_concurrent_diagnoses=limit)
         bot = build_bot(settings)
         await bot.start()
+        assert isinstance(bot.service, Service)  # the concrete service: its clients hold the cache
         cache = bot.service.clients.cache_for(sim.info["cluster"]["name"])
         if cache is not None:
             await cache.wait_ready(300)

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.common import ROOT, SimProc, emit, median, sim_process, table
 from bot.probes.kube import SLIM_PAGE_SIZE
@@ -60,8 +60,20 @@ def kubectl_procedure(kubeconfig: str, steps: list[list[str]]) -> tuple[float, l
     return sum(times), times
 
 
-def timed_process(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Run a process to its end: (wall seconds from spawn to exit, its own peak RSS MB, stdout).
+class Timed(NamedTuple):
+    """One finished process: wall seconds from spawn to exit, its own peak RSS, its CPU, stdout."""
+
+    wall_s: float
+    rss_mb: float
+    out: str
+    #: user and system CPU seconds; system time is where page faults show (a first run on
+    #: memory the machine never touched before spends its extra seconds there)
+    user_s: float
+    sys_s: float
+
+
+def timed_process(argv: list[str], env: dict[str, str] | None = None) -> Timed:
+    """Run a process to its end and time it.
 
     ``wait4`` gives the child's own resource usage (``RUSAGE_CHILDREN`` would be the maximum over
     every child so far)."""
@@ -75,7 +87,7 @@ def timed_process(argv: list[str], env: dict[str, str] | None = None) -> tuple[f
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:4]} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, out.decode()
+    return Timed(wall, usage.ru_maxrss / 1024, out.decode(), usage.ru_utime, usage.ru_stime)
 
 
 def gpubot_argv() -> list[str]:
@@ -89,24 +101,27 @@ def cli_once(sim: SimProc, config: str) -> dict[str, Any]:
     """One real ``gpubot why-pending --json`` process, end to end (interpreter, imports, clients,
     reads, SSH, checks, printing), with the simulator's settings in a config file."""
     env = {**os.environ, "GPUBOT_CONFIG": config, "PYTHONPATH": str(ROOT)}
-    wall, rss, out = timed_process([*gpubot_argv(), "why-pending", TARGET_POD, "-n", TARGET_NAMESPACE, "--json"], env)
-    report = json.loads(out)
-    return {"wall_s": wall, "rss_mb": rss, "codes": sorted({f["code"] for f in report.get("findings", [])})}
+    run = timed_process([*gpubot_argv(), "why-pending", TARGET_POD, "-n", TARGET_NAMESPACE, "--json"], env)
+    report = json.loads(run.out)
+    return {
+        "wall_s": run.wall_s,
+        "rss_mb": run.rss_mb,
+        "user_s": run.user_s,
+        "sys_s": run.sys_s,
+        "codes": sorted({f["code"] for f in report.get("findings", [])}),
+    }
 
 
 def floor_once(sim: SimProc) -> dict[str, Any]:
     """The floor: a fresh process that only downloads and parses every pod and node."""
-    wall, rss, out = timed_process(
-        [sys.executable, "-m", "bench.floor_child", sim.info["api_url"], str(SLIM_PAGE_SIZE)]
-    )
-    return {**json.loads(out), "process_wall_s": wall, "rss_mb": rss}
+    run = timed_process([sys.executable, "-m", "bench.floor_child", sim.info["api_url"], str(SLIM_PAGE_SIZE)])
+    return {**json.loads(run.out), "process_wall_s": run.wall_s, "rss_mb": run.rss_mb}
 
 
 def imports_once() -> float:
     """A process that only imports what ``gpubot why-pending`` imports (its fixed start-up cost)."""
     code = "import bot.cli, bot.oneshot, bot.service, bot.engine.gather, kubernetes, asyncssh, orjson"
-    wall, _, _ = timed_process([sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(ROOT)})
-    return wall
+    return timed_process([sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(ROOT)}).wall_s
 
 
 def cold_once(sim: SimProc) -> dict[str, Any]:
@@ -169,6 +184,8 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
             "cli_wall_s": cold,
             "cli_first_s": cli_walls[0],
             "cli_walls_s": cli_walls,
+            "cli_user_s": [c["user_s"] for c in clis],
+            "cli_sys_s": [c["sys_s"] for c in clis],
             "cli_rss_mb": max(c["rss_mb"] for c in clis),
             "cli_codes": clis[-1]["codes"],
             "floor_s": floor,
@@ -211,7 +228,10 @@ def main() -> None:
     args = ap.parse_args()
     if not shutil.which("kubectl"):
         args.kubectl_runs = args.seed_runs = 0
-    results = [run_size(*(int(x) for x in size.split(":")), args) for size in args.sizes.split(",")]
+    results = []
+    for size in args.sizes.split(","):
+        nodes, gpu, pods = (int(x) for x in size.split(":"))
+        results.append(run_size(nodes, gpu, pods, args))
     rows = [
         [
             f"{r['nodes']}/{r['gpu_nodes']}/{r['pods']}",

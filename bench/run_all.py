@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import ROOT, RSS_GROWTH_LIMIT_MB, machine, md_table, rss_text
+from bench.common import ROOT, RSS_GROWTH_LIMIT_MB, machine, md_table, median, rss_text
 
 RESULTS = ROOT / "bench" / "results" / "LATEST.md"
 NOTES = ROOT / "bench" / "notes.yaml"
@@ -209,6 +209,17 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
         "`get events --field-selector involvedObject.name=<pod>` and `get pods -A -o wide`; per-step seconds: "
         + (", ".join(f"{s:.2f}" for s in big["kubectl_seed_steps_s"]) or "not run")
         + ".",
+        "- **CPU of the cold CLI**, the first run against the median of all: "
+        + "; ".join(
+            f"{r['pods']} pods: user {r['cli_user_s'][0]:.2f} vs {median(r['cli_user_s']):.2f} s, system "
+            f"{r['cli_sys_s'][0]:.2f} vs {median(r['cli_sys_s']):.2f} s"
+            for r in sizes
+            if r.get("cli_sys_s")
+        )
+        + ". Where a first run is slower by its extra system time it is paying page faults on memory the "
+        "machine had not touched since it booted (a VM backs guest memory on first use): on the machine of "
+        "issue 18's notes, a process that first touched 1.5 GB took 7.8 s and the first CLI run after it was "
+        "as fast as the rest.",
         "- Neither kubectl procedure does SSH; the bot's figures include the physical reads of up to 16 candidate "
         "nodes. Warm RSS is the RSS of the process holding the synced cache and the service after the runs.",
         "",

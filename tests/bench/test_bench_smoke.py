@@ -37,3 +37,4 @@ def test_every_benchmark_runs_at_a_tiny_size_and_the_report_has_every_section(tm
     ):
         assert section in text
     assert "cold CLI ≤ 1.6× floor" in text and "via ssh" in text and "via agent" in text
+    assert "**CPU of the cold CLI**" in text and "system " in text
