@@ -165,16 +165,7 @@ class ConfirmFlow:
             # the store failed before anything was claimed or run; the trail says so if it can
             # (the audit may live in the very store that failed)
             try:
-                await self._io(
-                    partial(
-                        self.audit.append,
-                        "refuse",
-                        action_id=safe_for_log(action_id),
-                        actor=user_id,
-                        detail={"reason": f"nothing was run: {exc.user_message}"},
-                        outcome="refused",
-                    )
-                )
+                await self._audit_refusal(action_id, user_id, f"nothing was run: {exc.user_message}")
             except StateStoreError as again:
                 log.warning("click on %s not audited: %s", safe_for_log(action_id), again.user_message)
             return ClickOutcome("unavailable", f"Nothing was run: {exc.user_message}.")
@@ -460,17 +451,21 @@ class ConfirmFlow:
         return f"{record.action} on {record.target}" if record.target else record.action
 
     async def _unknown(self, action_id: str, user_id: str) -> ClickOutcome:
+        await self._audit_refusal(action_id, user_id, "unknown or forged id")
+        return ClickOutcome("unknown", "This action is unknown or was forged; nothing was done.")
+
+    async def _audit_refusal(self, action_id: str, user_id: str, reason: str) -> None:
+        """A refusal of a click that matched no usable record: the id is user text, so logged safely."""
         await self._io(
             partial(
                 self.audit.append,
                 "refuse",
                 action_id=safe_for_log(action_id),
                 actor=user_id,
-                detail={"reason": "unknown or forged id"},
+                detail={"reason": reason},
                 outcome="refused",
             )
         )
-        return ClickOutcome("unknown", "This action is unknown or was forged; nothing was done.")
 
     async def _aaudit(
         self, event: str, record: PendingAction, actor: str, outcome: str, detail: Mapping[str, Any]
