@@ -76,6 +76,32 @@ def test_json_is_one_object(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(report["elapsed_ms"], int)
 
 
+def test_a_diagnosis_runs_without_the_cyclic_gc_and_main_gives_it_back(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A diagnosis runs without the cyclic collector (it only rescans churn); `main` gives it back."""
+    import gc
+
+    import bot.engine.runner as runner
+
+    seen: list[bool] = []
+    real = runner.run_diagnosis
+
+    async def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "run_diagnosis", spy)
+    monkeypatch.setattr("bot.service.run_diagnosis", spy)
+    scenario = str(ROOT / "scenarios" / "tce-qgpu-healthy.yaml")
+    assert gc.isenabled()
+    assert main(["why-pending", "gpu-demo-6c9f7d-tx2lq", "-n", "ai", "--scenario", scenario, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"][0]["code"] == "POD_RUNNING"
+    assert seen == [False] and gc.isenabled()
+    assert main(["why-pending", "no-such-pod", "-n", "ai", "--scenario", scenario]) in (0, 1, 2)
+    assert gc.isenabled()
+
+
 def test_sim_command_serves_kubectl_until_interrupted(tmp_path: Path) -> None:
     """`gpubot sim SCENARIO` prints a kubeconfig and a kubectl line that work, and stops on SIGINT."""
     proc = subprocess.Popen(
