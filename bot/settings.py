@@ -14,13 +14,11 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from bot.engine.yaml_marks import SAFE_LOADER
 from bot.errors import ConfigError
 from bot.identity import Identity, parse_identity_map
 
 ENV_PREFIX = "GPUBOT_"
-#: libyaml's safe loader where PyYAML has it: a config naming hundreds of nodes' SSH targets is
-#: read by every CLI run, and the pure-Python parser takes tens of milliseconds over it
-_YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
 SlackMode = Literal["socket", "http"]
@@ -359,7 +357,7 @@ def load_settings(
     path = config_file or env.get(ENV_PREFIX + "CONFIG")
     if path:
         try:
-            loaded = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
+            loaded = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}  # noqa: S506 - a safe loader
         except OSError as exc:
             raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
         except yaml.YAMLError:

@@ -28,7 +28,8 @@ MAX_NODES = 200_000
 
 #: libyaml's safe loader when PyYAML was built with it: it composes the runbooks about six times
 #: faster than the pure-Python one, which is most of what ``gpubot runbook`` and ``help`` cost
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: (the settings file is read with it too)
+SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlSyntaxError(Exception):
@@ -74,7 +75,7 @@ class Parsed:
 def parse_yaml(text: str) -> Parsed:
     """Parse one YAML document; raise ``YamlSyntaxError`` when it is not well-formed YAML."""
     try:
-        root = yaml.compose(text, Loader=_LOADER)
+        root = yaml.compose(text, Loader=SAFE_LOADER)
     except yaml.YAMLError:
         root = _compose_for_the_error(text)
     parsed = Parsed(value=None)

@@ -488,7 +488,7 @@ def test_marks_are_the_same_whichever_loader_composes(monkeypatch: pytest.Monkey
     texts = [f.read_text(encoding="utf-8") for f in sorted(RUNBOOKS.glob("*.yaml"))]
     texts.append("m:\n  k: 1\n  j: &a [1, 2]\n  k: *a\n  t: !custom 2\n")
     fast = [parse_yaml(t) for t in texts]
-    monkeypatch.setattr(yaml_marks, "_LOADER", yaml.SafeLoader)
+    monkeypatch.setattr(yaml_marks, "SAFE_LOADER", yaml.SafeLoader)
     for text, parsed in zip(texts, fast, strict=True):
         slow = parse_yaml(text)
         assert (parsed.value, parsed.lines, parsed.duplicates, parsed.problems) == (
