@@ -1,0 +1,27 @@
+"""The exit statuses of the ``gpubot`` command: one table, documented in the README.
+
+Scripts and CI jobs branch on these, so they are a public contract like the finding codes: add
+one when a new outcome needs it, never renumber one. An incomplete answer outranks findings: a
+report that could not read what it needed says so by its status even when it found something.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    #: the command answered completely and found nothing wrong (or it is not a diagnosis)
+    OK = 0
+    #: a bug in gpubot: an unexpected error (the message asks to rerun with -v)
+    INTERNAL = 1
+    #: the command line or slash-command input is wrong (unknown command, invalid name)
+    USAGE = 2
+    #: a configuration the user can fix: kubeconfig, context, settings file, scenario file
+    CONFIG = 3
+    #: the answer is incomplete: reads it rested on failed (API unreachable, 403, 5xx/429)
+    INCOMPLETE = 4
+    #: the answer is complete and reports a problem (a critical or warning finding)
+    FINDINGS = 5
+    #: interrupted by the user (Ctrl-C)
+    INTERRUPTED = 130
