@@ -17,11 +17,13 @@ class ExitCode(IntEnum):
     INTERNAL = 1
     #: the command line or slash-command input is wrong (unknown command, invalid name)
     USAGE = 2
-    #: a configuration the user can fix: kubeconfig, context, settings file, scenario file
-    CONFIG = 3
+    #: a configuration the user can fix: kubeconfig, context, settings file, scenario file. The
+    #: same status as bad usage (scripts have always seen 2 for "fix your input"); the one-line
+    #: message names the file, the key and what was expected
+    CONFIG = 2
     #: the answer is incomplete: reads it rested on failed (API unreachable, 403, 5xx/429)
-    INCOMPLETE = 4
+    INCOMPLETE = 3
     #: the answer is complete and reports a problem (a critical or warning finding)
-    FINDINGS = 5
+    FINDINGS = 4
     #: interrupted by the user (Ctrl-C)
     INTERRUPTED = 130
