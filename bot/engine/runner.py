@@ -18,7 +18,7 @@ from bot.engine import unreadable
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
 from bot.engine.facts import Facts
-from bot.engine.gather import Sources, base_facts, gather
+from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
@@ -57,7 +57,7 @@ def run_checks(
     not_run: list[str] = []
     for name in runbook.checks:
         check = checks[name]
-        if facts.unreadable and base_facts(check.reads) & facts.unreadable:
+        if facts.unreadable and direct_facts(check.reads) & facts.unreadable:
             not_run.append(name)  # an unreadable fact is unknown, not empty: no conclusion
             continue
         try:

@@ -38,6 +38,9 @@ class Loader:
     empty: Callable[[], object] = dict
     #: how a failed load is named in the report's "skipped" list
     label: str = ""
+    #: needs that only widen what it reads: when one could not be read the loader still runs,
+    #: and its fact stands for what it covers (the checks that read the unread need itself skip)
+    soft: tuple[str, ...] = ()
 
 
 LOADERS: dict[str, Loader] = {
@@ -47,7 +50,7 @@ LOADERS: dict[str, Loader] = {
     "nodes": Loader(kube.nodes, (), dict, "nodes"),
     "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
     "quotas": Loader(kube.quotas, ("target",), QuotaFacts, "resource quotas"),
-    "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name"),
+    "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name", soft=("events",)),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
     "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),
     "containers": Loader(container.containers, ("target",), lambda: None, "reads inside the containers"),
@@ -55,6 +58,13 @@ LOADERS: dict[str, Loader] = {
 
 #: every name a check may declare in ``reads``
 FACT_NAMES: frozenset[str] = frozenset(LOADERS) | frozenset(DERIVED)
+
+
+def direct_facts(reads: Iterable[str]) -> set[str]:
+    """The base facts ``reads`` name (derived names expanded), not what their loaders need: a
+    loader whose input could not be read marks its own fact unreadable, so this is enough to
+    know whether a check rests on something unknown."""
+    return {b for name in reads for b in DERIVED.get(name, (name,))}
 
 
 def base_facts(reads: Iterable[str]) -> set[str]:
@@ -87,7 +97,7 @@ def levels(names: set[str]) -> list[list[str]]:
 
 async def _load(name: str, facts: Facts, sources: Sources) -> None:
     loader = LOADERS[name]
-    unread = sorted(n for n in loader.needs if n in facts.unreadable)
+    unread = sorted(n for n in loader.needs if n in facts.unreadable and n not in loader.soft)
     if unread:
         # what it would read rests on facts nobody knows: reading it would only look like an answer
         facts.cannot_read(name)
@@ -141,4 +151,6 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
             facts.put(name, loader.empty())
 
 
-__all__ = ["FACT_NAMES", "LOADERS", "NO_EXEC", "Loader", "Sources", "base_facts", "gather", "levels"]
+__all__ = [
+    "FACT_NAMES", "LOADERS", "NO_EXEC", "Loader", "Sources", "base_facts", "direct_facts", "gather", "levels",
+]
