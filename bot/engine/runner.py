@@ -98,9 +98,22 @@ def _conclude(
     report = Report(command=runbook.command, target=facts.inv.target())
     report.unreadable = unreadable.unique(facts.failures)
     report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+    if report.unreadable:
+        _withhold_offers(report, facts)
     if "node_table" in runbook.views:
         report.nodes = build_node_rows(facts)
     return report
+
+
+def _withhold_offers(report: Report, facts: Facts) -> None:
+    """An incomplete answer offers no fix: what could not be read may hold the real cause (or
+    show the fix to be harmful), and a button is a recommendation. The findings keep their next
+    steps; the fixes come back once the reads work."""
+    withheld = sum(len(f.remediations) for f in report.findings)
+    for finding in report.findings:
+        finding.remediations = []
+    if withheld:
+        facts.skip(f"{withheld} fix(es)", "not offered: the answer is incomplete; run it again once the reads work")
 
 
 def capped(evidence: Iterable[str]) -> list[str]:

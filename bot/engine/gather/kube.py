@@ -37,7 +37,7 @@ async def _every(facts: Facts, fact: str, jobs: Iterable[Awaitable[T]]) -> list[
     errors = [r for r in results if isinstance(r, BaseException)]
     for err in errors:
         if isinstance(err, KubeApiError):
-            facts.cannot_read(fact, Unreadable.of(err))
+            facts.cannot_read(fact, Unreadable.of(err, fact))
     if errors:
         raise errors[0]
     return [r for r in results if not isinstance(r, BaseException)]
