@@ -119,6 +119,9 @@ class Service:
         known = self.clients.cached(cluster, identity=inv.identity)
         if known is not None:
             return known
+        if deadline <= time.monotonic():
+            late = "not read: the command's deadline had passed before the API could be asked (a slow start?)"
+            return KubeApiError(f"cluster {cluster}: {late}", kind="timeout", detail=late)
         try:
             return await in_daemon_thread(
                 lambda: self.clients.for_cluster(cluster, identity=inv.identity), deadline - time.monotonic()

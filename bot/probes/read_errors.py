@@ -113,17 +113,18 @@ def classify(exc: BaseException, *, timeout_s: float | None = None) -> tuple[Rea
     chain = list(_chain(exc))
     if any(isinstance(c, ssl.SSLError | urllib3.exceptions.SSLError) for c in chain):
         return "tls", _tls_detail(exc), None
-    if any(isinstance(c, urllib3.exceptions.ConnectTimeoutError) for c in chain):
-        return "unreachable", "connect timed out", None
-    if any(isinstance(c, urllib3.exceptions.ReadTimeoutError | socket.timeout | TimeoutError) for c in chain):
-        waited = f" within {timeout_s:.3g} s" if timeout_s else ""
-        return "timeout", f"connected, but no answer{waited}", None
+    # urllib3's NewConnectionError is a ConnectTimeoutError too: the cause decides
     if any(isinstance(c, urllib3.exceptions.NameResolutionError | socket.gaierror) for c in chain):
         return "unreachable", "host name not resolved", None
     if any(isinstance(c, ConnectionRefusedError) for c in chain):
         return "unreachable", "connection refused", None
     if any(isinstance(c, ConnectionResetError | BrokenPipeError) for c in chain):
         return "unreachable", "connection reset", None
+    if any(isinstance(c, urllib3.exceptions.ConnectTimeoutError) for c in chain):
+        return "unreachable", "connect timed out", None
+    if any(isinstance(c, urllib3.exceptions.ReadTimeoutError | socket.timeout | TimeoutError) for c in chain):
+        waited = f" within {timeout_s:.3g} s" if timeout_s else ""
+        return "timeout", f"connected, but no answer{waited}", None
     if any(isinstance(c, urllib3.exceptions.ProtocolError) for c in chain):
         return "unreachable", "connection closed without an answer", None
     if any(isinstance(c, urllib3.exceptions.HTTPError | OSError) for c in chain):
