@@ -2,7 +2,8 @@
 
 A report is plain data: the CLI prints it as text or JSON, Slack renders it as Block Kit, tests
 read its codes. The JSON shape is a public contract (see README):
-``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``. Findings
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes`` and
+``story`` (the pod's own story, ``bot.story``). Findings
 stay one flat list (each with its ``subject``); grouping them by cause is a view's business
 (``bot.report_groups``).
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from bot.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -133,6 +136,8 @@ class Report:
     text: str = ""
     #: per-user authority: the Kubernetes identity the diagnosis read as (empty: the bot's own)
     read_as: str = ""
+    #: the target pod's own story when it is not Running and Ready (``bot.story``)
+    story: PodStory | None = None
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -168,4 +173,6 @@ class Report:
             data["text"] = self.text
         if self.read_as:
             data["read_as"] = self.read_as
+        if self.story is not None:
+            data["story"] = self.story.to_dict()
         return data

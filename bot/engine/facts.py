@@ -22,11 +22,13 @@ from bot.kube.gpu import gpu_node_names, is_gpu_component
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
+from bot.kube.story import Cutoff, build_story, history_reason, needs_story, node_change_cutoff
 from bot.probes.container import ExecFacts
 from bot.probes.nvidia_smi import GpuRow
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import Skipped
+from bot.story import PodStory
 
 Obj = dict[str, Any]
 
@@ -85,13 +87,39 @@ class EventFacts:
 
     pod: list[Obj] = field(default_factory=list)
     owners: list[Obj] = field(default_factory=list)
+    #: the pod the events are about, and the newest node change its scheduler has not answered
+    #: (``Facts.events`` sets them once the target and the nodes are read)
+    subject: Obj | None = None
+    cutoff: Cutoff | None = None
+    aged: bool = False
+
+    def age(self, subject: Obj | None, cutoff: Cutoff | None) -> None:
+        """Say which pod the events are about and since when its scheduler's words are current."""
+        self.subject, self.cutoff, self.aged = subject, cutoff, True
+
+    @cached_property
+    def _split(self) -> tuple[list[Mapping[str, Any]], list[tuple[Mapping[str, Any], str]]]:
+        current: list[Mapping[str, Any]] = []
+        history: list[tuple[Mapping[str, Any], str]] = []
+        for e in failed_scheduling_events(self.pod):
+            why = history_reason(e, self.subject, self.cutoff)
+            if why:
+                history.append((e, why))
+            else:
+                current.append(e)
+        return current, history
 
     @cached_property
     def scheduling(self) -> Sequence[ParsedSchedulingMessage]:
-        """The pod's FailedScheduling messages, newest first, parsed on first read, once per invocation."""
-        return ParsedMessages(
-            [str(e.get("message") or e.get("note") or "") for e in failed_scheduling_events(self.pod)]
-        )
+        """The pod's current FailedScheduling messages, newest first, parsed on first read, once per
+        invocation. Messages that are history (``scheduling_history``) are left out: a check never
+        concludes from what the scheduler said about a cluster that has changed since."""
+        return ParsedMessages([str(e.get("message") or e.get("note") or "") for e in self._split[0]])
+
+    @property
+    def scheduling_history(self) -> list[tuple[Mapping[str, Any], str]]:
+        """FailedScheduling events that are history, newest first, each with why."""
+        return self._split[1]
 
 
 @dataclass
@@ -151,6 +179,7 @@ DERIVED: dict[str, tuple[str, ...]] = {
     "admission_rejected": ("target",),
     "card_verdicts": ("node_readings",),
     "card_pods": ("node_readings", "node_pods"),
+    "story": ("target", "events"),
 }
 
 
@@ -210,6 +239,10 @@ class Facts:
     @property
     def events(self) -> EventFacts:
         value: EventFacts = self._get("events")
+        if not value.aged and "target" in self._values:
+            pod = self.target.pod
+            nodes = self._values.get("nodes") or {}
+            value.age(pod, node_change_cutoff(pod, nodes) if pod is not None and nodes else None)
         return value
 
     @property
@@ -275,6 +308,16 @@ class Facts:
         if pod is None or (pod.get("status") or {}).get("phase") != "Pending":
             return None
         return None if (pod.get("spec") or {}).get("nodeName") else pod
+
+    @cached_property
+    def story(self) -> PodStory | None:
+        """The target pod's own story when it is not Running and Ready (``bot.story``), built once
+        for the checks that quote it and for the report."""
+        pod = self.pod
+        if not needs_story(pod) or pod is None:
+            return None
+        events = self.events
+        return build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
 
     @cached_property
     def admission_rejected(self) -> list[Rejection]:

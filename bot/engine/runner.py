@@ -91,6 +91,8 @@ def _conclude(
     report.findings = word(detections, runbooks, {"gpubot": command_prefix})
     if "node_table" in runbook.views:
         report.nodes = build_node_rows(facts)
+    if facts.gathered("target") and facts.gathered("events"):
+        report.story = facts.story
     return report
 
 
