@@ -62,6 +62,7 @@ def slim_record(pod: Obj) -> SlimPod:
         deletion_timestamp=s.deletion_timestamp,
         owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
+        created=s.created,
     )
 
 

@@ -109,4 +109,5 @@ def run(facts: Facts) -> Iterator[Detection]:
     )
 
 
-CHECK = Check(name="pod.unexplained", reads=("target", "events", "story"), emits=("POD_NOT_RUNNING_UNEXPLAINED",), run=run)
+CHECK = Check(name="pod.unexplained", reads=("target", "events", "story"), emits=("POD_NOT_RUNNING_UNEXPLAINED",),
+              run=run)
