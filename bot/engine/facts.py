@@ -128,6 +128,8 @@ class GpuComponents:
 
     controllers: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
+    #: pod uid -> events, for the GPU-stack pods that do not run (their own story)
+    events: dict[str, list[Obj]] = field(default_factory=dict)
     _by_node: tuple[int, dict[str, list[Obj]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def pods_on(self, node: str) -> list[Obj]:
@@ -140,6 +142,12 @@ class GpuComponents:
                 index.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
             self._by_node = (len(self.pods), index)
         return self._by_node[1].get(node, [])
+
+    def story_of(self, pod: Mapping[str, Any]) -> PodStory | None:
+        """A GPU-stack pod's own story when it does not run (its events, containers, conditions)."""
+        if not needs_story(pod):
+            return None
+        return build_story(pod, (), self.events.get(str((pod.get("metadata") or {}).get("uid") or ""), []))
 
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU

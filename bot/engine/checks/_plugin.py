@@ -7,6 +7,7 @@ command: the GPU machines in scope.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.engine.checks._common import fmt_num
@@ -91,6 +92,24 @@ def placement_line(p: Placement, what: str = "") -> str:
     said = f": {h.message}" if h is not None and h.message else ""
     label = f"{what} pod" if what else "pod"
     return f"{p.node}: {label} {p.namespace}/{p.pod_name} is {status}{where}{restarts}{said}"
+
+
+def pod_story_lines(facts: Facts, pod: Mapping[str, Any] | None, *, max_events: int = 3) -> list[str]:
+    """A GPU-stack pod's own story, indented under its evidence line: its newest events (a sandbox
+    the runtime refuses, an image it cannot pull), container states and conditions."""
+    story = facts.components.story_of(pod) if pod is not None else None
+    if story is None or not story.events:
+        return []
+    return [f"    {line}" for line in story.lines(max_events=max_events)[1:]]
+
+
+def newest_warning(facts: Facts, pod: Mapping[str, Any] | None) -> str:
+    """The newest current Warning event of a GPU-stack pod that does not run ("" when none)."""
+    story = facts.components.story_of(pod) if pod is not None else None
+    if story is None:
+        return ""
+    found = next((e for e in story.current_events if e.type == "Warning"), None)
+    return f"{found.reason}: {found.message}" if found is not None else ""
 
 
 def placement_message(p: Placement) -> str:

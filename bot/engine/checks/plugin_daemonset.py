@@ -26,11 +26,13 @@ from bot.engine.checks._plugin import (
     eligible_nodes,
     gpu_machines,
     is_ready,
+    newest_warning,
     nodes_text,
     offer_text,
     placement_line,
     placement_message,
     placement_status,
+    pod_story_lines,
     short_of,
 )
 from bot.engine.facts import Facts
@@ -114,7 +116,7 @@ def _examine(
     if on_node:
         for d, p in on_node:
             if not p.ok:
-                _record(problems, d, p)
+                _record(problems, d, p, facts)
                 mig = mig_labels(obj)
                 if p.health is not None and p.health.crashing and mig.get(MIG_STRATEGY):
                     problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))].lines.append(
@@ -124,7 +126,7 @@ def _examine(
         return  # something registers cards here: a plugin run by the host (Bottlerocket), or another stack
     if placed:
         for d, p in placed:
-            _record(problems, d, p)
+            _record(problems, d, p, facts)
             if any(label.startswith(NFD_LABEL_PREFIXES) for label in p.admission.labels):
                 _why_unlabelled(facts, obj, problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))])
         return
@@ -144,17 +146,21 @@ def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
             prob.lines.append(placement_line(p, "Node Feature Discovery worker"))
 
 
-def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement) -> None:
+def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement, facts: Facts) -> None:
     status = placement_status(p)
     kind = plugin_kind(ds)
     key = (f"{p.namespace}/{p.daemonset}", status)
     prob = problems.setdefault(key, Problem(ds, status, kind.title if kind else "device plugin"))
     prob.nodes.append(p.node)
     prob.lines.append(placement_line(p))
+    prob.lines += pod_story_lines(facts, p.pod)  # the plugin pod's own story: its events, containers
     prob.labels.update(p.admission.labels)
     h = p.health
     if not prob.message:
         prob.message = placement_message(p)
+        warning = newest_warning(facts, p.pod)
+        if warning and warning not in prob.message and h is not None and not h.message:
+            prob.message += f"; its newest event: {warning[:400]}"
     if h is not None and h.crashing and p.pod is not None:
         prob.crashing.append({"namespace": p.namespace, "name": p.pod_name, "ref": f"{p.namespace}/{p.pod_name}",
                               "node": p.node})
