@@ -16,6 +16,7 @@ from typing import Any
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
+from bot.kube.story import history_reason
 
 DEFAULT = "default-scheduler"
 #: pod labels and annotations that name the scheduler's own objects for the pod
@@ -51,7 +52,8 @@ def run(facts: Facts) -> Iterator[Detection]:
            or str(e.get("reason") or "").startswith(("PodGroup", "Unschedulable", "FilteringFailed"))]
     for e in own[:4]:
         obj = e.get("involvedObject") or {}
-        evidence.append(f"event {obj.get('kind', '?')}/{obj.get('name', '?')} {e.get('reason', '')}: "
+        earlier = "earlier " if history_reason(e, events.subject, events.cutoff) else ""
+        evidence.append(f"{earlier}event {obj.get('kind', '?')}/{obj.get('name', '?')} {e.get('reason', '')}: "
                         f"{str(e.get('message') or '')[:300]}")
     if not events.scheduling:
         evidence.append("FailedScheduling events from a scheduler: none current")
@@ -62,7 +64,8 @@ def run(facts: Facts) -> Iterator[Detection]:
         pod=pod_ref(pod),
         scheduler=scheduler,
         what=str(row.get("product") or "a scheduler other than kube-scheduler"),
-        look_at=str(row.get("look_at") or "Read that scheduler's logs and its own objects for this pod."),
+        look_at=str(row.get("look_at") or "Read that scheduler's logs and its own objects for this pod.").replace(
+            "NAMESPACE", str(meta.get("namespace") or "NAMESPACE")),
         evidence=evidence,
     )
 
