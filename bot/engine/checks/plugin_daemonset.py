@@ -139,7 +139,13 @@ def _examine(
 
 
 def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
-    """The labels come from Node Feature Discovery: is its worker running on the node?"""
+    """The labels come from Node Feature Discovery: is its worker running on the node, and which
+    PCI labels did it give the node (a class-prefixed pci-0300_10de is not pci-10de)?"""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    pci = sorted(f"{k}={v}" for k, v in labels.items() if k.startswith("feature.node.kubernetes.io/pci-"))
+    if pci:
+        name = (node.get("metadata") or {}).get("name")
+        prob.lines.append(f"{name}: the PCI labels it has: " + ", ".join(pci[:8]))
     for w in nfd_workers(facts.components.controllers):
         p = placement(w, facts.components.pods, node)
         if not p.ok:
@@ -166,6 +172,27 @@ def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement, fac
                               "node": p.node})
 
 
+def _first_fix(prob: Problem, namespace: str, name: str) -> str:
+    """The fix to try first, for the way this plugin fails on these nodes."""
+    if prob.ds is None:
+        return ("Install a device plugin for the GPUs (the NVIDIA device plugin's Helm chart, or the GPU Operator) "
+                "and check its pods reach every GPU node.")
+    if prob.labels:
+        return (f"Give the node what DaemonSet {namespace}/{name} selects on ({', '.join(sorted(prob.labels))}): "
+                "fix the labeller (Node Feature Discovery / GPU Feature Discovery must run on the node and use the "
+                "label name the chart expects), label the node yourself (kubectl label node NODE KEY=VALUE), or "
+                "change the DaemonSet's nodeSelector/affinity to a label the node has.")
+    if prob.status.startswith("not scheduled"):
+        return (f"Let DaemonSet {namespace}/{name} onto the node: add the toleration for the node's taint to its "
+                "pod template (tolerations), or remove the taint.")
+    if not prob.crashing and "no pod" not in prob.status and "Running" not in prob.status:
+        return (f"Read the plugin pod's own story in the evidence (its events and container states): kubectl "
+                f"describe pod -n {namespace} POD; a sandbox that fails with 'no runtime for \"nvidia\"' needs the "
+                "NVIDIA runtime in containerd/CRI-O on the node (nvidia-ctk runtime configure).")
+    return (f"Read the plugin's previous run on the node: kubectl logs -n {namespace} POD --previous "
+            "(the pods are in the evidence).")
+
+
 def _detections(
     problems: dict[tuple[str, str], Problem], subject: str, lead: list[str], **extra: Any
 ) -> Iterator[Detection]:
@@ -177,6 +204,7 @@ def _detections(
         yield detect(
             "DEVICE_PLUGIN_NOT_RUNNING",
             subject if subject else node_subject(prob.nodes[0]),
+            fix=_first_fix(prob, str(meta.get("namespace") or "NAMESPACE"), str(meta.get("name") or "")),
             plugin=prob.plugin,
             name=str(meta.get("name") or "(none installed)"),
             namespace=str(meta.get("namespace") or "(any)"),
