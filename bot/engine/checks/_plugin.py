@@ -112,6 +112,20 @@ def newest_warning(facts: Facts, pod: Mapping[str, Any] | None) -> str:
     return f"{found.reason}: {found.message}" if found is not None else ""
 
 
+def sandbox_fix(warning: str) -> str:
+    """The fix for a GPU-stack pod the runtime gives no sandbox ("" when that is not its story)."""
+    if "no runtime for" in warning or "RuntimeHandler" in warning or "runtime handler" in warning:
+        return ("The pod gets no sandbox: the container runtime on the node has no 'nvidia' handler. Check that "
+                "the NVIDIA Container Toolkit wrote it into the config file this containerd/CRI-O really reads "
+                "(kops, k3s, RKE2 and microk8s keep it elsewhere: point the toolkit's CONTAINERD_CONFIG and "
+                "CONTAINERD_SOCKET at it, or run nvidia-ctk runtime configure --runtime=containerd on the node), "
+                "then restart containerd; the pods start once their sandbox can be made.")
+    if warning.startswith("FailedCreatePodSandBox"):
+        return ("The pod gets no sandbox: read the kubelet's message in the evidence and the container runtime's "
+                "log on the node (journalctl -u containerd).")
+    return ""
+
+
 def placement_message(p: Placement) -> str:
     """What the cluster shows about the DaemonSet on the node, quoting the pod's last words."""
     if p.pod is None:

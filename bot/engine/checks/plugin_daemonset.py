@@ -33,6 +33,7 @@ from bot.engine.checks._plugin import (
     placement_message,
     placement_status,
     pod_story_lines,
+    sandbox_fix,
     short_of,
 )
 from bot.engine.facts import Facts
@@ -70,6 +71,8 @@ class Problem:
     message: str = ""
     labels: set[str] = field(default_factory=set)
     crashing: list[dict[str, str]] = field(default_factory=list)
+    #: the fix when the runtime gives the plugin pod no sandbox ("" otherwise)
+    sandbox: str = ""
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,9 @@ def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement, fac
     if not prob.message:
         prob.message = placement_message(p)
         warning = newest_warning(facts, p.pod)
-        if warning and warning not in prob.message and h is not None and not h.message:
+        if warning and warning not in prob.message:
             prob.message += f"; its newest event: {warning[:400]}"
+        prob.sandbox = sandbox_fix(warning)
     if h is not None and h.crashing and p.pod is not None:
         prob.crashing.append({"namespace": p.namespace, "name": p.pod_name, "ref": f"{p.namespace}/{p.pod_name}",
                               "node": p.node})
@@ -174,6 +178,8 @@ def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement, fac
 
 def _first_fix(prob: Problem, namespace: str, name: str) -> str:
     """The fix to try first, for the way this plugin fails on these nodes."""
+    if prob.sandbox:
+        return prob.sandbox
     if prob.ds is None:
         return ("Install a device plugin for the GPUs (the NVIDIA device plugin's Helm chart, or the GPU Operator) "
                 "and check its pods reach every GPU node.")

@@ -28,6 +28,7 @@ from bot.engine.checks._plugin import (
     placement_message,
     placement_status,
     pod_story_lines,
+    sandbox_fix,
     short_of,
 )
 from bot.engine.facts import Facts
@@ -110,9 +111,16 @@ def _message(facts: Facts, p: Placement) -> str:
     own state says nothing (a sandbox the runtime refuses shows only as ContainerCreating)."""
     message = placement_message(p)
     warning = newest_warning(facts, p.pod)
-    if warning and (p.health is None or not p.health.message) and warning not in message:
+    if warning and warning not in message:
         message += f"; its newest event: {warning[:400]}"
     return message
+
+
+def _fix(facts: Facts, p: Placement) -> str:
+    """The fix to try first: the sandbox's when the runtime gives the pod none, else the operand's log."""
+    return sandbox_fix(newest_warning(facts, p.pod)) or (
+        f"Read the failing operand's log: kubectl logs -n {p.namespace} POD --all-containers --previous (the pods "
+        f"are in the evidence); kubectl get pods -n {p.namespace} -o wide shows the whole chain per node.")
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -150,6 +158,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             namespace=p.namespace,
             status=prob.status,
             message=_message(facts, p),
+            fix=_fix(facts, p),
             nodes=nodes_text(prob.nodes),
             node=prob.nodes[0],
             count=len(prob.nodes),
