@@ -26,6 +26,11 @@ def _report(scenario: object, args: list[str], tmp_path: Path, capsys: pytest.Ca
         return _diagnose(Running(sim, _config_for(sim, tmp_path / "gpubot.yaml")), args, capsys)
 
 
+def _torch_pod(scenario: object) -> dict:
+    return next(o for o in scenario.objects  # type: ignore[attr-defined]
+                if o.get("kind") == "Pod" and o["metadata"]["name"] == "torch-job-6b8d9-x7k2p")
+
+
 def test_story_json_shape_for_a_pending_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = load_scenario(SCENARIOS / "hami-pending-after-node-restart-k8s130.yaml")
     report = _report(scenario, ["why-pending", "vllm-x99-0", "-n", "ml"], tmp_path, capsys)
@@ -48,10 +53,10 @@ def test_running_pod_has_no_story(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_unexplained_quotes_the_story(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = copy.deepcopy(load_scenario(SCENARIOS / "benign-running-fine-v100-k8s129.yaml"))
-    pod = next(o for o in scenario.objects if o.get("kind") == "Pod" and o["metadata"]["name"] == "torch-job-6b8d9-x7k2p")
+    pod = _torch_pod(scenario)
     pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],
-                     "containerStatuses": [{"name": "torch", "ready": False, "restartCount": 0,
-                                            "state": {"waiting": {"reason": "SomethingNew", "message": "odd runtime"}}}]}
+                     "containerStatuses": [{"name": "torch", "ready": False, "restartCount": 0, "state": {
+                         "waiting": {"reason": "SomethingNew", "message": "odd runtime"}}}]}
     scenario.objects.append({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": "torch-job-6b8d9-x7k2p.1", "namespace": "ai"},
@@ -72,7 +77,7 @@ def test_unexplained_quotes_the_story(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_bound_pod_still_starting_is_not_a_leak(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A live pod that holds its card while its image is pulled leaves the card idle: not a leak."""
     scenario = copy.deepcopy(load_scenario(SCENARIOS / "benign-running-fine-v100-k8s129.yaml"))
-    pod = next(o for o in scenario.objects if o.get("kind") == "Pod" and o["metadata"]["name"] == "torch-job-6b8d9-x7k2p")
+    pod = _torch_pod(scenario)
     pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],
                      "containerStatuses": [{"name": "torch", "ready": False, "restartCount": 0, "state": {
                          "waiting": {"reason": "ErrImagePull",

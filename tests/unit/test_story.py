@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.kube.story import MAX_EVENTS, build_story, history_reason, needs_story, node_change_cutoff
-from bot.report import Report
 from bot.render_text import render_text
+from bot.report import Report
 
 NOW = datetime(2026, 5, 7, 11, 0, tzinfo=UTC)
 UID = "11111111-0000-4000-8000-000000000001"
@@ -59,8 +59,8 @@ def test_history_earlier_pod_and_before_scheduling() -> None:
 
 def test_node_change_cutoff_makes_older_scheduler_words_history() -> None:
     node = {"metadata": {"name": "gpu-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "status": {"capacity": {"nvidia.com/gpu": "2"},
-                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-05-07T10:20:00Z"}]}}
+            "status": {"capacity": {"nvidia.com/gpu": "2"}, "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-05-07T10:20:00Z"}]}}
     cpu = {"metadata": {"name": "cpu-1", "creationTimestamp": "2026-05-07T10:50:00Z"},
            "status": {"capacity": {"cpu": "8"}, "conditions": [{"type": "Ready", "status": "True"}]}}
     cutoff = node_change_cutoff(_pod(), {"gpu-1": node, "cpu-1": cpu})
