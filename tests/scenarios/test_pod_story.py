@@ -112,3 +112,24 @@ def test_text_shows_the_story_under_the_verdict(tmp_path: Path, capsys: pytest.C
                                       out.index("1. [WARNING]  SCHED_NON_DEFAULT_SCHEDULER"))
     assert verdict_at < story_at < first_at
     assert "scheduler volcano" in out
+
+
+def test_request_exceeds_only_the_nodes_it_may_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bigger node the pod's selector rules out does not make the request fit; without the
+    selector, the bigger node is where it fits and nothing 'never fits'."""
+    scenario = copy.deepcopy(load_scenario(SCENARIOS / "exceeds-node-4-gpus-on-2-k8s129.yaml"))
+    small = next(o for o in scenario.objects if o.get("kind") == "Node")
+    big = copy.deepcopy(small)
+    big["metadata"].update(name="gpu-node-8", uid="0a000000-0000-4000-8000-000000000088",
+                           labels={"kubernetes.io/hostname": "gpu-node-8", "pool": "big"})
+    for key in ("capacity", "allocatable"):
+        big["status"][key]["nvidia.com/gpu"] = "8"
+    scenario.objects.append(big)
+    pod = next(o for o in scenario.objects if o.get("kind") == "Pod" and o["metadata"]["name"] == "ddp-train-0")
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-node-1"}
+    report = _report(scenario, ["why-pending", "ddp-train-0", "-n", "ai"], tmp_path / "a", capsys)
+    first = report["findings"][0]
+    assert first["code"] == "REQUEST_EXCEEDS_NODE" and "gpu-node-1" in "\n".join(first["evidence"])
+    del pod["spec"]["nodeSelector"]
+    report = _report(scenario, ["why-pending", "ddp-train-0", "-n", "ai"], tmp_path / "b", capsys)
+    assert "REQUEST_EXCEEDS_NODE" not in [f["code"] for f in report["findings"]]

@@ -119,3 +119,11 @@ def test_story_on_the_report_json_and_text() -> None:
     text = render_text(report)
     assert "What the API says about it:" in text and "[volcano]" in text
     assert "story" not in Report(command="why-pending", target={}).to_dict()
+
+
+def test_nfd_class_prefixed_nvidia_label_marks_a_gpu_node() -> None:
+    from bot.kube.gpu import gpu_labels
+
+    node = {"metadata": {"labels": {"feature.node.kubernetes.io/pci-0300_10de.present": "true",
+                                    "feature.node.kubernetes.io/pci-0380_8086.present": "true"}}}
+    assert gpu_labels(node) == ["feature.node.kubernetes.io/pci-0300_10de.present=true"]
