@@ -125,6 +125,8 @@ def pod_dict(p: SlimPod) -> Obj:
     meta: Obj = {"name": p.name, "namespace": p.namespace, "uid": p.uid}
     if p.deletion_timestamp is not None:
         meta["deletionTimestamp"] = p.deletion_timestamp
+    if p.created:
+        meta["creationTimestamp"] = p.created
     if p.owner:
         kind, _, name = p.owner.partition("/")
         meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]

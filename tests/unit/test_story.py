@@ -127,3 +127,21 @@ def test_nfd_class_prefixed_nvidia_label_marks_a_gpu_node() -> None:
     node = {"metadata": {"labels": {"feature.node.kubernetes.io/pci-0300_10de.present": "true",
                                     "feature.node.kubernetes.io/pci-0380_8086.present": "true"}}}
     assert gpu_labels(node) == ["feature.node.kubernetes.io/pci-0300_10de.present=true"]
+
+
+def test_slack_shows_the_story_under_the_verdict_within_limits() -> None:
+    from bot.report import Finding
+    from bot.slack import limits as L
+    from bot.slack.blocks import STORY_CHARS, render_report
+
+    events = [_event(f"Reason{i}", "<!channel> " + "x" * 900, f"2026-05-07T10:{i:02d}:00Z") for i in range(40)]
+    story = build_story(_pod(), events=events, now=NOW)
+    report = Report(command="why-pending", target={"kind": "Pod", "name": "p", "namespace": "ns"}, story=story,
+                    findings=[Finding("POD_NOT_RUNNING_UNEXPLAINED", "warning", "p is not running")])
+    blocks = render_report(report).blocks
+    assert [b.get("block_id") for b in blocks[1:2]] == ["verdict"]
+    story_block = blocks[2]
+    text = story_block["elements"][0]["text"]
+    assert story_block["type"] == "context" and text.startswith("*What the API says:*")
+    assert len(text) <= min(L.MAX_SECTION_TEXT, STORY_CHARS + 40)
+    assert "<!channel>" not in text  # cluster text is escaped, never a mention
