@@ -93,6 +93,8 @@ class PodStory:
     #: distinct events found (before the cap) and how many of them are not shown
     events_total: int = 0
     events_omitted: int = 0
+    #: False when the events could not be read (a refused or failed read): none shown is unknown, not none
+    events_read: bool = True
 
     @property
     def current_events(self) -> list[StoryEvent]:
@@ -130,7 +132,9 @@ class PodStory:
         hidden = self.events_total - len(shown)
         if hidden > 0:
             out.append(f"… {hidden} more distinct event(s) (kubectl describe pod shows them)")
-        if not self.events:
+        if not self.events_read:
+            out.append("events: could not be read (see what was skipped); none shown does not mean none exist")
+        elif not self.events:
             out.append("no events on the pod or its controllers (none yet, or expired after about an hour)")
         return out
 

@@ -325,7 +325,10 @@ class Facts:
         if not needs_story(pod) or pod is None:
             return None
         events = self.events
-        return build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
+        story = build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
+        # a refused or failed read of the events leaves the list empty: say so, never "no events"
+        story.events_read = "events" not in self.forbidden and not any(s.what == "events" for s in self.skipped)
+        return story
 
     @cached_property
     def admission_rejected(self) -> list[Rejection]:

@@ -133,3 +133,14 @@ def test_request_exceeds_only_the_nodes_it_may_use(tmp_path: Path, capsys: pytes
     del pod["spec"]["nodeSelector"]
     report = _report(scenario, ["why-pending", "ddp-train-0", "-n", "ai"], tmp_path / "b", capsys)
     assert "REQUEST_EXCEEDS_NODE" not in [f["code"] for f in report["findings"]]
+
+
+def test_unreadable_events_are_not_told_as_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed read of the events is unknown, not "no events": the story says it could not read them."""
+    from bot.sim.scenario import ApiFault
+
+    scenario = copy.deepcopy(load_scenario(SCENARIOS / "volcano-job-pending-silent-k8s122.yaml"))
+    scenario.api_faults.append(ApiFault(match="/events", status=403, verb="GET"))
+    report = _report(scenario, ["why-pending", "job-sample-gpu-0", "-n", "ai"], tmp_path, capsys)
+    assert report["story"]["events_read"] is False
+    assert any(s["what"] == "events" for s in report["skipped"])
