@@ -2,7 +2,12 @@
 
 ``parse_payload`` checks the shape Alertmanager sends and turns it into an ``AlertGroup``; any
 other shape is an ``AlertPayloadError`` with a one-line reason (the HTTP layer answers 400 and
-posts nothing). ``AlertDesk`` keeps one message per (group key, channel) in its memory: the
+posts nothing). A valid group is never refused for its size: Alertmanager sends every alert of a
+group in one POST (its ``webhook_config.max_alerts`` defaults to 0, no limit, and the sender has
+no body limit), and it does not retry a 4xx, so refusing a storm would lose it exactly when it
+matters. The only bound is ``MAX_BODY_BYTES`` (16 MiB, ~40,000 alerts of ~400 bytes; parsing
+takes ~0.2 s and ~40 MiB), which operators stay under with ``max_alerts`` (the alerts cut are
+counted in ``truncatedAlerts`` and shown). ``AlertDesk`` keeps one message per (group key, channel) in its memory: the
 first payload of a group posts, every later one edits that message (alerts firing, resolving),
 and each message carries a read-only diagnosis of the node or pod the group's labels name
 (node-status for ``Hostname``/``node``/``kubernetes_node``, why-pending for ``namespace``+``pod``).
@@ -20,8 +25,11 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
+
+import orjson
 
 from bot.commands import Invocation
 from bot.errors import GpubotError
@@ -34,7 +42,8 @@ log = logging.getLogger("gpubot.alerts")
 NODE_LABELS = ("Hostname", "node", "kubernetes_node")
 #: label values that may reach a diagnosis: Kubernetes names, nothing else
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-MAX_ALERTS = 1000
+#: the largest webhook body read (bytes, decompressed); beyond it 413, naming ``max_alerts``
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 class AlertPayloadError(GpubotError):
@@ -56,13 +65,25 @@ class AlertGroup:
     receiver: str
     alerts: tuple[Alert, ...]
     common_labels: Mapping[str, str]
+    #: alerts Alertmanager left out of this payload (``webhook_config.max_alerts``)
+    truncated: int = 0
 
     def firing(self) -> list[Alert]:
         return [a for a in self.alerts if a.status == "firing"]
 
-    @property
+    def node_of(self, alert: Alert) -> str:
+        """The node an alert names (its own labels, else the group's common labels), or ``""``."""
+        for labels in (alert.labels, self.common_labels):
+            node = next((labels[k] for k in NODE_LABELS if labels.get(k)), "")
+            if node:
+                return node
+        return ""
+
+    @cached_property
     def digest(self) -> str:
-        text = json.dumps([self.status, [(a.status, a.name, sorted(a.labels.items())) for a in self.alerts]])
+        """What the group's message shows, hashed (computed once; with 40,000 alerts it costs)."""
+        shown: list[Any] = [self.status, [(a.status, a.name, sorted(a.labels.items())) for a in self.alerts]]
+        text = json.dumps(shown + [self.truncated] if self.truncated else shown)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def target(self, cluster: str) -> Invocation | None:
@@ -90,8 +111,8 @@ def _labels(raw: Any, where: str) -> dict[str, str]:
 def parse_payload(body: bytes) -> AlertGroup:
     """An Alertmanager v4 webhook body → its group; ``AlertPayloadError`` for anything else."""
     try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
         raise AlertPayloadError("the body is not JSON") from None
     if not isinstance(data, dict):
         raise AlertPayloadError("the body is not a JSON object")
@@ -102,8 +123,11 @@ def parse_payload(body: bytes) -> AlertGroup:
         raise AlertPayloadError("groupKey: expected a non-empty string")
     if status not in ("firing", "resolved"):
         raise AlertPayloadError("status: expected firing or resolved")
-    if not isinstance(alerts, list) or not alerts or len(alerts) > MAX_ALERTS:
-        raise AlertPayloadError(f"alerts: expected a list of 1 to {MAX_ALERTS} alerts")
+    if not isinstance(alerts, list) or not alerts:
+        raise AlertPayloadError("alerts: expected a non-empty list of alerts")
+    truncated = data.get("truncatedAlerts") or 0
+    if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
+        raise AlertPayloadError("truncatedAlerts: expected a number of alerts")
     parsed = []
     for n, item in enumerate(alerts):
         if not isinstance(item, dict) or item.get("status") not in ("firing", "resolved"):
@@ -112,13 +136,16 @@ def parse_payload(body: bytes) -> AlertGroup:
         annotations = _labels(item.get("annotations") or {}, f"alerts[{n}].annotations")
         summary = annotations.get("summary") or annotations.get("description") or ""
         parsed.append(Alert(str(item["status"]), labels.get("alertname", "alert"), labels, summary))
-    return AlertGroup(
+    group = AlertGroup(
         group_key=group_key,
         status=str(status),
         receiver=str(data.get("receiver") or ""),
         alerts=tuple(parsed),
         common_labels=_labels(data.get("commonLabels") or {}, "commonLabels"),
+        truncated=truncated,
     )
+    _ = group.digest  # here, in the parsing thread, not later on the event loop
+    return group
 
 
 class AlertPoster(Protocol):
