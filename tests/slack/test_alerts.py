@@ -193,6 +193,28 @@ async def test_an_alert_storm_is_accepted_and_posted_as_one_summary(mock_slack: 
             await bot.close()
 
 
+async def test_alert_data_never_pings_from_the_notification_or_the_blocks(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    """Issue 29 F4: the alert name reached the notification ``text`` as ``🔥 <!channel> Xid <@U0BOSS>``."""
+    hostile = "<!channel> Xid <@U0BOSS> <http://evil|docs>"
+    alert = {"status": "firing", "labels": {"alertname": hostile, "Hostname": "gpu-a"},
+             "annotations": {"summary": hostile}}
+    body = {**payload("firing", [alert], group=hostile), "commonLabels": {"alertname": hostile}}
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        bot = build_bot(_settings(mock_slack, sim))
+        await bot.start()
+        try:
+            assert (await send(bot, json.dumps(body).encode()))[0] == 200
+            (posted,) = await mock_slack.wait_for(lambda: posts(mock_slack))
+        finally:
+            await bot.server.stop(5)
+            await bot.close()
+    assert posted.body["text"] == "🔥 &lt;!channel&gt; Xid &lt;@U0BOSS&gt; &lt;http://evil|docs&gt;: 1 firing of 1"
+    mrkdwn = [json.dumps(b) for b in posted.body["blocks"] if b["type"] != "header"]
+    assert all("<" not in m for m in mrkdwn) and any("&lt;!channel&gt;" in m for m in mrkdwn)
+
+
 def test_the_receiver_needs_a_channel() -> None:
     from bot.errors import ConfigError
     from bot.settings import load_settings
