@@ -21,6 +21,12 @@ A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, s
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
 
+A new problem is recorded before its message is posted and its ts after (``ProblemStore.intend``,
+``posted``): a process stopped in between leaves an intent, and the next run (this process or
+the next leader) asks the notifier for the message already in the channel (``find_posted``:
+Slack's history, by the problem's fingerprint in the message metadata) and records it; only when
+there is none, or the history cannot be read, is the problem posted again.
+
 A problem is only declared gone when the trigger could see: a node problem needs its node read
 over SSH this time, a pending problem the pending check, any other problem a sweep that listed
 at least one GPU node. A Slack call that fails leaves the store as it was, so the next run tries
@@ -34,7 +40,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -83,6 +89,11 @@ class Notifier(Protocol):
         self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
     ) -> None:
         """Edit the message to resolved and say so in its thread."""
+        ...
+
+    async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
+        """The ts of the message posted for the problem opened at ``opened_at`` (its intent), or
+        ``None``; raises when the channel's history cannot be read."""
         ...
 
     async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
@@ -345,9 +356,13 @@ class Watcher:
             return
         try:
             if row is None:
+                # the intent first: a stop between the post and the record must not post twice
+                self.store.intend(problem, channel=channel, at=now)
                 ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now, owner=route.owner)
-                self.store.opened(problem, channel=channel, message_ts=ts, at=now)
+                self.store.posted(fp, channel=channel, message_ts=ts)
                 result.posted.append(fp)
+            elif row.posting:
+                await self._finish_post(problem, row, route, now, result)
             elif row.digest != problem.digest:
                 await self.notifier.update_open(
                     channel,
@@ -365,6 +380,43 @@ class Watcher:
         except Exception:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
+
+    async def _earlier_post(self, row: OpenProblem) -> str | None:
+        """The message an intent was already posted as (found in the channel), or ``None``."""
+        fp = row.problem.fingerprint
+        try:
+            ts = await self.notifier.find_posted(row.channel, fp, opened_at=row.opened_at)
+        except Exception as exc:  # posting twice is better than never: post again
+            log_event(log, "watch: could not read the channel's history", level=logging.WARNING,
+                      fingerprint=fp, channel=row.channel, error=type(exc).__name__)
+            return None
+        log_event(log, "watch: an interrupted post", fingerprint=fp, channel=row.channel, found=ts is not None)
+        if ts is not None:
+            self.store.posted(fp, channel=row.channel, message_ts=ts)
+        return ts
+
+    async def _finish_post(
+        self, problem: Problem, row: OpenProblem, route: Route, now: datetime, result: SweepResult
+    ) -> None:
+        """An intent left by a stop mid-post: record the message it became, or post it now."""
+        fp = problem.fingerprint
+        ts = await self._earlier_post(row)
+        if ts is None:
+            ts = await self.notifier.post_open(
+                row.channel, problem, opened_at=row.opened_at, seen_at=now, owner=route.owner
+            )
+            self.store.posted(fp, channel=row.channel, message_ts=ts)
+            if row.digest != problem.digest:
+                self.store.changed(problem, channel=row.channel, at=now)
+            result.posted.append(fp)
+        elif row.digest != problem.digest:
+            await self.notifier.update_open(
+                row.channel, ts, row.problem, problem, opened_at=row.opened_at, seen_at=now, owner=route.owner
+            )
+            self.store.changed(problem, channel=row.channel, at=now)
+            result.changed.append(fp)
+        else:
+            result.unchanged.append(fp)
 
     async def _summarise(self, channel: str, held: list[Problem], now: datetime, result: SweepResult) -> None:
         """One summary per channel and hour: posted once, then edited when its list changes."""
@@ -386,6 +438,13 @@ class Watcher:
     async def _gone(self, row: OpenProblem, now: datetime, result: SweepResult) -> None:
         fp = row.problem.fingerprint
         try:
+            if row.posting:
+                ts = await self._earlier_post(row)
+                if ts is None:  # never shown in the channel: nothing to edit
+                    self.store.resolved(fp, channel=row.channel, at=now)
+                    result.resolved.append(fp)
+                    return
+                row = replace(row, message_ts=ts)
             await self.notifier.resolve(
                 row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
             )
