@@ -11,6 +11,8 @@ counted in ``truncatedAlerts`` and shown). ``AlertDesk`` keeps one message per (
 first payload of a group posts, every later one edits that message (alerts firing, resolving),
 and each message carries a read-only diagnosis of the node or pod the group's labels name
 (node-status for ``Hostname``/``node``/``kubernetes_node``, why-pending for ``namespace``+``pod``).
+A first post is remembered before it is made (an empty ts) and its ts after, so a stop in between
+makes the next delivery look for the message in the channel rather than post the group again.
 This module knows no Slack and no HTTP.
 """
 
@@ -34,6 +36,7 @@ import orjson
 from bot.commands import Invocation
 from bot.errors import GpubotError
 from bot.observability import log_event
+from bot.proactive.store import POSTING
 from bot.proactive.watcher import Diagnoses
 from bot.report import Report
 
@@ -155,6 +158,11 @@ class AlertPoster(Protocol):
 
     async def update_group(self, channel: str, ts: str, group: AlertGroup, diagnosis: Report | None) -> None: ...
 
+    async def find_posted(self, channel: str, group_key: str) -> str | None:
+        """The group's message already in ``channel`` (after a stop mid-post), or ``None``; raises
+        when the channel's history cannot be read."""
+        ...
+
 
 class AlertGroups(Protocol):
     """Which message each (group key, channel) was posted as, and the digest it shows."""
@@ -239,10 +247,14 @@ class AlertDesk:
             log_event(log, "alert group not delivered: not the leader", level=logging.WARNING)
             return "not-leader"
         known = await asyncio.to_thread(self.groups.known, group.group_key, self.channel)
+        if known is not None and not known[0]:  # a stop between the post and its record
+            known = await self._earlier_post(group.group_key)
         if known is not None and known[1] == group.digest:
             return "unchanged"
         diagnosis = await self._diagnose(group)
         if known is None:
+            # the intent first: a stop between the post and the record must not post twice
+            await asyncio.to_thread(self.groups.remember, group.group_key, self.channel, POSTING, group.digest)
             ts = await self.poster.post_group(self.channel, group, diagnosis)
             outcome = "posted"
         else:
@@ -252,6 +264,17 @@ class AlertDesk:
         await asyncio.to_thread(self.groups.remember, group.group_key, self.channel, ts, group.digest)
         log_event(log, "alert group", outcome=outcome, alerts=len(group.alerts), status=group.status)
         return outcome
+
+    async def _earlier_post(self, group_key: str) -> tuple[str, str] | None:
+        """(ts, "") of the group's message found in the channel (shown, but of unknown content),
+        or ``None`` (never posted, or the history could not be read: posting twice beats never)."""
+        try:
+            ts = await self.poster.find_posted(self.channel, group_key)
+        except Exception as exc:
+            log_event(log, "could not read the channel's history", level=logging.WARNING, error=type(exc).__name__)
+            return None
+        log_event(log, "an interrupted alert post", found=ts is not None)
+        return (ts, "") if ts else None
 
     async def _diagnose(self, group: AlertGroup) -> Report | None:
         inv = group.target(self.cluster)

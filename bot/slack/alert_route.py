@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import hmac
 import logging
 
@@ -26,11 +27,14 @@ from bot.proactive.alerts import MAX_BODY_BYTES, AlertDesk, AlertGroup, AlertPay
 from bot.report import Report
 from bot.settings import Secret
 from bot.slack.alert_messages import render_group
+from bot.slack.history import find_posted, metadata
 from bot.slack.tasks import TaskTracker
 
 log = logging.getLogger("gpubot.alerts")
 
 ALERTS_PATH = "/alerts"
+#: the metadata event type of an alert group's message (an interrupted post is found by it)
+ALERT_EVENT = "gpubot_alert_group"
 _CHUNK = 256 * 1024
 TOO_LARGE = (
     f"the body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB; set max_alerts in the webhook_config "
@@ -59,12 +63,21 @@ class SlackAlertPoster:
 
     async def post_group(self, channel: str, group: AlertGroup, diagnosis: Report | None) -> str:
         msg = render_group(group, diagnosis)
-        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        meta = metadata(ALERT_EVENT, group_post_key(group.group_key))
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks, metadata=meta)
         return str(resp["ts"])
+
+    async def find_posted(self, channel: str, group_key: str) -> str | None:
+        return await find_posted(self.client, channel, ALERT_EVENT, group_post_key(group_key))
 
     async def update_group(self, channel: str, ts: str, group: AlertGroup, diagnosis: Report | None) -> None:
         msg = render_group(group, diagnosis)
         await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+
+
+def group_post_key(group_key: str) -> dict[str, str]:
+    """The group's key in its message metadata: hashed (a group key can be long and holds labels)."""
+    return {"group": hashlib.sha256(group_key.encode()).hexdigest()[:32]}
 
 
 def authorized(header_value: str, token: Secret) -> bool:

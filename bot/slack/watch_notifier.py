@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.proactive.problems import Problem
+from bot.slack.history import find_posted, metadata
 from bot.slack.proactive_messages import (
     render_change,
     render_held,
@@ -24,8 +25,6 @@ from bot.slack.proactive_messages import (
 
 #: the metadata event type of a problem's message; its payload names the problem's fingerprint
 PROBLEM_EVENT = "gpubot_watch_problem"
-#: how much of a channel's history is read for an interrupted post (pages of 200, newest first)
-HISTORY_PAGES = 5
 
 
 def post_key(fingerprint: str, opened_at: datetime) -> dict[str, str]:
@@ -45,26 +44,13 @@ class SlackWatchNotifier:
     ) -> str:
         msg = render_open(problem, opened_at=opened_at, seen_at=seen_at, owner=owner)
         # the fingerprint rides in the message's metadata, so an interrupted post can be found again
-        metadata = {"event_type": PROBLEM_EVENT, "event_payload": post_key(problem.fingerprint, opened_at)}
-        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks, metadata=metadata)
+        meta = metadata(PROBLEM_EVENT, post_key(problem.fingerprint, opened_at))
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks, metadata=meta)
         return str(resp["ts"])
 
     async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
-        """The message posted for the problem opened at ``opened_at``, found by its metadata in
-        ``channel``'s recent history (newest first, at most ``HISTORY_PAGES`` pages of 200)."""
-        key = post_key(fingerprint, opened_at)
-        cursor: str | None = None
-        for _ in range(HISTORY_PAGES):
-            resp = await self.client.conversations_history(
-                channel=channel, include_all_metadata=True, limit=200, cursor=cursor
-            )
-            for message in resp.get("messages") or []:
-                meta = message.get("metadata") or {}
-                if meta.get("event_type") == PROBLEM_EVENT and meta.get("event_payload") == key:
-                    return str(message["ts"])
-            cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
-            if cursor is None:
-                return None
+        """The message posted for the problem opened at ``opened_at``, by its metadata."""
+        return await find_posted(self.client, channel, PROBLEM_EVENT, post_key(fingerprint, opened_at))
         return None
 
     async def update_open(

@@ -8,6 +8,7 @@ too large) post nothing and the token never reaches a log.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -213,6 +214,40 @@ async def test_alert_data_never_pings_from_the_notification_or_the_blocks(
     assert posted.body["text"] == "🔥 &lt;!channel&gt; Xid &lt;@U0BOSS&gt; &lt;http://evil|docs&gt;: 1 firing of 1"
     mrkdwn = [json.dumps(b) for b in posted.body["blocks"] if b["type"] != "header"]
     assert all("<" not in m for m in mrkdwn) and any("&lt;!channel&gt;" in m for m in mrkdwn)
+
+
+async def test_a_stop_between_posting_a_group_and_recording_it_does_not_post_it_again(
+    mock_slack: MockSlackApi, tmp_path: Path
+) -> None:
+    """The group's message reached Slack, the process stopped before its ts was written: the
+    next delivery (Alertmanager repeats a group) finds it in the channel and edits it."""
+    firing = json.dumps(payload("firing", [xid(0)])).encode()
+    async with SimCluster.from_file(LEAK, workdir=tmp_path) as sim:
+        settings = _settings(mock_slack, sim)
+        first = build_bot(settings)
+        await first.start()
+        hold = mock_slack.stall["chat.postMessage"] = asyncio.Event()
+        try:
+            assert (await send(first, firing))[0] == 200
+            await mock_slack.wait_for(lambda: posts(mock_slack))
+        finally:
+            await first.server.stop(0.1)  # the delivery is cancelled while Slack holds its answer
+            del mock_slack.stall["chat.postMessage"]
+            hold.set()
+            await first.close()
+        second = build_bot(settings)
+        await second.start()
+        try:
+            assert (await send(second, firing))[0] == 200
+            await mock_slack.wait_for(lambda: mock_slack.of("chat.update"))
+            await mock_slack.wait_for(lambda: len(second.slack.tasks) == 0)
+        finally:
+            await second.server.stop(5)
+            await second.close()
+    (posted,) = posts(mock_slack)
+    (update,) = mock_slack.of("chat.update")
+    assert update.body["ts"] == next(ts for (ch, ts) in mock_slack.messages if ch == CHANNEL)
+    assert len(mock_slack.of("conversations.history")) == 1
 
 
 def test_the_receiver_needs_a_channel() -> None:
