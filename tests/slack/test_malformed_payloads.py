@@ -109,3 +109,20 @@ async def test_an_unsigned_malformed_body_is_still_401(mock_slack: MockSlackApi)
             headers = sign(body, secret="not-the-signing-secret")
             status, _, _ = await post(app.url + "/slack/events", body, headers)
             assert status == 401, body
+
+
+async def test_socket_mode_acks_a_malformed_envelope_and_drops_it(
+    mock_slack: MockSlackApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Over Socket Mode nothing answers 400: the envelope is acknowledged (an unacked one is sent
+    again) and dropped, in one warning line, without reaching Bolt."""
+    service = FakeService()
+    caplog.set_level(logging.INFO)
+    bad = {"type": "block_actions", "user": {"id": "U1"}, "actions": "x"}
+    async with running_app(settings_for(mock_slack, mode="socket"), service):
+        await mock_slack.send_envelope({"envelope_id": "env-bad", "type": "interactive", "payload": bad,
+                                        "accepts_response_payload": False})
+        await mock_slack.wait_for(lambda: [a for a in mock_slack.socket_acks if a["envelope_id"] == "env-bad"])
+    (record,) = [r for r in request_records(caplog) if r.getMessage() == "malformed payload ignored"]
+    assert record.levelno == logging.WARNING and record.exc_info is None and "actions" in record.why  # type: ignore[attr-defined]
+    assert not service.runs and not [r for r in caplog.records if r.exc_info]
