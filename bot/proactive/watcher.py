@@ -51,7 +51,7 @@ from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.quiet import QuietHours
 from bot.proactive.routing import Route, Router
-from bot.proactive.store import OpenProblem, ProblemStore
+from bot.proactive.store import POSTING, OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
@@ -96,8 +96,13 @@ class Notifier(Protocol):
         ``None``; raises when the channel's history cannot be read."""
         ...
 
-    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
-        """Post the rate-limit summary listing ``held``; return its ts."""
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int, window_start: datetime) -> str:
+        """Post the rate-limit summary of the hour from ``window_start`` listing ``held``; return its ts."""
+        ...
+
+    async def find_summary(self, channel: str, *, window_start: datetime) -> str | None:
+        """The ts of that hour's summary already in ``channel``, or ``None``; raises when the
+        channel's history cannot be read."""
         ...
 
     async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
@@ -381,16 +386,22 @@ class Watcher:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
 
-    async def _earlier_post(self, row: OpenProblem) -> str | None:
-        """The message an intent was already posted as (found in the channel), or ``None``."""
-        fp = row.problem.fingerprint
+    async def _earlier(self, lookup: Awaitable[str | None], channel: str) -> str | None:
+        """What ``lookup`` finds of an interrupted post in ``channel``; ``None`` when it is not
+        there or the history cannot be read (posting twice is better than never: post again)."""
         try:
-            ts = await self.notifier.find_posted(row.channel, fp, opened_at=row.opened_at)
-        except Exception as exc:  # posting twice is better than never: post again
+            ts = await lookup
+        except Exception as exc:
             log_event(log, "watch: could not read the channel's history", level=logging.WARNING,
-                      fingerprint=fp, channel=row.channel, error=type(exc).__name__)
+                      channel=channel, error=type(exc).__name__)
             return None
-        log_event(log, "watch: an interrupted post", fingerprint=fp, channel=row.channel, found=ts is not None)
+        log_event(log, "watch: an interrupted post", channel=channel, found=ts is not None)
+        return ts
+
+    async def _earlier_post(self, row: OpenProblem) -> str | None:
+        """The message an intent was already posted as (found in the channel, and recorded), or ``None``."""
+        fp = row.problem.fingerprint
+        ts = await self._earlier(self.notifier.find_posted(row.channel, fp, opened_at=row.opened_at), row.channel)
         if ts is not None:
             self.store.posted(fp, channel=row.channel, message_ts=ts)
         return ts
@@ -422,15 +433,24 @@ class Watcher:
         """One summary per channel and hour: posted once, then edited when its list changes."""
         digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
         known = self.store.summary(channel)
+        limit = self.posts_per_hour
         try:
-            if known is not None and known[1] > now - HOUR:
-                ts, window_start, before = known
-                if before != digest:
-                    await self.notifier.update_summary(channel, ts, held, limit=self.posts_per_hour)
-                    self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
+            fresh = known is None or known[1] <= now - HOUR
+            if fresh:
+                # the intent first, as for a problem: a stop mid-post must not post a second summary
+                known = (POSTING, now, "")
+                self.store.summarised(channel, message_ts=POSTING, window_start=now, digest="")
+            assert known is not None
+            ts, window_start, before = known
+            if not ts and not fresh:  # an earlier run stopped mid-post: is its summary there?
+                ts = await self._earlier(self.notifier.find_summary(channel, window_start=window_start), channel) or ""
+            if not ts:
+                ts = await self.notifier.post_summary(channel, held, limit=limit, window_start=window_start)
+            elif before != digest:
+                await self.notifier.update_summary(channel, ts, held, limit=limit)
+            else:
                 return
-            ts = await self.notifier.post_summary(channel, held, limit=self.posts_per_hour)
-            self.store.summarised(channel, message_ts=ts, window_start=now, digest=digest)
+            self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
         except Exception:
             log.exception("watch: could not post the rate-limit summary of %s", channel)
             result.failed.extend(p.fingerprint for p in held)

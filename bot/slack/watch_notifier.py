@@ -25,12 +25,23 @@ from bot.slack.proactive_messages import (
 
 #: the metadata event type of a problem's message; its payload names the problem's fingerprint
 PROBLEM_EVENT = "gpubot_watch_problem"
+#: the metadata event type of a channel's rate-limit summary; its payload names its hour
+SUMMARY_EVENT = "gpubot_watch_summary"
+
+
+def _second(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def summary_key(window_start: datetime) -> dict[str, str]:
+    """What identifies one hour's summary in a channel."""
+    return {"window_start": _second(window_start)}
 
 
 def post_key(fingerprint: str, opened_at: datetime) -> dict[str, str]:
     """What identifies one post of one problem: a problem that resolved and came back has a new
     ``opened_at``, so its old message is never taken for the new one (seconds: both stores keep them)."""
-    return {"fingerprint": fingerprint, "opened_at": opened_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {"fingerprint": fingerprint, "opened_at": _second(opened_at)}
 
 
 class SlackWatchNotifier:
@@ -77,10 +88,14 @@ class SlackWatchNotifier:
         reply = render_resolved_reply(problem, opened_at=opened_at, resolved_at=resolved_at)
         await self.client.chat_postMessage(channel=channel, thread_ts=ts, text=reply.text, blocks=reply.blocks)
 
-    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int, window_start: datetime) -> str:
         msg = render_held(held, limit=limit)
-        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        meta = metadata(SUMMARY_EVENT, summary_key(window_start))
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks, metadata=meta)
         return str(resp["ts"])
+
+    async def find_summary(self, channel: str, *, window_start: datetime) -> str | None:
+        return await find_posted(self.client, channel, SUMMARY_EVENT, summary_key(window_start))
 
     async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
         msg = render_held(held, limit=limit)

@@ -104,11 +104,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, start_state_sim: Calla
     return KubeProblemStore(start_state_sim().state())
 
 
-def watcher(mock: MockSlackApi, store: Any, service: Fixed) -> Watcher:
+def watcher(mock: MockSlackApi, store: Any, service: Fixed, *, posts_per_hour: int = 20) -> Watcher:
     """A fresh process's watcher: nothing in memory, only the store and the channel."""
     client = AsyncWebClient(token="xoxb-test", base_url=mock.base + "/api/")
     config = WatchConfig(cluster="prod", channel=CHANNEL, enabled=True)
-    return Watcher(config, service, store, SlackWatchNotifier(client))
+    return Watcher(config, service, store, SlackWatchNotifier(client), posts_per_hour=posts_per_hour)
 
 
 async def test_each_store_keeps_the_intent_and_the_next_process_finds_the_message(
@@ -148,3 +148,16 @@ async def test_an_unreadable_history_posts_again_rather_than_never(
     result = await watcher(mock_slack, store, service).sweep()
     assert len(result.posted) == 1 and len(posts(mock_slack)) == 2
     assert "could not read the channel's history" in caplog.text
+
+
+async def test_the_rate_limit_summary_is_posted_once_across_a_stop(mock_slack: MockSlackApi, store: Any) -> None:
+    """The channel's one summary per hour keeps the same promise as the problems' posts."""
+    await watcher(mock_slack, store, Fixed("gpu-1"), posts_per_hour=1).sweep()  # the hour's one post
+    both = Fixed("gpu-1", "gpu-2")
+    await stop_mid_post(mock_slack, watcher(mock_slack, store, both, posts_per_hour=1).sweep, posted=2)
+    result = await watcher(mock_slack, store, both, posts_per_hour=1).sweep()
+    assert len(result.held) == 1 and not result.failed
+    summaries = [c for c in posts(mock_slack) if "not posted" in c.body["text"]]
+    assert len(summaries) == 1 and len(posts(mock_slack)) == 2
+    (ts,) = [ts for (_, ts), m in mock_slack.messages.items() if "not posted" in m["text"]]
+    assert store.summary(CHANNEL)[0] == ts
