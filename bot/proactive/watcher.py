@@ -21,37 +21,32 @@ A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, s
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
 
-A new problem is recorded before its message is posted and its ts after (``ProblemStore.intend``,
-``posted``): a process stopped in between leaves an intent, and the next run (this process or
-the next leader) asks the notifier for the message already in the channel (``find_posted``:
-Slack's history, by the problem's fingerprint in the message metadata) and records it; only when
-there is none, or the history cannot be read, is the problem posted again.
+A new problem (and the hour's summary) is posted exactly once, across stops: ``bot.proactive.posting``.
 
 A problem is only declared gone when the trigger could see: a node problem needs its node read
 over SSH this time, a pending problem the pending check, any other problem a sweep that listed
-at least one GPU node. A Slack call that fails leaves the store as it was, so the next run tries
-again (a failed first post is retried, never doubled). Only while ``is_leader()`` does a watch
+at least one GPU node. A Slack call that fails leaves the store as it was (a failed first post
+leaves its intent), so the next run tries again. Only while ``is_leader()`` does a watch
 read or post. This module knows no Slack: a ``Notifier`` posts for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
 from bot.proactive.fleet import Diagnoses, FleetReads
 from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
+from bot.proactive.posting import HOUR, Notifier, OncePoster
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.quiet import QuietHours
 from bot.proactive.routing import Route, Router
-from bot.proactive.store import POSTING, OpenProblem, ProblemStore
+from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
@@ -59,55 +54,6 @@ from bot.report import Report
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
-
-
-class Notifier(Protocol):
-    """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
-
-    async def post_open(
-        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
-    ) -> str:
-        """Post the problem's message (naming ``owner``, a validated user/group id or handle, when
-        given); return its ts."""
-        ...
-
-    async def update_open(
-        self,
-        channel: str,
-        ts: str,
-        before: Problem,
-        after: Problem,
-        *,
-        opened_at: datetime,
-        seen_at: datetime,
-        owner: str = "",
-    ) -> None:
-        """Edit the message to ``after`` and reply in its thread with what changed."""
-        ...
-
-    async def resolve(
-        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
-    ) -> None:
-        """Edit the message to resolved and say so in its thread."""
-        ...
-
-    async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
-        """The ts of the message posted for the problem opened at ``opened_at`` (its intent), or
-        ``None``; raises when the channel's history cannot be read."""
-        ...
-
-    async def post_summary(self, channel: str, held: list[Problem], *, limit: int, window_start: datetime) -> str:
-        """Post the rate-limit summary of the hour from ``window_start`` listing ``held``; return its ts."""
-        ...
-
-    async def find_summary(self, channel: str, *, window_start: datetime) -> str | None:
-        """The ts of that hour's summary already in ``channel``, or ``None``; raises when the
-        channel's history cannot be read."""
-        ...
-
-    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
-        """Edit the rate-limit summary to list ``held``."""
-        ...
 
 
 @dataclass
@@ -170,6 +116,8 @@ class Watcher:
         self.service = service
         self.store = store
         self.notifier = notifier
+        #: posts a new problem (and the hour's summary) once, across stops
+        self.once = OncePoster(store, notifier)
         self.clock = clock
         self.sweeps = 0
         self._posting = asyncio.Lock()
@@ -361,13 +309,11 @@ class Watcher:
             return
         try:
             if row is None:
-                # the intent first: a stop between the post and the record must not post twice
-                self.store.intend(problem, channel=channel, at=now)
-                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now, owner=route.owner)
-                self.store.posted(fp, channel=channel, message_ts=ts)
+                await self.once.open(problem, channel, now=now, owner=route.owner)
                 result.posted.append(fp)
             elif row.posting:
-                await self._finish_post(problem, row, route, now, result)
+                outcome = await self.once.finish(problem, row, now=now, owner=route.owner)
+                getattr(result, outcome).append(fp)  # posted, changed or unchanged
             elif row.digest != problem.digest:
                 await self.notifier.update_open(
                     channel,
@@ -386,71 +332,9 @@ class Watcher:
             log.exception("watch: could not post problem %s (%s)", problem.code, problem.subject)
             result.failed.append(fp)
 
-    async def _earlier(self, lookup: Awaitable[str | None], channel: str) -> str | None:
-        """What ``lookup`` finds of an interrupted post in ``channel``; ``None`` when it is not
-        there or the history cannot be read (posting twice is better than never: post again)."""
-        try:
-            ts = await lookup
-        except Exception as exc:
-            log_event(log, "watch: could not read the channel's history", level=logging.WARNING,
-                      channel=channel, error=type(exc).__name__)
-            return None
-        log_event(log, "watch: an interrupted post", channel=channel, found=ts is not None)
-        return ts
-
-    async def _earlier_post(self, row: OpenProblem) -> str | None:
-        """The message an intent was already posted as (found in the channel, and recorded), or ``None``."""
-        fp = row.problem.fingerprint
-        ts = await self._earlier(self.notifier.find_posted(row.channel, fp, opened_at=row.opened_at), row.channel)
-        if ts is not None:
-            self.store.posted(fp, channel=row.channel, message_ts=ts)
-        return ts
-
-    async def _finish_post(
-        self, problem: Problem, row: OpenProblem, route: Route, now: datetime, result: SweepResult
-    ) -> None:
-        """An intent left by a stop mid-post: record the message it became, or post it now."""
-        fp = problem.fingerprint
-        ts = await self._earlier_post(row)
-        if ts is None:
-            ts = await self.notifier.post_open(
-                row.channel, problem, opened_at=row.opened_at, seen_at=now, owner=route.owner
-            )
-            self.store.posted(fp, channel=row.channel, message_ts=ts)
-            if row.digest != problem.digest:
-                self.store.changed(problem, channel=row.channel, at=now)
-            result.posted.append(fp)
-        elif row.digest != problem.digest:
-            await self.notifier.update_open(
-                row.channel, ts, row.problem, problem, opened_at=row.opened_at, seen_at=now, owner=route.owner
-            )
-            self.store.changed(problem, channel=row.channel, at=now)
-            result.changed.append(fp)
-        else:
-            result.unchanged.append(fp)
-
     async def _summarise(self, channel: str, held: list[Problem], now: datetime, result: SweepResult) -> None:
-        """One summary per channel and hour: posted once, then edited when its list changes."""
-        digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
-        known = self.store.summary(channel)
-        limit = self.posts_per_hour
         try:
-            fresh = known is None or known[1] <= now - HOUR
-            if fresh:
-                # the intent first, as for a problem: a stop mid-post must not post a second summary
-                known = (POSTING, now, "")
-                self.store.summarised(channel, message_ts=POSTING, window_start=now, digest="")
-            assert known is not None
-            ts, window_start, before = known
-            if not ts and not fresh:  # an earlier run stopped mid-post: is its summary there?
-                ts = await self._earlier(self.notifier.find_summary(channel, window_start=window_start), channel) or ""
-            if not ts:
-                ts = await self.notifier.post_summary(channel, held, limit=limit, window_start=window_start)
-            elif before != digest:
-                await self.notifier.update_summary(channel, ts, held, limit=limit)
-            else:
-                return
-            self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
+            await self.once.summarise(channel, held, now=now, limit=self.posts_per_hour)
         except Exception:
             log.exception("watch: could not post the rate-limit summary of %s", channel)
             result.failed.extend(p.fingerprint for p in held)
@@ -459,12 +343,12 @@ class Watcher:
         fp = row.problem.fingerprint
         try:
             if row.posting:
-                ts = await self._earlier_post(row)
-                if ts is None:  # never shown in the channel: nothing to edit
+                shown = await self.once.shown(row)
+                if shown is None:  # never shown in the channel: nothing to edit
                     self.store.resolved(fp, channel=row.channel, at=now)
                     result.resolved.append(fp)
                     return
-                row = replace(row, message_ts=ts)
+                row = shown
             await self.notifier.resolve(
                 row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
             )
@@ -476,7 +360,6 @@ class Watcher:
             result.failed.append(fp)
 
 
-HOUR = timedelta(hours=1)
 #: the snooze buttons' choices -> how long (``None``: until the problem resolves)
 SNOOZES: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "resolved": None}
 
