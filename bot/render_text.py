@@ -110,15 +110,15 @@ def render_text(report: Report, *, width: int = 100) -> str:
         read_as = f"   read as: {report.read_as}" if report.read_as else ""
         lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms{read_as}")
     lines.append("")
+    found = verdict(report)
+    said = ["No problem found."] if found is None else [*_wrap(found.text(), width, subsequent_indent="  "), ""]
+    if found is not None and found.incomplete:  # what could not be read is said before anything else
+        lines += said
+        said = []
     if report.nodes:
         lines += render_node_table(report)
         lines.append("")
-    found = verdict(report)
-    if found is None:
-        lines.append("No problem found.")
-    else:
-        lines += _wrap(found.text(), width, subsequent_indent="  ")
-        lines.append("")
+    lines += said
     if report.story is not None:
         lines += render_story(report, width)
     for i, group in enumerate(group_findings(report.findings), 1):

@@ -35,7 +35,7 @@ from bot.probes.container import ExecFacts
 from bot.probes.nvidia_smi import GpuRow
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
-from bot.report import Skipped
+from bot.report import Skipped, Unreadable
 from bot.story import PodStory
 
 Obj = dict[str, Any]
@@ -217,9 +217,12 @@ class Facts:
         self.deadline = deadline
         self._values: dict[str, Any] = {}
         self.skipped: list[Skipped] = []
-        #: base facts the reader was not allowed to read (403: per-user authority); a check that
-        #: rests on one is not run, since an empty fact would read as "nothing there"
-        self.forbidden: set[str] = set()
+        #: base facts that could not be read, wholly or in part (unreachable, TLS, timeout, 401,
+        #: 403, 5xx/429, a broken loader, or a fact they rest on could not be read): unknown, not
+        #: empty, so a check that rests on one is not run and nothing is offered on it
+        self.unreadable: set[str] = set()
+        #: each failed read, for the report's "could not read" findings and its ``unreadable`` list
+        self.failures: list[Unreadable] = []
         #: card verdicts worked out while the fan-out ran (``node_answered``), with their reading
         self._early_cards: dict[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] = {}
         self._working_rules: WorkingRules | None = None
@@ -234,6 +237,14 @@ class Facts:
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(Skipped(what, why))
+
+    def cannot_read(self, fact: str, failure: Unreadable | None = None) -> None:
+        """``fact`` (a base fact; "" for none) is not known in full: checks resting on it do not
+        run. ``failure`` says which read failed and how (None: a fact it rests on failed)."""
+        if fact:
+            self.unreadable.add(fact)
+        if failure is not None and failure not in self.failures:
+            self.failures.append(failure)
 
     def _get(self, name: str) -> Any:
         try:
@@ -342,7 +353,7 @@ class Facts:
         else:
             story = build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
         # a refused or failed read of the events leaves the list empty: say so, never "no events"
-        story.events_read = "events" not in self.forbidden and not any(s.what == "events" for s in self.skipped)
+        story.events_read = "events" not in self.unreadable and not any(s.what == "events" for s in self.skipped)
         return story
 
     @cached_property

@@ -228,8 +228,14 @@ def _footer(report: Report) -> Block:
 
 
 def verdict_block(v: Verdict) -> Block:
-    """The one line on top: the root cause, where, and the fix to try first."""
-    text = f"*Root cause:* {L.escape_mrkdwn(v.cause)}"
+    """The one line on top: what could not be read (first), the root cause, where, and the fix
+    to try first."""
+    lines = [f"*Incomplete:* {L.escape_mrkdwn(v.incomplete)}"] if v.incomplete else []
+    if v.cause:
+        lines.append(f"*{v.cause_label}:* {L.escape_mrkdwn(v.cause)}")
+    elif v.incomplete:
+        lines.append("_Nothing was concluded from what could not be read._")
+    text = "\n".join(lines)
     extra = []
     if v.where:
         extra.append(f"*Where:* {L.escape_mrkdwn(v.where)}")
