@@ -1,0 +1,107 @@
+"""The API server refuses to create the workload's pods: a LimitRange, Pod Security admission, a
+missing service account. No pod exists to carry the reason; the controller's FailedCreate event
+(or a ReplicaSet's ReplicaFailure condition, which outlives the event) does. Quota and webhook
+refusals are QUOTA_EXCEEDED and SCHED_WEBHOOK_DENIED; a missing RuntimeClass is
+RUNTIME_CLASS_MISSING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from bot.engine.check import Check, Detection, detect
+from bot.engine.checks._common import event_time
+from bot.engine.facts import Facts
+from bot.kube.create_refusal import CreateRefusal, parse
+from bot.kube.pod_status import classify
+from bot.kube.workload import replica_failure, workload_status
+
+Obj = dict[str, Any]
+PSA = "pod-security.kubernetes.io/"
+
+
+def _refusals(facts: Facts) -> list[tuple[CreateRefusal, str, str]]:
+    """(refusal, the object that recorded it, evidence line), newest first, one per kind."""
+    out: list[tuple[CreateRefusal, str, str]] = []
+    seen: set[str] = set()
+    for event in sorted(facts.events.owners, key=event_time, reverse=True):
+        if event.get("reason") != "FailedCreate":
+            continue
+        message = str(event.get("message") or "")
+        refusal = parse(message)
+        if refusal is None or refusal.kind in seen:
+            continue
+        seen.add(refusal.kind)
+        obj = event.get("involvedObject") or {}
+        count = f" (x{event.get('count')}, last {event_time(event) or '?'})" if event.get("count") else ""
+        who = f"{str(obj.get('kind', '')).lower()}/{obj.get('name')}"
+        out.append((refusal, who, f"{obj.get('kind')}/{obj.get('name')} FailedCreate{count}: {message[:900]}"))
+    for owner in facts.target.owners:
+        failure = replica_failure(owner) or ""
+        refusal = parse(failure)
+        if refusal is not None and refusal.kind not in seen:
+            seen.add(refusal.kind)
+            who = f"{str(owner.get('kind', '')).lower()}/{(owner.get('metadata') or {}).get('name')}"
+            out.append((refusal, who, f"{who} condition ReplicaFailure: {failure[:900]}"))
+    return out
+
+
+def _refuser(refusal: CreateRefusal, facts: Facts, namespace: str) -> tuple[str, list[str]]:
+    """The object that refuses, in words, and what shows it."""
+    if refusal.kind == "pod_security":
+        labels = ((facts.namespaces.get(namespace) or {}).get("metadata") or {}).get("labels") or {}
+        psa = {k: v for k, v in labels.items() if k.startswith(PSA)}
+        if psa:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(psa.items()))
+            return f"namespace {namespace} label {PSA}enforce", [f"namespace {namespace}: {shown}"]
+        return (f"the cluster's default Pod Security level (namespace {namespace} has no {PSA}enforce label)",
+                [f"namespace {namespace} carries no {PSA}* label: the API server's AdmissionConfiguration "
+                 "default applies"])
+    if refusal.kind == "limit_range":
+        return f"a LimitRange in namespace {namespace}", []
+    if refusal.kind == "service_account":
+        return f"the missing service account {refusal.detail}", []
+    return "the API server", []
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """WORKLOAD_CREATE_REFUSED per kind of refusal, with the refusing object named."""
+    t = facts.target
+    if not t.kind or not t.namespace_exists or (t.pod is None and t.workload is None):
+        return
+    workload = t.workload or (t.owners[-1] if t.owners else None)
+    status = workload_status(workload) if workload is not None else None
+    if status is not None and status.satisfied:
+        return
+    role_base = ""
+    if t.workload is None:
+        state = classify(t.pod or {})
+        if state.display_status == "Running" and state.ready:
+            return
+        role_base = "sibling"  # the asked pod exists: the refusal is about the pods its controller adds
+    for refusal, who, line in _refusals(facts):
+        refuser, more = _refuser(refusal, facts, t.namespace)
+        evidence = [line, *more]
+        if status is not None:
+            evidence.append(status.describe())
+        yield detect(
+            "WORKLOAD_CREATE_REFUSED",
+            f"{who.split('/')[0]}/{t.namespace}/{who.split('/', 1)[1]}",
+            role=role_base or refusal.kind,
+            pod=f"{t.namespace}/{t.name}",
+            workload=who,
+            namespace=t.namespace,
+            what=refusal.kind.replace("_", " "),
+            rule=refuser,
+            message=(f"{refusal.level}: " if refusal.level else "") + refusal.detail[:400],
+            evidence=evidence,
+        )
+
+
+CHECK = Check(
+    name="workload.create_refused",
+    reads=("target", "events", "namespaces"),
+    emits=("WORKLOAD_CREATE_REFUSED",),
+    run=run,
+)
