@@ -15,6 +15,7 @@ from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.cuda_compat import image_cuda
 from bot.kube.image_pull import pull_failures
+from bot.kube.resources import pod_gpu_requests
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -39,7 +40,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if cuda and first.cause == "not_found":
         evidence.append(f"the tag names CUDA {cuda}: image publishers retire old CUDA tags, so pick a tag that "
                         "exists and that the node driver supports")
-    if node:
+    if node and pod_gpu_requests(pod):
         evidence.append(f"scheduled on {node}: the pod holds its GPU request there while nothing runs")
     yield detect(
         "IMAGE_PULL_FAILED",
