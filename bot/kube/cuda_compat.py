@@ -55,6 +55,8 @@ def parse_message(text: str) -> CudaMessage | None:
         found = groups.get("found") or ""
         driver_cuda = f"{int(found) // 1000}.{int(found) % 1000 // 10}" if found else ""
         start = max(0, match.start() - 200)
+        if start:
+            start = text.find(" ", start) + 1  # a whole word first
         return CudaMessage(kind, groups.get("cuda") or "", driver_cuda, text[start: match.end() + 200].strip())
     return None
 

@@ -80,8 +80,10 @@ def run(facts: Facts) -> Iterator[Detection]:
         if state.display_status == "Running" and state.ready:
             return
         role_base = "sibling"  # the asked pod exists: the refusal is about the pods its controller adds
+    rows = {str(r.get("kind")): r for r in facts.table("create_refusals")}
     for refusal, who, line in _refusals(facts):
         refuser, more = _refuser(refusal, facts, t.namespace)
+        row = rows.get(refusal.kind) or rows.get("other") or {}
         evidence = [line, *more]
         if status is not None:
             evidence.append(status.describe())
@@ -92,9 +94,10 @@ def run(facts: Facts) -> Iterator[Detection]:
             pod=f"{t.namespace}/{t.name}",
             workload=who,
             namespace=t.namespace,
-            what=refusal.kind.replace("_", " "),
             rule=refuser,
-            message=(f"{refusal.level}: " if refusal.level else "") + refusal.detail[:400],
+            meaning=str(row.get("meaning", "")),
+            look_at=str(row.get("look_at", "")).replace("NAMESPACE", t.namespace),
+            message=(f"{refusal.level}: " if refusal.level else "") + refusal.detail[:600].rstrip("."),
             evidence=evidence,
         )
 
@@ -104,4 +107,5 @@ CHECK = Check(
     reads=("target", "events", "namespaces"),
     emits=("WORKLOAD_CREATE_REFUSED",),
     run=run,
+    tables=("create_refusals",),
 )
