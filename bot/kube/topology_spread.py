@@ -28,6 +28,7 @@ class Domain:
     count: int
     #: the pod may go here without breaking maxSkew
     allowed: bool
+    node_names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,6 +106,7 @@ def evaluate(pod: Obj, nodes: Mapping[str, Obj], pods: Sequence[Obj]) -> list[Sp
             if domain is not None and selector_matches(selector, meta.get("labels") or {}):
                 counts[domain] += 1
         smallest = 0 if len(counts) < minimum else min(counts.values(), default=0)
-        result.domains = [Domain(v, len(members[v]), c, c + 1 - smallest <= skew) for v, c in sorted(counts.items())]
+        result.domains = [Domain(v, len(members[v]), c, c + 1 - smallest <= skew, tuple(members[v]))
+                          for v, c in sorted(counts.items())]
         out.append(result)
     return out

@@ -50,7 +50,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         namespace=str((pod.get("metadata") or {}).get("namespace") or ""),
         name=names,
         what=", ".join(c.source for c in claims[:3]),
-        value=device_class or "not named in the message",
+        value=device_class or "not read by gpubot (the claim's spec.devices names it)",
         evidence=evidence,
     )
 
