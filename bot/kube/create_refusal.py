@@ -17,7 +17,7 @@ PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r'violates PodSecurity "(?P<level>[^"]+)":\s*(?P<detail>.*)', re.S), "pod_security"),
     (re.compile(r"(?P<detail>(?:maximum|minimum) [\w.-]+ usage per (?:Container|Pod) is .*"
                 r"|[\w.-]+ max limit to request ratio per (?:Container|Pod) is .*)", re.S), "limit_range"),
-    (re.compile(r'error looking up service account (?P<detail>\S+?): serviceaccount "[^"]+" not found'),
+    (re.compile(r'(?P<detail>error looking up service account (?P<name>\S+?): serviceaccount "[^"]+" not found)'),
      "service_account"),
 )
 #: refusals another reader names (quota, webhook, RuntimeClass)
@@ -33,6 +33,8 @@ class CreateRefusal:
     detail: str
     #: Pod Security level and version ("restricted:latest"), when that is the refusal
     level: str = ""
+    #: the object the refusal names (the missing service account, NAMESPACE/NAME)
+    name: str = ""
 
 
 def parse(message: str) -> CreateRefusal | None:
@@ -45,7 +47,7 @@ def parse(message: str) -> CreateRefusal | None:
         if match is not None:
             groups = match.groupdict()
             return CreateRefusal(kind, " ".join(str(groups.get("detail") or "").split())[:600],
-                                 str(groups.get("level") or ""))
+                                 str(groups.get("level") or ""), str(groups.get("name") or ""))
     forbidden = _FORBIDDEN.search(text)
     if forbidden is not None and ("Error creating" in text or "failed error" in text or "forbidden" in text):
         return CreateRefusal("other", " ".join(forbidden.group("detail").split())[:600])

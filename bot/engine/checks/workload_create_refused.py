@@ -61,7 +61,7 @@ def _refuser(refusal: CreateRefusal, facts: Facts, namespace: str) -> tuple[str,
     if refusal.kind == "limit_range":
         return f"a LimitRange in namespace {namespace}", []
     if refusal.kind == "service_account":
-        return f"the missing service account {refusal.detail}", []
+        return f"the missing service account {refusal.name}", []
     return "the API server", []
 
 
