@@ -100,7 +100,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         node=node,
         driver=driver or f"on {node}",
         driver_cuda=driver_cuda or "(version not read)",
-        container_cuda=asks or "(newer, per the message)",
+        container_cuda=asks or (f"(not named, newer than {driver_cuda})" if driver_cuda else "(not named)"),
         evidence=evidence,
     )
 
