@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from bot.engine.check import Check, Detection, detect
-from bot.engine.checks._common import event_time
+from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
 from bot.kube.create_refusal import CreateRefusal, parse
-from bot.kube.pod_status import classify
-from bot.kube.workload import replica_failure, workload_status
+from bot.kube.workload import workload_status
 
 Obj = dict[str, Any]
 PSA = "pod-security.kubernetes.io/"
@@ -23,28 +22,7 @@ PSA = "pod-security.kubernetes.io/"
 
 def _refusals(facts: Facts) -> list[tuple[CreateRefusal, str, str]]:
     """(refusal, the object that recorded it, evidence line), newest first, one per kind."""
-    out: list[tuple[CreateRefusal, str, str]] = []
-    seen: set[str] = set()
-    for event in sorted(facts.events.owners, key=event_time, reverse=True):
-        if event.get("reason") != "FailedCreate":
-            continue
-        message = str(event.get("message") or "")
-        refusal = parse(message)
-        if refusal is None or refusal.kind in seen:
-            continue
-        seen.add(refusal.kind)
-        obj = event.get("involvedObject") or {}
-        count = f" (x{event.get('count')}, last {event_time(event) or '?'})" if event.get("count") else ""
-        who = f"{str(obj.get('kind', '')).lower()}/{obj.get('name')}"
-        out.append((refusal, who, f"{obj.get('kind')}/{obj.get('name')} FailedCreate{count}: {message[:900]}"))
-    for owner in facts.target.owners:
-        failure = replica_failure(owner) or ""
-        refusal = parse(failure)
-        if refusal is not None and refusal.kind not in seen:
-            seen.add(refusal.kind)
-            who = f"{str(owner.get('kind', '')).lower()}/{(owner.get('metadata') or {}).get('name')}"
-            out.append((refusal, who, f"{who} condition ReplicaFailure: {failure[:900]}"))
-    return out
+    return owner_refusals(facts, parse, lambda r: r.kind, width=900)
 
 
 def _refuser(refusal: CreateRefusal, facts: Facts, namespace: str) -> tuple[str, list[str]]:
@@ -70,16 +48,11 @@ def run(facts: Facts) -> Iterator[Detection]:
     t = facts.target
     if not t.kind or not t.namespace_exists or (t.pod is None and t.workload is None):
         return
+    matters, role_base = short_of_pods(facts)
+    if not matters:
+        return
     workload = t.workload or (t.owners[-1] if t.owners else None)
     status = workload_status(workload) if workload is not None else None
-    if status is not None and status.satisfied:
-        return
-    role_base = ""
-    if t.workload is None:
-        state = classify(t.pod or {})
-        if state.display_status == "Running" and state.ready:
-            return
-        role_base = "sibling"  # the asked pod exists: the refusal is about the pods its controller adds
     rows = {str(r.get("kind")): r for r in facts.table("create_refusals")}
     for refusal, who, line in _refusals(facts):
         refuser, more = _refuser(refusal, facts, t.namespace)
