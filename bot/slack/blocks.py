@@ -45,6 +45,10 @@ EVIDENCE_LIMIT = 2900
 DETAILS_BLOCKS = 20
 #: total serialised size of the blocks; beyond it the rest goes to the attached file
 MAX_MESSAGE_JSON = 24000
+#: the pod's story under the verdict: events shown, characters per line and in all
+STORY_EVENTS = 4
+STORY_LINE_CHARS = 300
+STORY_CHARS = 1500
 NOT_ENABLED = "remediation buttons not enabled"
 #: the dialog's confirm button: an approver's click runs the fix, anyone else's asks the approvers
 CONFIRM_LABEL = "Run it / ask approvers"
@@ -224,8 +228,14 @@ def _footer(report: Report) -> Block:
 
 
 def verdict_block(v: Verdict) -> Block:
-    """The one line on top: the root cause, where, and the fix to try first."""
-    text = f"*Root cause:* {L.escape_mrkdwn(v.cause)}"
+    """The one line on top: what could not be read (first), the root cause, where, and the fix
+    to try first."""
+    lines = [f"*Incomplete:* {L.escape_mrkdwn(v.incomplete)}"] if v.incomplete else []
+    if v.cause:
+        lines.append(f"*{v.cause_label}:* {L.escape_mrkdwn(v.cause)}")
+    elif v.incomplete:
+        lines.append("_Nothing was concluded from what could not be read._")
+    text = "\n".join(lines)
     extra = []
     if v.where:
         extra.append(f"*Where:* {L.escape_mrkdwn(v.where)}")
@@ -234,6 +244,13 @@ def verdict_block(v: Verdict) -> Block:
     if extra:
         text += "\n" + " · ".join(extra)
     return section(L.clip(text, VERDICT_LIMIT), block_id="verdict")
+
+
+def story_block(report: Report) -> Block:
+    """The pod's own story under the verdict, small: a context block of at most ``STORY_CHARS``."""
+    lines = report.story.lines(max_events=STORY_EVENTS) if report.story is not None else []
+    text = L.clip_lines("\n".join(L.escape_mrkdwn(L.clip(x, STORY_LINE_CHARS)) for x in lines), STORY_CHARS)
+    return context(["*What the API says:*\n" + text])
 
 
 def node_lines(report: Report) -> list[str]:
@@ -269,6 +286,8 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     blocks: list[Block] = [header(title)]
     if found:
         blocks.append(verdict_block(found))
+    if report.story is not None:
+        blocks.append(story_block(report))
     causes = group_findings(report.findings)
     footer = _footer(report)
     tail = [context([DETAILS_NOTE])] if any(f.evidence for f in report.findings) else []
