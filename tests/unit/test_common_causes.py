@@ -241,7 +241,7 @@ def test_spread_counts_domains_and_blames_the_zone_without_gpus() -> None:
     facts = _facts(pending, events=[_event(message, reason="FailedScheduling")], nodes=nodes, peers=peers)
     [d] = list(sched_topology_spread.CHECK.run(facts))
     assert (d.code, d.role, d.params["label"]) == ("SCHED_TOPOLOGY_SPREAD", "", "topology.kubernetes.io/zone")
-    assert "c allowed, with no node offering" in d.params["what"]
+    assert "c allowed, and no node there offers" in d.params["what"]
 
 
 # ------------------------------------------------------------------ DRA claims

@@ -22,7 +22,7 @@ def _what(allowed: list[str], empty: list[str], usable: list[str]) -> str:
     if usable:
         return f"only {', '.join(usable[:3])} may take it"
     if empty:
-        return f"only {', '.join(empty[:3])} allowed, with no node offering what the pod asks"
+        return f"only {', '.join(empty[:3])} allowed, and no node there offers what the pod asks"
     return "no domain may take it without exceeding maxSkew"
 
 
