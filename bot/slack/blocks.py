@@ -261,7 +261,7 @@ def node_lines(report: Report) -> list[str]:
         marker = "🔴" if problems else "✅"
         parts = [f"{marker} `{L.escape_mrkdwn(row.node)}`", L.escape_mrkdwn(logical_summary(row.logical))]
         if row.gpus:
-            parts.append(cards_summary(row.gpus))
+            parts.append(L.escape_mrkdwn(cards_summary(row.gpus)))
         if problems:
             parts.append("*" + L.escape_mrkdwn(", ".join(problems)) + "*")
         lines.append(" · ".join(parts))
@@ -320,7 +320,7 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     blocks.extend(tail)
     blocks.append(footer)
     headline = found.text() if found else "no problem found"
-    fallback = L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+    fallback = L.fallback(f"{target}: {headline}")
     return Rendered(blocks=blocks, text=fallback, omitted=omitted)
 
 
@@ -339,11 +339,11 @@ def render_details(report: Report) -> list[Rendered]:
     blocks: list[Block] = []
     for block in sections:
         if blocks and (len(blocks) >= DETAILS_BLOCKS or _size([*blocks, block]) > MAX_MESSAGE_JSON):
-            pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+            pages.append(Rendered(blocks=blocks, text=L.fallback(f"evidence: {target}")))
             blocks = []
         blocks.append(block)
     if blocks:
-        pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+        pages.append(Rendered(blocks=blocks, text=L.fallback(f"evidence: {target}")))
     return pages
 
 
@@ -353,7 +353,7 @@ def render_progress(target: str, user_id: str, command_text: str, *, queued: int
     shown = L.clip(L.escape_mrkdwn(command_text), 300)
     state = "diagnosing" if queued is None else f"queued (#{queued} in line), then diagnosing"
     text = f"<@{user_id}> ran `/gpu {shown}`: {state} {L.escape_mrkdwn(target)}…"
-    return Rendered(blocks=[section(text)], text=L.clip(f"{state} {target}…", L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=[section(text)], text=L.fallback(f"{state} {target}…"))
 
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
@@ -369,14 +369,14 @@ def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     if in_thread:
         text += " · details in the thread"
     return Rendered(
-        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.fallback(f"{target}: {headline}")
     )
 
 
 def render_progress_failed(progress: Rendered, why: str) -> Rendered:
     """The placeholder after the command failed: the request stays visible, with the reason."""
     note = section(f"⚠️ {L.clip(L.escape_mrkdwn(why), 2000)}")
-    return Rendered(blocks=[*progress.blocks, note], text=L.clip(why, L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=[*progress.blocks, note], text=L.fallback(why))
 
 
 def paginate_text(text: str, *, title: str = "") -> list[Rendered]:
@@ -387,8 +387,8 @@ def paginate_text(text: str, *, title: str = "") -> list[Rendered]:
     for chunk in chunks:
         block = section(chunk)
         if blocks and (len(blocks) >= L.MAX_BLOCKS or _size([*blocks, block]) > MAX_MESSAGE_JSON):
-            pages.append(Rendered(blocks=blocks, text=L.clip(title or text, L.MAX_FALLBACK_TEXT)))
+            pages.append(Rendered(blocks=blocks, text=L.fallback(title or text)))
             blocks = []
         blocks.append(block)
-    pages.append(Rendered(blocks=blocks, text=L.clip(title or text, L.MAX_FALLBACK_TEXT)))
+    pages.append(Rendered(blocks=blocks, text=L.fallback(title or text)))
     return pages
