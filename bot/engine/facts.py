@@ -297,8 +297,8 @@ class Facts:
     def peers(self) -> list[Obj]:
         """Pods the target's required pod (anti-)affinity may be about: full objects with labels.
 
-        Empty unless the pending pod has required inter-pod terms or the scheduler blamed
-        existing pods' anti-affinity.
+        Empty unless the pending pod has required inter-pod terms or hard topology spread
+        constraints, or the scheduler blamed existing pods' anti-affinity.
         """
         value: list[Obj] = self._get("peers")
         return value
