@@ -31,7 +31,7 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f"text of {len(value)} characters"
+        return f"text of {len(value)} character{'' if len(value) == 1 else 's'}"
     if isinstance(value, int | float):
         return "a number"
     if isinstance(value, Mapping):

@@ -31,7 +31,7 @@ from bot.engine.runbooks import (
     render_template,
     validate_dir,
 )
-from bot.engine.yaml_marks import MAX_NODES, YamlSyntaxError, parse_yaml
+from bot.engine.yaml_marks import MAX_ALIAS_NODES, MAX_NODES, YamlSyntaxError, parse_yaml
 from bot.errors import RunbookError, UsageError
 from bot.registry import ACTION_NAMES, ACTIONS
 
@@ -468,7 +468,10 @@ def test_marks_refuse_recursion_and_alias_bombs() -> None:
         f"{n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
     )
     parsed = parse_yaml(bomb)
-    assert any(f"more than {MAX_NODES} nodes" in p for _, p in parsed.problems)
+    # the alias budget (MAX_ALIAS_NODES) stops it long before the document budget (MAX_NODES)
+    assert any(f"aliases expand to more than {MAX_ALIAS_NODES} nodes" in p for _, p in parsed.problems)
+    big = parse_yaml("[" + ", ".join(["[1, 2, 3]"] * (MAX_NODES // 4 + 1)) + "]")
+    assert any(f"more than {MAX_NODES} nodes" in p for _, p in big.problems)
 
 
 def test_marks_refuse_merge_keys_and_unknown_tags() -> None:
