@@ -102,6 +102,10 @@ class NodeRow:
 #: how a skipped read of one node's physical facts is named; any other skip means a whole kind of
 #: fact or check is missing from the report
 NODE_READ_SKIP = "physical checks on"
+#: why a node whose turn never came is skipped
+DEADLINE_SKIP = "not read within the command's deadline"
+#: node names a text or Slack view shows per reason (every one is in the JSON ``skipped`` list)
+SHOWN_UNREAD_NODES = 8
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,44 @@ class Skipped:
     def node_read(self) -> bool:
         """Only some nodes' physical facts are missing (the rest of the report is complete)."""
         return self.what.startswith(NODE_READ_SKIP)
+
+    @property
+    def node(self) -> str:
+        """The one node this skip is about (``physical checks on NODE``); "" for any other skip."""
+        rest = self.what.removeprefix(NODE_READ_SKIP + " ") if self.node_read else ""
+        return rest if rest and " " not in rest else ""
+
+
+def skip_lines(skipped: list[Skipped], *, shown: int = SHOWN_UNREAD_NODES) -> list[str]:
+    """The skipped list as a person reads it: ``what: why`` per entry, except that unread nodes
+    are grouped by reason, with a count and the first ``shown`` names.
+
+    With 300 nodes and 100 hung, a hundred ``physical checks on NODE: ssh timeout`` lines would
+    bury the report; one line per reason says how many and which. The JSON keeps one entry per
+    node (``Report.to_dict``), so every unread node is still named with its reason.
+    """
+    groups: dict[str, list[str]] = {}
+    order: list[tuple[str, str]] = []  # ("node", why) or ("one", "what: why"), first seen first
+    for skip in skipped:
+        if skip.node:
+            if skip.why not in groups:
+                groups[skip.why] = []
+                order.append(("node", skip.why))
+            groups[skip.why].append(skip.node)
+        else:
+            order.append(("one", f"{skip.what}: {skip.why}"))
+    lines = []
+    for kind, text in order:
+        if kind == "one":
+            lines.append(text)
+            continue
+        nodes = groups[text]
+        if len(nodes) == 1:
+            lines.append(f"{NODE_READ_SKIP} {nodes[0]}: {text}")
+            continue
+        names = ", ".join(nodes[:shown]) + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
+        lines.append(f"{NODE_READ_SKIP} {len(nodes)} nodes: {text} ({names})")
+    return lines
 
 
 @dataclass

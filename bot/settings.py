@@ -177,7 +177,9 @@ class Settings:
     ssh_key_path: str = ""
     #: known_hosts file; host keys are always checked strictly
     ssh_known_hosts: str = ""
-    #: at most this many nodes are probed over SSH at once
+    #: at most this many nodes are read at once (SSH or agent); a node still silent after its fair
+    #: share of the command's deadline lets the next one start and goes on until its own deadline
+    #: (``bot.probes.node.fair_hold``), so hung nodes cannot keep healthy ones from being read
     ssh_concurrency: int = 16
     #: seconds one node may take for all its commands before it is reported unreachable
     ssh_deadline_s: float = 10.0
