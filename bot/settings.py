@@ -388,8 +388,10 @@ def load_settings(
     try:
         _check(settings)
     except ConfigError as exc:
-        named = re.match(r"settings? (\w+)", exc.user_message)
+        named = re.match(r"setting (\w+)", exc.user_message)
+        # the file or variable that set the key; a key that is missing is the settings file's
         where = origin.get(named.group(1), "") if named else ""
+        where = where or (f"config file {path}" if path else "")
         raise ConfigError(f"{where}: {exc.user_message}" if where else exc.user_message) from None
     return settings
 
@@ -454,8 +456,9 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
     if s.max_concurrent_diagnoses < 1:
         raise ConfigError("setting max_concurrent_diagnoses: must be at least 1")
-    if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0 or s.command_deadline_s <= 0:
-        raise ConfigError("settings ssh_deadline_s, api_timeout_s and command_deadline_s must be positive")
+    for name in ("ssh_deadline_s", "api_timeout_s", "command_deadline_s"):
+        if getattr(s, name) <= 0:
+            raise ConfigError(f"setting {name}: must be positive")
     if s.offer_sweep_interval_s <= 0:
         raise ConfigError("setting offer_sweep_interval_s: must be positive")
     if s.action_lease_s < 1:
@@ -483,7 +486,10 @@ def _check(s: Settings) -> None:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
         from bot.proactive.quiet import QuietHours  # here: bot.proactive imports these settings
 
-        QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
+        try:
+            QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
+        except ConfigError as exc:
+            raise ConfigError(f"setting watch[{w.cluster}].{exc.user_message}") from None
         for name in ("pending_after_s", "stream_debounce_s"):
             if getattr(w, name) < 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")

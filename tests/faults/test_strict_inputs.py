@@ -124,6 +124,17 @@ def test_a_garbage_kubeconfig_is_one_named_line(
     _one_named_line(code, err, "cluster c1", str(kc), *named)
 
 
+def test_a_garbage_default_kubeconfig_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No kubeconfig in the settings: the one KUBECONFIG names is checked the same way."""
+    kc = tmp_path / "config"
+    kc.write_text("contexts: {a: b}\n", encoding="utf-8")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    code, err = _run(["node-status", "--json"], capsys)
+    _one_named_line(code, err, str(kc), "contexts: expected a list")
+
+
 SCENARIO_HEAD = "scenario: bad\nkubernetes:\n  objects: []\n"
 POD = "scenario: bad\nkubernetes:\n  objects:\n  - {apiVersion: v1, kind: Pod, "
 
