@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ConfigError
 
 #: the environment spellings of a boolean (compared lower-cased, stripped)
@@ -130,3 +132,16 @@ def coerce(key: str, value: Any, default: Any, *, text_ok: bool) -> Any:
     if isinstance(default, str):
         return as_text(key, value)
     return value
+
+
+def read_yaml_file(path: str, where: str) -> Any:
+    """A user's YAML file (settings, kubeconfig) with the bounded loader; ``ConfigError`` starting
+    with ``where`` (``config file PATH``) for an unreadable file or bad YAML (with its line)."""
+    try:
+        return load_yaml(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    except YamlInputError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from None

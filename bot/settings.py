@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ConfigError
 from bot.identity import Identity, parse_identity_map
-from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe
+from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
 
 ENV_PREFIX = "GPUBOT_"
 
@@ -398,14 +398,7 @@ def load_settings(
 
 def _read_config_file(path: str) -> dict[str, Any]:
     """The settings file as a mapping; errors name the file (and the line, for bad YAML)."""
-    try:
-        loaded = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path}: not UTF-8 text") from None
-    except YamlInputError as exc:
-        raise ConfigError(f"config file {path}: not valid YAML: {exc}") from None
+    loaded = read_yaml_file(path, f"config file {path}")
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -8,7 +8,6 @@ per-user authority) impersonation are set up in exactly one place.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,11 +15,10 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import HTTPHeaderDict
 
-from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ConfigError
 from bot.identity import Identity
 from bot.names import printable
-from bot.setting_values import describe
+from bot.setting_values import describe, read_yaml_file
 from bot.settings import ClusterConfig
 
 IMPERSONATE_USER = "Impersonate-User"
@@ -70,14 +68,7 @@ def check_kubeconfig(path: str) -> None:
     checked. Only key names are shown, never a value: a kubeconfig holds tokens.
     """
     where = f"kubeconfig {printable(path)}"
-    try:
-        data = load_yaml(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not UTF-8 text") from None
-    except YamlInputError as exc:
-        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+    data = read_yaml_file(path, where)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with clusters, contexts and users, got {describe(data)}")
     for key in ("clusters", "contexts", "users"):
