@@ -127,36 +127,38 @@ class Skipped:
         return rest if rest and " " not in rest else ""
 
 
-def skip_lines(skipped: list[Skipped], *, shown: int = SHOWN_UNREAD_NODES) -> list[str]:
-    """The skipped list as a person reads it: ``what: why`` per entry, except that unread nodes
-    are grouped by reason, with a count and the first ``shown`` names.
+def skip_pairs(skipped: list[Skipped], *, shown: int = SHOWN_UNREAD_NODES) -> list[tuple[str, str]]:
+    """The skipped list as a person reads it: ``(what, why)`` per entry, except that unread nodes
+    are grouped by reason: ``physical checks on 68 nodes (a, b, … and 60 more)``, why.
 
     With 300 nodes and 100 hung, a hundred ``physical checks on NODE: ssh timeout`` lines would
     bury the report; one line per reason says how many and which. The JSON keeps one entry per
     node (``Report.to_dict``), so every unread node is still named with its reason.
     """
     groups: dict[str, list[str]] = {}
-    order: list[tuple[str, str]] = []  # ("node", why) or ("one", "what: why"), first seen first
+    order: list[Skipped] = []  # other skips as they are, and the first skip of each reason
     for skip in skipped:
-        if skip.node:
-            if skip.why not in groups:
-                groups[skip.why] = []
-                order.append(("node", skip.why))
-            groups[skip.why].append(skip.node)
+        if not skip.node:
+            order.append(skip)
+        elif skip.why not in groups:
+            groups[skip.why] = [skip.node]
+            order.append(skip)
         else:
-            order.append(("one", f"{skip.what}: {skip.why}"))
-    lines = []
-    for kind, text in order:
-        if kind == "one":
-            lines.append(text)
-            continue
-        nodes = groups[text]
-        if len(nodes) == 1:
-            lines.append(f"{NODE_READ_SKIP} {nodes[0]}: {text}")
-            continue
-        names = ", ".join(nodes[:shown]) + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
-        lines.append(f"{NODE_READ_SKIP} {len(nodes)} nodes: {text} ({names})")
-    return lines
+            groups[skip.why].append(skip.node)
+    pairs = []
+    for skip in order:
+        nodes = groups.get(skip.why, []) if skip.node else []
+        if len(nodes) > 1:
+            names = ", ".join(nodes[:shown]) + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
+            pairs.append((f"{NODE_READ_SKIP} {len(nodes)} nodes ({names})", skip.why))
+        else:
+            pairs.append((skip.what, skip.why))
+    return pairs
+
+
+def skip_lines(skipped: list[Skipped]) -> list[str]:
+    """``skip_pairs`` as ``what: why`` lines (the text views)."""
+    return [f"{what}: {why}" for what, why in skip_pairs(skipped)]
 
 
 @dataclass

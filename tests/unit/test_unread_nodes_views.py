@@ -39,13 +39,14 @@ def test_views_group_unread_nodes_by_reason_with_counts() -> None:
     lines = skip_lines(_report().skipped)
     assert lines[0] == "pods: API timeout"
     late = next(line for line in lines if DEADLINE_SKIP in line)
-    assert late.startswith(f"{NODE_READ_SKIP} {len(LATE)} nodes: {DEADLINE_SKIP} (")
-    assert late.endswith(f" and {len(LATE) - SHOWN_UNREAD_NODES} more)")
-    assert f"{NODE_READ_SKIP} {len(HUNG)} nodes: ssh timeout (" in "\n".join(lines)
+    assert late.startswith(f"{NODE_READ_SKIP} {len(LATE)} nodes ({', '.join(LATE[:SHOWN_UNREAD_NODES])} and ")
+    assert late.endswith(f" and {len(LATE) - SHOWN_UNREAD_NODES} more): {DEADLINE_SKIP}")
+    assert f"{NODE_READ_SKIP} {len(HUNG)} nodes (gpu-001, " in "\n".join(lines)
     assert f"{NODE_READ_SKIP} gpu-999: ssh auth" in lines  # one node: as it was
     assert len(lines) == 4
     text = render_text(_report())
-    assert text.count(NODE_READ_SKIP) == 3 and f"{len(LATE)} nodes: {DEADLINE_SKIP}" in text
-    assert f"{len(HUNG)} nodes: ssh timeout" in full_text(_report())
+    assert text.count(NODE_READ_SKIP) == 3 and f"more): {DEADLINE_SKIP}" in text
+    assert f"{len(HUNG)} nodes (gpu-001, " in full_text(_report())
     footer = json.dumps(render_report(_report()).blocks[-1])
-    assert f"{len(LATE)} nodes: {DEADLINE_SKIP}" in footer and f"{len(HUNG)} nodes: ssh timeout" in footer
+    assert f"{len(LATE)} nodes (gpu-000, " in footer and f"more) ({DEADLINE_SKIP})" in footer
+    assert "ssh timeout" in footer and "gpu-999 (ssh auth)" in footer
