@@ -71,11 +71,19 @@ _PLAIN_SETTINGS = frozenset({"true", "false", "ignore", "enabled", "disabled", "
 MAX_EMBEDDED = 256 * 1024
 
 
+#: a UUID, bare or as nvidia-smi names cards and MIG instances (``GPU-…``, ``MIG-GPU-…/1/0``):
+#: an identifier the diagnosis matches on (HAMi's register annotation, device lists), not a secret
+_UUID = re.compile(r"^(?:MIG-)?(?:GPU-)?[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?:/\d+)*$")
+
+
 def looks_secret(value: str) -> bool:
-    """A whole value that reads as a credential: a known token shape, or a long hex/base64 blob."""
+    """A whole value that reads as a credential: a known token shape, or a long hex/base64 blob
+    (not a UUID)."""
     text = value.strip()
     if TOKEN_SHAPES.search(text) or _AUTH_WORD.search(text):
         return True
+    if _UUID.match(text):
+        return False
     if _HEX.match(text):
         return True
     # a long unbroken base64 word with letters and digits, not a path
@@ -270,7 +278,8 @@ def _redact_tree(value: Any, tally: Redactions, *, secret: bool = False) -> Any:
 
 def _reserialise(original: str, redacted: Any) -> str:
     if original.strip().startswith(("{", "[")):
-        return json.dumps(redacted, ensure_ascii=False)
+        compact = '": ' not in original and '", ' not in original  # written back as it came
+        return json.dumps(redacted, ensure_ascii=False, separators=(",", ":") if compact else None)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return str(yaml.dump(redacted, Dumper=dumper, sort_keys=False, allow_unicode=True))
 

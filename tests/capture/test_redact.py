@@ -231,3 +231,13 @@ def test_free_text_rules_and_private_keys() -> None:
     assert scrub_command_text("login password: hunter2")[0] == f"login password: {REDACTED}"
     # prose keeps its words: the colon rule is for shell strings and notes only
     assert scrub_text("failed to fetch token: the server said no")[1] == 0
+
+
+def test_uuids_are_identifiers_not_secrets() -> None:
+    """HAMi's register annotation lists cards by UUID: the diagnosis matches on them."""
+    register = json.dumps([{"id": "GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001", "count": 10}], separators=(",", ":"))
+    pod = _pod()
+    pod["metadata"]["annotations"] = {"hami.io/node-nvidia-register": register}
+    assert redact_object(pod, Redactions())["metadata"]["annotations"]["hami.io/node-nvidia-register"] == register
+    for uuid in ("GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001", "MIG-GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001/1/0"):
+        assert not looks_secret(uuid)
