@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ConfigError
+from bot.yaml_marks import YamlInputError, load_yaml
 
 #: the environment spellings of a boolean (compared lower-cased, stripped)
 ENV_TRUE = frozenset({"1", "true", "yes", "on"})

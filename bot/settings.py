@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ConfigError
 from bot.identity import Identity, parse_identity_map
 from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
+from bot.yaml_marks import YamlInputError, load_yaml
 
 ENV_PREFIX = "GPUBOT_"
 

@@ -44,8 +44,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.engine.yaml_marks import YamlInputError, load_yaml
 from bot.errors import ScenarioError
+from bot.yaml_marks import YamlInputError, load_yaml
 
 #: the top-level keys a base passes on; everything else belongs to the file that states it
 INHERITED = ("kubernetes", "nodes", "containers", "api")

@@ -9,6 +9,11 @@ It must never construct anything but YAML core-schema scalars, lists and dicts: 
 constructor does not know (``!!python/object``…) or a merge key is reported as a problem, never
 honoured. Alias expansion is bounded, so a "billion laughs" document costs a problem line, not
 the bot's memory.
+
+Every YAML file a user gives gpubot goes through here: runbooks (``parse_yaml``, with lines),
+and the settings file, identity map, kubeconfig, scenarios and annotations a capture parses
+(``load_yaml``: plain values or one ``YamlInputError``). It lives outside the packages so the
+engine, the simulator and the settings share it without crossing a layer boundary.
 """
 
 from __future__ import annotations
