@@ -20,7 +20,7 @@ from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_targe
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
-from bot.report import NODE_READ_SKIP, Unreadable
+from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
 
 
@@ -164,12 +164,12 @@ async def readings(facts: Facts, src: Sources) -> None:
                 src.slow_nodes.add(node)
             else:
                 src.slow_nodes.discard(node)
-    late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
+    late = {n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline"}
     for node, result in sorted(results.items()):
-        # a missing agent is its own finding (NODE_AGENT_MISSING), which says why
-        if isinstance(result, NodeProbeError) and result.reason not in ("deadline", "agent-missing"):
+        # every unread node by name, with its reason (the views group them by reason); a missing
+        # agent is its own finding (NODE_AGENT_MISSING), which says why
+        if node in late:
+            facts.skip(f"{NODE_READ_SKIP} {node}", DEADLINE_SKIP)
+        elif isinstance(result, NodeProbeError) and result.reason != "agent-missing":
             facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
-    if late:
-        shown = ", ".join(late[:20]) + (f" and {len(late) - 20} more" if len(late) > 20 else "")
-        facts.skip(f"{NODE_READ_SKIP} {len(late)} node(s): {shown}", "not read within the command's deadline")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
