@@ -48,12 +48,26 @@ class ReadRig:
     sim: SimCluster
     workdir: Path
 
-    def config(self, name: str = "gpubot", *, server: str = "", **settings: Any) -> Path:
-        """A settings file for the simulator; with ``server``, its kubeconfig points there instead."""
+    def config(
+        self, name: str = "gpubot", *, server: str = "", credential_plugin: list[str] | None = None, **settings: Any
+    ) -> Path:
+        """A settings file for the simulator; with ``server``, its kubeconfig points there instead;
+        with ``credential_plugin`` (argv), the user's token comes from that exec plugin."""
         cluster = self.sim.cluster_config()
         kubeconfig = cluster.kubeconfig
-        if server:
-            kubeconfig = str(write_kubeconfig(self.workdir / f"{name}.kubeconfig", server, context=cluster.context))
+        if server or credential_plugin:
+            path = write_kubeconfig(self.workdir / f"{name}.kubeconfig", server or self.sim.api.url,
+                                    context=cluster.context)
+            if credential_plugin:
+                doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+                doc["users"][0]["user"] = {"exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "command": credential_plugin[0],
+                    "args": credential_plugin[1:],
+                    "interactiveMode": "Never",
+                }}
+                path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+            kubeconfig = str(path)
         data = {
             "clusters": [
                 {

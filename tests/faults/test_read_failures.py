@@ -269,3 +269,14 @@ def test_hanging_nodes_cost_the_deadline_and_are_named(tmp_path: Path, deadline_
     for node in scenario.nodes:  # each hung node named as not read (its own timeout, cut to the deadline)
         assert f"physical checks on {node}: ssh timeout" in skipped or node in skipped.split("deadline")[0], skipped
     assert "CHECKPOINT_ZOMBIE" not in answer.out, "no conclusion from nodes that were not read"
+
+
+def test_a_credential_plugin_that_never_returns_costs_the_deadline(rig: ReadRig, deadline_s: float) -> None:
+    """The kubeconfig's exec plugin runs when the client is built, without a timeout of its own."""
+    # longer than the command may take; it ends on its own a little later (gpubot does not wait for it)
+    config = rig.config("stuck-plugin", credential_plugin=["sleep", str(int(deadline_s + MARGIN_S) + 5)])
+    answer, took = gpubot_process(config, COMMANDS["why-pending"], env=_process_env(deadline_s), guard_s=60)
+    _in_time(took, deadline_s)
+    assert answer.status == ExitCode.INCOMPLETE, answer.err
+    assert answer.verdict.startswith("Incomplete: Could not read"), answer.out
+    assert "API_UNREACHABLE" in answer.out and "POD_NOT_FOUND" not in answer.out
