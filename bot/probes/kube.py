@@ -110,7 +110,8 @@ def _api_error(exc: BaseException, read: ApiRead, server: str, *, timeout_s: flo
     what = read.text()
     if kind == "not_found":
         return NotFoundError(f"{what}: not found", read=read, server=server)
-    return KubeApiError(f"{what}: {detail}", status=status, kind=kind, read=read, server=server, detail=detail)
+    message = f"{what}: API unreachable ({detail})" if kind == "unreachable" else f"{what}: {detail}"
+    return KubeApiError(message, status=status, kind=kind, read=read, server=server, detail=detail)
 
 
 #: a request is not started with less than this left before the command's deadline: it could not
