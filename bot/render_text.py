@@ -60,6 +60,16 @@ def render_node_table(report: Report) -> list[str]:
     return lines
 
 
+def render_story(report: Report, width: int) -> list[str]:
+    """The pod's own story under the verdict: a few lines, each wrapped, then a blank line."""
+    if report.story is None:
+        return []
+    lines = ["What the API says about it:"]
+    for line in report.story.lines():
+        lines += _wrap(line, width, initial_indent="  ", subsequent_indent="      ")
+    return [*lines, ""]
+
+
 def _n(value: object) -> str:
     if value is None:
         return "N/A"
@@ -109,6 +119,8 @@ def render_text(report: Report, *, width: int = 100) -> str:
         lines += render_node_table(report)
         lines.append("")
     lines += said
+    if report.story is not None:
+        lines += render_story(report, width)
     for i, group in enumerate(group_findings(report.findings), 1):
         mark = MARK.get(group.severity, group.severity)
         if len(group.findings) == 1:

@@ -4,6 +4,8 @@ A report is plain data: the CLI prints it as text or JSON, Slack renders it as B
 read its codes. The JSON shape is a public contract (see README):
 ``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``, and for a
 diagnosis ``complete`` with the structured ``unreadable`` reads. Findings
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes`` and
+``story`` (the pod's own story, ``bot.story``). Findings
 stay one flat list (each with its ``subject``); grouping them by cause is a view's business
 (``bot.report_groups``).
 """
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.errors import ApiRead, KubeApiError
+from bot.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -174,6 +177,8 @@ class Report:
     def complete(self) -> bool:
         """Every read the answer rests on was read (or found absent)."""
         return not self.unreadable
+    #: the target pod's own story when it is not Running and Ready (``bot.story``)
+    story: PodStory | None = None
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -212,4 +217,6 @@ class Report:
         if self.command and not self.text:  # a diagnosis says whether it could read everything
             data["complete"] = self.complete
             data["unreadable"] = [u.to_dict() for u in self.unreadable]
+        if self.story is not None:
+            data["story"] = self.story.to_dict()
         return data

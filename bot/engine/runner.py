@@ -102,6 +102,8 @@ def _conclude(
         _withhold_offers(report, facts)
     if "node_table" in runbook.views:
         report.nodes = build_node_rows(facts)
+    if facts.gathered("target") and facts.gathered("events"):
+        report.story = facts.story
     return report
 
 

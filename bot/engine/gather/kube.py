@@ -10,10 +10,11 @@ from typing import Any, TypeVar
 
 from bot.engine.facts import EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts, component_pods
 from bot.engine.gather.sources import Sources
-from bot.errors import KubeApiError, NotFoundError
+from bot.errors import GpubotError, KubeApiError, NotFoundError
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.selectors import selector_string
+from bot.kube.story import needs_story
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod, slim
 from bot.report import Unreadable
@@ -28,6 +29,8 @@ PER_NODE_LIST_LIMIT = 16
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: controller kinds whose ownerReferences we follow up from a pod
 OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet")
+#: GPU-stack pods that do not run whose events are read (one list call each)
+MAX_COMPONENT_STORIES = 12
 
 
 async def _every(facts: Facts, fact: str, jobs: Iterable[Awaitable[T]]) -> list[T]:
@@ -211,7 +214,25 @@ async def components(facts: Facts, src: Sources) -> None:
         # Some installs run bare pods: fall back to the well-known app labels.
         apps = ",".join(h for h in COMPONENT_HINTS if "qgpu" in h or "device-plugin" in h)
         pods = component_pods(await src.kube.list_pods(label_selector=f"app in ({apps})"))
-    facts.put("components", GpuComponents(controllers=controllers, pods=pods))
+    out = GpuComponents(controllers=controllers, pods=pods)
+    # the events of GPU-stack pods that do not run (a sandbox the runtime refuses, an image pull):
+    # their story is the plugin's or operator's finding; bounded, and only for the troubled ones
+    troubled = [p for p in pods if needs_story(p)][:MAX_COMPONENT_STORIES]
+
+    async def events_of(pod: Obj) -> list[Obj]:
+        meta = pod.get("metadata") or {}
+        found = await src.kube.list_events(str(meta.get("namespace") or ""),
+                                           field_selector=f"involvedObject.name={meta.get('name')}")
+        return [e for e in found if (e.get("involvedObject") or {}).get("kind", "Pod") == "Pod"]
+
+    try:
+        batches = await asyncio.gather(*(events_of(p) for p in troubled))
+    except GpubotError as exc:
+        facts.skip("events of GPU-stack pods that do not run", exc.user_message)
+        batches = []
+    for pod, batch in zip(troubled, batches, strict=False):
+        out.events[str((pod.get("metadata") or {}).get("uid") or "")] = batch
+    facts.put("components", out)
 
 
 async def quotas(facts: Facts, src: Sources) -> None:
