@@ -10,6 +10,7 @@ bot reads these kubeconfigs like any other.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -129,3 +130,13 @@ def gpubot_process(config: Path, argv: list[str], *, env: dict[str, str], guard_
         env=env,
     )
     return Answer(proc.returncode, proc.stdout, proc.stderr), time.monotonic() - started
+
+
+def start_cost_s() -> float:
+    """Seconds this machine takes now to start a Python process that imports gpubot's client
+    side: the part of a command's deadline (counted from the process's start) spent before it
+    can ask anything. Tests that need reads to finish within a deadline size it from this."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import bot.cli, bot.oneshot, bot.service"], cwd=ROOT, check=True,
+                   timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return time.monotonic() - started

@@ -28,19 +28,20 @@ import yaml
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
 from bot.sim.scenario import scenario_from_dict
+from tests.faults.read_rig import start_cost_s
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES, HUNG = 300, 100
-#: counted from the process's start (imports included), so it leaves the API reads of 300 nodes
-#: their time on a loaded machine
-COMMAND_DEADLINE_S = 5.0
+#: at least this; the deadline counts from the process's start (imports included), so on a machine
+#: where starting takes long it grows with that (``_deadline``), leaving the API reads their time
+COMMAND_DEADLINE_S = 3.0
 #: each node's own deadline, shorter than the command's, so both ways of giving up are exercised:
 #: a hung node that reaches its own deadline is named; the ones still queued at the command
 #: deadline are counted in one entry
 NODE_DEADLINE_S = 2.0
 #: how long the process may take before the test calls it hung: interpreter start and imports on
 #: a loaded 2-core machine, the command deadline, and slack; never a performance bound
-HANG_GUARD_S = COMMAND_DEADLINE_S * 3 + 90
+HANG_GUARD_S = COMMAND_DEADLINE_S * 3 + 120
 _LATE = re.compile(r"physical checks on (\d+) node\(s\): (.*)$")
 _ONE = re.compile(r"physical checks on (\S+)$")
 
@@ -56,6 +57,11 @@ def _hung_fleet() -> tuple[SimCluster, set[str]]:
     return SimCluster(scenario_from_dict(data, source=f"generated:{NODES}-nodes-{HUNG}-hung")), hung
 
 
+def _deadline() -> float:
+    """Twice what starting the process costs now, plus ``COMMAND_DEADLINE_S`` for the reads."""
+    return max(COMMAND_DEADLINE_S, 2 * start_cost_s() + COMMAND_DEADLINE_S)
+
+
 def _config(sim: SimCluster, path: Path) -> Path:
     """The settings file an operator would point GPUBOT_CONFIG at, for the simulator."""
     cluster = sim.cluster_config()
@@ -63,7 +69,7 @@ def _config(sim: SimCluster, path: Path) -> Path:
         "clusters": [{**asdict(cluster), "ssh_targets": dict(cluster.ssh_targets)}],
         "ssh_user": sim.ssh.user,
         "state_path": str(path.parent / "state.db"),
-        "command_deadline_s": COMMAND_DEADLINE_S,
+        "command_deadline_s": _deadline(),
         "ssh_deadline_s": NODE_DEADLINE_S,
     }
     path.write_text(yaml.safe_dump(settings), encoding="utf-8")
