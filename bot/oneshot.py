@@ -29,13 +29,13 @@ async def run_invocation(
     """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
     (``time.monotonic()``) is when the answer is due (default: the command's deadline from now).
 
-    With a scenario, the time the simulator takes to start (keys, SSH servers) moves the deadline
+    With a scenario, the time the simulator takes to start (imports, keys, servers) moves the deadline
     on: it stands in for a cluster that would already be running, so it is not the cluster's time.
     """
     if scenario:
+        starting = time.monotonic()
         from bot.sim.cluster import SimCluster
 
-        starting = time.monotonic()
         async with SimCluster.from_file(scenario) as sim:
             if deadline is not None:
                 deadline += time.monotonic() - starting
