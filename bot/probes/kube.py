@@ -110,7 +110,8 @@ def _api_error(exc: BaseException, read: ApiRead, server: str, *, timeout_s: flo
     what = read.text()
     if kind == "not_found":
         return NotFoundError(f"{what}: not found", read=read, server=server)
-    return KubeApiError(f"{what}: {detail}", status=status, kind=kind, read=read, server=server, detail=detail)
+    message = f"{what}: API unreachable ({detail})" if kind == "unreachable" else f"{what}: {detail}"
+    return KubeApiError(message, status=status, kind=kind, read=read, server=server, detail=detail)
 
 
 #: a request is not started with less than this left before the command's deadline: it could not
@@ -158,7 +159,10 @@ class KubeReader:
         return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
 
     def _out_of_time(self, read: ApiRead, tries: int) -> KubeApiError:
-        detail = "not answered within the command's deadline" + (f" ({tries} tries)" if tries > 1 else "")
+        if tries:
+            detail = f"not answered within the command's deadline ({tries} {'try' if tries == 1 else 'tries'})"
+        else:
+            detail = "not asked: the command's deadline had passed"
         return KubeApiError(f"{read.text()}: {detail}", kind="timeout", read=read, server=self.server, detail=detail)
 
     async def _call(self, read: ApiRead, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
