@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ScenarioError
-from bot.sim.rbac import RbacTable, load_rbac
+from bot.sim.rbac import RbacTable, load_bot_rbac, load_rbac
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
@@ -184,6 +184,8 @@ class Scenario:
     source: str = "<memory>"
     #: who may read what when a request impersonates a user (``rbac:``); None: not checked
     rbac: RbacTable | None = None
+    #: what the bot's own (not impersonated) requests may do (``rbac_bot:``); None: everything
+    rbac_bot: RbacTable | None = None
     #: the remediation component is installed: every node section gets a gpubot-actuator pod
     remediation: bool = False
 
@@ -239,6 +241,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     faults = _load_faults((data.get("api") or {}).get("faults") or [], problems)
     expect = _load_expect(data.get("expect") or [], problems)
     rbac = load_rbac(data.get("rbac"), problems.add)
+    rbac_bot = load_bot_rbac(data.get("rbac_bot"), problems.add)
     remediation = data.get("remediation", False)
     if not isinstance(remediation, bool):
         problems.add("remediation", "must be true or false")
@@ -254,6 +257,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         expect=expect,
         source=source,
         rbac=rbac,
+        rbac_bot=rbac_bot,
         remediation=remediation is True,
     )
 
