@@ -13,11 +13,11 @@ from kubernetes.client import ApiClient, CustomObjectsApi, VersionApi
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from bot.coordination.kube_state import AUDIT_RECORDS, GROUP, KEYS, REMEDIATIONS, VERSION, WATCH_RECORDS
+from bot.coordination.kube_state import GROUP, PLURALS, VERSION
 from bot.doctor.result import CheckLine
 
 #: every plural the state code reads and writes
-STATE_PLURALS = (REMEDIATIONS, AUDIT_RECORDS, KEYS, WATCH_RECORDS)
+STATE_PLURALS = PLURALS
 _CRD_FIX = ("kubectl apply -f the chart's crds/gpubot.dev.yaml (helm installs crds/ on install only, never on "
             "upgrade), or set config.state: sqlite")
 

@@ -22,6 +22,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.coordination.kube_state import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
 from bot.doctor.kube_calls import Perm, Use, needed, scan_tree
 
 #: the package root: the scan reads the installed sources, wherever gpubot is installed
@@ -74,12 +75,27 @@ def _split_exec(perms: dict[Perm, list[str]]) -> tuple[dict[Perm, list[str]], di
     return plain, execs
 
 
+def _custom_objects(perms: dict[Perm, list[str]]) -> dict[Perm, list[str]]:
+    """The custom-object calls (``{group}/{plural}`` in their URL) as the state kinds they reach."""
+    out: dict[Perm, list[str]] = {}
+    for perm, where in perms.items():
+        if perm.group != "{group}":
+            out[perm] = where
+            continue
+        status = perm.resource.endswith("/status")
+        for plural in WITH_STATUS if status else PLURALS:
+            if perm.verb in ("update", "patch", "delete") and plural in APPEND_ONLY:
+                continue
+            out.setdefault(Perm(perm.verb, GROUP, plural + ("/status" if status else "")), []).extend(where)
+    return out
+
+
 @functools.cache
 def needs() -> Needs:
     """What each component needs, from the scan of the installed sources."""
     uses = [u for u in scanned()[0] if not _under(u, SIM)]
     outside = [u for u in uses if not _under(u, ACTIONS, *STATE)]
     reads, execs = _split_exec({p: w for p, w in needed(outside).items() if p not in BASIC_USER})
-    state = {p: w for p, w in needed([u for u in uses if _under(u, *STATE)]).items() if p not in BASIC_USER}
+    state = _custom_objects(needed([u for u in uses if _under(u, *STATE)]))
     remediation = needed([u for u in uses if _under(u, ACTIONS)])
     return Needs(reads=reads, exec=execs, state=state, remediation=remediation)

@@ -31,14 +31,18 @@ def gpu_nodes(nodes: list[Obj]) -> dict[str, Obj]:
 
 
 def _agent_fix(reasons: list[str], namespace: str) -> str:
-    if any("taint" in r for r in reasons):
-        return "tolerate the taint: add it under gpuNodes.tolerations in the chart's values"
+    """One fix per kind of reason among ``reasons``, in the order an SRE would try them."""
+    fixes = []
     if any("no gpubot-node DaemonSet" in r for r in reasons):
-        return f"install the node agent: nodeAgent.enabled: true (the DaemonSet lives in {namespace})"
-    if any(r.startswith("not scheduled") for r in reasons):
-        return "add the node's GPU label to gpuNodes.extraNodeSelectorTerms, or label the node"
-    return (f"kubectl -n {namespace} describe pod -l app.kubernetes.io/name=gpubot-node "
-            "(events: image pull, runtimeClassName, hostPath); kubectl logs for a crash loop")
+        fixes.append(f"install the node agent: nodeAgent.enabled: true (the DaemonSet lives in {namespace})")
+    if any("taint" in r for r in reasons):
+        fixes.append("tolerate the taint: add it under gpuNodes.tolerations in the chart's values")
+    if any(r.startswith("not scheduled") and "taint" not in r and "DaemonSet in" not in r for r in reasons):
+        fixes.append("add the node's GPU label to gpuNodes.extraNodeSelectorTerms, or label the node")
+    if any(not r.startswith("not scheduled") for r in reasons):
+        fixes.append(f"kubectl -n {namespace} describe pod -l app.kubernetes.io/name=gpubot-node (events: image "
+                     "pull, runtimeClassName, hostPath); kubectl logs --previous for a crash loop")
+    return "; ".join(fixes)
 
 
 def agents_line(agents: Mapping[str, AgentState], namespace: str) -> CheckLine:

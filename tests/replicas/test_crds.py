@@ -105,3 +105,7 @@ def test_the_state_role_grants_exactly_what_the_state_code_calls() -> None:
     assert {p.verb for p in custom} <= {p.verb for p in granted if p.group == GROUP}
     unused = {p for p in granted if p.group == "coordination.k8s.io"} - calls
     assert not unused, unused
+    # what gpubot doctor asks the API server about, kind by kind: exactly what the Role grants
+    from bot.doctor.needs import needs
+
+    assert set(needs().state) <= granted  # (the scan does not see get_namespaced_custom_object)
