@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.clients import Clients
 from bot.doctor.result import CheckLine
+from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.node import agent_states, ssh_targets
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.gpu import marks_gpu
@@ -86,7 +87,8 @@ def reads_line(obs: NodeObservation, via: str) -> CheckLine:
         f"{len(obs.gpus)} GPU(s)" + (f", driver {obs.driver_version}" if obs.driver_version else ""),
         f"nvidia-smi from the {'GPU Operator driver root' if obs.driver_path == 'operator' else 'host path'}",
         f"kernel log via {obs.kernel_log}" if obs.kernel_log else "",
-        f"kubelet {obs.kubelet}" if obs.kubelet not in ("", "unknown") else "",
+        f"kubelet {obs.kubelet}" + (" (from its Lease)" if obs.kubelet_source == "lease" else "")
+        if obs.kubelet not in ("", "unknown") else "",
     ]
     summary = ", ".join(f for f in found if f)
     missing = degraded(obs)
@@ -141,5 +143,6 @@ async def check_nodes(clients: Clients, settings: Settings, nodes: list[Obj]) ->
     except NodeProbeError as exc:
         lines.append(_read_failed(exc, ns))
         return lines
+    await kubelet_from_leases(clients.reader, gpus, {node: obs})
     lines.append(reads_line(obs, via))
     return lines

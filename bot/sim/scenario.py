@@ -119,6 +119,9 @@ class NodeFacts:
     kernel_log: list[KernelLine] = field(default_factory=list)
     #: where the kernel log can be read: journal | dmesg (no journalctl) | none (neither readable)
     kernel_log_source: str = "journal"
+    #: the node agent sees the host's systemd (false: its ``systemctl`` answers no state, as in an
+    #: unprivileged container on a real node, and the kubelet's Lease is the evidence)
+    agent_systemd: bool = True
     #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
     agent: str = ""
     #: the node's actuator pod (``ACTUATOR_MODES``), present only where remediation is installed
@@ -368,6 +371,7 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             xid=_xids(facts.get("xid"), f"{where}.xid", problems),
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
+            agent_systemd=facts.get("agent_systemd", True) is not False,
             agent=agent,
             actuator=actuator,
         )
