@@ -15,10 +15,10 @@ from bot.clients import Clients
 from bot.doctor.result import CheckLine
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.node import agent_states, ssh_targets
-from bot.errors import GpubotError, NodeProbeError
+from bot.errors import GpubotError, NodeProbeError, NotFoundError
 from bot.kube.gpu import marks_gpu
 from bot.probes.node import NodeTransport, SshTransport
-from bot.probes.node_agent import AgentState, AgentTransport
+from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport
 from bot.probes.observation import NodeObservation
 from bot.settings import Settings
 
@@ -82,10 +82,16 @@ def degraded(obs: NodeObservation) -> list[str]:
     return out
 
 
+def _smi_source(obs: NodeObservation, via: str) -> str:
+    if obs.driver_path == "operator":
+        return "GPU Operator's driver root (/run/nvidia/driver)"
+    return "agent's RuntimeClass" if "agent" in via else "host's PATH"
+
+
 def reads_line(obs: NodeObservation, via: str) -> CheckLine:
     found = [
         f"{len(obs.gpus)} GPU(s)" + (f", driver {obs.driver_version}" if obs.driver_version else ""),
-        f"nvidia-smi from the {'GPU Operator driver root' if obs.driver_path == 'operator' else 'host path'}",
+        f"nvidia-smi from the {_smi_source(obs, via)}",
         f"kernel log via {obs.kernel_log}" if obs.kernel_log else "",
         f"kubelet {obs.kubelet}" + (" (from its Lease)" if obs.kubelet_source == "lease" else "")
         if obs.kubelet not in ("", "unknown") else "",
@@ -126,6 +132,8 @@ async def check_nodes(clients: Clients, settings: Settings, nodes: list[Obj]) ->
             return [CheckLine("agents", "unknown", f"cannot list the node agents in {ns}: {exc.user_message}",
                               fix=f"grant list pods in {ns} and list daemonsets (the chart's roles do)")]
         lines = [agents_line(agents, ns)]
+        runtime = await runtime_class_line(clients, ns)
+        lines += [runtime] if runtime is not None else []
         ready = [n for n, a in agents.items() if a.ready]
         if clients.exec is None or not ready:
             lines.append(CheckLine("node-reads", "skip", "no Ready agent to read a node through"))
@@ -146,3 +154,33 @@ async def check_nodes(clients: Clients, settings: Settings, nodes: list[Obj]) ->
     await kubelet_from_leases(clients.reader, gpus, {node: obs})
     lines.append(reads_line(obs, via))
     return lines
+
+
+async def runtime_class_line(clients: Clients, namespace: str) -> CheckLine | None:
+    """The agent DaemonSet's RuntimeClass exists (its pods are never created without it, and
+    nvidia-smi reaches the agent only through it); None when there is no agent DaemonSet."""
+    try:
+        daemonsets = [d for d in await clients.reader.list_daemonsets(label_selector=AGENT_SELECTOR)
+                      if (d.get("metadata") or {}).get("namespace") == namespace]
+    except GpubotError:
+        return None  # the agents line already says the agents could not be listed
+    if not daemonsets:
+        return None
+    template = ((daemonsets[0].get("spec") or {}).get("template") or {}).get("spec") or {}
+    name = str(template.get("runtimeClassName") or "")
+    if not name:
+        return CheckLine("runtime-class", "ok", "the agent runs with the node's default runtime: nvidia-smi "
+                         "reaches it only where that runtime is NVIDIA's")
+    try:
+        found = await clients.reader.get_object("RuntimeClass", name)
+    except NotFoundError:
+        return CheckLine("runtime-class", "fail", f"RuntimeClass {name} does not exist: the agent's pods cannot be "
+                         "created, and nvidia-smi cannot reach the agent without it",
+                         fix="install the GPU Operator or the NVIDIA container toolkit's RuntimeClass, or set "
+                             "nodeAgent.runtimeClassName to one `kubectl get runtimeclass` lists (\"\" where "
+                             "NVIDIA's runtime is containerd's default)")
+    except GpubotError as exc:
+        return CheckLine("runtime-class", "unknown", f"cannot read RuntimeClass {name}: {exc.user_message}",
+                         fix="grant get runtimeclasses (the chart's gpubot-readonly ClusterRole does)")
+    return CheckLine("runtime-class", "ok", f"the agent reaches nvidia-smi through RuntimeClass {name} "
+                     f"(handler {found.get('handler', '?')})")

@@ -176,3 +176,23 @@ def test_cli_doctor_json_and_exit_status(capsys: pytest.CaptureFixture[str]) -> 
     assert "everything checked works" in text and "agents: a gpubot-node agent is Ready" in text
     assert main(["doctor", "--scenario", str(DATA / "nope.yaml")]) == ExitCode.USAGE
     assert "scenario file not found" in capsys.readouterr().err
+
+
+async def test_a_missing_runtime_class_is_named_with_the_agents_it_keeps_away() -> None:
+    report = await _doctor("no-runtime-class")
+    assert report.exit_code == ExitCode.FINDINGS
+    assert _failed(report) == {"agents", "runtime-class"}
+    line = _check(report, "runtime-class")
+    assert "RuntimeClass nvidia does not exist" in line.text and "nodeAgent.runtimeClassName" in line.fix
+    assert "4 of 4 GPU nodes" in _check(report, "agents").text
+    assert _check(report, "node-reads").status == "skip"
+
+
+async def test_the_agents_kubelet_state_comes_from_the_lease_without_host_systemd(tmp_path: Path) -> None:
+    scenario = tmp_path / "no-systemd.yaml"
+    nodes = "".join(f"  {n}: {{agent_systemd: false}}\n" for n in ("gpu-ok-1", "gpu-ok-2", "gpu-refused", "gpu-rekeyed"))
+    scenario.write_text(f"scenario: doctor-no-systemd\nbase: {DATA / 'healthy.yaml'}\nnodes:\n{nodes}", encoding="utf-8")
+    report = await run_doctor_on_scenario(_settings(), str(scenario))
+    reads = _check(report, "node-reads")
+    assert reads.status == "ok" and "kubelet active (from its Lease)" in reads.text
+    assert "nvidia-smi from the agent's RuntimeClass" in reads.text
