@@ -190,8 +190,10 @@ async def test_a_missing_runtime_class_is_named_with_the_agents_it_keeps_away() 
 
 async def test_the_agents_kubelet_state_comes_from_the_lease_without_host_systemd(tmp_path: Path) -> None:
     scenario = tmp_path / "no-systemd.yaml"
-    nodes = "".join(f"  {n}: {{agent_systemd: false}}\n" for n in ("gpu-ok-1", "gpu-ok-2", "gpu-refused", "gpu-rekeyed"))
-    scenario.write_text(f"scenario: doctor-no-systemd\nbase: {DATA / 'healthy.yaml'}\nnodes:\n{nodes}", encoding="utf-8")
+    names = ("gpu-ok-1", "gpu-ok-2", "gpu-refused", "gpu-rekeyed")
+    nodes = "".join(f"  {n}: {{agent_systemd: false}}\n" for n in names)
+    text = f"scenario: doctor-no-systemd\nbase: {DATA / 'healthy.yaml'}\nnodes:\n{nodes}"
+    scenario.write_text(text, encoding="utf-8")
     report = await run_doctor_on_scenario(_settings(), str(scenario))
     reads = _check(report, "node-reads")
     assert reads.status == "ok" and "kubelet active (from its Lease)" in reads.text
