@@ -16,7 +16,7 @@ from bot.doctor.nodes import check_nodes
 from bot.doctor.rbac import check_rbac
 from bot.doctor.result import CheckLine, DoctorReport
 from bot.doctor.slack import check_alerts, check_slack
-from bot.errors import GpubotError
+from bot.errors import ConfigError, GpubotError
 from bot.settings import Settings
 
 
@@ -30,7 +30,11 @@ def _subject(settings: Settings, cluster: str) -> str:
 async def _cluster_checks(settings: Settings, cluster: str) -> list[CheckLine]:
     clients = KubeClients(settings)
     try:
-        c = clients.for_cluster(cluster)
+        try:
+            c = clients.for_cluster(cluster)
+        except ConfigError as exc:  # no kubeconfig, an unknown context: Slack is still worth checking
+            return [CheckLine("api", "unknown", f"no cluster to check: {exc.user_message}",
+                              fix="point at one: --context CTX, KUBECONFIG, or clusters: in the settings file")]
         timeout = settings.api_timeout_s
         api = await check_api(c.api, timeout=timeout)
         if api.status != "ok":

@@ -198,3 +198,14 @@ async def test_the_agents_kubelet_state_comes_from_the_lease_without_host_system
     reads = _check(report, "node-reads")
     assert reads.status == "ok" and "kubelet active (from its Lease)" in reads.text
     assert "nvidia-smi from the agent's RuntimeClass" in reads.text
+
+
+def test_no_cluster_to_check_is_incomplete_and_slack_is_still_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"clusters: [{{name: c, kubeconfig: {tmp_path / 'missing'}}}]\n", encoding="utf-8")
+    assert main(["--config", str(config), "doctor", "--json"]) == ExitCode.INCOMPLETE
+    out = json.loads(capsys.readouterr().out)
+    assert [(c["check"], c["status"]) for c in out["checks"]] == [("api", "unknown"), ("slack", "skip"),
+                                                                  ("alerts", "skip")]
