@@ -186,15 +186,21 @@ def _emit(report: Report, as_json: bool) -> None:
         print(render_text(report), end="")
 
 
-def _cmd_diagnose(args: argparse.Namespace) -> int:
-    inv = invocation_from_args(args)
-    settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
+def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> Settings:
+    """``--node-access`` applied to the settings, and ``--scenario`` checked to be a file."""
     if args.node_access:
         if args.node_access not in ("agent", "ssh"):
             raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
         settings = replace(settings, node_access=args.node_access)
     if args.scenario and not Path(args.scenario).is_file():
         raise UsageError(f"scenario file not found: {printable(args.scenario)}")
+    return settings
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    inv = invocation_from_args(args)
+    settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
+    settings = _node_access_and_scenario(args, settings)
     # A one-shot diagnosis allocates millions of objects (the client's modules, parsed API pages)
     # and frees nearly all of them by reference counting: the cyclic collector's scans over that
     # churn (about 50 collections, 0.10-0.12 s of a cold why-pending at 100,000 pods, measured with
@@ -287,6 +293,23 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return run_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from bot.doctor.render import render_doctor
+    from bot.doctor.run import run_doctor, run_doctor_on_scenario
+
+    cluster = args.cluster or ""
+    settings = _node_access_and_scenario(args, _with_context(_settings(args), "" if args.scenario else cluster))
+    if args.scenario:
+        report = asyncio.run(run_doctor_on_scenario(settings, args.scenario))
+    else:
+        report = asyncio.run(run_doctor(settings, cluster=cluster))
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(render_doctor(report), end="")
+    return int(report.exit_code)
+
+
 def _cmd_capture(args: argparse.Namespace) -> int:
     from bot.capture.cli import capture_command
 
@@ -304,6 +327,7 @@ _HANDLERS: dict[str, Any] = {
     "audit": _cmd_audit,
     "act": _cmd_act,
     "capture": _cmd_capture,
+    "doctor": _cmd_doctor,
 }
 
 

@@ -51,6 +51,10 @@ _READERS: dict[str, tuple[str, str, bool]] = {
     "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", True),
     "DaemonSet": ("AppsV1Api", "read_namespaced_daemon_set", True),
     "Job": ("BatchV1Api", "read_namespaced_job", True),
+    # a node's kubelet heartbeat (kube-node-lease), where the node read cannot ask systemd
+    "Lease": ("CoordinationV1Api", "read_namespaced_lease", True),
+    # the node agent's RuntimeClass (gpubot doctor): without it the agent's pods are never created
+    "RuntimeClass": ("NodeV1Api", "read_runtime_class", False),
 }
 
 
@@ -120,7 +124,13 @@ MIN_REQUEST_S = 0.05
 #: worker threads for the blocking client's requests: its own pool, so that requests to a server
 #: that never answers cannot starve the default executor (where checks run) or hold up the exit
 READ_THREADS = 32
-_GROUPS = {"CoreV1Api": "", "AppsV1Api": "apps", "BatchV1Api": "batch"}
+_GROUPS = {
+    "CoreV1Api": "",
+    "AppsV1Api": "apps",
+    "BatchV1Api": "batch",
+    "CoordinationV1Api": "coordination.k8s.io",
+    "NodeV1Api": "node.k8s.io",
+}
 
 
 def _listing(resource: str, namespace: str, sel: dict[str, str], group: str = "") -> ApiRead:
@@ -156,6 +166,8 @@ class KubeReader:
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
 
     def _api(self, name: str) -> Any:
+        if name in ("CoordinationV1Api", "NodeV1Api"):  # built on first use: few questions need them
+            return getattr(client, name)(self._client)
         return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
 
     def _out_of_time(self, read: ApiRead, tries: int) -> KubeApiError:

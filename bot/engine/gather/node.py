@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.engine.facts import Facts
+from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
@@ -158,6 +159,7 @@ async def readings(facts: Facts, src: Sources) -> None:
             answered=facts.node_answered,
         )
     )
+    await kubelet_from_leases(src.kube, facts.nodes, results)
     if src.slow_nodes is not None:
         for node, result in results.items():
             if isinstance(result, NodeProbeError) and result.reason == "timeout":
