@@ -1,7 +1,9 @@
 """The ``gpubot`` command line: the same commands as Slack, printed as text or JSON.
 
-Exit codes: 0 when a diagnosis was produced (POD_NOT_FOUND is a diagnosis), 2 on bad usage or an
-invalid name (one line on stderr, never a traceback), 1 on an unexpected internal error.
+Exit codes (``bot.exit_codes``, documented in the README): 0 a complete answer with nothing wrong,
+4 a complete diagnosis reporting a critical or warning finding (POD_NOT_FOUND included), 3 an
+incomplete one, 2 bad usage or a configuration to fix (one line on stderr, never a traceback), 1 an
+unexpected internal error.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from bot.commands import (
     usage,
 )
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
+from bot.exit_codes import ExitCode, diagnosis_status
 from bot.names import printable
 from bot.render_text import render_text
 from bot.report import Report
@@ -190,7 +193,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
         print(f"picture: {printable(png)}", file=sys.stderr)
-    return 0
+    return diagnosis_status(f.severity for f in report.findings)
 
 
 def _cmd_runbook(args: argparse.Namespace) -> int:
@@ -311,7 +314,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if spec is None:
             if not args.command:
                 parser.print_help()
-                return 2
+                return ExitCode.USAGE
             group = [usage(c, "cli") for c in commands_for("cli") if c.name.startswith(args.command + " ")]
             raise UsageError("usage: " + " | ".join(group))
         handler = _cmd_diagnose if spec.diagnosis else _HANDLERS[spec.name]
@@ -320,16 +323,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
         first = exc.user_message.splitlines()[0] if exc.user_message else type(exc).__name__
         extra = len(exc.user_message.splitlines()) - 1
         print(f"gpubot: {first}" + (f" (+{extra} more)" if extra > 0 else ""), file=sys.stderr)
-        return 2
+        return ExitCode.CONFIG if isinstance(exc, ConfigError | ScenarioError) else ExitCode.USAGE
     except GpubotError as exc:
         print(f"gpubot: {exc.user_message.splitlines()[0]}", file=sys.stderr)
-        return 1
+        return ExitCode.INTERNAL
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - never a traceback for a user
         log.debug("internal error", exc_info=True)
         print(f"gpubot: internal error ({type(exc).__name__}); rerun with -v for details", file=sys.stderr)
-        return 1
+        return ExitCode.INTERNAL
 
 
 def run() -> NoReturn:
