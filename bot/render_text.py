@@ -11,7 +11,7 @@ import textwrap
 from functools import partial
 
 from bot.report import Report
-from bot.report_groups import Fix, group_findings, verdict
+from bot.report_groups import FindingGroup, Fix, group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
@@ -68,26 +68,60 @@ def _n(value: object) -> str:
     return str(value)
 
 
-def _params(fix: Fix) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(fix.remediation.params.items()))
-
-
-def _offer_lines(fixes: list[Fix], width: int) -> list[str]:
+def _offer_lines(group: FindingGroup, width: int) -> list[str]:
     """Each action once, worded by its first target, then the other targets on one line: the
-    same fix on thirty nodes is two lines, not thirty (Slack shows them as buttons instead)."""
-    by_action: dict[str, list[Fix]] = {}
-    for fix in fixes:
-        by_action.setdefault(fix.action, []).append(fix)
+    same fix on thirty nodes is two lines, not thirty (Slack shows a node picker instead). The
+    first line is the verdict's fix; each says how to run it here (``gpubot act``)."""
     lines = []
-    for action, same in by_action.items():
-        first = same[0].remediation
-        lines.append(f"     => offer {action} {_params(same[0])}: {first.summary}".rstrip())
-        others = [_params(f) for f in same[1:]]
+    for same in group.actions():
+        first = same[0]
+        lines += _wrap(f"=> {first.label()}: {first.remediation.summary}".rstrip(": "), width,
+                       initial_indent="     ", subsequent_indent="          ")
+        others = [f.target for f in same[1:]]
         if others:
             shown = others[:MAX_TARGETS_LISTED]
             more = f" and {len(others) - len(shown)} more" if len(others) > len(shown) else ""
             lines += _wrap(f"the same for {', '.join(shown)}{more}", width, initial_indent="        ",
                            subsequent_indent="        ")
+        lines.append(f"        run: gpubot act {first.action}{_act_flags(first)}")
+    return lines
+
+
+def _act_flags(fix: Fix) -> str:
+    """``--node NODE`` for ``gpubot act``: the first target's parameters as its options."""
+    return "".join(f" --{k.replace('_', '-')} {v}" for k, v in sorted(fix.remediation.params.items()))
+
+
+def _head(n: str, group: FindingGroup, indent: str) -> list[str]:
+    mark = MARK.get(group.severity, group.severity)
+    if len(group.findings) == 1:
+        return [f"{indent}{n}. {mark} {group.code}: {group.lead.title}"]
+    lines = [f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}"]
+    return lines + [f"{indent}     * {title}" for title in group.titles]
+
+
+def _evidence(group: FindingGroup, indent: str) -> list[str]:
+    return [f"{indent}       | {part}" for ev in group.evidence for part in (str(ev).splitlines() or [""])]
+
+
+def _group_lines(i: int, group: FindingGroup, width: int) -> list[str]:
+    lines = _head(str(i), group, "") + _evidence(group, "")
+    if group.explanation:
+        lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
+    if group.fixes:
+        lines.append("     Fix, least invasive first:")
+        lines += _offer_lines(group, width)
+    steps = [s for s in group.next_steps if not group.fixes or s.split("\n", 1)[0] != group.first_fix()]
+    if steps:
+        lines.append("     Next steps:" if group.fixes else "     Next steps (the first is the fix to try):")
+    for step in steps:
+        head, *rest = step.rstrip().split("\n")
+        lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
+        lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
+    for j, consequence in enumerate(group.consequences):
+        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ")
+        lines.append(f"          explained by {group.code} (fix that first); the evidence:")
+        lines += _evidence(consequence, "   ")
     return lines
 
 
@@ -108,24 +142,10 @@ def render_text(report: Report, *, width: int = 100) -> str:
         lines.append("No problem found.")
     else:
         lines += _wrap(found.text(), width, subsequent_indent="  ")
+        lines.append(f"Found: {found.counts}.")
         lines.append("")
     for i, group in enumerate(group_findings(report.findings), 1):
-        mark = MARK.get(group.severity, group.severity)
-        if len(group.findings) == 1:
-            lines.append(f"{i}. {mark} {group.code}: {group.lead.title}")
-        else:
-            lines.append(f"{i}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}")
-            lines += [f"     * {title}" for title in group.titles]
-        for ev in group.evidence:
-            for part in str(ev).splitlines() or [""]:
-                lines.append(f"       | {part}")
-        if group.explanation:
-            lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
-        for step in group.next_steps:
-            head, *rest = step.rstrip().split("\n")
-            lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
-            lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
-        lines += _offer_lines(group.fixes, width)
+        lines += _group_lines(i, group, width)
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")

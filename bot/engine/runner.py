@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
+from bot.engine.consequences import link_consequences
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources, base_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
@@ -104,7 +105,8 @@ def capped(evidence: Iterable[str]) -> list[str]:
 
 
 def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[str, object]) -> list[Finding]:
-    """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted."""
+    """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted,
+    consequences of another finding marked (``consequence_of:``)."""
     detections = list(detections)
     present = {d.code for d in detections}
     findings: list[Finding] = []
@@ -120,6 +122,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
             seen.add(key)
             findings.append(finding)
     findings.sort(key=Finding.sort_key)
+    link_consequences(findings, lambda code: runbooks.template(code).consequence_of)
     return findings
 
 

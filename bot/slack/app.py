@@ -224,7 +224,8 @@ def create_app(
         raw_blocks = message.get("blocks")
         blocks = [b for b in raw_blocks if isinstance(b, Mapping)] if isinstance(raw_blocks, list) else None
         response_url = str(body.get("response_url") or "")
-        offer = str(action.get("value") or "")
+        # a button carries its offer as the value; a node picker as the value of the option picked
+        offer = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
         action_id = str(action.get("action_id") or "")
         kind: ClickKind = (
             "approve" if action_id == APPROVE_ACTION else "deny" if action_id == DENY_ACTION else "run"

@@ -20,12 +20,12 @@ import pytest
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.sim.cluster import SimCluster
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario, state_changes
-from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
+from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 
 GROUP = "S0GPUONCALL"
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 OTHER_NODE = "tcs-10-29-25-6"
 REPORT_TS, PARENT_TS = "1700000000.000002", "1700000000.000001"
 APPROVE, DENY = "approval:approve", "approval:deny"
@@ -68,10 +68,10 @@ async def test_a_non_approvers_click_asks_the_approvers_and_an_approval_runs_it_
         offered = await rig.command(user=REQUESTER)
         # one button per distinct fix, least invasive first, none for an action nobody may approve
         assert list(offered) == [
-            f"kubelet.restart {ZOMBIE_NODE}",
-            f"kubelet.restart {OTHER_NODE}",
+            button_text("kubelet.restart", ZOMBIE_NODE),
+            button_text("kubelet.restart", OTHER_NODE),
             BUTTON,
-            f"checkpoint.clear {OTHER_NODE}",
+            button_text("checkpoint.clear", OTHER_NODE),
         ]
         assert all(len(values) == 1 for values in offered.values())
         report = slack_api.message("C0GPU", REPORT_TS)

@@ -23,7 +23,7 @@ from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
 from tests.actions.conftest import APPROVER, scenario
-from tests.actions.slack_rig import WHY_PENDING, buttons, mock_slack_server, slack_rig
+from tests.actions.slack_rig import WHY_PENDING, button_text, buttons, mock_slack_server, slack_rig
 from tests.slack.helpers import click_payload, form, interaction_form, post, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -73,7 +73,7 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
         offered = await rig.command()
         assert "CHECKPOINT_ZOMBIE" in rig.last_report_text()
         for node in NODES:
-            values = offered[f"checkpoint.clear {node}"]
+            values = offered[button_text("checkpoint.clear", node)]
             await rig.click(values[0])
         timeline = build()
         for node in NODES:
@@ -96,9 +96,9 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
         assert final[0]["type"] == "header" and "CHECKPOINT_ZOMBIE" in json.dumps(final)
         left = buttons(final)
         for node in NODES:
-            clicked, *others = offered[f"checkpoint.clear {node}"]
-            assert left.get(f"checkpoint.clear {node}", []) == others  # the same fix offered elsewhere stays
-            assert left[f"kubelet.restart {node}"] == offered[f"kubelet.restart {node}"]
+            clicked, *others = offered[button_text("checkpoint.clear", node)]
+            assert left.get(button_text("checkpoint.clear", node), []) == others  # the same fix offered elsewhere stays
+            assert left[button_text("kubelet.restart", node)] == offered[button_text("kubelet.restart", node)]
         statuses = [b for b in final if b.get("block_id", "").startswith("offer-status-")]
         assert len(statuses) == 2
         assert all("succeeded" in b["elements"][0]["text"] and APPROVER in b["elements"][0]["text"] for b in statuses)

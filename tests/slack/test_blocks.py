@@ -52,8 +52,15 @@ def assert_within_limits(rendered: B.Rendered) -> None:
             action_ids = [e["action_id"] for e in block["elements"]]
             assert len(action_ids) == len(set(action_ids))
             for button in block["elements"]:
-                assert len(button["text"]["text"]) <= L.MAX_BUTTON_TEXT
-                assert len(button["value"]) <= L.MAX_BUTTON_VALUE
+                if button["type"] == "static_select":  # a node picker: one option per target
+                    assert len(button["placeholder"]["text"]) <= B.MAX_PLACEHOLDER
+                    assert 1 <= len(button["options"]) <= B.MAX_PICKER_OPTIONS
+                    for option in button["options"]:
+                        assert len(option["text"]["text"]) <= L.MAX_BUTTON_TEXT
+                        assert len(option["value"]) <= L.MAX_BUTTON_VALUE
+                else:
+                    assert len(button["text"]["text"]) <= L.MAX_BUTTON_TEXT
+                    assert len(button["value"]) <= L.MAX_BUTTON_VALUE
                 assert len(button["action_id"]) <= L.MAX_ID
                 confirm = button["confirm"]
                 assert len(confirm["title"]["text"]) <= L.MAX_CONFIRM_TITLE
@@ -66,7 +73,7 @@ def assert_within_limits(rendered: B.Rendered) -> None:
 def assert_distinct_buttons(blocks: list[dict[str, Any]]) -> None:
     """No two buttons of a message offer the same fix (nor carry the same offer)."""
     buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
-    values = [e["value"] for e in buttons]
+    values = [o["value"] for e in buttons for o in e.get("options") or [e]]
     assert len(values) == len(set(values)), values
 
 
@@ -161,7 +168,7 @@ def test_small_report_is_not_truncated_and_has_markers_and_footer() -> None:
     rendered = B.render_report(report)
     assert not rendered.truncated
     assert rendered.blocks[0]["text"]["text"] == "🟠 pod ai/p"
-    assert rendered.blocks[1]["text"]["text"] == "*Root cause:* image pull back-off"
+    assert rendered.blocks[1]["text"]["text"] == "*Root cause:* image pull back-off\n_1 warning, 1 note_"
     dumped = json.dumps(rendered.blocks, ensure_ascii=False)
     assert "🔵" in dumped and "ErrImagePull" not in dumped  # evidence goes to the details
     (details,) = B.render_details(report)
