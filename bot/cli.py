@@ -12,15 +12,16 @@ import argparse
 import asyncio
 import atexit
 import gc
-import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from bot.cli_output import emit_report, output_format
 from bot.commands import (
     GLOBAL_OPTIONS,
     TAGLINE,
@@ -35,9 +36,8 @@ from bot.commands import (
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
 from bot.names import printable
-from bot.render_text import render_text
-from bot.report import Report
 from bot.settings import ClusterConfig, Settings, load_settings
+from bot.suggest import did_you_mean
 
 log = logging.getLogger("gpubot")
 
@@ -57,9 +57,10 @@ class _Parser(argparse.ArgumentParser):
         self._intermixed = False
 
     def error(self, message: str) -> NoReturn:
-        text = printable(message)  # argparse echoes unrecognized words as typed
+        text = printable(_with_suggestion(message, self.command))  # argparse echoes words as typed
         if self.command is not None:
-            raise UsageError(f"{text}. usage: {usage(self.command, 'cli')}")
+            stop = "" if text.endswith("?") else "."
+            raise UsageError(f"{text}{stop} usage: {usage(self.command, 'cli')}")
         raise UsageError(text if self.prog == "gpubot" else f"{self.prog}: {text}")  # main adds "gpubot: "
 
     def parse_known_args(  # type: ignore[override]
@@ -76,6 +77,24 @@ class _Parser(argparse.ArgumentParser):
         if extras:  # here, where the error can carry this command's usage
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def _with_suggestion(message: str, command: Command | None) -> str:
+    """argparse's error with the close match of what was mistyped: a command word ("invalid
+    choice") or an option of the command ("unrecognized arguments")."""
+    bad = _INVALID_CHOICE.search(message)
+    if bad:
+        choices = [c.strip().strip("'") for c in bad["choices"].split(",")]
+        return f"unknown command '{bad['word']}'{did_you_mean(bad['word'], choices)} (gpubot --help lists them)"
+    if command is not None and message.startswith("unrecognized arguments: "):
+        flags = [f for o in command.options_for("cli") for f in o.flags]
+        typed = [w.partition("=")[0] for w in message.split(": ", 1)[1].split() if w.startswith("-")]
+        hints = [did_you_mean(w, flags) for w in typed]
+        return message + next((h for h in hints if h), "")
+    return message
 
 
 def _add_option(p: argparse.ArgumentParser, opt: Option) -> None:
@@ -158,16 +177,32 @@ def invocation_from_args(args: argparse.Namespace) -> Invocation:
     return build_invocation(args.spec, vars(args), "cli")
 
 
-def _emit(report: Report, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
-        print(render_text(report), end="")
+def _with_kubeconfig(settings: Settings, path: str) -> Settings:
+    """--kubeconfig PATH replaces the default cluster's kubeconfig (as kubectl's flag does)."""
+    if not path:
+        return settings
+    if not Path(path).expanduser().is_file():
+        raise ConfigError(f"--kubeconfig {printable(path)}: no such file")
+    first = replace(settings.clusters[0], kubeconfig=str(Path(path).expanduser()), in_cluster=False)
+    return replace(settings, clusters=(first, *settings.clusters[1:]))
+
+
+def _one_object(spec: Command, args: argparse.Namespace) -> None:
+    """-A on a command about one pod: kubectl's habit, answered with what to type instead."""
+    if not getattr(args, "all_namespaces", False) or not any(a.name == "target" for a in spec.args):
+        return  # node-status and other cluster-wide commands: nodes have no namespace, -A changes nothing
+    raise UsageError(
+        f"-A: {spec.name} diagnoses one pod or workload, so it needs its namespace: -n NAMESPACE "
+        "(kubectl get pods -A --field-selector metadata.name=NAME finds it)"
+    )
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
-    settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
+    _one_object(args.spec, args)
+    fmt = output_format(args, args.spec)
+    settings = _with_kubeconfig(_settings(args), getattr(args, "kubeconfig", "") or "")
+    settings = _with_context(settings, "" if args.scenario else inv.cluster)
     if args.node_access:
         if args.node_access not in ("agent", "ssh"):
             raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
@@ -183,7 +218,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from bot.oneshot import run_invocation
 
     report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
-    _emit(report, args.json)
+    emit_report(report, fmt)
     png = getattr(args, "png", "")
     if png:
         from bot.node_picture import render_node_picture
@@ -245,7 +280,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    return run_demo(as_json=args.json)
+    return run_demo(as_json=output_format(args, args.spec) == "json")
 
 
 def _cmd_act(args: argparse.Namespace) -> int:
@@ -262,13 +297,25 @@ def _cmd_act(args: argparse.Namespace) -> int:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from bot.oneshot import run_audit
 
-    return run_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
+    as_json = output_format(args, args.spec) == "json"
+    return run_audit(_settings(args), since=args.since, as_json=as_json, limit=args.limit)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
     from bot.capture.cli import capture_command
 
-    return capture_command(args, _with_context(_settings(args), args.cluster or ""))
+    settings = _with_kubeconfig(_settings(args), getattr(args, "kubeconfig", "") or "")
+    return capture_command(args, _with_context(settings, args.cluster or ""))
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from bot.completion import SHELLS, script
+
+    if args.shell not in SHELLS:
+        hint = did_you_mean(args.shell, SHELLS)
+        raise UsageError(f"completion {printable(args.shell)}: use bash, zsh or fish{hint}")
+    print(script(args.shell), end="")
+    return 0
 
 
 #: the handler of every CLI command that is not a diagnosis (those all go to _cmd_diagnose)
@@ -282,6 +329,7 @@ _HANDLERS: dict[str, Any] = {
     "audit": _cmd_audit,
     "act": _cmd_act,
     "capture": _cmd_capture,
+    "completion": _cmd_completion,
 }
 
 
@@ -306,6 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None = None) -> int:
     tune_gc()
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["__complete"]:  # hidden: what the completion scripts ask for (bot.completion)
+        from bot.completion import complete_main
+
+        return complete_main(words[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

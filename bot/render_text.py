@@ -12,6 +12,7 @@ from functools import partial
 
 from bot.report import Report
 from bot.report_groups import FindingGroup, Fix, group_findings, verdict
+from bot.terminal import Terminal
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
@@ -20,6 +21,10 @@ _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 MAX_TARGETS_LISTED = 20
 
 MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
+#: the colour of each severity's mark on a terminal
+MARK_STYLE = {"critical": ("red", "bold"), "warning": ("yellow", "bold"), "info": ("blue",)}
+#: no terminal: plain text
+PLAIN = Terminal()
 
 
 def _target_text(report: Report) -> str:
@@ -92,8 +97,8 @@ def _act_flags(fix: Fix) -> str:
     return "".join(f" --{k.replace('_', '-')} {v}" for k, v in sorted(fix.remediation.params.items()))
 
 
-def _head(n: str, group: FindingGroup, indent: str) -> list[str]:
-    mark = MARK.get(group.severity, group.severity)
+def _head(n: str, group: FindingGroup, indent: str, term: Terminal) -> list[str]:
+    mark = term.paint(MARK.get(group.severity, group.severity), *MARK_STYLE.get(group.severity, ()))
     if len(group.findings) == 1:
         return [f"{indent}{n}. {mark} {group.code}: {group.lead.title}"]
     lines = [f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}"]
@@ -104,8 +109,8 @@ def _evidence(group: FindingGroup, indent: str) -> list[str]:
     return [f"{indent}       | {part}" for ev in group.evidence for part in (str(ev).splitlines() or [""])]
 
 
-def _group_lines(i: int, group: FindingGroup, width: int) -> list[str]:
-    lines = _head(str(i), group, "") + _evidence(group, "")
+def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> list[str]:
+    lines = _head(str(i), group, "", term) + _evidence(group, "")
     if group.explanation:
         lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
     if group.fixes:
@@ -119,13 +124,15 @@ def _group_lines(i: int, group: FindingGroup, width: int) -> list[str]:
         lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
         lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
     for j, consequence in enumerate(group.consequences):
-        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ")
+        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term)
         lines.append(f"          explained by {group.code} (fix that first); the evidence:")
         lines += _evidence(consequence, "   ")
     return lines
 
 
-def render_text(report: Report, *, width: int = 100) -> str:
+def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN) -> str:
+    """The report as terminal text, wrapped at ``width``; ``term`` colours the severities and the
+    verdict when it is a colour terminal (the words are the same either way)."""
     if report.text:
         return report.text
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
@@ -141,11 +148,12 @@ def render_text(report: Report, *, width: int = 100) -> str:
     if found is None:
         lines.append("No problem found.")
     else:
-        lines += _wrap(found.text(), width, subsequent_indent="  ")
+        verdict_lines = _wrap(found.text(), width, subsequent_indent="  ")
+        lines += [term.paint(line, "bold") for line in verdict_lines]
         lines.append(f"Found: {found.counts}.")
         lines.append("")
     for i, group in enumerate(group_findings(report.findings), 1):
-        lines += _group_lines(i, group, width)
+        lines += _group_lines(i, group, width, term)
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")

@@ -76,7 +76,8 @@ async def test_a_non_approvers_click_asks_the_approvers_and_an_approval_runs_it_
         assert all(len(values) == 1 for values in offered.values())
         report = slack_api.message("C0GPU", REPORT_TS)
         assert len(report["blocks"]) <= 15
-        assert "qgpu.restart-manager" in json.dumps(report["blocks"])  # named, without a button
+        named = "Restart qgpu-manager · tcs-10-29-25-5"
+        assert named in json.dumps(report["blocks"], ensure_ascii=False)  # named, without a button
         value = offered[BUTTON][0]
 
         # the requester may not approve: their click becomes a request to the approver group
