@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import HTTPHeaderDict
 
 from bot.errors import ConfigError
 from bot.identity import Identity
+from bot.probes.kubeconfig_problems import explain
 from bot.settings import ClusterConfig
 
 IMPERSONATE_USER = "Impersonate-User"
@@ -64,11 +66,19 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         if identity is not None:
             api.rest_client.pool_manager = ImpersonatingPool(api.rest_client.pool_manager, identity)  # type: ignore[assignment]
         return api
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
-        # The message names the file/context but never carries a token.
-        where = cluster.kubeconfig or "default kubeconfig"
-        raise ConfigError(
-            f"cluster {cluster.name}: cannot load {where}"
-            + (f" context {cluster.context}" if cluster.context else "")
-            + f": {type(exc).__name__}"
-        ) from None
+    except (ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
+        # The message names the file/context but never carries a token (nor a line of the file).
+        raise ConfigError(_why_not_loaded(cluster, exc)) from None
+
+
+def _why_not_loaded(cluster: ClusterConfig, exc: Exception) -> str:
+    """The kubeconfig's problem in words (``bot.probes.kubeconfig_problems``), else the client's."""
+    from bot.commands import COMMANDS  # the commands that exist decide what to suggest
+
+    known = {c.name for c in COMMANDS}
+    explained = explain(cluster, has_command=known.__contains__) if not cluster.in_cluster else ""
+    if explained:
+        return explained
+    where = cluster.kubeconfig or "the default kubeconfig"
+    context = f" context {cluster.context}" if cluster.context else ""
+    return f"cluster {cluster.name}: cannot load {where}{context}: {type(exc).__name__}"
