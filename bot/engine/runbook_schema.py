@@ -188,10 +188,12 @@ def _read_finding(
     for i, pattern in enumerate(unless):
         if not _CODE.match(pattern.rstrip("*").rstrip("_") or "?"):
             doc.err((*path, "unless", i), f"'{pattern}' is not a finding code or CODE_PREFIX_*")
-    consequence_of = _text_list(doc, entry, "consequence_of", path)
-    for i, cause in enumerate(consequence_of):
+    consequence_of = []
+    for i, cause in enumerate(_text_list(doc, entry, "consequence_of", path)):
         if not _CODE.match(cause) or cause == code:
             doc.err((*path, "consequence_of", i), f"'{cause}' is not another finding's code")
+        else:
+            consequence_of.append(cause)
     docs = _text(doc, entry, "docs", path, one_line=True).strip()
     return FindingTemplate(
         code=code,
