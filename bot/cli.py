@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bot.cli_output import emit_report, output_format
+from bot.cli_progress import progress_for
 from bot.commands import (
     GLOBAL_OPTIONS,
     TAGLINE,
@@ -217,7 +218,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     gc.disable()
     from bot.oneshot import run_invocation
 
-    report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
+    with progress_for(fmt) as progress:  # on a terminal: what is being read, erased before the answer
+        report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario, progress=progress))
     emit_report(report, fmt)
     png = getattr(args, "png", "")
     if png:

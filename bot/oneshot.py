@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
+from bot.engine.progress import Progress, no_progress
 from bot.remediation.audit import AuditLog
 from bot.remediation.store import PendingStore
 from bot.remediation.terminal import cli_act, os_actor, print_audit
@@ -22,23 +23,27 @@ from bot.service import Service
 from bot.settings import Settings
 
 
-async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
-    """Run against the configured cluster, or a fresh simulator of ``scenario``."""
+async def run_invocation(
+    inv: Invocation, settings: Settings, *, scenario: str = "", progress: Progress = no_progress
+) -> Report:
+    """Run against the configured cluster, or a fresh simulator of ``scenario``; ``progress`` is
+    told what is being done (the CLI's progress line)."""
     if scenario:
         from bot.sim.cluster import SimCluster
 
+        progress(f"starting a simulated cluster of {scenario}")
         async with SimCluster.from_file(scenario) as sim:
             sim_settings = sim.settings(
                 runbook_dir=settings.runbook_dir, strict_checks=settings.strict_checks, node_access=settings.node_access
             )
             service = Service(sim_settings)
             try:
-                return await service.run(replace(inv, cluster=""))
+                return await service.run(replace(inv, cluster=""), progress=progress)
             finally:
                 await service.close()
     service = Service(settings)
     try:
-        return await service.run(inv)
+        return await service.run(inv, progress=progress)
     finally:
         await service.close()
 

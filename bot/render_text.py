@@ -97,12 +97,20 @@ def _act_flags(fix: Fix) -> str:
     return "".join(f" --{k.replace('_', '-')} {v}" for k, v in sorted(fix.remediation.params.items()))
 
 
-def _head(n: str, group: FindingGroup, indent: str, term: Terminal) -> list[str]:
-    mark = term.paint(MARK.get(group.severity, group.severity), *MARK_STYLE.get(group.severity, ()))
+def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int) -> list[str]:
+    """``1. [CRITICAL] CODE: title`` (or ``on`` where, then each title), wrapped at ``width``; the
+    mark is coloured after wrapping so escape codes never count as columns."""
+    mark = MARK.get(group.severity, group.severity)
+    sub = f"{indent}       "
     if len(group.findings) == 1:
-        return [f"{indent}{n}. {mark} {group.code}: {group.lead.title}"]
-    lines = [f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}"]
-    return lines + [f"{indent}     * {title}" for title in group.titles]
+        lines = _wrap(f"{indent}{n}. {mark} {group.code}: {group.lead.title}", width, subsequent_indent=sub)
+    else:
+        lines = _wrap(f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}",
+                      width, subsequent_indent=sub)
+        for title in group.titles:
+            lines += _wrap(title, width, initial_indent=f"{indent}     * ", subsequent_indent=sub)
+    painted = term.paint(mark, *MARK_STYLE.get(group.severity, ()))
+    return [lines[0].replace(mark, painted, 1), *lines[1:]]
 
 
 def _evidence(group: FindingGroup, indent: str) -> list[str]:
@@ -110,7 +118,7 @@ def _evidence(group: FindingGroup, indent: str) -> list[str]:
 
 
 def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> list[str]:
-    lines = _head(str(i), group, "", term) + _evidence(group, "")
+    lines = _head(str(i), group, "", term, width) + _evidence(group, "")
     if group.explanation:
         lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
     if group.fixes:
@@ -124,7 +132,7 @@ def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> lis
         lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
         lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
     for j, consequence in enumerate(group.consequences):
-        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term)
+        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term, width)
         lines.append(f"          explained by {group.code} (fix that first); the evidence:")
         lines += _evidence(consequence, "   ")
     return lines

@@ -15,6 +15,7 @@ from bot.clients import KubeClients
 from bot.commands import Invocation, Surface, command_prefix
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
+from bot.engine.progress import Progress, no_progress
 from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
@@ -59,8 +60,9 @@ class Service:
     def ready(self) -> bool:
         return self._ready
 
-    async def run(self, inv: Invocation) -> Report:
-        """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
+    async def run(self, inv: Invocation, *, progress: Progress = no_progress) -> Report:
+        """Run one invocation; diagnosis problems come back inside the report, never as exceptions.
+        ``progress`` is told what is being read as it happens (the CLI's progress line)."""
         if inv.command == "help":
             return Report(command="help", target={}, text=self.help_text(inv.surface))
         if inv.command == "runbook":
@@ -70,6 +72,7 @@ class Service:
         started = time.perf_counter()
         deadline = time.monotonic() + self.settings.command_deadline_s
         cluster = self.settings.cluster(inv.cluster or None)
+        progress(f"connecting to cluster {cluster.name}")
         clients = self.clients.for_cluster(cluster.name, identity=inv.identity)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
@@ -87,6 +90,7 @@ class Service:
             ssh_pool=self.ssh_pool,
             node_exec=clients.exec.run_read if clients.exec is not None else None,
             slow_nodes=self.slow_nodes,
+            progress=progress,
         )
         report = await run_diagnosis(
             runbook,

@@ -141,6 +141,7 @@ async def run_diagnosis(
     strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
     await gather(facts, sources, reads_of(runbook, checks))
+    sources.progress(f"running {len(runbook.checks)} checks")
     # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)
     report = await asyncio.to_thread(_conclude, runbook, runbooks, facts, checks, strict, command_prefix)
     report.skipped = list(facts.skipped)
