@@ -382,7 +382,7 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     blocks.extend(tail)
     blocks.append(footer)
     headline = found.text() if found else "no problem found"
-    fallback = L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+    fallback = L.clip_prose(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
     return Rendered(blocks=blocks, text=fallback, omitted=omitted)
 
 
@@ -443,7 +443,8 @@ def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     if in_thread:
         text += " · details in the thread"
     return Rendered(
-        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+        blocks=[section(L.clip_prose(text, L.MAX_SECTION_TEXT))],
+        text=L.clip_prose(f"{target}: {headline}", L.MAX_FALLBACK_TEXT),
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.registry import ACTION_LABELS
 from bot.remediation import Approvers, ClickOutcome, PendingAction
 from bot.slack import limits as L
 from bot.slack.blocks import REMEDIATE_ACTION, Block, context, plain, section
@@ -39,9 +40,11 @@ def _hms(ts: datetime) -> str:
 
 
 def _what(record: PendingAction | None) -> str:
+    """``*Restart kubelet* on `node/x```: the action in the catalogue's words, and its target."""
     if record is None:
         return "the action"
-    return f"*{L.escape_mrkdwn(record.action)}* on `{L.escape_mrkdwn(record.target or '-')}`"
+    words = ACTION_LABELS.get(record.action, record.action)
+    return f"*{L.escape_mrkdwn(words)}* on `{L.escape_mrkdwn(record.target or '-')}`"
 
 
 def running_text(record: PendingAction, user_id: str, at: datetime, *, dry_run: bool) -> str:

@@ -79,7 +79,7 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
         }
         assert set(lines) == offers
         assert all("expired — run the diagnosis again" in text for text in lines.values())
-        assert f"*checkpoint.clear* on `node/{ZOMBIE_NODE}`" in " ".join(lines.values())
+        assert f"*Clear the device-plugin checkpoint* on `node/{ZOMBIE_NODE}`" in " ".join(lines.values())
         unchanged = [b for b in report if b["type"] not in ("actions", "context")]
         assert [b for b in final if b["type"] != "context"] == unchanged
         assert_within_limits(Rendered(blocks=final, text=updates[0].body["text"]))
