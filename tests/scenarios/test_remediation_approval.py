@@ -86,7 +86,8 @@ async def test_a_non_approvers_click_asks_the_approvers_and_an_approval_runs_it_
         (request,) = requests_posted(slack_api)
         assert request["thread_ts"] == PARENT_TS
         text = json.dumps(request["blocks"])
-        assert f"<!subteam^{GROUP}>" in text and f"<@{REQUESTER}> asks to run *Clear the device-plugin checkpoint*" in text
+        assert f"<!subteam^{GROUP}>" in text
+        assert f"<@{REQUESTER}> asks to run *Clear the device-plugin checkpoint*" in text
         assert [b["action_id"] for b in request["blocks"][-1]["elements"]] == [APPROVE, DENY]
         assert {b["value"] for b in request["blocks"][-1]["elements"]} == {value}
         assert f"asked <!subteam^{GROUP}>" in ephemerals(slack_api)[-1]
