@@ -211,3 +211,32 @@ def test_zsh_and_fish_scripts_ask_the_same_helper(shell: str, capsys: pytest.Cap
     assert "gpubot __complete" in out and "__files__" in out
     if shell == "fish":  # each command with its summary from the table
         assert "-a why-pending -d 'why a GPU pod or workload does not run" in out
+
+
+async def test_completion_reads_names_from_a_live_cluster(tmp_path: Path) -> None:
+    """Without --scenario the names come from the cluster (one list call, a short timeout); a
+    cluster that is not there offers nothing, quickly."""
+    from bot.sim.cluster import SimCluster
+
+    async with SimCluster.from_file(ZOMBIE, workdir=tmp_path / "sim") as sim:
+        kubeconfig = str(sim.kubeconfig_path)
+        argv = [sys.executable, "-m", "bot.cli", "__complete", "--kubeconfig", kubeconfig]
+        pods = await _run([*argv[:4], "why-pending", *argv[4:], "-n", "ai", ""])
+        nodes = await _run([*argv[:4], "node-status", *argv[4:], "tcs-10-29-25-"])
+        namespaces = await _run([*argv[:4], "why-pending", *argv[4:], "-n", ""])
+    assert "gpu-full-5d8c6-q7wz2" in pods
+    assert nodes == ["tcs-10-29-25-5", "tcs-10-29-25-6"]
+    assert "ai" in namespaces
+    gone = await _run([*argv[:4], "node-status", *argv[4:], ""])  # the simulator has stopped
+    assert gone == []
+
+
+async def _run(argv: list[str]) -> list[str]:
+    """A real process, so the simulator's event loop keeps serving while it runs."""
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0 and not err, err
+    return out.decode().split()
