@@ -90,7 +90,7 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
         updates = [c.body for c in slack_api.of("chat.update") if c.body["ts"] == report_ts]
         texts = [u["text"] for u in updates]
         running = [i for i, t in enumerate(texts) if f"approved by <@{APPROVER}> at" in t and "running" in t]
-        done = [i for i, t in enumerate(texts) if "succeeded" in t and "checkpoint.clear" in t]
+        done = [i for i, t in enumerate(texts) if "succeeded" in t and "Clear the device-plugin checkpoint" in t]
         assert len(running) == 2 and len(done) == 2 and running[0] < done[0]
         final = slack_api.message("C0GPU", report_ts)["blocks"]
         assert final[0]["type"] == "header" and "CHECKPOINT_ZOMBIE" in json.dumps(final)
