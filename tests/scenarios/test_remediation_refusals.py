@@ -83,7 +83,7 @@ async def test_expired_offer_is_refused(tmp_path: Path, slack_api: MockSlackApi)
         assert any("expired" in r for r in refusals(rig))
         assert rig.rem.flow.store.get(value).state == "expired"  # type: ignore[union-attr]
         final = slack_api.of("chat.update")[-1].body["text"]
-        assert "expired" in final and "checkpoint.clear" in final
+        assert "expired" in final and "Clear the device-plugin checkpoint" in final
 
 
 async def test_forged_and_unknown_ids_are_refused(tmp_path: Path, slack_api: MockSlackApi) -> None:
