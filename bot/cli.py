@@ -90,8 +90,9 @@ def _with_suggestion(message: str, command: Command | None) -> str:
     if bad:
         choices = [c.strip().strip("'") for c in bad["choices"].split(",")]
         return f"unknown command '{bad['word']}'{did_you_mean(bad['word'], choices)} (gpubot --help lists them)"
-    if command is not None and message.startswith("unrecognized arguments: "):
-        flags = [f for o in command.options_for("cli") for f in o.flags]
+    if message.startswith("unrecognized arguments: "):
+        options = command.options_for("cli") if command is not None else GLOBAL_OPTIONS
+        flags = [f for o in options for f in o.flags] + ([] if command is not None else ["--help"])
         typed = [w.partition("=")[0] for w in message.split(": ", 1)[1].split() if w.startswith("-")]
         hints = [did_you_mean(w, flags) for w in typed]
         return message + next((h for h in hints if h), "")

@@ -43,6 +43,7 @@ def _err(capsys: pytest.CaptureFixture[str]) -> str:
         (["runbooks", "validat"], "did you mean validate?"),
         (["why-pending", "p", "-o", "jsn"], "-o jsn: use text, json, yaml or wide; did you mean json?"),
         (["completion", "fsh"], "use bash, zsh or fish; did you mean fish?"),
+        (["--verbos", "help"], "unrecognized arguments: --verbos; did you mean --verbose?"),
     ],
 )
 def test_a_typo_gets_the_word_that_was_meant(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
