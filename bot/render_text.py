@@ -124,9 +124,9 @@ def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> lis
     if group.fixes:
         lines.append("     Fix, least invasive first:")
         lines += _offer_lines(group, width)
-    steps = [s for s in group.next_steps if not group.fixes or s.split("\n", 1)[0] != group.first_fix()]
+    steps = group.next_steps
     if steps:
-        lines.append("     Next steps:" if group.fixes else "     Next steps (the first is the fix to try):")
+        lines.append("     Next steps:")
     for step in steps:
         head, *rest = step.rstrip().split("\n")
         lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")

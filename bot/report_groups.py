@@ -235,7 +235,7 @@ def step_head(step: str) -> str:
     head, _, rest = step.strip().partition("\n")
     head = head.rstrip()
     if head.endswith(":"):
-        head = head[:-1].rstrip() + (" (the snippet is in the next steps)" if rest.strip() else "")
+        head = head[:-1].rstrip() + (", as shown in the next steps" if rest.strip() else "")
     return head
 
 

@@ -81,6 +81,6 @@ def test_a_step_that_introduces_a_snippet_is_not_a_verdict_ending_on_a_colon() -
                     next_steps=[snippet, "Background: gpubot runbook guide-taints-tolerations"], subject="pod/ai/p")
     text = render_text(Report("why-pending", {"kind": "Pod", "name": "p", "namespace": "ai"}, findings=[taint]))
     verdict = " ".join(text.split("\n\n")[1].split())
-    fix = "fix: Add this toleration to the pod template (spec.tolerations) (the snippet is in the next steps)"
+    fix = "fix: Add this toleration to the pod template (spec.tolerations), as shown in the next steps"
     assert fix in verdict
     assert not verdict.split(" Found:")[0].endswith(":")
