@@ -159,6 +159,9 @@ KUBECONFIG = Option(("--kubeconfig",), "kubeconfig", "PATH",
 ALL_NAMESPACES = Option(("-A", "--all-namespaces"), "all_namespaces",
                         help="as in kubectl: accepted where the command is not about one namespaced object",
                         surfaces=CLI_ONLY, default=False)
+#: ``pending -A``: every namespace (both surfaces: it is part of the Invocation)
+PENDING_ALL = Option(("-A", "--all-namespaces"), "all_namespaces", help="every namespace (default: -n's)",
+                     check=lambda flag: True, default=False)
 PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
 PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
                 surfaces=SLACK_ONLY, check=_private)
@@ -184,6 +187,11 @@ COMMANDS: tuple[Command, ...] = (
             args=(POD,), options=_POD_OPTIONS, diagnosis=True, surfaces=BOTH),
     Command("verify", "the container GPU verification chain (read-only)",
             args=(POD,), options=_POD_OPTIONS, diagnosis=True, surfaces=BOTH),
+    Command("pending", "every GPU pod of the namespace (-A: the cluster) that does not run, grouped by root "
+            "cause, the worst first, one line per workload with the fix in a few words",
+            options=(NAMESPACE, PENDING_ALL, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC, KUBECONFIG,
+                     OUTPUT),
+            diagnosis=True, surfaces=BOTH),
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),
     Command("help", "what gpubot can do", surfaces=BOTH),
@@ -288,11 +296,15 @@ class Invocation:
     private: bool | None = None
     #: per-user authority: the Kubernetes identity the diagnosis reads as (None: the bot's own)
     identity: Identity | None = None
+    #: ``pending -A``: every namespace instead of ``namespace``
+    all_namespaces: bool = False
 
     def target(self) -> dict[str, str | list[str]]:
         """The target as reported in JSON and headers."""
         if self.command == "node-status":
             return {"nodes": list(self.nodes)}
+        if self.command == "pending":
+            return {"namespace": "*" if self.all_namespaces else self.namespace}
         spec = _BY_NAME.get(self.command)
         if spec is not None and not spec.diagnosis:
             return {"topic": self.topic} if self.topic else {}

@@ -35,6 +35,9 @@ def _target_text(report: Report) -> str:
         return f"{prefix}{t.get('name')} in {t.get('namespace')}"
     if t.get("nodes"):
         return "nodes " + ", ".join(map(str, t["nodes"]))
+    if report.command == "pending":
+        where = str(t.get("namespace") or "default")
+        return "in every namespace" if where == "*" else f"in {where}"
     return "all GPU nodes" if report.command == "node-status" else ""
 
 

@@ -74,6 +74,15 @@ class Service:
         cluster = self.settings.cluster(inv.cluster or None)
         progress(f"connecting to cluster {cluster.name}")
         clients = self.clients.for_cluster(cluster.name, identity=inv.identity)
+        if inv.command == "pending":  # many why-pending diagnoses, grouped by cause (bot.pending)
+            from bot.pending import pending_report
+
+            report = await pending_report(clients.reads, inv, lambda one: self.run(one, progress=progress),
+                                          progress=progress)
+            report.cluster = cluster.name
+            report.read_as = str(inv.identity) if inv.identity is not None else ""
+            report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+            return report
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
