@@ -2,8 +2,8 @@
 
 Exit codes (``bot.exit_codes``, documented in the README): 0 a complete answer with nothing wrong,
 4 a complete diagnosis reporting a critical or warning finding (POD_NOT_FOUND included), 3 an
-incomplete one, 2 bad usage or a configuration to fix (one line on stderr, never a traceback), 1 an
-unexpected internal error.
+incomplete one (reads it needed failed; it still prints what it had), 2 bad usage or a
+configuration to fix (one line on stderr, never a traceback), 1 an unexpected internal error.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,26 @@ from bot.settings import ClusterConfig, Settings, load_settings
 from bot.suggest import did_you_mean
 
 log = logging.getLogger("gpubot")
+
+#: ``time.monotonic()`` when the command started: the process's start for the ``gpubot`` process
+#: (``run``), the call for in-process callers (``main``); the command's deadline counts from it
+_START: float | None = None
+
+
+def _started() -> float:
+    return _START if _START is not None else time.monotonic()
+
+
+def process_start() -> float:
+    """``time.monotonic()`` at which this process started (Linux: its start time in /proc), so
+    interpreter start and imports count against the command's deadline; elsewhere, now."""
+    try:
+        stat = Path("/proc/self/stat").read_text(encoding="ascii")
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: start time, in clock ticks after boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - max(age, 0.0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -219,8 +240,11 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     gc.disable()
     from bot.oneshot import run_invocation
 
+    deadline = _started() + settings.command_deadline_s  # from process start, client setup included
     with progress_for(fmt) as progress:  # on a terminal: what is being read, erased before the answer
-        report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario, progress=progress))
+        report = asyncio.run(
+            run_invocation(inv, settings, scenario=args.scenario, deadline=deadline, progress=progress)
+        )
     emit_report(report, fmt)
     png = getattr(args, "png", "")
     if png:
@@ -231,6 +255,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
         print(f"picture: {printable(png)}", file=sys.stderr)
+    if not report.complete:  # an incomplete answer outranks what it found
+        return ExitCode.INCOMPLETE
     return diagnosis_status(f.severity for f in report.findings)
 
 
@@ -346,11 +372,15 @@ def tune_gc() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``gpubot`` for in-process callers (tests): the cyclic collector is as it was on return."""
+    """``gpubot`` for in-process callers (tests): the cyclic collector is as it was on return,
+    and the command's deadline counts from this call."""
+    global _START
     collecting = gc.isenabled()
+    _START = time.monotonic()
     try:
         return _main(argv)
     finally:
+        _START = None
         if collecting:
             gc.enable()
 
@@ -400,6 +430,8 @@ def run() -> NoReturn:
     first; only then does ``os._exit`` end the process, with ``main``'s exit status. In-process
     callers (tests) use ``main`` and keep the ordinary exit.
     """
+    global _START
+    _START = process_start()
     code = _main()
     _flush_and_exit(code)
 

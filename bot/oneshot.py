@@ -24,10 +24,16 @@ from bot.settings import Settings
 
 
 async def run_invocation(
-    inv: Invocation, settings: Settings, *, scenario: str = "", progress: Progress = no_progress
+    inv: Invocation,
+    settings: Settings,
+    *,
+    scenario: str = "",
+    deadline: float | None = None,
+    progress: Progress = no_progress,
 ) -> Report:
-    """Run against the configured cluster, or a fresh simulator of ``scenario``; ``progress`` is
-    told what is being done (the CLI's progress line)."""
+    """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
+    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now);
+    ``progress`` is told what is being done (the CLI's progress line)."""
     if scenario:
         from bot.sim.cluster import SimCluster
 
@@ -38,12 +44,12 @@ async def run_invocation(
             )
             service = Service(sim_settings)
             try:
-                return await service.run(replace(inv, cluster=""), progress=progress)
+                return await service.run(replace(inv, cluster=""), deadline=deadline, progress=progress)
             finally:
                 await service.close()
     service = Service(settings)
     try:
-        return await service.run(inv, progress=progress)
+        return await service.run(inv, deadline=deadline, progress=progress)
     finally:
         await service.close()
 

@@ -111,6 +111,9 @@ async def pending_report(
         for skip in answer.skipped:
             if skip not in report.skipped:
                 report.skipped.append(skip)
+        for unread in answer.unreadable:  # an incomplete diagnosis makes the list incomplete too
+            if unread not in report.unreadable:
+                report.unreadable.append(unread)
     ordered = sorted(causes.values(), key=lambda c: (SEVERITY_RANK.get(c.lead.severity, 9), -c.pods, c.lead.rank))
     report.findings = [_finding(c) for c in ordered]
     if rest:
