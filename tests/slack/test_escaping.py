@@ -19,6 +19,7 @@ import json
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from bot.report_groups import fix_key
 from bot.slack import alert_messages, blocks, offer_messages, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
+from bot.story import PodStory
 
 #: what cluster and alert data may hold: mentions, a disguised link, entities, mrkdwn formatting
 HOSTILE = (
@@ -123,6 +125,9 @@ BUILDERS: dict[tuple[str, str], Callable[[], Output]] = {
         0, blocks.group_findings(report().findings)[0], offers(), why_none=HOSTILE
     ),
     ("blocks", "verdict_block"): lambda: blocks.verdict_block(blocks.verdict(report())),  # type: ignore[arg-type]
+    ("blocks", "story_block"): lambda: blocks.story_block(
+        replace(report(), story=PodStory(pod=HOSTILE, phase=HOSTILE, status=HOSTILE, node=HOSTILE, gates=[HOSTILE]))
+    ),
     ("proactive_messages", "render_open"): lambda: proactive_messages.render_open(
         problem(), opened_at=NOW, seen_at=NOW, owner=CLICKER
     ),
@@ -161,6 +166,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("blocks", "header"): "plain_text: Slack never parses mentions or links in it",
     ("blocks", "confirm_text"): "a confirmation dialog's plain_text",
     ("blocks", "remediation_button"): "plain_text only (label, dialog); render_report shows it above",
+    ("blocks", "remediation_picker"): "plain_text only (placeholder, options, dialog); render_report shows it",
     ("offer_messages", "status_block"): "a primitive: takes a status line built by *_text above",
     ("offer_messages", "replace_offer"): "swaps in a status line built by *_text above",
     ("offer_messages", "settle_request"): "swaps in a status line built by *_text above",
