@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
+from bot.engine.progress import Progress, no_progress
 from bot.remediation.audit import AuditLog
 from bot.remediation.store import PendingStore
 from bot.remediation.terminal import cli_act, os_actor, print_audit
@@ -24,10 +25,16 @@ from bot.settings import Settings
 
 
 async def run_invocation(
-    inv: Invocation, settings: Settings, *, scenario: str = "", deadline: float | None = None
+    inv: Invocation,
+    settings: Settings,
+    *,
+    scenario: str = "",
+    deadline: float | None = None,
+    progress: Progress = no_progress,
 ) -> Report:
     """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
-    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now).
+    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now);
+    ``progress`` is told what is being done (the CLI's progress line).
 
     With a scenario, the time the simulator takes to start (imports, keys, servers) moves the deadline
     on: it stands in for a cluster that would already be running, so it is not the cluster's time.
@@ -36,6 +43,7 @@ async def run_invocation(
         starting = time.monotonic()
         from bot.sim.cluster import SimCluster
 
+        progress(f"starting a simulated cluster of {scenario}")
         async with SimCluster.from_file(scenario) as sim:
             if deadline is not None:
                 deadline += time.monotonic() - starting
@@ -44,12 +52,12 @@ async def run_invocation(
             )
             service = Service(sim_settings)
             try:
-                return await service.run(replace(inv, cluster=""), deadline=deadline)
+                return await service.run(replace(inv, cluster=""), deadline=deadline, progress=progress)
             finally:
                 await service.close()
     service = Service(settings)
     try:
-        return await service.run(inv, deadline=deadline)
+        return await service.run(inv, deadline=deadline, progress=progress)
     finally:
         await service.close()
 

@@ -34,6 +34,7 @@ from bot.report import DEADLINE_SKIP
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
 from bot.sim.scenario import scenario_from_dict
+from tests.exit_status import assert_answered
 from tests.faults.read_rig import start_cost_s
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,9 +106,11 @@ async def _node_status(config: Path, transport: str) -> dict[str, Any]:
         proc.kill()
         await proc.wait()
         pytest.fail(f"gpubot node-status --node-access {transport} did not end within {HANG_GUARD_S:g}s")
-    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
-    assert out.count(b"\n") == 1, "one JSON object on stdout"
-    return dict(json.loads(out))
+    assert out.count(b"\n") == 1, err.decode(errors="replace")[-3000:]  # one JSON object on stdout
+    report = dict(json.loads(out))
+    assert proc.returncode is not None
+    assert_answered(proc.returncode, report)
+    return report
 
 
 def _accounting(report: dict[str, Any]) -> tuple[dict[str, str], set[str]]:

@@ -22,6 +22,7 @@ from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
 from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
+from tests.exit_status import assert_answered
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -34,8 +35,8 @@ Report = dict[str, Any]
 def run_cli(capsys: pytest.CaptureFixture[str], scenario: str, *argv: str) -> Report:
     code = main([*argv, "--scenario", str(SCENARIOS / scenario), "--json"])
     out, err = capsys.readouterr()
-    assert code == 0, err
     report: Report = json.loads(out)
+    assert_answered(code, report)
     assert set(report) >= CONTRACT
     return report
 

@@ -18,7 +18,7 @@ import pytest
 
 from bot.slack.identities import NOT_MAPPED
 from tests.actions.conftest import APPROVER, ZOMBIE_NODE
-from tests.actions.slack_rig import WHY_PENDING, mock_slack_server, slack_rig
+from tests.actions.slack_rig import WHY_PENDING, button_text, mock_slack_server, slack_rig
 from tests.slack.helpers import form, post, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -57,7 +57,7 @@ async def test_each_asker_reads_with_their_own_permissions(tmp_path: Path, slack
         assert "CHECKPOINT_ZOMBIE" in text and "read as *sre-lead*" in footer(text)
         assert ("sre-lead", (), "list", "nodes") in rig.sim.api.impersonated
         # fixes still need an approver, and run as the bot
-        await rig.click(offered[f"checkpoint.clear {ZOMBIE_NODE}"][0], user=APPROVER)
+        await rig.click(offered[button_text("checkpoint.clear", ZOMBIE_NODE)][0], user=APPROVER)
         assert rig.sim.ssh.history(ZOMBIE_NODE)[0] == "systemctl stop kubelet"
         assert not any(entry[2] in ("patch", "update", "create", "delete") for entry in rig.sim.api.impersonated)
 

@@ -19,7 +19,7 @@ import pytest
 from bot.sim.cluster import SimCluster
 from bot.sim.store import RESOURCE_TYPES
 from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario
-from tests.actions.slack_rig import SlackRig, mock_slack_server, slack_rig, started
+from tests.actions.slack_rig import SlackRig, button_text, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -30,7 +30,7 @@ async def slack_api() -> AsyncIterator[MockSlackApi]:
         yield mock
 
 
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 
 
 def age_heartbeat(state: Path, action_id: str, *, seconds: float) -> None:

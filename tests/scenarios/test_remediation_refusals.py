@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, state_changes
-from tests.actions.slack_rig import SlackRig, mock_slack_server, slack_rig
+from tests.actions.slack_rig import SlackRig, button_text, mock_slack_server, slack_rig
 from tests.slack.mock_slack_api import MockSlackApi
 
 
@@ -25,7 +25,7 @@ async def slack_api() -> AsyncIterator[MockSlackApi]:
         yield mock
 
 
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 EMPTY_CHECKPOINT = '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}'
 
 
@@ -83,7 +83,7 @@ async def test_expired_offer_is_refused(tmp_path: Path, slack_api: MockSlackApi)
         assert any("expired" in r for r in refusals(rig))
         assert rig.rem.flow.store.get(value).state == "expired"  # type: ignore[union-attr]
         final = slack_api.of("chat.update")[-1].body["text"]
-        assert "expired" in final and "checkpoint.clear" in final
+        assert "expired" in final and "Clear the device-plugin checkpoint" in final
 
 
 async def test_forged_and_unknown_ids_are_refused(tmp_path: Path, slack_api: MockSlackApi) -> None:

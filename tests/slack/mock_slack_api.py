@@ -104,12 +104,13 @@ class MockSlackApi:
     def find_button(
         self, value: str, *, action_id: str | None = None
     ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]] | None:
-        """(channel, message, actions block, button) of the first button now carrying ``value``
-        (and, if given, that ``action_id``)."""
+        """(channel, message, actions block, button or picker) of the first button, or node
+        picker option, now carrying ``value`` (and, if given, that ``action_id``)."""
         for (channel, _), msg in self.messages.items():
             for block in msg.get("blocks") or []:
                 for element in block.get("elements") or [] if block.get("type") == "actions" else []:
-                    if element.get("value") == value and action_id in (None, element.get("action_id")):
+                    values = [o.get("value") for o in element.get("options") or []] or [element.get("value")]
+                    if value in values and action_id in (None, element.get("action_id")):
                         return channel, msg, block, element
         return None
 

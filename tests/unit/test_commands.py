@@ -146,7 +146,7 @@ def test_prefix_and_usage_follow_the_surface() -> None:
     assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME] [--private] [--public]"
     assert usage("node-status", "cli") == (
         "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access agent|ssh] "
-        "[--png FILE]"
+        "[--png FILE] [--kubeconfig PATH] [-o text|json|yaml|wide] [-A]"
     )
     assert usage(command("runbook"), "slack") == "/gpu runbook [NAME]"
     with pytest.raises(UsageError, match=r"usage: /gpu why-pending \(POD \| KIND/NAME\) \[-n NAMESPACE\]"):

@@ -8,7 +8,7 @@ A node that does not answer costs at most the per-node deadline and becomes a sk
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bot.engine.facts import Facts
@@ -144,19 +144,35 @@ async def _no_exec(
     raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
 
 
+def _counting(facts: Facts, src: Sources, total: int) -> Callable[[str, Any], None]:
+    """``facts.node_answered``, also telling the progress line how many of ``total`` nodes answered."""
+    done = 0
+    src.progress(f"reading {total} node(s) ({src.settings.node_access})")
+
+    def answered(node: str, result: Any) -> None:
+        nonlocal done
+        done += 1
+        facts.node_answered(node, result)
+        src.progress(f"reading nodes: {done} of {total} answered")
+
+    return answered
+
+
 async def readings(facts: Facts, src: Sources) -> None:
     names = physical_scope(facts)
     s = src.settings
     transport, results = await _transport(facts, src, names)
+    todo = [n for n in names if n not in results]
+    answered = _counting(facts, src, len(todo))
     results.update(
         await observe_many(
             transport,
-            [n for n in names if n not in results],
+            todo,
             concurrency=s.ssh_concurrency,
             deadline=s.ssh_deadline_s,
             until=facts.deadline,
             first=_likely_slow(transport, src.slow_nodes),
-            answered=facts.node_answered,
+            answered=answered,
         )
     )
     await kubelet_from_leases(src.kube, facts.nodes, results)
