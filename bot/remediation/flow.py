@@ -35,6 +35,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -44,6 +45,7 @@ from bot.errors import GpubotError, StateStoreError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
 from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
+from bot.remediation.node_guard import NodeClaim, NodeGuard
 from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy, Approvers, Decision
 from bot.remediation.store import PendingAction, PendingStore
@@ -87,6 +89,7 @@ class ConfirmFlow:
         ttl_s: int = 900,
         lease_s: float = DEFAULT_LEASE_S,
         owner: str | None = None,
+        guard: NodeGuard | None = None,
     ) -> None:
         self.store = store
         self.audit = audit
@@ -95,6 +98,10 @@ class ConfirmFlow:
         self.ttl = timedelta(seconds=ttl_s)
         self.lease_s = lease_s
         self.owner = owner or process_owner()
+        #: the per-node lock on the cluster (every actor's); None: the store's lock only
+        self.guard = guard
+        #: restores an abandoned run found on a node's lock (``recover``'s restorer)
+        self.restorer: Restorer | None = None
         #: records this process is running or recovering right now
         self._running: set[str] = set()
         self._recovering = asyncio.Lock()
@@ -187,16 +194,68 @@ class ConfirmFlow:
                 "not_allowed", f"You cannot approve {record.action}: {decision.reason}.", record
             )
 
-        current_or_refusal = await self._claim(action_id, user_id)
-        if isinstance(current_or_refusal, ClickOutcome):
-            return current_or_refusal
-        current = current_or_refusal
-        self._running.add(current.id)
+        guard, holder = self.guard, ""
+        if guard is not None and record.lock_key and record.state == "pending":
+            # the node's lock on the cluster first: no actor with another state may act beside us
+            holder = self._holder()
+            refusal = await self._take_node(guard, replace(record, approved_by=user_id), user_id, holder)
+            if refusal is not None:
+                return refusal
         try:
-            async with heartbeat(self.store, current, self.owner, every_s=self.lease_s / 3):
-                return await self._run_claimed(current, user_id, decision.reason, precondition, run)
+            current_or_refusal = await self._claim(action_id, user_id)
+            if isinstance(current_or_refusal, ClickOutcome):
+                return current_or_refusal
+            current = current_or_refusal
+            self._running.add(current.id)
+            try:
+                async with heartbeat(
+                    self.store, current, self.owner, every_s=self.lease_s / 3, guard=guard, holder=holder
+                ):
+                    return await self._run_claimed(current, user_id, decision.reason, precondition, run, holder)
+            finally:
+                self._running.discard(current.id)
         finally:
-            self._running.discard(current.id)
+            if guard is not None and holder:
+                await run_to_end(self._io(partial(guard.release, record, holder)))
+
+    def _holder(self) -> str:
+        """One run's name on a node's lock: this process and a token of its own (never shared)."""
+        return f"{self.owner}/{secrets.token_hex(4)}"
+
+    async def _take_node(
+        self, guard: NodeGuard, record: PendingAction, user_id: str, holder: str
+    ) -> ClickOutcome | None:
+        """Hold ``record``'s node on the cluster; else the refusal. A run whose holder died is
+        restored (and recorded interrupted) first."""
+        claim = NodeClaim("busy")
+        for _ in range(3):
+            claim = await self._io(guard.acquire, record, holder)
+            if claim.status == "acquired":
+                return None
+            if claim.status == "abandoned" and claim.holder is not None:
+                try:
+                    await self._recover_one(claim.holder, self.restorer, holder=holder)
+                finally:
+                    await run_to_end(self._io(partial(guard.release, claim.holder, holder, restored=claim.holder.id)))
+                continue
+            break
+        other = claim.holder
+        if other is not None and other.id == record.id:
+            reason = "already running/done"
+            await self._aaudit("refuse", record, user_id, "refused", {"reason": reason, "state": "running"})
+            return ClickOutcome("already_taken", f"{self._what(record)} is already running; it runs only once.", record)
+        left = f"; its lock on the cluster runs out in {claim.expires_in_s:.0f}s unless renewed" if other else ""
+        return await self._busy(record, user_id, other, left)
+
+    async def _busy(
+        self, record: PendingAction, user_id: str, holder: PendingAction | None, extra: str = ""
+    ) -> ClickOutcome:
+        who = f"{holder.action}, started by {holder.approved_by or 'unknown'}" if holder else "by a gpubot process"
+        reason = f"another action is running on {node_of(record)} ({who}){extra}"
+        await self._aaudit("refuse", record, user_id, "refused", {"reason": reason})
+        return ClickOutcome(
+            "busy", f"{self._what(record)} was not run: {reason}. Try again once it has finished.", record
+        )
 
     async def on_deny(self, action_id: str, user_id: str, user_groups: Iterable[str]) -> ClickOutcome:
         """An approver turns a pending offer down: it ends ``refused`` and can never run."""
@@ -229,15 +288,7 @@ class ConfirmFlow:
             await self._aaudit("expire", current, user_id, "expired", {"reason": reason})
             return ClickOutcome("expired", f"{self._what(current)} was not run: {reason}.", current)
         if claim.status == "busy" and claim.holder is not None:
-            holder = claim.holder
-            reason = (
-                f"another action is running on {node_of(holder)} "
-                f"({holder.action}, started by {holder.approved_by or 'unknown'})"
-            )
-            await self._aaudit("refuse", current, user_id, "refused", {"reason": reason})
-            return ClickOutcome(
-                "busy", f"{self._what(current)} was not run: {reason}. Try again once it has finished.", current
-            )
+            return await self._busy(current, user_id, claim.holder)
         if claim.status != "claimed":
             reason = "already running/done"
             await self._aaudit(
@@ -279,7 +330,13 @@ class ConfirmFlow:
         )
 
     async def _run_claimed(
-        self, record: PendingAction, user_id: str, why_allowed: str, precondition: Precondition, run: Runner
+        self,
+        record: PendingAction,
+        user_id: str,
+        why_allowed: str,
+        precondition: Precondition,
+        run: Runner,
+        holder: str = "",
     ) -> ClickOutcome:
         try:
             holds, why = await precondition(record)
@@ -307,7 +364,8 @@ class ConfirmFlow:
             await self._end(record, "failed", f"not run: {exc.user_message}")
             return self._not_run(record, exc)
 
-        task = asyncio.ensure_future(run(record, RunJournal(self.store, self.audit, record, self.owner)))
+        journal = RunJournal(self.store, self.audit, record, self.owner, guard=self.guard, holder=holder)
+        task = asyncio.ensure_future(run(record, journal))
         try:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -400,14 +458,35 @@ class ConfirmFlow:
             for record in [*taken, *orphans]:
                 self._running.add(record.id)
                 try:
-                    ended.append(await self._recover_one(record, restore))
+                    done = await self._recover_node(record, restore)
+                    if done is not None:
+                        ended.append(done)
                 except StateStoreError as exc:
                     log.warning("could not recover %s yet: %s", record.id, exc.user_message)
                 finally:
                     self._running.discard(record.id)
             return ended
 
-    async def _recover_one(self, record: PendingAction, restore: Restorer | None) -> PendingAction:
+    async def _recover_node(self, record: PendingAction, restore: Restorer | None) -> PendingAction | None:
+        """Recover one stale record, under its node's lock when it has one; None: left alone."""
+        guard = self.guard
+        if guard is None or not record.lock_key:
+            return await self._recover_one(record, restore)
+        holder = self._holder()
+        adoption = await self._io(guard.adopt, record, holder)
+        if adoption == "live":
+            log.info("action %s: its node lock is still renewed on the cluster; left alone", record.id)
+            return None
+        if adoption == "elsewhere":
+            return await self._recover_one(record, _restored_elsewhere)
+        try:
+            return await self._recover_one(record, restore, holder=holder)
+        finally:
+            await run_to_end(self._io(partial(guard.release, record, holder, restored=record.id)))
+
+    async def _recover_one(self, record: PendingAction, restore: Restorer | None, *, holder: str = "") -> PendingAction:
+        """Restore ``record`` (its node's lock held as ``holder``), finish it ``interrupted``
+        where it is in this store, and audit it here."""
         last = str(record.progress.get("step") or "")
         where = f"after it started '{last}'" if last else "before its first step"
         journal = RunJournal(self.store, self.audit, record, self.owner)
@@ -484,3 +563,8 @@ class ConfirmFlow:
     async def _io(fn: Callable[..., _T], *args: Any) -> _T:
         # The store may block (SQLite lock wait, a Kubernetes API call): keep it off the event loop.
         return await asyncio.to_thread(fn, *args)
+
+
+async def _restored_elsewhere(_record: PendingAction, _journal: RunJournal) -> tuple[str, list[str]]:
+    """The restorer of a record whose node another process already took over (and restored)."""
+    return "another gpubot process took its node over and restored it; the node was not touched again", []

@@ -34,6 +34,7 @@ from bot.probes.kube import KubeReads
 from bot.remediation.audit import AuditLog
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
+from bot.remediation.kube_node_lock import ClusterNodeGuard
 from bot.remediation.policy import ApproverPolicy, Approvers
 from bot.remediation.sqlite_store import open_state
 from bot.remediation.store import PendingAction, PendingStore
@@ -77,7 +78,12 @@ class RemediationService:
         store, audit = state if state is not None else open_state(settings.state_path)
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
-        self.flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s)
+        #: the per-node lock on each node's cluster, whatever the state backend (a terminal too)
+        self.guard = ClusterNodeGuard(settings, clients)
+        self.flow = ConfirmFlow(
+            store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s, guard=self.guard
+        )
+        self.flow.restorer = self._restore
         #: user-group ids named anywhere in the approver lists (``S…``): a view that knows its
         #: chat system's groups looks the clicker up in these, and only these
         self.group_approvers = sorted({i for ids in settings.approvers.values() for i in ids if i.startswith("S")})
