@@ -17,6 +17,7 @@ import yaml
 from bot.engine.yaml_marks import SAFE_LOADER
 from bot.errors import ConfigError
 from bot.identity import Identity, parse_identity_map
+from bot.state_path import default_state_path
 
 ENV_PREFIX = "GPUBOT_"
 
@@ -201,8 +202,8 @@ class Settings:
     #: of the default cluster, with leader election, so several replicas can run)
     state: StateBackend = "sqlite"
     #: SQLite file for pending actions and the audit trail (``state: sqlite``; with "kubernetes"
-    #: only the proactive watch's memory stays in it)
-    state_path: str = "gpubot-state.db"
+    #: only the proactive watch's memory stays in it); default ``$XDG_STATE_HOME/gpubot/state.db``
+    state_path: str = field(default_factory=default_state_path)
     #: seconds the leader's Lease (``gpubot-leader``) is valid without renewal (``state:
     #: kubernetes``); it renews every third of it, and a replica takes over after it runs out
     leader_lease_s: float = 15.0
@@ -377,6 +378,8 @@ def load_settings(
             except OSError:
                 raise ConfigError(f"{key}_FILE: cannot read the file it names") from None
     values.update(overrides)
+    if "state_path" not in values:
+        values["state_path"] = default_state_path(env)  # the environment given, not this process's
     unknown = set(values) - set(known)
     if unknown:
         raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")

@@ -23,6 +23,7 @@ from typing import ParamSpec, TypeVar
 
 from bot.errors import ConfigError, StateStoreError
 from bot.remediation.store import STATES
+from bot.state_path import ensure_state_dir
 
 SCHEMA_VERSION = 2
 #: replaces this host's clock (tests)
@@ -99,7 +100,7 @@ class SqliteDatabase:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            ensure_state_dir(self.path)
             with self.transaction() as conn:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:

@@ -14,7 +14,7 @@ import asyncio
 import os
 import pwd
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from bot.actions import get_action
@@ -23,18 +23,33 @@ from bot.remediation.audit import AuditLog, format_audit, parse_since
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.service import ClusterClients, RemediationService
 from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingStore
+from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
 
 _CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
 
 
+def state_location(settings: Settings) -> str:
+    """Where the pending actions and the audit trail live, in words (``gpubot audit`` says it)."""
+    if settings.state == "kubernetes":
+        return f"namespace {settings.namespace} of cluster {settings.cluster(None).name} (state: kubernetes)"
+    return f"{os.path.abspath(settings.state_path)} (state: sqlite)"
+
+
 def print_audit(
-    settings: Settings, *, since: str, as_json: bool, limit: int, audit: AuditLog | None = None
+    settings: Settings,
+    *,
+    since: str,
+    as_json: bool,
+    limit: int,
+    audit: AuditLog | None = None,
+    notes: Sequence[str] = (),
 ) -> int:
     """Print the newest ``limit`` entries at or after ``since`` (oldest first); exit code 0.
 
-    ``audit`` is the shared trail on the Kubernetes API (``state: kubernetes``); else the state file's.
+    ``audit`` is the shared trail on the Kubernetes API (``state: kubernetes``); else the state
+    file's. The text form starts with where the trail lives and ``notes`` (runs just recovered);
+    JSON stays one entry per line.
     """
     if limit < 1:
         raise UsageError("--limit: must be at least 1")
@@ -42,9 +57,29 @@ def print_audit(
     if audit is None:
         _store, audit = open_state(settings.state_path)
     text = format_audit(audit.query(start, limit), as_json)
+    if not as_json:
+        print(f"audit trail: {state_location(settings)}")
+        for note in notes:
+            print(note)
     if text:
         print(text)
     return 0
+
+
+def running_records(state: tuple[PendingStore, AuditLog] | None, settings: Settings) -> list[PendingAction]:
+    """The records still marked running (a process may have died in them); blocking."""
+    store = state[0] if state is not None else open_state(settings.state_path)[0]
+    return store.list(states=["running"], limit=1000)
+
+
+async def recover_abandoned(rem: RemediationService) -> list[str]:
+    """Restore the node of every run whose process stopped renewing it, and record it
+    ``interrupted``: what a terminal command does first, so no run waits for a ``serve``.
+    Returns one line per run recovered."""
+    return [
+        f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}): {r.result_summary or ''}"
+        for r in await rem.recover()
+    ]
 
 
 def cli_actor(username: str) -> str:
@@ -91,6 +126,8 @@ async def cli_act(
     action = get_action(action_name)
     checked = action.check_params(params)
     rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False), state=state)
+    for line in await recover_abandoned(rem):
+        write(line)
     dry = dry_run or settings.dry_run
     target = action.target(checked)
     ctx = rem.context(action_name, checked, cluster="")
