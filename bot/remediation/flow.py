@@ -467,6 +467,25 @@ class ConfirmFlow:
                     self._running.discard(record.id)
             return ended
 
+    async def reclaim_node(self, record: PendingAction) -> PendingAction | None:
+        """Before anything reads ``record``'s node for a new run (a terminal's precondition): if a
+        run whose process died still holds the node's lock, restore the node and record that run
+        ``interrupted`` (returned). A live holder is left alone; its click will be refused."""
+        guard = self.guard
+        if guard is None or not record.lock_key:
+            return None
+        holder = self._holder()
+        claim = await self._io(guard.acquire, record, holder)
+        if claim.status == "busy":
+            return None
+        dead = claim.holder if claim.status == "abandoned" else None
+        try:
+            return await self._recover_one(dead, self.restorer, holder=holder) if dead is not None else None
+        finally:
+            await run_to_end(
+                self._io(partial(guard.release, dead or record, holder, restored=dead.id if dead else ""))
+            )
+
     async def _recover_node(self, record: PendingAction, restore: Restorer | None) -> PendingAction | None:
         """Recover one stale record, under its node's lock when it has one; None: left alone."""
         guard = self.guard
@@ -507,7 +526,8 @@ class ConfirmFlow:
                 "approved_by": record.approved_by or "",
             },
         )
-        return final or record
+        # a run of another state (found on its node's lock) is not in this store: say how it ended
+        return final or replace(record, state="interrupted", result_summary=summary)
 
     def expire_overdue(self) -> list[PendingAction]:
         """Expire every pending offer past its time (audited); the view updates their messages."""

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from bot.actions import get_action
 from bot.errors import UsageError
 from bot.remediation.audit import AuditLog, format_audit, parse_since
+from bot.remediation.ids import new_action_id
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.service import ClusterClients, RemediationService
 from bot.remediation.sqlite_store import open_state
@@ -72,13 +73,31 @@ def running_records(state: tuple[PendingStore, AuditLog] | None, settings: Setti
     return store.list(states=["running"], limit=1000)
 
 
-async def recover_abandoned(rem: RemediationService) -> list[str]:
+async def recover_abandoned(
+    rem: RemediationService,
+    action: str = "",
+    params: Mapping[str, str] | None = None,
+    *,
+    cluster: str = "",
+    actor: str = "",
+) -> list[str]:
     """Restore the node of every run whose process stopped renewing it, and record it
-    ``interrupted``: what a terminal command does first, so no run waits for a ``serve``.
-    Returns one line per run recovered."""
+    ``interrupted``: what a terminal command does first, so no run waits for a ``serve``. Given
+    the ``action`` about to run, also a run a process with *another* state left on its node (found
+    on the node's lock on the cluster). Returns one line per run recovered."""
+    recovered = await rem.recover()
+    if action and params is not None:
+        now = await asyncio.to_thread(rem.flow.store.now)
+        probe = PendingAction(
+            id=new_action_id(), action=action, params=dict(params), cluster=cluster, requested_by=actor,
+            created_at=now, expires_at=now, approved_by=actor,
+        )
+        found = await rem.flow.reclaim_node(probe)
+        recovered += [found] if found is not None else []
     return [
-        f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}): {r.result_summary or ''}"
-        for r in await rem.recover()
+        f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}) was interrupted; "
+        f"{r.result_summary or 'restored'}"
+        for r in recovered
     ]
 
 
@@ -126,11 +145,11 @@ async def cli_act(
     action = get_action(action_name)
     checked = action.check_params(params)
     rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False), state=state)
-    for line in await recover_abandoned(rem):
+    ctx = rem.context(action_name, checked, cluster="")
+    for line in await recover_abandoned(rem, action_name, checked, cluster=ctx.cluster.name, actor=actor):
         write(line)
     dry = dry_run or settings.dry_run
     target = action.target(checked)
-    ctx = rem.context(action_name, checked, cluster="")
 
     def refuse(reason: str) -> None:
         rem.flow.audit.append(
