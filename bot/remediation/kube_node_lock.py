@@ -337,6 +337,13 @@ class NodeActionLeases:
                 return
         raise StateStoreError(f"the action lock of node {node} kept changing under this run; stopping")
 
+    def held(self, node: str) -> PendingAction | None:
+        """The run holding ``node`` now, or None when its Lease is free or has run out."""
+        lease = self._read(node)
+        if lease is None or self._left_s(lease.spec, self.state.server_time()) <= 0:
+            return None
+        return run_of(lease.metadata.annotations, lease.spec.holder_identity)
+
     def release(self, node: str, holder: str, *, restored: str = "") -> None:
         for _ in range(3):
             try:
@@ -397,12 +404,7 @@ class ClusterNodeGuard:
 
     def held(self, cluster: str, node: str) -> PendingAction | None:
         """The run acting on ``node`` now (its Lease held and renewed), or None: for the watch."""
-        leases = self.leases(cluster)
-        lease = leases._read(node)
-        if lease is None:
-            return None
-        left = leases._left_s(lease.spec, leases.state.server_time())
-        return run_of(lease.metadata.annotations, lease.spec.holder_identity) if left > 0 else None
+        return self.leases(cluster).held(node)
 
 
 def _node(record: PendingAction) -> str:

@@ -20,9 +20,10 @@ user-typed text into the audit trail.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kubernetes.client import ApiClient
 
@@ -173,6 +174,28 @@ class RemediationService:
                 self.flow.store.set_message(offer_id, channel=channel, message_ts=message_ts, thread_ts=thread_ts)
 
         await asyncio.to_thread(record_all)
+
+    async def acting_on(self, cluster: str, nodes: Iterable[str]) -> dict[str, str]:
+        """Which of ``nodes`` a gpubot action holds now (its Lease on the cluster renewed), each
+        with what acts on it: the watch does not report a node gpubot itself is restarting."""
+        out: dict[str, str] = {}
+        for node in nodes:
+            try:
+                run = await asyncio.to_thread(self.guard.held, cluster, node)
+            except GpubotError as exc:
+                log.debug("lock of node %s not read: %s", node, exc.user_message)
+                continue
+            if run is not None:
+                out[node] = f"{run.action}, started by {run.approved_by or 'unknown'}"
+        return out
+
+    async def keep_blocks(self, offer_id: str, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the blocks of the message showing this offer's status line in the shared state
+        (not only in this process), so whichever process ends the run can edit that line."""
+        try:
+            await asyncio.to_thread(self.flow.store.set_blocks, offer_id, json.dumps(list(blocks)))
+        except StateStoreError as exc:
+            log.warning("message of %s not kept for a later edit: %s", offer_id, exc.user_message)
 
     async def sweep_expired(self) -> list[PendingAction]:
         """Expire every overdue offer (each expiry audited); return them for the view to update."""

@@ -54,6 +54,7 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
         owner=row["owner"] or None,
         heartbeat_at=_ts(row["heartbeat_at"]),
         progress=json.loads(row["progress"] or "{}"),
+        message_blocks=row["message_blocks"] or "",
     )
 
 
@@ -182,6 +183,11 @@ class SqlitePendingStore:
                 "UPDATE pending_actions SET channel = ?, message_ts = ?, thread_ts = ? WHERE id = ?",
                 (channel, message_ts, thread_ts, action_id),
             )
+
+    @translated
+    def set_blocks(self, action_id: str, blocks: str) -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE pending_actions SET message_blocks = ? WHERE id = ?", (blocks, action_id))
 
     @translated
     def expire_overdue(self) -> builtins.list[PendingAction]:

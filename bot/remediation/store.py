@@ -88,6 +88,9 @@ class PendingAction:
     progress: dict[str, Any] = field(default_factory=dict, compare=False)
     #: free for implementations (e.g. a Kubernetes ``resourceVersion``); never shown to people
     version: str = field(default="", compare=False)
+    #: the blocks (JSON) of the message carrying this offer's status line, as a process last
+    #: wrote them: whoever ends the run (a survivor restoring it) edits that line from them
+    message_blocks: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -191,6 +194,10 @@ class PendingStore(Protocol):
         self, action_id: str, *, channel: str, message_ts: str, thread_ts: str | None = None
     ) -> None:
         """Remember where the offer was posted, once Slack has answered with its ``ts``."""
+        ...
+
+    def set_blocks(self, action_id: str, blocks: str) -> None:
+        """Remember the blocks (JSON) of the message that shows this offer's status line."""
         ...
 
     def expire_overdue(self) -> builtins.list[PendingAction]:
