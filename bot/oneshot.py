@@ -68,8 +68,17 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
         return print_audit(settings, since=since, as_json=as_json, limit=limit)
 
     async def read() -> int:
-        clients = KubeClients(settings)
         notes: list[str] = []
+        try:
+            clients = KubeClients(settings)
+        except GpubotError as exc:
+            if settings.state == "kubernetes":
+                raise
+            # the trail is still worth printing; what could not be restored is said first
+            notes = [f"could not restore the runs still marked running: {exc.user_message}"]
+            return await asyncio.to_thread(
+                partial(print_audit, notes=notes), settings, since=since, as_json=as_json, limit=limit
+            )
         try:
             shared = shared_remediation_state(settings, clients)
             try:
