@@ -76,7 +76,7 @@ async def test_offer_survives_a_restart_of_the_bot(tmp_path: Path, slack_api: Mo
         async with started(settings, slack_api) as bot:
             first = SlackRig(sim, bot, slack_api, settings)
             value = (await first.command())[BUTTON][0]
-        assert sim.api.writes == []
+        assert cluster_writes(sim) == []
         # a new process on the same state file
         async with started(settings, slack_api) as bot:
             second = SlackRig(sim, bot, slack_api, settings)
