@@ -10,9 +10,11 @@ precondition, run). The order of checks is the safety argument:
    somebody else may approve it, the click becomes an audited approval request naming them,
    otherwise it is refused). Under the two-person rule an approver clicking their own request
    gives the first approval and another approver must second it;
-3. the store claims the record atomically, pending → running, only if it has not expired by the
-   *store's* clock and no other action runs on the same node; double clicks, Slack retries and a
-   second replica all lose that race and are refused; a busy node is refused by name;
+3. a node action takes its node's lock on the cluster (``NodeGuard``: a Lease every actor sees,
+   whatever its state), restoring first a run whose holder died there; a node another actor holds
+   is refused by name. Then the store claims the record atomically, pending → running, only if it
+   has not expired by the *store's* clock and no other action runs on the same node; double
+   clicks, Slack retries and a second replica all lose that race and are refused;
 4. the precondition is re-checked *after* the claim (re-probe: is the allocation still a zombie?);
 5. the approval and the start are written to the audit trail; if they cannot be, nothing runs;
 6. only then the action runs, writing its state and each step before the step (``RunJournal``),
@@ -21,7 +23,8 @@ precondition, run). The order of checks is the safety argument:
 
 ``recover`` takes over records whose process stopped renewing them (a crash, a lost replica, a
 run whose result could not be written), has the action restore what it changed, and records
-them ``interrupted``. A record another live process still renews is never touched.
+them ``interrupted``, under the node's lock; a node another process already restored (the lock
+says so) is not touched again. A record another live process still renews is never touched.
 
 This module must never import Slack, the Kubernetes client or ``bot.actions``, and never put a
 traceback into a message or the audit trail.
@@ -234,7 +237,7 @@ class ConfirmFlow:
                 return None
             if claim.status == "abandoned" and claim.holder is not None:
                 try:
-                    await self._recover_one(claim.holder, self.restorer, holder=holder)
+                    await self._recover_one(claim.holder, self.restorer)
                 finally:
                     await run_to_end(self._io(partial(guard.release, claim.holder, holder, restored=claim.holder.id)))
                 continue
@@ -480,7 +483,7 @@ class ConfirmFlow:
             return None
         dead = claim.holder if claim.status == "abandoned" else None
         try:
-            return await self._recover_one(dead, self.restorer, holder=holder) if dead is not None else None
+            return await self._recover_one(dead, self.restorer) if dead is not None else None
         finally:
             await run_to_end(
                 self._io(partial(guard.release, dead or record, holder, restored=dead.id if dead else ""))
@@ -499,13 +502,13 @@ class ConfirmFlow:
         if adoption == "elsewhere":
             return await self._recover_one(record, _restored_elsewhere)
         try:
-            return await self._recover_one(record, restore, holder=holder)
+            return await self._recover_one(record, restore)
         finally:
             await run_to_end(self._io(partial(guard.release, record, holder, restored=record.id)))
 
-    async def _recover_one(self, record: PendingAction, restore: Restorer | None, *, holder: str = "") -> PendingAction:
-        """Restore ``record`` (its node's lock held as ``holder``), finish it ``interrupted``
-        where it is in this store, and audit it here."""
+    async def _recover_one(self, record: PendingAction, restore: Restorer | None) -> PendingAction:
+        """Restore ``record`` (the caller holds its node's lock, if it has one), finish it
+        ``interrupted`` where it is in this store, and audit it here."""
         last = str(record.progress.get("step") or "")
         where = f"after it started '{last}'" if last else "before its first step"
         journal = RunJournal(self.store, self.audit, record, self.owner)
