@@ -21,6 +21,7 @@ clock.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -43,6 +44,7 @@ from bot.remediation.store import PendingAction
 from bot.settings import Settings
 
 _TRIES = 20
+log = logging.getLogger(__name__)
 #: the running record holding a lock, or None when it is not running any more
 HolderCheck = Callable[[str], PendingAction | None]
 
@@ -337,6 +339,24 @@ class NodeActionLeases:
                 return
         raise StateStoreError(f"the action lock of node {node} kept changing under this run; stopping")
 
+    def abandoned(self) -> list[PendingAction]:
+        """The runs of this namespace whose Lease has run out while it still names them."""
+        found = self.state.call(
+            self.state.coordination.list_namespaced_lease_with_http_info,
+            self.state.namespace,
+            label_selector="gpubot.dev/lock=node-action",
+        )
+        now = self.state.server_time()
+        out = []
+        for lease in found.items or []:
+            spec = lease.spec
+            if spec is None or not spec.holder_identity or self._left_s(spec, now) > 0:
+                continue
+            run = run_of(lease.metadata.annotations, spec.holder_identity)
+            if run is not None and run.params.get("node"):
+                out.append(run)
+        return out
+
     def held(self, node: str) -> PendingAction | None:
         """The run holding ``node`` now, or None when its Lease is free or has run out."""
         lease = self._read(node)
@@ -405,6 +425,15 @@ class ClusterNodeGuard:
     def held(self, cluster: str, node: str) -> PendingAction | None:
         """The run acting on ``node`` now (its Lease held and renewed), or None: for the watch."""
         return self.leases(cluster).held(node)
+
+    def abandoned(self) -> list[PendingAction]:
+        out: list[PendingAction] = []
+        for cluster in self.settings.clusters:
+            try:
+                out += self.leases(cluster.name).abandoned()
+            except StateStoreError as exc:  # no namespace, no right to list: the next touch restores it
+                log.debug("node locks of cluster %s not listed: %s", cluster.name, exc.user_message)
+        return out
 
 
 def _node(record: PendingAction) -> str:

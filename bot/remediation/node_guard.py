@@ -61,3 +61,8 @@ class NodeGuard(Protocol):
     def release(self, record: PendingAction, holder: str, *, restored: str = "") -> None:
         """Free the node (never raises); ``restored``: the id of an abandoned run just restored."""
         ...
+
+    def abandoned(self) -> list[PendingAction]:
+        """Runs whose holder stopped renewing their node's lock, on every cluster, whatever state
+        recorded them: what a sweep restores without waiting for someone to touch the node."""
+        ...

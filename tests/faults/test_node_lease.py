@@ -172,3 +172,25 @@ async def test_the_next_act_on_the_same_state_restores_a_killed_run_instead_of_r
     assert checkpoint_kept(sim, original)
     record = await asyncio.to_thread(store.get, kill.action_id)
     assert record is not None and record.state == "interrupted"
+
+
+async def test_the_bots_sweep_restores_a_node_a_dead_terminal_left_without_anyone_touching_it(
+    sim: SimCluster, original: str, tmp_path: Path
+) -> None:
+    """A terminal killed beside a bot on another state: the bot's periodic recovery finds the
+    run on the node's Lease once it has run out and restores the node by itself."""
+    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
+    _store, audit = await asyncio.to_thread(dead.shared)
+    kill = Kill("checkpoint.clear", NODE, "systemctl stop kubelet")
+    await kill_all(dead, audit, [kill])
+    await lease_run_out(sim, [NODE])
+    settings = sim.settings(approvers={"*": (APPROVER,)}, state="kubernetes", namespace=NAMESPACE)
+    clients = KubeClients(settings)
+    try:
+        bot = RemediationService(settings, clients, state=shared_remediation_state(settings, clients))
+        ended = await bot.recover()  # what serve's sweep runs
+    finally:
+        await clients.close()
+    assert [r.id for r in ended] == [kill.action_id] and ended[0].state == "interrupted", ended
+    assert end_state(sim) == ("active", False)
+    assert checkpoint_kept(sim, original)
