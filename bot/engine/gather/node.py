@@ -20,7 +20,7 @@ from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_targe
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
-from bot.report import NODE_READ_SKIP
+from bot.report import NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
 
 
@@ -116,9 +116,9 @@ async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[Node
         try:
             agents = await agent_states(src.kube, s.namespace, nodes)
         except GpubotError as exc:
-            if isinstance(exc, KubeApiError) and exc.status == 403:
-                # the readings rest on a read this reader may not do: say so, claim nothing
-                facts.forbidden.add("node_readings")
+            # the readings rest on a read that failed: say so, claim nothing from them
+            failure = Unreadable.of(exc) if isinstance(exc, KubeApiError) else None
+            facts.cannot_read("node_readings", failure or Unreadable("the node agents", "failed", exc.user_message))
             return AgentTransport(src.node_exec, s.namespace, {}), agents_unlisted(names, exc)
         return AgentTransport(src.node_exec, s.namespace, agents), {}
     targets, failed = ssh_targets(s, c, nodes)
