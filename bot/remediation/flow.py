@@ -449,7 +449,8 @@ class ConfirmFlow:
         Without ``restore`` a record is only reported (never re-run). Returns the records ended.
         """
         async with self._recovering:
-            taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s))
+            alive = await self._renewed_on_the_cluster()
+            taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s, skip=alive))
             seen = {r.id for r in taken}
             # ours, yet no run of ours holds it: its result could not be written when it ended
             orphans = [
@@ -476,6 +477,22 @@ class ConfirmFlow:
                 finally:
                     self._running.discard(record.id)
             return ended
+
+    async def _renewed_on_the_cluster(self) -> set[str]:
+        """Running records whose node lock is still renewed: their process lives, whatever its
+        store heartbeat says (a loaded host), so recovery must not take them from it."""
+        guard = self.guard
+        if guard is None:
+            return set()
+        alive = set()
+        for record in await self._io(partial(self.store.list, states=["running"], limit=1000)):
+            if record.lock_key and record.id not in self._running:
+                try:
+                    if await self._io(guard.renewed, record):
+                        alive.add(record.id)
+                except StateStoreError as exc:
+                    log.info("node lock of %s not read (%s); its store heartbeat decides", record.id, exc.user_message)
+        return alive
 
     async def reclaim_node(self, record: PendingAction) -> PendingAction | None:
         """Before anything reads ``record``'s node for a new run (a terminal's precondition): if a

@@ -416,6 +416,10 @@ class ClusterNodeGuard:
     def adopt(self, record: PendingAction, holder: str) -> Adoption:
         return self.leases(record.cluster).adopt(_node(record), record, holder)
 
+    def renewed(self, record: PendingAction) -> bool:
+        run = self.held(record.cluster, _node(record))
+        return run is not None and run.id == record.id
+
     def renew(self, record: PendingAction, holder: str, progress: Mapping[str, Any] | None = None) -> None:
         self.leases(record.cluster).renew(_node(record), holder, progress)
 

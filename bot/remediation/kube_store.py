@@ -16,7 +16,7 @@ trail, not this store, is the history. ``kubectl get gpuremediations -n NS`` lis
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -291,11 +291,13 @@ class KubePendingStore:
                 self.state.delete(REMEDIATIONS, obj["metadata"]["name"], record.version)
         return expired
 
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         objs = self.state.list_all(REMEDIATIONS)
         taken: builtins.list[PendingAction] = []
         for record in sorted((to_action(o) for o in objs), key=lambda r: r.created_at):
-            if record.state != "running":
+            if record.state != "running" or record.id in skip:
                 continue
 
             def take(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:

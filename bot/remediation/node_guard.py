@@ -50,6 +50,10 @@ class NodeGuard(Protocol):
 
     def acquire(self, record: PendingAction, holder: str) -> NodeClaim: ...
 
+    def renewed(self, record: PendingAction) -> bool:
+        """Whether ``record``'s node lock names it and is still renewed (its process lives)."""
+        ...
+
     def adopt(self, record: PendingAction, holder: str) -> Adoption:
         """For a record recovery took over from the store: may its node be restored from it?"""
         ...

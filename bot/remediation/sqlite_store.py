@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -209,7 +209,9 @@ class SqlitePendingStore:
         return [_row_to_action(r) for r in rows if r is not None]
 
     @translated
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         now = self.now()
         stale_before = format_ts(now - timedelta(seconds=lease_s))
         with self.db.transaction() as c:
@@ -220,6 +222,7 @@ class SqlitePendingStore:
                     "AND (owner IS NULL OR heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY created_at",
                     (stale_before,),
                 )
+                if r["id"] not in skip
             ]
             for action_id in ids:
                 c.execute(

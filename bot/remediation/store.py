@@ -20,7 +20,7 @@ This module must never perform I/O; it only holds the record type and the contra
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -204,11 +204,14 @@ class PendingStore(Protocol):
         """Move every pending record past its expiry (store clock) to ``expired``; return those."""
         ...
 
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         """Make ``owner`` the owner of every running record whose heartbeat is older than
-        ``lease_s`` (or that nobody renews), and return them for recovery.
+        ``lease_s`` (or that nobody renews), but those in ``skip``, and return them for recovery.
 
-        A record whose owner still renews it is left alone: another live process is running it.
+        A record whose owner still renews it is left alone: another live process is running it
+        (``skip``: the ones whose node lock on the cluster is still renewed, whatever this store says).
         """
         ...
 

@@ -36,8 +36,9 @@ from bot.sim.cluster import SimCluster
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "gpubot"
 #: seconds a run's lock (and its record's heartbeat) lasts without renewal: short, so a test
-#: waits little for a dead run to count as abandoned
-LEASE_S = 1.0
+#: waits little for a dead run to count as abandoned, yet long enough that ten live runs on a
+#: loaded 2-core machine still renew in time
+LEASE_S = 3.0
 
 
 @dataclass
