@@ -279,12 +279,16 @@ class NodeActionLeases:
         except (Conflict, NotFound):
             return False
 
+    def _view(self, node: str) -> tuple[Any | None, datetime, V1LeaseSpec | None, dict[str, str]]:
+        """The Lease as read (None: none), the server's time of that read, its spec and annotations."""
+        lease = self._read(node)
+        spec = lease.spec if lease is not None else None
+        ann = dict((lease.metadata.annotations if lease is not None else None) or {})
+        return lease, self.state.server_time(), spec, ann
+
     def acquire(self, node: str, record: PendingAction, holder: str) -> NodeClaim:
         for _ in range(_TRIES):
-            lease = self._read(node)
-            now = self.state.server_time()
-            spec = lease.spec if lease is not None else None
-            ann = dict((lease.metadata.annotations if lease is not None else None) or {})
+            lease, now, spec, ann = self._view(node)
             current = spec.holder_identity if spec is not None else None
             run = run_of(ann, current)
             left = self._left_s(spec, now)
@@ -303,10 +307,7 @@ class NodeActionLeases:
 
     def adopt(self, node: str, record: PendingAction, holder: str) -> Adoption:
         for _ in range(_TRIES):
-            lease = self._read(node)
-            now = self.state.server_time()
-            spec = lease.spec if lease is not None else None
-            ann = dict((lease.metadata.annotations if lease is not None else None) or {})
+            lease, now, spec, ann = self._view(node)
             if record.id in _restored(ann):
                 return "elsewhere"
             current = spec.holder_identity if spec is not None else None
