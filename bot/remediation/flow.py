@@ -459,13 +459,6 @@ class ConfirmFlow:
                 if r.owner == self.owner and r.id not in self._running and r.id not in seen
             ]
             ended = []
-            if self.guard is not None and restore is not None:
-                # runs of any state whose holder died on a node's lock (a terminal killed beside
-                # this bot): restored now, not only when someone touches the node
-                for dead in await self._io(self.guard.abandoned):
-                    if dead.id not in seen and dead.id not in self._running:
-                        done = await self.reclaim_node(dead)
-                        ended += [done] if done is not None else []
             for record in [*taken, *orphans]:
                 self._running.add(record.id)
                 try:
@@ -476,6 +469,13 @@ class ConfirmFlow:
                     log.warning("could not recover %s yet: %s", record.id, exc.user_message)
                 finally:
                     self._running.discard(record.id)
+            if self.guard is not None and restore is not None:
+                # runs of any state whose holder died on a node's lock (a terminal killed beside
+                # this bot): restored now, not only when someone touches the node
+                for dead in await self._io(self.guard.abandoned):
+                    if dead.id not in seen | alive and dead.id not in self._running:
+                        done = await self.reclaim_node(dead)
+                        ended += [done] if done is not None else []
             return ended
 
     async def _renewed_on_the_cluster(self) -> set[str]:
