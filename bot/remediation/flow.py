@@ -449,7 +449,7 @@ class ConfirmFlow:
         Without ``restore`` a record is only reported (never re-run). Returns the records ended.
         """
         async with self._recovering:
-            alive = await self._renewed_on_the_cluster()
+            alive, running = await self._renewed_on_the_cluster()
             taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s, skip=alive))
             seen = {r.id for r in taken}
             # ours, yet no run of ours holds it: its result could not be written when it ended
@@ -472,27 +472,30 @@ class ConfirmFlow:
             if self.guard is not None and restore is not None:
                 # runs of any state whose holder died on a node's lock (a terminal killed beside
                 # this bot): restored now, not only when someone touches the node
+                # (this store's own runs go the way above, once stale: their owner becomes this process)
                 for dead in await self._io(self.guard.abandoned):
-                    if dead.id not in seen | alive and dead.id not in self._running:
+                    if dead.id not in running and dead.id not in self._running:
                         done = await self.reclaim_node(dead)
                         ended += [done] if done is not None else []
             return ended
 
-    async def _renewed_on_the_cluster(self) -> set[str]:
-        """Running records whose node lock is still renewed: their process lives, whatever its
-        store heartbeat says (a loaded host), so recovery must not take them from it."""
+    async def _renewed_on_the_cluster(self) -> tuple[set[str], set[str]]:
+        """(running records whose node lock is still renewed, every running record's id): the
+        first have a live process, whatever its store heartbeat says (a loaded host), so recovery
+        must not take them from it."""
         guard = self.guard
         if guard is None:
-            return set()
-        alive = set()
-        for record in await self._io(partial(self.store.list, states=["running"], limit=1000)):
+            return set(), set()
+        alive: set[str] = set()
+        records = await self._io(partial(self.store.list, states=["running"], limit=1000))
+        for record in records:
             if record.lock_key and record.id not in self._running:
                 try:
                     if await self._io(guard.renewed, record):
                         alive.add(record.id)
                 except StateStoreError as exc:
                     log.info("node lock of %s not read (%s); its store heartbeat decides", record.id, exc.user_message)
-        return alive
+        return alive, {r.id for r in records}
 
     async def reclaim_node(self, record: PendingAction) -> PendingAction | None:
         """Before anything reads ``record``'s node for a new run (a terminal's precondition): if a

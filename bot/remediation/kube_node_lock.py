@@ -438,6 +438,8 @@ class ClusterNodeGuard:
                 out += self.leases(cluster.name).abandoned()
             except StateStoreError as exc:  # no namespace, no right to list: the next touch restores it
                 log.debug("node locks of cluster %s not listed: %s", cluster.name, exc.user_message)
+            except Exception:  # noqa: BLE001 - a scan that cannot run must not stop the sweep's other work
+                log.warning("node locks of cluster %s not listed", cluster.name, exc_info=True)
         return out
 
 
