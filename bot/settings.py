@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 from bot.errors import ConfigError
 from bot.identity import Identity, parse_identity_map
 from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
+from bot.state_path import default_state_path
 from bot.yaml_marks import YamlInputError, load_yaml
 
 ENV_PREFIX = "GPUBOT_"
@@ -203,8 +204,8 @@ class Settings:
     #: of the default cluster, with leader election, so several replicas can run)
     state: StateBackend = "sqlite"
     #: SQLite file for pending actions and the audit trail (``state: sqlite``; with "kubernetes"
-    #: only the proactive watch's memory stays in it)
-    state_path: str = "gpubot-state.db"
+    #: only the proactive watch's memory stays in it); default ``$XDG_STATE_HOME/gpubot/state.db``
+    state_path: str = field(default_factory=default_state_path)
     #: seconds the leader's Lease (``gpubot-leader``) is valid without renewal (``state:
     #: kubernetes``); it renews every third of it, and a replica takes over after it runs out
     leader_lease_s: float = 15.0
@@ -373,6 +374,8 @@ def load_settings(
     values.update(overrides)
     for fname in overrides:
         origin[fname] = "override"
+    if "state_path" not in values:
+        values["state_path"] = default_state_path(env)  # the environment given, not this process's
     unknown = sorted(set(values) - set(known), key=str)
     if unknown:
         where = origin.get(str(unknown[0]), "settings")

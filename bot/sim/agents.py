@@ -157,6 +157,26 @@ def actuator_objects(scenario: Scenario, *, remediation: bool = False) -> list[O
     return _objects(scenario, ACTUATOR) if remediation or scenario.remediation else []
 
 
+def release_namespace(scenario: Scenario, objects: list[Obj]) -> list[Obj]:
+    """The release namespace, as the chart creates it, where gpubot's pods are (``objects``) and
+    the scenario has none of its own: node actions take their per-node Lease there."""
+    if not any((o.get("metadata") or {}).get("namespace") == AGENT_NAMESPACE for o in objects):
+        return []
+    if any(
+        o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == AGENT_NAMESPACE
+        for o in scenario.objects
+    ):
+        return []
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": AGENT_NAMESPACE, "labels": {"kubernetes.io/metadata.name": AGENT_NAMESPACE}},
+            "status": {"phase": "Active"},
+        }
+    ]
+
+
 def _is(pod: Obj, name: str) -> bool:
     meta = pod.get("metadata") or {}
     return meta.get("namespace") == AGENT_NAMESPACE and (meta.get("labels") or {}).get("app.kubernetes.io/name") == name

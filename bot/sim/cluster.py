@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.settings import ClusterConfig, Settings, load_settings
-from bot.sim.agents import actuator_objects, agent_objects
+from bot.sim.agents import actuator_objects, agent_objects, release_namespace
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario
@@ -35,6 +35,7 @@ class SimCluster:
         # the gpubot-node agent pods come with the cluster, as the chart installs them; the
         # gpubot-actuator pods only with the remediation component (``remediation``)
         extra = agent_objects(scenario) + actuator_objects(scenario, remediation=remediation)
+        extra += release_namespace(scenario, extra)
         self.api = KubeApiServer(scenario, extra_objects=extra)
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
         # exec into a node's agent pod reads the same live node state as SSH to it, and exec into

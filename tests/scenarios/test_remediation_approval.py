@@ -19,7 +19,7 @@ import pytest
 
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.sim.cluster import SimCluster
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario, state_changes
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
 from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
@@ -82,7 +82,7 @@ async def test_a_non_approvers_click_asks_the_approvers_and_an_approval_runs_it_
 
         # the requester may not approve: their click becomes a request to the approver group
         await rig.click(value, user=REQUESTER)
-        assert state_changes(rig.sim) == {} and rig.sim.api.writes == []
+        assert state_changes(rig.sim) == {} and cluster_writes(rig.sim) == []
         (request,) = requests_posted(slack_api)
         assert request["thread_ts"] == PARENT_TS
         text = json.dumps(request["blocks"])
@@ -134,7 +134,7 @@ async def test_an_approver_can_deny_a_request(tmp_path: Path, slack_api: MockSla
         assert "cannot deny" in ephemerals(slack_api)[-1]
         await rig.click(value, user=APPROVER, action_id=DENY)
         assert rig.rem.flow.store.get(value).state == "refused"  # type: ignore[union-attr]
-        assert state_changes(rig.sim) == {} and rig.sim.api.writes == []
+        assert state_changes(rig.sim) == {} and cluster_writes(rig.sim) == []
         assert f"denied by <@{APPROVER}>" in status_line(slack_api, value)
         (request,) = requests_posted(slack_api)
         assert "denied" in json.dumps(request["blocks"])

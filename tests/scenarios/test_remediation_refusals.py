@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, state_changes
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, cluster_writes, state_changes
 from tests.actions.slack_rig import SlackRig, button_text, mock_slack_server, slack_rig
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -30,7 +30,7 @@ EMPTY_CHECKPOINT = '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Ch
 
 
 def assert_nothing_changed(rig: SlackRig) -> None:
-    assert rig.sim.api.writes == []
+    assert cluster_writes(rig.sim) == []
     assert state_changes(rig.sim) == {}
 
 
@@ -123,5 +123,5 @@ async def test_two_person_rule_refuses_the_requester(tmp_path: Path, slack_api: 
         await rig.click(value, user=REQUESTER, action_id="approval:approve")
         assert_nothing_changed(rig)
         await rig.click(value, user=APPROVER, action_id="approval:approve")
-        assert len(rig.sim.api.writes) == 2
-        assert json.dumps(rig.sim.api.writes[0].body) == '{"spec": {"unschedulable": true}}'
+        assert len(cluster_writes(rig.sim)) == 2
+        assert json.dumps(cluster_writes(rig.sim)[0].body) == '{"spec": {"unschedulable": true}}'

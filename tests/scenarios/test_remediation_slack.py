@@ -22,7 +22,7 @@ from bot.server import serve
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario
 from tests.actions.slack_rig import WHY_PENDING, button_text, buttons, mock_slack_server, slack_rig
 from tests.slack.helpers import click_payload, form, interaction_form, post, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
@@ -143,7 +143,7 @@ async def test_buttons_carry_only_an_opaque_id_behind_a_danger_confirmation(
                 assert record is not None and record.state == "pending"
                 assert "tcs-10-29" not in option["value"]
                 assert record.requested_by == "U0ALICE" and record.finding_code
-        assert rig.sim.api.writes == []
+        assert cluster_writes(rig.sim) == []
 
 
 async def test_gpubot_serve_wires_the_remediation_loop(tmp_path: Path, slack_api: MockSlackApi) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario, state_changes
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
 from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import click_payload, interaction_form, post, settings_for, sign
 from tests.slack.mock_slack_api import MockSlackApi
@@ -94,7 +94,7 @@ async def test_two_offers_clicked_at_once_each_keep_their_line(tmp_path: Path, s
         left = buttons(final)
         assert restart not in left and restart_other not in left
         assert left[BUTTON] == offered[BUTTON]  # untouched offers stay clickable
-        assert rig.sim.api.writes == []  # dry run
+        assert cluster_writes(rig.sim) == []  # dry run
 
 
 async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack_api: MockSlackApi) -> None:
@@ -108,7 +108,7 @@ async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack
         assert set(offered) == {BUTTON, button_text("checkpoint.clear", OTHER_NODE)}
 
         await rig.click(value, user="U0MALLORY")  # not in the group: the group is asked instead
-        assert rig.sim.api.writes == [] and state_changes(rig.sim) == {}
+        assert cluster_writes(rig.sim) == [] and state_changes(rig.sim) == {}
         assert rig.rem.flow.store.get(value).state == "pending"  # type: ignore[union-attr]
         asked = [e for e in rig.rem.flow.audit.query(action_id=value) if e.event == "request"]
         assert asked and asked[-1].actor == "U0MALLORY" and asked[-1].detail["asked"] == [GROUP]
@@ -117,7 +117,7 @@ async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack
 
         await rig.click(value, user="U0CAROL")
         assert rig.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
-        assert len(rig.sim.api.writes) == 2  # cordon, uncordon
+        assert len(cluster_writes(rig.sim)) == 2  # cordon, uncordon
         approved = [e for e in rig.rem.flow.audit.query(action_id=value) if e.event == "approve"]
         assert approved[-1].actor == "U0CAROL" and GROUP in str(approved[-1].detail["reason"])
         lookups = [c.body.get("usergroup") for c in slack_api.of("usergroups.users.list")]

@@ -19,7 +19,7 @@ import pytest
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
 from bot.slack.offer_messages import EXPIRED
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario, state_changes
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
 from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
@@ -91,7 +91,7 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
         assert await rig.bot.slack.sweep_expired() == []
         assert len(slack_api.of("chat.update")) == updates_before + 1
         await rig.click(offered[button_text("checkpoint.clear", ZOMBIE_NODE)][0], user=APPROVER)
-        assert rig.sim.api.writes == [] and state_changes(rig.sim) == {}
+        assert cluster_writes(rig.sim) == [] and state_changes(rig.sim) == {}
 
 
 async def test_after_a_restart_the_sweep_notes_expiry_in_the_thread(tmp_path: Path, slack_api: MockSlackApi) -> None:
