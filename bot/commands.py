@@ -19,6 +19,7 @@ from typing import Any, Literal
 from bot.errors import InvalidNameError, UsageError
 from bot.identity import Identity
 from bot.names import parse_target, shown, validate_name, validate_namespace
+from bot.version import version
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
 MAX_INPUT = 2000
@@ -241,7 +242,7 @@ def usage(cmd: str | Command, surface: Surface) -> str:
 
 def help_lines(surface: Surface) -> list[str]:
     """The commands part of ``/gpu help`` and ``gpubot help``: a usage line and summary each."""
-    lines = [f"gpubot: {TAGLINE}", ""]
+    lines = [f"gpubot {version()}: {TAGLINE}", ""]
     lines += [f"  {usage(c, surface)} — {c.summary}" for c in commands_for(surface)]
     return lines
 
