@@ -35,7 +35,7 @@ from bot.names import printable
 from bot.render_text import render_text
 from bot.report import Report
 from bot.scenario_files import resolve_scenario
-from bot.settings import ClusterConfig, Settings, load_settings
+from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
 from bot.version import version
 
 log = logging.getLogger("gpubot")
@@ -179,10 +179,7 @@ def _emit(report: Report, as_json: bool) -> None:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
     settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
-    if args.node_access:
-        if args.node_access not in ("agent", "ssh"):
-            raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
-        settings = replace(settings, node_access=args.node_access)
+    settings = with_node_access(settings, args.node_access)
     if args.scenario:
         args.scenario = resolve_scenario(args.scenario)
     # A one-shot diagnosis allocates millions of objects (the client's modules, parsed API pages)

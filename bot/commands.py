@@ -147,8 +147,9 @@ JSON = Option(("--json",), "json", help="print one JSON object", surfaces=CLI_ON
 PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
 PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
                 surfaces=SLACK_ONLY, check=_private)
-NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
-                     "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
+NODE_ACCESS = Option(("--node-access",), "node_access", "auto|agent|ssh",
+                     "how node reads reach the nodes: exec into the gpubot-node agent, SSH, or auto (the agent "
+                     "where its pods run, else SSH where a key is set; default: settings)",
                      surfaces=CLI_ONLY)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 
@@ -242,7 +243,7 @@ def usage(cmd: str | Command, surface: Surface) -> str:
 
 def help_lines(surface: Surface) -> list[str]:
     """The commands part of ``/gpu help`` and ``gpubot help``: a usage line and summary each."""
-    lines = [f"gpubot {version()}: {TAGLINE}", ""]
+    lines = [f"gpubot: {TAGLINE} (version {version()})", ""]
     lines += [f"  {usage(c, surface)} — {c.summary}" for c in commands_for(surface)]
     return lines
 

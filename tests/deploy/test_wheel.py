@@ -82,4 +82,4 @@ def test_the_wheel_runs_version_demo_and_the_readme_example(installed: Path, tmp
     assert "Root cause:" in why.stdout
 
     help_text = _gpubot(installed, "help", cwd=tmp_path)
-    assert help_text.stdout.startswith(f"gpubot {package}: "), help_text.stdout[:200]
+    assert help_text.stdout.splitlines()[0].endswith(f"(version {package})"), help_text.stdout[:200]
