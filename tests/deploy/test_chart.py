@@ -325,8 +325,9 @@ def test_a_fine_value_set_renders() -> None:
 def test_chart_version_and_app_version_follow_the_package() -> None:
     package = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
-    assert chart["version"] == package, "run python scripts/chart_gen.py"
-    assert chart["appVersion"] == package, "run python scripts/chart_gen.py"
+    bump = "bump Chart.yaml's version and appVersion with pyproject.toml's (the one source)"
+    assert chart["version"] == package, bump
+    assert chart["appVersion"] == package, bump
     image = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image.endswith(f":{package}"), "the default image tag is the package version"
 
