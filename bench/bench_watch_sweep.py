@@ -72,9 +72,15 @@ class CountingNotifier:
     ) -> None:
         self.edits += 1
 
-    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
+    async def post_summary(self, channel: str, held: list[Problem], *, limit: int, window_start: datetime) -> str:
         self.posts += 1
         return "1700000001.000000"
+
+    async def find_summary(self, channel: str, *, window_start: datetime) -> str | None:
+        return None
+
+    async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
+        return None
 
     async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
         self.edits += 1

@@ -1,7 +1,9 @@
 """The ``gpubot`` command line: the same commands as Slack, printed as text or JSON.
 
-Exit codes: 0 when a diagnosis was produced (POD_NOT_FOUND is a diagnosis), 2 on bad usage or an
-invalid name (one line on stderr, never a traceback), 1 on an unexpected internal error.
+Exit codes (``bot.exit_codes.ExitCode``, the table in the README): 0 when a complete diagnosis
+was produced (POD_NOT_FOUND is a diagnosis), 3 when the answer is incomplete because reads it
+needed failed (it still prints what it had), 2 on bad usage or an invalid name (one line on
+stderr, never a traceback), 1 on an unexpected internal error.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +34,7 @@ from bot.commands import (
     usage,
 )
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
+from bot.exit_codes import ExitCode
 from bot.names import printable
 from bot.render_text import render_text
 from bot.report import Report
@@ -39,6 +43,26 @@ from bot.settings import ClusterConfig, Settings, load_settings, with_node_acces
 from bot.version import version
 
 log = logging.getLogger("gpubot")
+
+#: ``time.monotonic()`` when the command started: the process's start for the ``gpubot`` process
+#: (``run``), the call for in-process callers (``main``); the command's deadline counts from it
+_START: float | None = None
+
+
+def _started() -> float:
+    return _START if _START is not None else time.monotonic()
+
+
+def process_start() -> float:
+    """``time.monotonic()`` at which this process started (Linux: its start time in /proc), so
+    interpreter start and imports count against the command's deadline; elsewhere, now."""
+    try:
+        stat = Path("/proc/self/stat").read_text(encoding="ascii")
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: start time, in clock ticks after boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - max(age, 0.0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -190,7 +214,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     gc.disable()
     from bot.oneshot import run_invocation
 
-    report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario))
+    deadline = _started() + settings.command_deadline_s  # from process start, client setup included
+    report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario, deadline=deadline))
     _emit(report, args.json)
     png = getattr(args, "png", "")
     if png:
@@ -201,7 +226,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
         print(f"picture: {printable(png)}", file=sys.stderr)
-    return 0
+    return ExitCode.INCOMPLETE if not report.complete else ExitCode.OK
 
 
 def _cmd_runbook(args: argparse.Namespace) -> int:
@@ -304,11 +329,15 @@ def tune_gc() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``gpubot`` for in-process callers (tests): the cyclic collector is as it was on return."""
+    """``gpubot`` for in-process callers (tests): the cyclic collector is as it was on return,
+    and the command's deadline counts from this call."""
+    global _START
     collecting = gc.isenabled()
+    _START = time.monotonic()
     try:
         return _main(argv)
     finally:
+        _START = None
         if collecting:
             gc.enable()
 
@@ -353,6 +382,8 @@ def run() -> NoReturn:
     first; only then does ``os._exit`` end the process, with ``main``'s exit status. In-process
     callers (tests) use ``main`` and keep the ordinary exit.
     """
+    global _START
+    _START = process_start()
     code = _main()
     _flush_and_exit(code)
 

@@ -9,6 +9,7 @@ without loading any runbook. Only ``close`` closes what it holds.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -48,8 +49,23 @@ class KubeClients:
         self.use_cache = use_cache
         self._clients: dict[str, Clients] = {}
         self._as: OrderedDict[tuple[str, Identity], Clients] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def cached(self, cluster_name: str, *, identity: Identity | None = None) -> Clients | None:
+        """The clients ``for_cluster`` would return, if they are built already (else None)."""
+        cluster = self.settings.cluster(cluster_name or None)
+        # no lock: called on the event loop, which must not wait for a client being built
+        if identity is not None:
+            return self._as.get((cluster.name, identity))
+        return self._clients.get(cluster.name)
 
     def for_cluster(self, cluster_name: str, *, identity: Identity | None = None) -> Clients:
+        """The clients of a configured cluster (``""``: the default one), created on first use;
+        safe to call from several threads (the service builds clients off the event loop)."""
+        with self._lock:
+            return self._for_cluster(cluster_name, identity=identity)
+
+    def _for_cluster(self, cluster_name: str, *, identity: Identity | None = None) -> Clients:
         """The clients of a configured cluster (``""``: the default one), created on first use.
 
         With ``identity`` (per-user authority) every read impersonates that user: such clients

@@ -21,6 +21,9 @@ without leaking a traceback, a token or a host key.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 
 class GpubotError(Exception):
     """Base of every error gpubot raises on purpose; ``str()`` is safe to show a user."""
@@ -62,19 +65,75 @@ class ProbeError(GpubotError):
     """A read-only probe could not get its facts."""
 
 
-class KubeApiError(ProbeError):
-    """The Kubernetes API failed (5xx, 429 after retries, timeout, connection refused)."""
+#: how a read failed, as a person acts on it: the server could not be reached (refused, DNS,
+#: reset), TLS failed, it accepted and never answered, it rejected the credentials (401), the
+#: identity may not read this (403), or it answered an error (5xx, 429, other) after the retries
+ReadErrorKind = Literal["unreachable", "tls", "timeout", "unauthorized", "forbidden", "failed", "not_found"]
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+
+@dataclass(frozen=True)
+class ApiRead:
+    """One API read as RBAC names it: what a failed read was, so a report can say which reads a
+    failure cost and which rule would grant a refused one."""
+
+    verb: str
+    #: the plural resource (``pods``, ``nodes``, ``daemonsets``)
+    resource: str
+    #: empty for cluster-scoped objects and for lists across every namespace
+    namespace: str = ""
+    #: the object's name for a ``get``
+    name: str = ""
+    #: the API group ("" for the core group, ``apps``, ``batch``)
+    group: str = ""
+    #: the list's label or field selector, if any
+    selector: str = ""
+
+    def text(self) -> str:
+        """``get pod ai/p``, ``list pods in ai``, ``list nodes``, ``list pods (spec.nodeName=n1)``."""
+        if self.verb == "get":
+            where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+            return f"get {self.resource.removesuffix('s')} {where}"
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"list {self.resource}{where}" + (f" ({self.selector})" if self.selector else "")
+
+
+class KubeApiError(ProbeError):
+    """The Kubernetes API failed (5xx, 429 after retries, timeout, connection refused).
+
+    ``kind`` classifies it (``ReadErrorKind``), ``read`` names the request, ``server`` is the API
+    server's URL (never with credentials) and ``detail`` the short reason ("connection refused",
+    "500 Internal Server Error after 3 tries"); all optional for errors raised outside reads.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        kind: ReadErrorKind | None = None,
+        read: ApiRead | None = None,
+        server: str = "",
+        detail: str = "",
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.kind: ReadErrorKind = kind or _kind_of_status(status)
+        self.read = read
+        self.server = server
+        self.detail = detail or message
+
+
+def _kind_of_status(status: int | None) -> ReadErrorKind:
+    if status is None:
+        return "unreachable"
+    return {401: "unauthorized", 403: "forbidden", 404: "not_found"}.get(status, "failed")  # type: ignore[return-value]
 
 
 class NotFoundError(KubeApiError):
     """The requested object does not exist (HTTP 404)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=404)
+    def __init__(self, message: str, *, read: ApiRead | None = None, server: str = "") -> None:
+        super().__init__(message, status=404, kind="not_found", read=read, server=server)
 
 
 #: the switch that reads nodes the other way, named by every node-read failure (by transport)

@@ -22,8 +22,11 @@ from bot.service import Service
 from bot.settings import Settings
 
 
-async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str = "") -> Report:
-    """Run against the configured cluster, or a fresh simulator of ``scenario``."""
+async def run_invocation(
+    inv: Invocation, settings: Settings, *, scenario: str = "", deadline: float | None = None
+) -> Report:
+    """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
+    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now)."""
     if scenario:
         from bot.sim.cluster import SimCluster
 
@@ -33,12 +36,12 @@ async def run_invocation(inv: Invocation, settings: Settings, *, scenario: str =
             )
             service = Service(sim_settings)
             try:
-                return await service.run(replace(inv, cluster=""))
+                return await service.run(replace(inv, cluster=""), deadline=deadline)
             finally:
                 await service.close()
     service = Service(settings)
     try:
-        return await service.run(inv)
+        return await service.run(inv, deadline=deadline)
     finally:
         await service.close()
 

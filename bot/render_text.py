@@ -60,6 +60,16 @@ def render_node_table(report: Report) -> list[str]:
     return lines
 
 
+def render_story(report: Report, width: int) -> list[str]:
+    """The pod's own story under the verdict: a few lines, each wrapped, then a blank line."""
+    if report.story is None:
+        return []
+    lines = ["What the API says about it:"]
+    for line in report.story.lines():
+        lines += _wrap(line, width, initial_indent="  ", subsequent_indent="      ")
+    return [*lines, ""]
+
+
 def _n(value: object) -> str:
     if value is None:
         return "N/A"
@@ -100,15 +110,17 @@ def render_text(report: Report, *, width: int = 100) -> str:
         read_as = f"   read as: {report.read_as}" if report.read_as else ""
         lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms{read_as}")
     lines.append("")
+    found = verdict(report)
+    said = ["No problem found."] if found is None else [*_wrap(found.text(), width, subsequent_indent="  "), ""]
+    if found is not None and found.incomplete:  # what could not be read is said before anything else
+        lines += said
+        said = []
     if report.nodes:
         lines += render_node_table(report)
         lines.append("")
-    found = verdict(report)
-    if found is None:
-        lines.append("No problem found.")
-    else:
-        lines += _wrap(found.text(), width, subsequent_indent="  ")
-        lines.append("")
+    lines += said
+    if report.story is not None:
+        lines += render_story(report, width)
     for i, group in enumerate(group_findings(report.findings), 1):
         mark = MARK.get(group.severity, group.severity)
         if len(group.findings) == 1:

@@ -2,7 +2,10 @@
 
 A report is plain data: the CLI prints it as text or JSON, Slack renders it as Block Kit, tests
 read its codes. The JSON shape is a public contract (see README):
-``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``. Findings
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``, and for a
+diagnosis ``complete`` with the structured ``unreadable`` reads. Findings
+``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes`` and
+``story`` (the pod's own story, ``bot.story``). Findings
 stay one flat list (each with its ``subject``); grouping them by cause is a view's business
 (``bot.report_groups``).
 """
@@ -11,6 +14,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from bot.errors import ApiRead, KubeApiError
+from bot.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -117,6 +123,37 @@ class Skipped:
         return self.what.startswith(NODE_READ_SKIP)
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A read the answer needed and did not get: nothing was concluded from it.
+
+    ``error`` is the class a person acts on (``bot.errors.ReadErrorKind``, or ``internal`` for a
+    bug in gpubot); ``detail`` the short reason; ``request`` the API read itself when there was
+    one (the RBAC rule a refused read needs is worked out from it).
+    """
+
+    read: str
+    error: str
+    detail: str
+    server: str = ""
+    request: ApiRead | None = None
+
+    @classmethod
+    def of(cls, exc: KubeApiError, what: str = "") -> Unreadable:
+        """The entry for a failed read; ``what`` names it when the error does not say which."""
+        read = exc.read.text() if exc.read is not None else what
+        return cls(read or what, exc.kind, exc.detail, exc.server, exc.read)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"read": self.read, "error": self.error, "detail": self.detail}
+        if self.server:
+            data["server"] = self.server
+        if self.request is not None:
+            data.update(verb=self.request.verb, resource=self.request.resource,
+                        namespace=self.request.namespace, group=self.request.group)
+        return data
+
+
 @dataclass
 class Report:
     """Everything one command found."""
@@ -133,6 +170,15 @@ class Report:
     text: str = ""
     #: per-user authority: the Kubernetes identity the diagnosis read as (empty: the bot's own)
     read_as: str = ""
+    #: reads that failed (unreachable, TLS, timeout, 401, 403, 5xx/429): the answer is incomplete
+    unreadable: list[Unreadable] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every read the answer rests on was read (or found absent)."""
+        return not self.unreadable
+    #: the target pod's own story when it is not Running and Ready (``bot.story``)
+    story: PodStory | None = None
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -168,4 +214,9 @@ class Report:
             data["text"] = self.text
         if self.read_as:
             data["read_as"] = self.read_as
+        if self.command and not self.text:  # a diagnosis says whether it could read everything
+            data["complete"] = self.complete
+            data["unreadable"] = [u.to_dict() for u in self.unreadable]
+        if self.story is not None:
+            data["story"] = self.story.to_dict()
         return data

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bot.engine.unreadable import CODES as READ_CODES
+from bot.engine.unreadable import incomplete_line
 from bot.report import Finding, NodeRow, Remediation, Report
 
 #: a fix's identity: the action and its sorted parameters
@@ -107,14 +109,27 @@ class Verdict:
     cause: str
     where: str
     fix: str
+    #: the reads that failed, said first (``Could not read pods from URL: connection refused.``);
+    #: empty when the answer is complete
+    incomplete: str = ""
+
+    @property
+    def cause_label(self) -> str:
+        """What the cause is called: with failed reads it is only what the rest showed."""
+        return "Found in what could be read" if self.incomplete else "Root cause"
 
     def text(self) -> str:
-        parts = [f"Root cause: {self.cause}"]
-        if self.where:
-            parts.append(f"where: {self.where}")
-        if self.fix:
-            parts.append(f"fix: {self.fix}")
-        return " — ".join(parts)
+        parts = []
+        if self.cause:
+            parts.append(f"{self.cause_label}: {self.cause}")
+            if self.where:
+                parts.append(f"where: {self.where}")
+            if self.fix:
+                parts.append(f"fix: {self.fix}")
+        line = " — ".join(parts)
+        if self.incomplete:
+            return f"Incomplete: {self.incomplete}" + (f" {line}" if line else " Nothing was concluded from it.")
+        return line
 
 
 def group_findings(findings: Sequence[Finding]) -> list[FindingGroup]:
@@ -147,15 +162,17 @@ def _fix_order(findings: Sequence[Finding]) -> list[Fix]:
 
 def verdict(report: Report) -> Verdict | None:
     """The root cause (the first group), where it was found and the first fix; ``None`` when
-    nothing was found."""
-    groups = group_findings(report.findings)
+    nothing was found. Reads that failed come first (``incomplete``), and the cause is then the
+    first finding that rests on what could be read."""
+    incomplete = incomplete_line(report.unreadable)
+    groups = [g for g in group_findings(report.findings) if not incomplete or g.code not in READ_CODES]
     if not groups:
-        return None
+        return Verdict("critical", "", "", "", incomplete) if incomplete else None
     top = groups[0]
     cause = top.lead.title
     if len(top.findings) > 1:
         cause += f" (and the same on {len(top.findings) - 1} more)"
-    return Verdict(top.severity, cause, top.where(), _first_fix(top))
+    return Verdict(top.severity, cause, top.where(), _first_fix(top), incomplete)
 
 
 def _first_fix(group: FindingGroup) -> str:

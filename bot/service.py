@@ -11,13 +11,16 @@ from __future__ import annotations
 import logging
 import time
 
-from bot.clients import KubeClients
+from bot.aio import in_daemon_thread
+from bot.clients import Clients, KubeClients
 from bot.commands import Invocation, Surface, command_prefix
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
 from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
+from bot.errors import KubeApiError
+from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
 from bot.report import Report
 from bot.runbook_text import help_text, runbook_report
@@ -59,18 +62,24 @@ class Service:
     def ready(self) -> bool:
         return self._ready
 
-    async def run(self, inv: Invocation) -> Report:
-        """Run one invocation; diagnosis problems come back inside the report, never as exceptions."""
+    async def run(self, inv: Invocation, *, deadline: float | None = None) -> Report:
+        """Run one invocation; diagnosis problems come back inside the report, never as exceptions.
+
+        ``deadline`` (``time.monotonic()``) is when the answer is due; by default the command's
+        deadline from now. The CLI passes its process's start plus the deadline.
+        """
         if inv.command == "help":
             return Report(command="help", target={}, text=self.help_text(inv.surface))
         if inv.command == "runbook":
             return self._runbook(inv)
         # the deadline and the elapsed time count from here: building a cluster's clients (seconds
-        # on a loaded machine, the first time) is part of what the asker waits for
+        # on a loaded machine, the first time; a kubeconfig exec plugin that hangs) is part of what
+        # the asker waits for
         started = time.perf_counter()
-        deadline = time.monotonic() + self.settings.command_deadline_s
+        if deadline is None:
+            deadline = time.monotonic() + self.settings.command_deadline_s
         cluster = self.settings.cluster(inv.cluster or None)
-        clients = self.clients.for_cluster(cluster.name, identity=inv.identity)
+        clients = await self._clients(cluster.name, inv, deadline)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
@@ -78,16 +87,19 @@ class Service:
             ssh_concurrency=self.settings.ssh_concurrency,
             deadline=deadline,
         )
-        sources = Sources(
-            kube=clients.reads,
-            settings=self.settings,
-            cluster=cluster,
-            exec_fn=clients.exec.run if clients.exec is not None else None,
-            exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
-            ssh_pool=self.ssh_pool,
-            node_exec=clients.exec.run_read if clients.exec is not None else None,
-            slow_nodes=self.slow_nodes,
-        )
+        if isinstance(clients, KubeApiError):  # no client by the deadline: every read is unknown
+            sources = Sources(kube=FailedReads(clients), settings=self.settings, cluster=cluster)
+        else:
+            sources = Sources(
+                kube=clients.reads,
+                settings=self.settings,
+                cluster=cluster,
+                exec_fn=clients.exec.run if clients.exec is not None else None,
+                exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
+                ssh_pool=self.ssh_pool,
+                node_exec=clients.exec.run_read if clients.exec is not None else None,
+                slow_nodes=self.slow_nodes,
+            )
         report = await run_diagnosis(
             runbook,
             self.runbooks,
@@ -100,6 +112,23 @@ class Service:
         report.read_as = str(inv.identity) if inv.identity is not None else ""
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
+
+    async def _clients(self, cluster: str, inv: Invocation, deadline: float) -> Clients | KubeApiError:
+        """The cluster's clients, built within the deadline (a kubeconfig exec plugin runs here
+        and may never return); past it, the error every read of this command reports."""
+        known = self.clients.cached(cluster, identity=inv.identity)
+        if known is not None:
+            return known
+        if deadline <= time.monotonic():
+            late = "not read: the command's deadline had passed before the API could be asked (a slow start?)"
+            return KubeApiError(f"cluster {cluster}: {late}", kind="timeout", detail=late)
+        try:
+            return await in_daemon_thread(
+                lambda: self.clients.for_cluster(cluster, identity=inv.identity), deadline - time.monotonic()
+            )
+        except TimeoutError:
+            detail = "the client could not be set up within the command's deadline (kubeconfig credential plugin?)"
+            return KubeApiError(f"cluster {cluster}: {detail}", kind="timeout", detail=detail)
 
     def help_text(self, surface: Surface = "cli") -> str:
         return help_text(self.runbooks, surface)

@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes import client
 
 from bot.capture.select import ClusterObjects
-from bot.errors import KubeApiError, NotFoundError
+from bot.errors import ApiRead, KubeApiError, NotFoundError
 from bot.probes.kube import KubeReader
 
 Obj = dict[str, Any]
@@ -23,21 +23,23 @@ class CaptureReader(KubeReader):
     """``KubeReader`` with the cluster-wide lists of workloads, quotas and events."""
 
     async def list_replicasets_all(self) -> list[Obj]:
-        return await self._list("replicasets", self._apps.list_replica_set_for_all_namespaces)
+        read = ApiRead("list", "replicasets", group="apps")
+        return await self._list(read, self._apps.list_replica_set_for_all_namespaces)
 
     async def list_statefulsets_all(self) -> list[Obj]:
-        return await self._list("statefulsets", self._apps.list_stateful_set_for_all_namespaces)
+        read = ApiRead("list", "statefulsets", group="apps")
+        return await self._list(read, self._apps.list_stateful_set_for_all_namespaces)
 
     async def list_jobs_all(self) -> list[Obj]:
-        return await self._list("jobs", self._batch.list_job_for_all_namespaces)
+        return await self._list(ApiRead("list", "jobs", group="batch"), self._batch.list_job_for_all_namespaces)
 
     async def list_resourcequotas_all(self) -> list[Obj]:
-        return await self._list("resourcequotas", self._core.list_resource_quota_for_all_namespaces)
+        return await self._list(ApiRead("list", "resourcequotas"), self._core.list_resource_quota_for_all_namespaces)
 
     async def server_version(self) -> str:
         """``/version``'s gitVersion (``v1.28.3``), or "" when the server will not say."""
         try:
-            body = await self._call("version", client.VersionApi(self._client).get_code)
+            body = await self._call(ApiRead("get", "version"), client.VersionApi(self._client).get_code)
         except KubeApiError:
             return ""
         return str(body.get("gitVersion") or "")

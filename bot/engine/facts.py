@@ -22,11 +22,13 @@ from bot.kube.gpu import gpu_node_names, is_gpu_component
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
+from bot.kube.story import Cutoff, build_story, history_reason, needs_story, node_change_cutoff
 from bot.probes.container import ExecFacts
 from bot.probes.nvidia_smi import GpuRow
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
-from bot.report import Skipped
+from bot.report import Skipped, Unreadable
+from bot.story import PodStory
 
 Obj = dict[str, Any]
 
@@ -85,13 +87,39 @@ class EventFacts:
 
     pod: list[Obj] = field(default_factory=list)
     owners: list[Obj] = field(default_factory=list)
+    #: the pod the events are about, and the newest node change its scheduler has not answered
+    #: (``Facts.events`` sets them once the target and the nodes are read)
+    subject: Obj | None = None
+    cutoff: Cutoff | None = None
+    aged: bool = False
+
+    def age(self, subject: Obj | None, cutoff: Cutoff | None) -> None:
+        """Say which pod the events are about and since when its scheduler's words are current."""
+        self.subject, self.cutoff, self.aged = subject, cutoff, True
+
+    @cached_property
+    def _split(self) -> tuple[list[Mapping[str, Any]], list[tuple[Mapping[str, Any], str]]]:
+        current: list[Mapping[str, Any]] = []
+        history: list[tuple[Mapping[str, Any], str]] = []
+        for e in failed_scheduling_events(self.pod):
+            why = history_reason(e, self.subject, self.cutoff)
+            if why:
+                history.append((e, why))
+            else:
+                current.append(e)
+        return current, history
 
     @cached_property
     def scheduling(self) -> Sequence[ParsedSchedulingMessage]:
-        """The pod's FailedScheduling messages, newest first, parsed on first read, once per invocation."""
-        return ParsedMessages(
-            [str(e.get("message") or e.get("note") or "") for e in failed_scheduling_events(self.pod)]
-        )
+        """The pod's current FailedScheduling messages, newest first, parsed on first read, once per
+        invocation. Messages that are history (``scheduling_history``) are left out: a check never
+        concludes from what the scheduler said about a cluster that has changed since."""
+        return ParsedMessages([str(e.get("message") or e.get("note") or "") for e in self._split[0]])
+
+    @property
+    def scheduling_history(self) -> list[tuple[Mapping[str, Any], str]]:
+        """FailedScheduling events that are history, newest first, each with why."""
+        return self._split[1]
 
 
 @dataclass
@@ -100,6 +128,8 @@ class GpuComponents:
 
     controllers: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
+    #: pod uid -> events, for the GPU-stack pods that do not run (their own story)
+    events: dict[str, list[Obj]] = field(default_factory=dict)
     _by_node: tuple[int, dict[str, list[Obj]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def pods_on(self, node: str) -> list[Obj]:
@@ -112,6 +142,12 @@ class GpuComponents:
                 index.setdefault(str((p.get("spec") or {}).get("nodeName") or ""), []).append(p)
             self._by_node = (len(self.pods), index)
         return self._by_node[1].get(node, [])
+
+    def story_of(self, pod: Mapping[str, Any]) -> PodStory | None:
+        """A GPU-stack pod's own story when it does not run (its events, containers, conditions)."""
+        if not needs_story(pod):
+            return None
+        return build_story(pod, (), self.events.get(str((pod.get("metadata") or {}).get("uid") or ""), []))
 
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU
@@ -151,6 +187,7 @@ DERIVED: dict[str, tuple[str, ...]] = {
     "admission_rejected": ("target",),
     "card_verdicts": ("node_readings",),
     "card_pods": ("node_readings", "node_pods"),
+    "story": ("target", "events"),
 }
 
 
@@ -172,9 +209,12 @@ class Facts:
         self.deadline = deadline
         self._values: dict[str, Any] = {}
         self.skipped: list[Skipped] = []
-        #: base facts the reader was not allowed to read (403: per-user authority); a check that
-        #: rests on one is not run, since an empty fact would read as "nothing there"
-        self.forbidden: set[str] = set()
+        #: base facts that could not be read, wholly or in part (unreachable, TLS, timeout, 401,
+        #: 403, 5xx/429, a broken loader, or a fact they rest on could not be read): unknown, not
+        #: empty, so a check that rests on one is not run and nothing is offered on it
+        self.unreadable: set[str] = set()
+        #: each failed read, for the report's "could not read" findings and its ``unreadable`` list
+        self.failures: list[Unreadable] = []
         #: card verdicts worked out while the fan-out ran (``node_answered``), with their reading
         self._early_cards: dict[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] = {}
         self._working_rules: WorkingRules | None = None
@@ -189,6 +229,14 @@ class Facts:
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(Skipped(what, why))
+
+    def cannot_read(self, fact: str, failure: Unreadable | None = None) -> None:
+        """``fact`` (a base fact; "" for none) is not known in full: checks resting on it do not
+        run. ``failure`` says which read failed and how (None: a fact it rests on failed)."""
+        if fact:
+            self.unreadable.add(fact)
+        if failure is not None and failure not in self.failures:
+            self.failures.append(failure)
 
     def _get(self, name: str) -> Any:
         try:
@@ -210,6 +258,10 @@ class Facts:
     @property
     def events(self) -> EventFacts:
         value: EventFacts = self._get("events")
+        if not value.aged and "target" in self._values:
+            pod = self.target.pod
+            nodes = self._values.get("nodes") or {}
+            value.age(pod, node_change_cutoff(pod, nodes) if pod is not None and nodes else None)
         return value
 
     @property
@@ -275,6 +327,19 @@ class Facts:
         if pod is None or (pod.get("status") or {}).get("phase") != "Pending":
             return None
         return None if (pod.get("spec") or {}).get("nodeName") else pod
+
+    @cached_property
+    def story(self) -> PodStory | None:
+        """The target pod's own story when it is not Running and Ready (``bot.story``), built once
+        for the checks that quote it and for the report."""
+        pod = self.pod
+        if not needs_story(pod) or pod is None:
+            return None
+        events = self.events
+        story = build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
+        # a refused or failed read of the events leaves the list empty: say so, never "no events"
+        story.events_read = "events" not in self.unreadable and not any(s.what == "events" for s in self.skipped)
+        return story
 
     @cached_property
     def admission_rejected(self) -> list[Rejection]:

@@ -1,7 +1,8 @@
 """Run a diagnosis runbook: gather the facts its checks declare, run the checks, word the findings.
 
-Failures never escape as tracebacks: a loader that fails becomes a ``skipped`` entry (the rest of
-the report stands), a check that raises is logged and skipped. A check that yields a code it did
+Failures never escape as tracebacks: a loader that fails becomes a ``skipped`` entry and an
+unreadable fact (the rest of the report stands; checks resting on it do not run, and the report
+opens with what could not be read), a check that raises is logged and skipped. A check that yields a code it did
 not declare is a bug: refused (and, in strict mode, raised so the tests fail). Findings are
 ordered so the most likely root cause comes first: severity, then the catalogue's rank.
 """
@@ -13,10 +14,11 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
+from bot.engine import unreadable
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
 from bot.engine.facts import Facts
-from bot.engine.gather import Sources, base_facts, gather
+from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
@@ -31,6 +33,8 @@ STRICT_EVERYWHERE = False
 #: evidence is what a finding rests on, not a log: longer lists and lines are cut, saying so
 MAX_EVIDENCE_LINES = 40
 MAX_EVIDENCE_CHARS = 2000
+#: checks named in the "not run" skip entry; the rest are counted
+SHOWN_CHECKS = 6
 
 
 class UndeclaredCode(GpubotError):
@@ -50,11 +54,11 @@ def run_checks(
 ) -> list[Detection]:
     """Every check of the runbook over the same facts; none sees another's result."""
     found: list[Detection] = []
-    unreadable: list[str] = []
+    not_run: list[str] = []
     for name in runbook.checks:
         check = checks[name]
-        if facts.forbidden and base_facts(check.reads) & facts.forbidden:
-            unreadable.append(name)  # an unreadable fact is unknown, not empty: no conclusion
+        if facts.unreadable and direct_facts(check.reads) & facts.unreadable:
+            not_run.append(name)  # an unreadable fact is unknown, not empty: no conclusion
             continue
         try:
             outcomes = list(check.run(facts))
@@ -73,8 +77,11 @@ def run_checks(
                 log.error("check %s emitted undeclared code %s; dropped", name, outcome.code)
             else:
                 found.append(outcome)
-    if unreadable:
-        facts.skip("checks " + ", ".join(unreadable), "they rest on what these permissions may not read")
+    if not_run:
+        shown = ", ".join(not_run[:SHOWN_CHECKS]) + (
+            f" and {len(not_run) - SHOWN_CHECKS} more" if len(not_run) > SHOWN_CHECKS else ""
+        )
+        facts.skip(f"{len(not_run)} check(s): {shown}", "they rest on what could not be read")
     return found
 
 
@@ -86,12 +93,29 @@ def _conclude(
     strict: bool,
     command_prefix: str,
 ) -> Report:
-    detections = run_checks(runbook, facts, checks, strict=strict)
+    # what could not be read comes first: it is why the rest of the answer is incomplete
+    detections = [*unreadable.detections(facts.failures), *run_checks(runbook, facts, checks, strict=strict)]
     report = Report(command=runbook.command, target=facts.inv.target())
+    report.unreadable = unreadable.unique(facts.failures)
     report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+    if report.unreadable:
+        _withhold_offers(report, facts)
     if "node_table" in runbook.views:
         report.nodes = build_node_rows(facts)
+    if facts.gathered("target") and facts.gathered("events"):
+        report.story = facts.story
     return report
+
+
+def _withhold_offers(report: Report, facts: Facts) -> None:
+    """An incomplete answer offers no fix: what could not be read may hold the real cause (or
+    show the fix to be harmful), and a button is a recommendation. The findings keep their next
+    steps; the fixes come back once the reads work."""
+    withheld = sum(len(f.remediations) for f in report.findings)
+    for finding in report.findings:
+        finding.remediations = []
+    if withheld:
+        facts.skip(f"{withheld} fix(es)", "not offered: the answer is incomplete; run it again once the reads work")
 
 
 def capped(evidence: Iterable[str]) -> list[str]:

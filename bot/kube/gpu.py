@@ -69,6 +69,7 @@ OWN_COMPONENTS: tuple[str, ...] = ("gpubot-node", "gpubot-actuator")
 OWN_PART_OF = ("app.kubernetes.io/part-of", "gpubot")
 # one search each instead of a loop over the fragments: every pod on every GPU node is asked
 _OWN = re.compile("|".join(map(re.escape, OWN_COMPONENTS)))
+_NFD_NVIDIA_CLASS = re.compile(r"feature\.node\.kubernetes\.io/pci-03[0-9a-f]{2}_10de\.present")
 _HINT = re.compile("|".join(map(re.escape, (*COMPONENT_HINTS, "qgpu"))))
 
 
@@ -77,6 +78,8 @@ def gpu_labels(node: Obj) -> list[str]:
     labels = (node.get("metadata") or {}).get("labels") or {}
     out = [f"{k}={labels[k]}" for k in GPU_LABEL_KEYS if k in labels]
     out += [f"{k}={labels[k]}" for k, values in GPU_LABEL_VALUES.items() if str(labels.get(k, "")).lower() in values]
+    # NFD's PCI label with the device class first (pci-0300_10de, pci-0302_10de): an NVIDIA card all the same
+    out += [f"{k}={v}" for k, v in labels.items() if _NFD_NVIDIA_CLASS.fullmatch(k) and str(v).lower() == "true"]
     return out
 
 

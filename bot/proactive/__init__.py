@@ -2,7 +2,8 @@
 
 ``problems`` turns a node-status report into fingerprinted problems, ``store`` remembers the open
 ones (and where they were posted) in the state database, ``watcher`` runs a sweep and decides what
-to post, edit or resolve. Rendering lives in ``bot.slack.proactive_messages``. Nothing here writes
+to post, edit or resolve, ``posting`` makes each post once across stops (intent first).
+Rendering lives in ``bot.slack.proactive_messages``. Nothing here writes
 to a cluster: a sweep only reads, like every diagnosis.
 """
 

@@ -29,7 +29,7 @@ from bot.coordination.kube_state import (
     parse_k8s_time,
 )
 from bot.proactive.problems import Problem
-from bot.proactive.store import OpenProblem
+from bot.proactive.store import POSTING, OpenProblem
 
 _TYPE = "gpubot.dev/watch-type"
 _CHANNEL = "gpubot.dev/channel"
@@ -142,6 +142,14 @@ class KubeProblemStore:
         body = self._body(self._open_name(problem.fingerprint, channel), "problem", labels, spec)
         # a second open post of one problem in one channel is refused by the API server itself
         self.state.create(WATCH_RECORDS, body)
+
+    def intend(self, problem: Problem, *, channel: str, at: datetime) -> None:
+        """Record the open problem before its message is posted (the ts follows in ``posted``)."""
+        self.opened(problem, channel=channel, message_ts=POSTING, at=at)
+
+    def posted(self, fingerprint: str, *, channel: str, message_ts: str) -> None:
+        """The message an intent was posted as."""
+        self._edit_open(fingerprint, channel, {"messageTs": message_ts})
 
     def changed(self, problem: Problem, *, channel: str, at: datetime) -> None:
         self._edit_open(

@@ -2,7 +2,11 @@
 
 Its own table (``watch_problems``) in the same SQLite file as pending actions and the audit trail
 (``settings.state_path``), so a restart finds every open problem and its message again: nothing
-is posted twice and nothing is forgotten. One row per (fingerprint, channel); a resolved row is
+is posted twice and nothing is forgotten. A new problem's row is written *before* its message is
+posted, with an empty ``message_ts`` (the intent: ``OpenProblem.posting``), and the ts is filled in
+after: a process stopped between the post and the record leaves the intent, and the next sweep
+looks for the message in the channel before it posts again (``bot.proactive.watcher``).
+One row per (fingerprint, channel); a resolved row is
 kept (with when and how long) so the history can be read, and a problem that comes back later
 opens a fresh row and a fresh message. This module never touches another module's tables.
 """
@@ -60,6 +64,10 @@ _SCHEMA = (
 )
 
 
+#: the ``message_ts`` of a problem whose post is decided but not yet confirmed by Slack
+POSTING = ""
+
+
 def _ts(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -79,6 +87,11 @@ class OpenProblem:
     updated_at: datetime
     digest: str
     resolved_at: datetime | None = None
+
+    @property
+    def posting(self) -> bool:
+        """Its post was decided but its ts never recorded: the process may have stopped mid-post."""
+        return not self.message_ts
 
 
 class ProblemStore:
@@ -146,6 +159,18 @@ class ProblemStore:
                     _ts(at),
                     _ts(at),
                 ),
+            )
+
+    def intend(self, problem: Problem, *, channel: str, at: datetime) -> None:
+        """Record the open problem before its message is posted (the ts follows in ``posted``)."""
+        self.opened(problem, channel=channel, message_ts=POSTING, at=at)
+
+    def posted(self, fingerprint: str, *, channel: str, message_ts: str) -> None:
+        """The message an intent was posted as."""
+        with self._connect() as db:
+            db.execute(
+                "UPDATE watch_problems SET message_ts = ? WHERE fingerprint = ? AND channel = ? AND state = 'open'",
+                (message_ts, fingerprint, channel),
             )
 
     def changed(self, problem: Problem, *, channel: str, at: datetime) -> None:

@@ -21,27 +21,28 @@ A snoozed problem (its buttons: 1 h, 1 day, until resolved; kept in the store, s
 honours them) gets neither a new post nor a change reply; its resolution is still shown, and it
 ends an "until resolved" snooze.
 
+A new problem (and the hour's summary) is posted exactly once, across stops: ``bot.proactive.posting``.
+
 A problem is only declared gone when the trigger could see: a node problem needs its node read
 over SSH this time, a pending problem the pending check, any other problem a sweep that listed
-at least one GPU node. A Slack call that fails leaves the store as it was, so the next run tries
-again (a failed first post is retried, never doubled). Only while ``is_leader()`` does a watch
+at least one GPU node. A Slack call that fails leaves the store as it was (a failed first post
+leaves its intent), so the next run tries again. Only while ``is_leader()`` does a watch
 read or post. This module knows no Slack: a ``Notifier`` posts for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 from bot.commands import Invocation
 from bot.observability import log_event
 from bot.proactive.fleet import Diagnoses, FleetReads
 from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
+from bot.proactive.posting import HOUR, Notifier, OncePoster
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.quiet import QuietHours
 from bot.proactive.routing import Route, Router
@@ -53,45 +54,6 @@ from bot.report import Report
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
-
-
-class Notifier(Protocol):
-    """Where the watch's messages go (Slack: ``bot.slack.watch_notifier``)."""
-
-    async def post_open(
-        self, channel: str, problem: Problem, *, opened_at: datetime, seen_at: datetime, owner: str = ""
-    ) -> str:
-        """Post the problem's message (naming ``owner``, a validated user/group id or handle, when
-        given); return its ts."""
-        ...
-
-    async def update_open(
-        self,
-        channel: str,
-        ts: str,
-        before: Problem,
-        after: Problem,
-        *,
-        opened_at: datetime,
-        seen_at: datetime,
-        owner: str = "",
-    ) -> None:
-        """Edit the message to ``after`` and reply in its thread with what changed."""
-        ...
-
-    async def resolve(
-        self, channel: str, ts: str, problem: Problem, *, opened_at: datetime, resolved_at: datetime
-    ) -> None:
-        """Edit the message to resolved and say so in its thread."""
-        ...
-
-    async def post_summary(self, channel: str, held: list[Problem], *, limit: int) -> str:
-        """Post the rate-limit summary listing ``held``; return its ts."""
-        ...
-
-    async def update_summary(self, channel: str, ts: str, held: list[Problem], *, limit: int) -> None:
-        """Edit the rate-limit summary to list ``held``."""
-        ...
 
 
 @dataclass
@@ -154,6 +116,8 @@ class Watcher:
         self.service = service
         self.store = store
         self.notifier = notifier
+        #: posts a new problem (and the hour's summary) once, across stops
+        self.once = OncePoster(store, notifier)
         self.clock = clock
         self.sweeps = 0
         self._posting = asyncio.Lock()
@@ -345,9 +309,11 @@ class Watcher:
             return
         try:
             if row is None:
-                ts = await self.notifier.post_open(channel, problem, opened_at=now, seen_at=now, owner=route.owner)
-                self.store.opened(problem, channel=channel, message_ts=ts, at=now)
+                await self.once.open(problem, channel, now=now, owner=route.owner)
                 result.posted.append(fp)
+            elif row.posting:
+                outcome = await self.once.finish(problem, row, now=now, owner=route.owner)
+                getattr(result, outcome).append(fp)  # posted, changed or unchanged
             elif row.digest != problem.digest:
                 await self.notifier.update_open(
                     channel,
@@ -367,18 +333,8 @@ class Watcher:
             result.failed.append(fp)
 
     async def _summarise(self, channel: str, held: list[Problem], now: datetime, result: SweepResult) -> None:
-        """One summary per channel and hour: posted once, then edited when its list changes."""
-        digest = hashlib.sha256("\n".join(sorted(p.fingerprint for p in held)).encode()).hexdigest()[:16]
-        known = self.store.summary(channel)
         try:
-            if known is not None and known[1] > now - HOUR:
-                ts, window_start, before = known
-                if before != digest:
-                    await self.notifier.update_summary(channel, ts, held, limit=self.posts_per_hour)
-                    self.store.summarised(channel, message_ts=ts, window_start=window_start, digest=digest)
-                return
-            ts = await self.notifier.post_summary(channel, held, limit=self.posts_per_hour)
-            self.store.summarised(channel, message_ts=ts, window_start=now, digest=digest)
+            await self.once.summarise(channel, held, now=now, limit=self.posts_per_hour)
         except Exception:
             log.exception("watch: could not post the rate-limit summary of %s", channel)
             result.failed.extend(p.fingerprint for p in held)
@@ -386,6 +342,13 @@ class Watcher:
     async def _gone(self, row: OpenProblem, now: datetime, result: SweepResult) -> None:
         fp = row.problem.fingerprint
         try:
+            if row.posting:
+                shown = await self.once.shown(row)
+                if shown is None:  # never shown in the channel: nothing to edit
+                    self.store.resolved(fp, channel=row.channel, at=now)
+                    result.resolved.append(fp)
+                    return
+                row = shown
             await self.notifier.resolve(
                 row.channel, row.message_ts, row.problem, opened_at=row.opened_at, resolved_at=now
             )
@@ -397,7 +360,6 @@ class Watcher:
             result.failed.append(fp)
 
 
-HOUR = timedelta(hours=1)
 #: the snooze buttons' choices -> how long (``None``: until the problem resolves)
 SNOOZES: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "resolved": None}
 

@@ -62,6 +62,7 @@ def slim_record(pod: Obj) -> SlimPod:
         deletion_timestamp=s.deletion_timestamp,
         owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
+        created=s.created,
     )
 
 
@@ -124,6 +125,8 @@ def pod_dict(p: SlimPod) -> Obj:
     meta: Obj = {"name": p.name, "namespace": p.namespace, "uid": p.uid}
     if p.deletion_timestamp is not None:
         meta["deletionTimestamp"] = p.deletion_timestamp
+    if p.created:
+        meta["creationTimestamp"] = p.created
     if p.owner:
         kind, _, name = p.owner.partition("/")
         meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]

@@ -12,19 +12,18 @@ served (camelCase keys), the same shape the simulator's scenario files hold.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
-import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from bot.errors import KubeApiError, NotFoundError
+from bot.errors import ApiRead, KubeApiError, NotFoundError
+from bot.probes.deadline import remaining
+from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
 
 Obj = dict[str, Any]
@@ -96,32 +95,44 @@ class ReadStats:
 
 
 def _transient(exc: BaseException) -> bool:
-    """Retry what a second try can fix: 429, 5xx and connection/timeouts; never 4xx."""
+    """Retry what a second try can fix: 429, 5xx, a dropped connection or a silent server; never
+    a 4xx answer, a TLS failure or rejected credentials (the same request gets the same answer)."""
     if isinstance(exc, KubeApiError):
-        return exc.status is None or exc.status == 429 or exc.status >= 500
+        if exc.status is not None:
+            return exc.status == 429 or exc.status >= 500
+        return exc.kind in ("unreachable", "timeout")
     return False
 
 
-def _api_error(exc: BaseException, what: str) -> KubeApiError:
-    """Translate client errors into ours; the message never carries credentials."""
-    if isinstance(exc, ApiException):
-        status = int(exc.status or 0)
-        reason = ""
-        try:
-            body = json.loads(exc.body or "{}")
-            reason = str(body.get("message") or "")[:200]
-        except (ValueError, TypeError, AttributeError):
-            reason = str(exc.reason or "")
-        if status == 404:
-            return NotFoundError(f"{what}: not found")
-        return KubeApiError(f"{what}: API error {status} {reason}".strip(), status=status)
-    if isinstance(exc, urllib3.exceptions.HTTPError | OSError | TimeoutError):
-        return KubeApiError(f"{what}: API unreachable ({type(exc).__name__})")
-    return KubeApiError(f"{what}: {type(exc).__name__}")
+def _api_error(exc: BaseException, read: ApiRead, server: str, *, timeout_s: float | None = None) -> KubeApiError:
+    """Translate client errors into ours, classified; the message never carries credentials."""
+    kind, detail, status = classify(exc, timeout_s=timeout_s)
+    what = read.text()
+    if kind == "not_found":
+        return NotFoundError(f"{what}: not found", read=read, server=server)
+    return KubeApiError(f"{what}: {detail}", status=status, kind=kind, read=read, server=server, detail=detail)
+
+
+#: a request is not started with less than this left before the command's deadline: it could not
+#: be answered in time, and its thread would outlive the command
+MIN_REQUEST_S = 0.05
+#: worker threads for the blocking client's requests: its own pool, so that requests to a server
+#: that never answers cannot starve the default executor (where checks run) or hold up the exit
+READ_THREADS = 32
+_GROUPS = {"CoreV1Api": "", "AppsV1Api": "apps", "BatchV1Api": "batch"}
+
+
+def _listing(resource: str, namespace: str, sel: dict[str, str], group: str = "") -> ApiRead:
+    return ApiRead("list", resource, namespace, group=group, selector=",".join(sel.values()))
 
 
 class KubeReader:
-    """Reads from the API server: get, and lists paginated with ``limit``/``continue``."""
+    """Reads from the API server: get, and lists paginated with ``limit``/``continue``.
+
+    Every request is bounded by ``timeout`` and by what is left of the command's deadline
+    (``bot.probes.deadline``); retries of transient failures stop when the deadline would not
+    leave time for one more.
+    """
 
     def __init__(
         self,
@@ -139,46 +150,65 @@ class KubeReader:
         self.timeout = timeout
         self.attempts = attempts
         self.stats = ReadStats()
+        #: the API server's URL, without credentials, for reports of what could not be read
+        self.server = safe_url(str(getattr(api_client.configuration, "host", "") or ""))
+        self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
 
     def _api(self, name: str) -> Any:
         return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
 
-    async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """One request with bounded retries on transient failures; returns the parsed body."""
-        kwargs.update(_preload_content=False, _request_timeout=self.timeout)
+    def _out_of_time(self, read: ApiRead, tries: int) -> KubeApiError:
+        detail = "not answered within the command's deadline" + (f" ({tries} tries)" if tries > 1 else "")
+        return KubeApiError(f"{read.text()}: {detail}", kind="timeout", read=read, server=self.server, detail=detail)
 
-        def do() -> Obj:
+    async def _call(self, read: ApiRead, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """One request with bounded retries on transient failures; returns the parsed body."""
+        what = read.text()
+
+        def do(timeout: float) -> Obj:
             try:
-                resp = fn(*args, **kwargs)
+                resp = fn(*args, **kwargs, _preload_content=False, _request_timeout=timeout)
                 data = resp.data
             except Exception as exc:  # noqa: BLE001 - translated at this boundary
-                raise _api_error(exc, what) from None
+                raise _api_error(exc, read, self.server, timeout_s=timeout) from None
             self.stats.record(getattr(fn, "__name__", what), len(data))
             try:
                 parsed = orjson.loads(data)  # a third of json.loads's time on API lists
             except ValueError:
-                raise KubeApiError(f"{what}: API answered something that is not JSON") from None
+                raise KubeApiError(f"{what}: API answered something that is not JSON", kind="failed",
+                                   read=read, server=self.server, detail="an answer that is not JSON") from None
             if not isinstance(parsed, dict):
-                raise KubeApiError(f"{what}: API answered an unexpected document")
+                raise KubeApiError(f"{what}: API answered an unexpected document", kind="failed",
+                                   read=read, server=self.server, detail="an unexpected document")
             return parsed
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=wait_exponential(multiplier=0.2, max=2.0),
-            retry=retry_if_exception(_transient),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return await asyncio.to_thread(do)
-        raise KubeApiError(f"{what}: no attempt made")  # pragma: no cover - tenacity always attempts
+        loop = asyncio.get_running_loop()
+        tries = 0
+        while True:
+            left = remaining()
+            if left is not None and left < MIN_REQUEST_S:
+                raise self._out_of_time(read, tries)
+            timeout = self.timeout if left is None else min(self.timeout, left)
+            tries += 1
+            try:
+                return await loop.run_in_executor(self._pool, do, timeout)
+            except KubeApiError as exc:
+                pause = min(2.0, 0.2 * 2 ** (tries - 1))
+                left = remaining()
+                last = tries >= self.attempts or (left is not None and left < pause + MIN_REQUEST_S)
+                if not _transient(exc) or last:
+                    if tries > 1 and exc.kind == "failed":
+                        exc.detail += f" after {tries} tries"
+                        exc.user_message += f" after {tries} tries"
+                    raise
+            await asyncio.sleep(pause)
 
-    async def _list(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Obj]:
+    async def _list(self, read: ApiRead, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Obj]:
         """Walk every page; never one unbounded request."""
-        return await self._walk(what, None, fn, *args, **kwargs)
+        return await self._walk(read, None, fn, *args, **kwargs)
 
     async def _walk(
-        self, what: str, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
+        self, read: ApiRead, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
     ) -> list[Any]:
         """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go."""
         items: list[Any] = []
@@ -188,7 +218,7 @@ class KubeReader:
             page_kwargs = dict(kwargs, limit=limit)
             if token:
                 page_kwargs["_continue"] = token
-            body = await self._call(what, fn, *args, **page_kwargs)
+            body = await self._call(read, fn, *args, **page_kwargs)
             kind = str(body.get("kind", "")).removesuffix("List")
             for item in body.get("items") or []:
                 if kind and "kind" not in item:
@@ -202,8 +232,8 @@ class KubeReader:
         """Read one object; raises NotFoundError when it does not exist."""
         api_name, method, namespaced = _READERS[kind]
         fn = getattr(self._api(api_name), method)
-        what = f"{kind.lower()} {namespace + '/' if namespaced else ''}{name}"
-        obj = await (self._call(what, fn, name, namespace) if namespaced else self._call(what, fn, name))
+        read = ApiRead("get", kind.lower() + "s", namespace if namespaced else "", name, _GROUPS[api_name])
+        obj = await (self._call(read, fn, name, namespace) if namespaced else self._call(read, fn, name))
         obj.setdefault("kind", kind)
         return obj
 
@@ -211,8 +241,8 @@ class KubeReader:
         sel = {"label_selector": label_selector, "field_selector": field_selector}
         sel = {k: v for k, v in sel.items() if v}
         if namespace:
-            return await self._list(f"pods in {namespace}", self._core.list_namespaced_pod, namespace, **sel)
-        return await self._list("pods", self._core.list_pod_for_all_namespaces, **sel)
+            return await self._list(_listing("pods", namespace, sel), self._core.list_namespaced_pod, namespace, **sel)
+        return await self._list(_listing("pods", "", sel), self._core.list_pod_for_all_namespaces, **sel)
 
     async def slim_pods(
         self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
@@ -232,7 +262,7 @@ class KubeReader:
             async def on(node: str) -> list[SlimPod]:
                 async with gate:
                     return await self._walk(
-                        f"pods on {node}",
+                        ApiRead("list", "pods", selector=f"spec.nodeName={node}"),
                         slim,
                         self._core.list_pod_for_all_namespaces,
                         field_selector=f"spec.nodeName={node}",
@@ -247,37 +277,46 @@ class KubeReader:
                 return None
             return slim(pod)
 
-        pods = await self._walk("pods", keep, self._core.list_pod_for_all_namespaces, page_size=SLIM_PAGE_SIZE, **sel)
+        pods = await self._walk(
+            _listing("pods", "", sel), keep, self._core.list_pod_for_all_namespaces, page_size=SLIM_PAGE_SIZE, **sel
+        )
         return [p for p in pods if p is not None]
 
     async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
         sel = {"label_selector": label_selector} if label_selector else {}
-        return await self._list("nodes", self._core.list_node, **sel)
+        return await self._list(_listing("nodes", "", sel), self._core.list_node, **sel)
 
     async def list_namespaces(self) -> list[Obj]:
-        return await self._list("namespaces", self._core.list_namespace)
+        return await self._list(ApiRead("list", "namespaces"), self._core.list_namespace)
 
     async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]:
         sel = {"field_selector": field_selector} if field_selector else {}
         if namespace:
-            return await self._list(f"events in {namespace}", self._core.list_namespaced_event, namespace, **sel)
-        return await self._list("events", self._core.list_event_for_all_namespaces, **sel)
+            read = _listing("events", namespace, sel)
+            return await self._list(read, self._core.list_namespaced_event, namespace, **sel)
+        return await self._list(_listing("events", "", sel), self._core.list_event_for_all_namespaces, **sel)
 
     async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
         sel = {"label_selector": label_selector} if label_selector else {}
-        return await self._list("daemonsets", self._apps.list_daemon_set_for_all_namespaces, **sel)
+        read = _listing("daemonsets", "", sel, "apps")
+        return await self._list(read, self._apps.list_daemon_set_for_all_namespaces, **sel)
 
     async def list_deployments(self, *, label_selector: str = "") -> list[Obj]:
         sel = {"label_selector": label_selector} if label_selector else {}
-        return await self._list("deployments", self._apps.list_deployment_for_all_namespaces, **sel)
+        read = _listing("deployments", "", sel, "apps")
+        return await self._list(read, self._apps.list_deployment_for_all_namespaces, **sel)
 
     async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
         sel = {"label_selector": label_selector} if label_selector else {}
-        return await self._list(f"replicasets in {namespace}", self._apps.list_namespaced_replica_set, namespace, **sel)
+        read = _listing("replicasets", namespace, sel, "apps")
+        return await self._list(read, self._apps.list_namespaced_replica_set, namespace, **sel)
 
     async def list_resourcequotas(self, namespace: str) -> list[Obj]:
         """The namespace's ResourceQuotas: a pod they refuse is never created, so no pod says why."""
-        return await self._list(f"resourcequotas in {namespace}", self._core.list_namespaced_resource_quota, namespace)
+        read = ApiRead("list", "resourcequotas", namespace)
+        return await self._list(read, self._core.list_namespaced_resource_quota, namespace)
 
     def close(self) -> None:
+        # never wait here for a request a silent server still holds: its own timeout ends it
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()

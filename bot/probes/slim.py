@@ -23,6 +23,8 @@ class SlimPod:
     deletion_timestamp: str | None
     owner: str = ""
     gpu: dict[str, float] = field(default_factory=dict)
+    #: creationTimestamp, kept for GPU pods only (how long a holder has held its cards)
+    created: str = ""
 
     @property
     def terminating(self) -> bool:
@@ -54,6 +56,7 @@ def slim(pod: dict[str, Any]) -> SlimPod:
     spec = pod.get("spec") or {}
     owners = meta.get("ownerReferences") or []
     owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners if o.get("controller")), "")
+    asks = _asks_gpu(spec)
     return SlimPod(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
@@ -62,5 +65,6 @@ def slim(pod: dict[str, Any]) -> SlimPod:
         phase=str((pod.get("status") or {}).get("phase") or "Pending"),
         deletion_timestamp=meta.get("deletionTimestamp"),
         owner=owner,
-        gpu=pod_gpu_requests(pod) if _asks_gpu(spec) else {},
+        gpu=pod_gpu_requests(pod) if asks else {},
+        created=str(meta.get("creationTimestamp") or "") if asks else "",
     )

@@ -110,6 +110,8 @@ class KubeApiServer:
         self.impersonated: list[tuple[str, tuple[str, ...], str, str]] = []
         self._hub = WatchHub()
         self._runner: web.AppRunner | None = None
+        #: set when the server stops, so requests held by a ``hang`` fault end with it
+        self._stopping = asyncio.Event()
 
     @property
     def active_watches(self) -> int:
@@ -123,6 +125,7 @@ class KubeApiServer:
         return app
 
     async def start(self) -> None:
+        self._stopping = asyncio.Event()
         self._runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -132,6 +135,7 @@ class KubeApiServer:
         self.url = f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
+        self._stopping.set()
         self.lifecycle.close()
         self._hub.close_all()
         if self._runner is not None:
@@ -145,6 +149,9 @@ class KubeApiServer:
         self.stats.per_path[request.path] += 1
         fault = self.faults.match(request.method, request.path_qs)
         if fault is not None:
+            if fault.hang:  # accepted, never answered: the client's own timeout has to end it
+                await self._stopping.wait()
+                return self._count(status_response(503, "the simulator stopped"))
             if fault.delay_s:
                 await asyncio.sleep(fault.delay_s)
             if fault.status:

@@ -149,7 +149,9 @@ class ContainerFacts:
 
 @dataclass
 class ApiFault:
-    """An injected API fault: requests whose path contains ``match`` get ``status`` or a delay."""
+    """An injected API fault: requests whose path contains ``match`` get ``status`` or a delay;
+    with ``hang`` the server accepts them and never answers (until it stops), as an overloaded
+    API server or a proxy holding the request does."""
 
     match: str = ""
     status: int | None = None
@@ -157,6 +159,7 @@ class ApiFault:
     times: int | None = None
     rate: float = 1.0
     verb: str | None = None
+    hang: bool = False
 
 
 @dataclass
@@ -479,7 +482,7 @@ def _load_faults(raw: Any, problems: _Problems) -> list[ApiFault]:
     for i, f in enumerate(raw):
         where = f"api.faults[{i}]"
         if not isinstance(f, dict):
-            problems.add(where, "must be a mapping (match, status, delay_s, times, rate)")
+            problems.add(where, "must be a mapping (match, verb, status, delay_s, hang, times, rate)")
             continue
         rate = float(f.get("rate", 1.0))
         if not 0.0 <= rate <= 1.0:
@@ -492,6 +495,7 @@ def _load_faults(raw: Any, problems: _Problems) -> list[ApiFault]:
                 times=int(f["times"]) if f.get("times") is not None else None,
                 rate=rate,
                 verb=str(f["verb"]).upper() if f.get("verb") else None,
+                hang=bool(f.get("hang", False)),
             )
         )
     return out

@@ -1,10 +1,12 @@
-"""``POST /alerts``: Alertmanager's webhook on the bot's HTTP server, and how a group looks in Slack.
+"""``POST /alerts``: Alertmanager's webhook on the bot's HTTP server (the message: ``alert_messages``).
 
 The route checks the token first (``Authorization: Bearer TOKEN``, or basic auth with TOKEN as
-the password; compared in constant time, never logged), then reads at most the server's body
-limit (larger: 413), parses the version 4 payload (anything else: 400 with a one-line reason) and
-answers at once; the group's message is posted or edited in the background by
-``bot.proactive.alerts.AlertDesk``, one group at a time. Nothing is posted for a refused request.
+the password; compared in constant time, never logged), then streams the body in, up to
+``MAX_BODY_BYTES`` (16 MiB, far above the server's 256 KiB for Slack: a valid alert storm is never
+refused; beyond it 413, and the message names ``max_alerts``), parses the version 4 payload in a
+worker thread (anything else: 400 with a one-line reason) and answers at once; the group's
+message is posted or edited in the background by ``bot.proactive.alerts.AlertDesk``, one group
+at a time. Nothing is posted for a refused request.
 A replica that is not the leader answers 503 (after the token check), which Alertmanager retries.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import hmac
 import logging
 
@@ -20,41 +23,36 @@ from aiohttp import web
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import log_event
-from bot.proactive.alerts import AlertDesk, AlertGroup, AlertPayloadError, parse_payload
+from bot.proactive.alerts import MAX_BODY_BYTES, AlertDesk, AlertGroup, AlertPayloadError, parse_payload
 from bot.report import Report
 from bot.settings import Secret
-from bot.slack import limits as L
-from bot.slack.blocks import Rendered, context, header, section, severity_marker
+from bot.slack.alert_messages import render_group
+from bot.slack.history import find_posted, metadata
 from bot.slack.tasks import TaskTracker
 
 log = logging.getLogger("gpubot.alerts")
 
 ALERTS_PATH = "/alerts"
-_SHOWN_ALERTS = 15
+#: the metadata event type of an alert group's message (an interrupted post is found by it)
+ALERT_EVENT = "gpubot_alert_group"
+_CHUNK = 256 * 1024
+TOO_LARGE = (
+    f"the body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB; set max_alerts in the webhook_config "
+    "so one group fits"
+)
 
 
-def render_group(group: AlertGroup, diagnosis: Report | None) -> Rendered:
-    """One message per alert group: what fires, what resolved, and the diagnosis of its target."""
-    firing = group.firing()
-    names = sorted({a.name for a in group.alerts})
-    marker = "✅" if group.status == "resolved" else "🔥"
-    state = "resolved" if group.status == "resolved" else f"{len(firing)} firing"
-    title = f"{marker} {', '.join(names)}: {state} of {len(group.alerts)}"
-    lines = []
-    for alert in group.alerts[:_SHOWN_ALERTS]:
-        where = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()) if k != "alertname")
-        text = f"• {'🔥' if alert.status == 'firing' else '✅'} {alert.name} {where} {alert.summary}".rstrip()
-        lines.append(L.escape_mrkdwn(text))
-    if len(group.alerts) > _SHOWN_ALERTS:
-        lines.append(f"… and {len(group.alerts) - _SHOWN_ALERTS} more")
-    blocks = [header(title), section(L.clip_lines("\n".join(lines), L.MAX_SECTION_TEXT))]
-    if diagnosis is not None:
-        found = [f for f in diagnosis.findings if f.severity != "info"][:5]
-        diag = [f"{severity_marker(f.severity)} {L.escape_mrkdwn(f.title)} `{f.code}`" for f in found]
-        body = "\n".join(diag) or "no problem found"
-        blocks.append(section(L.clip_lines(f"*gpubot {diagnosis.command}:*\n{body}", L.MAX_SECTION_TEXT)))
-    blocks.append(context([f"Alertmanager group {L.escape_mrkdwn(L.clip(group.group_key, 200))}"]))
-    return Rendered(blocks=blocks, text=L.clip(title, L.MAX_FALLBACK_TEXT))
+async def read_bounded(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request body, streamed in chunks, or ``None`` once it is over ``limit`` bytes (the
+    app-wide ``client_max_size`` is for Slack's small payloads; this route has its own bound)."""
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
 
 
 class SlackAlertPoster:
@@ -64,13 +62,22 @@ class SlackAlertPoster:
         self.client = client
 
     async def post_group(self, channel: str, group: AlertGroup, diagnosis: Report | None) -> str:
-        msg = render_group(group, diagnosis)
-        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks)
+        msg = await asyncio.to_thread(render_group, group, diagnosis)  # a storm's counts: off the loop
+        meta = metadata(ALERT_EVENT, group_post_key(group.group_key))
+        resp = await self.client.chat_postMessage(channel=channel, text=msg.text, blocks=msg.blocks, metadata=meta)
         return str(resp["ts"])
 
+    async def find_posted(self, channel: str, group_key: str) -> str | None:
+        return await find_posted(self.client, channel, ALERT_EVENT, group_post_key(group_key))
+
     async def update_group(self, channel: str, ts: str, group: AlertGroup, diagnosis: Report | None) -> None:
-        msg = render_group(group, diagnosis)
+        msg = await asyncio.to_thread(render_group, group, diagnosis)
         await self.client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+
+
+def group_post_key(group_key: str) -> dict[str, str]:
+    """The group's key in its message metadata: hashed (a group key can be long and holds labels)."""
+    return {"group": hashlib.sha256(group_key.encode()).hexdigest()[:32]}
 
 
 def authorized(header_value: str, token: Secret) -> bool:
@@ -102,9 +109,13 @@ def add_alert_route(app: web.Application, desk: AlertDesk, token: Secret, tasks:
             return web.json_response({"error": "unauthorized"}, status=401)
         if not desk.is_leader():  # another replica posts; Alertmanager retries a 5xx
             return web.json_response({"error": "not the leader replica; retry"}, status=503)
-        body = await request.read()  # over the server's client_max_size: aiohttp answers 413
+        body = await read_bounded(request)
+        if body is None:
+            log_event(log, "alerts refused: too large", level=logging.WARNING, limit=MAX_BODY_BYTES)
+            return web.json_response({"error": TOO_LARGE}, status=413)
         try:
-            group = parse_payload(body)
+            # up to ~1 s for 16 MiB: off the loop, so Slack acks keep their tens of milliseconds
+            group = await asyncio.to_thread(parse_payload, body)
         except AlertPayloadError as exc:
             log_event(log, "alerts refused: malformed", level=logging.WARNING, why=str(exc))
             return web.json_response({"error": str(exc)}, status=400)

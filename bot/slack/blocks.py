@@ -45,6 +45,10 @@ EVIDENCE_LIMIT = 2900
 DETAILS_BLOCKS = 20
 #: total serialised size of the blocks; beyond it the rest goes to the attached file
 MAX_MESSAGE_JSON = 24000
+#: the pod's story under the verdict: events shown, characters per line and in all
+STORY_EVENTS = 4
+STORY_LINE_CHARS = 300
+STORY_CHARS = 1500
 NOT_ENABLED = "remediation buttons not enabled"
 #: the dialog's confirm button: an approver's click runs the fix, anyone else's asks the approvers
 CONFIRM_LABEL = "Run it / ask approvers"
@@ -224,8 +228,14 @@ def _footer(report: Report) -> Block:
 
 
 def verdict_block(v: Verdict) -> Block:
-    """The one line on top: the root cause, where, and the fix to try first."""
-    text = f"*Root cause:* {L.escape_mrkdwn(v.cause)}"
+    """The one line on top: what could not be read (first), the root cause, where, and the fix
+    to try first."""
+    lines = [f"*Incomplete:* {L.escape_mrkdwn(v.incomplete)}"] if v.incomplete else []
+    if v.cause:
+        lines.append(f"*{v.cause_label}:* {L.escape_mrkdwn(v.cause)}")
+    elif v.incomplete:
+        lines.append("_Nothing was concluded from what could not be read._")
+    text = "\n".join(lines)
     extra = []
     if v.where:
         extra.append(f"*Where:* {L.escape_mrkdwn(v.where)}")
@@ -236,6 +246,13 @@ def verdict_block(v: Verdict) -> Block:
     return section(L.clip(text, VERDICT_LIMIT), block_id="verdict")
 
 
+def story_block(report: Report) -> Block:
+    """The pod's own story under the verdict, small: a context block of at most ``STORY_CHARS``."""
+    lines = report.story.lines(max_events=STORY_EVENTS) if report.story is not None else []
+    text = L.clip_lines("\n".join(L.escape_mrkdwn(L.clip(x, STORY_LINE_CHARS)) for x in lines), STORY_CHARS)
+    return context(["*What the API says:*\n" + text])
+
+
 def node_lines(report: Report) -> list[str]:
     """node-status in one line per node: its allocation and cards, its problems called out."""
     lines = []
@@ -244,7 +261,7 @@ def node_lines(report: Report) -> list[str]:
         marker = "🔴" if problems else "✅"
         parts = [f"{marker} `{L.escape_mrkdwn(row.node)}`", L.escape_mrkdwn(logical_summary(row.logical))]
         if row.gpus:
-            parts.append(cards_summary(row.gpus))
+            parts.append(L.escape_mrkdwn(cards_summary(row.gpus)))
         if problems:
             parts.append("*" + L.escape_mrkdwn(", ".join(problems)) + "*")
         lines.append(" · ".join(parts))
@@ -269,6 +286,8 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     blocks: list[Block] = [header(title)]
     if found:
         blocks.append(verdict_block(found))
+    if report.story is not None:
+        blocks.append(story_block(report))
     causes = group_findings(report.findings)
     footer = _footer(report)
     tail = [context([DETAILS_NOTE])] if any(f.evidence for f in report.findings) else []
@@ -301,7 +320,7 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     blocks.extend(tail)
     blocks.append(footer)
     headline = found.text() if found else "no problem found"
-    fallback = L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+    fallback = L.fallback(f"{target}: {headline}")
     return Rendered(blocks=blocks, text=fallback, omitted=omitted)
 
 
@@ -320,11 +339,11 @@ def render_details(report: Report) -> list[Rendered]:
     blocks: list[Block] = []
     for block in sections:
         if blocks and (len(blocks) >= DETAILS_BLOCKS or _size([*blocks, block]) > MAX_MESSAGE_JSON):
-            pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+            pages.append(Rendered(blocks=blocks, text=L.fallback(f"evidence: {target}")))
             blocks = []
         blocks.append(block)
     if blocks:
-        pages.append(Rendered(blocks=blocks, text=L.clip(f"evidence: {target}", L.MAX_FALLBACK_TEXT)))
+        pages.append(Rendered(blocks=blocks, text=L.fallback(f"evidence: {target}")))
     return pages
 
 
@@ -334,7 +353,7 @@ def render_progress(target: str, user_id: str, command_text: str, *, queued: int
     shown = L.clip(L.escape_mrkdwn(command_text), 300)
     state = "diagnosing" if queued is None else f"queued (#{queued} in line), then diagnosing"
     text = f"<@{user_id}> ran `/gpu {shown}`: {state} {L.escape_mrkdwn(target)}…"
-    return Rendered(blocks=[section(text)], text=L.clip(f"{state} {target}…", L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=[section(text)], text=L.fallback(f"{state} {target}…"))
 
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
@@ -350,14 +369,14 @@ def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     if in_thread:
         text += " · details in the thread"
     return Rendered(
-        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.clip(f"{target}: {headline}", L.MAX_FALLBACK_TEXT)
+        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.fallback(f"{target}: {headline}")
     )
 
 
 def render_progress_failed(progress: Rendered, why: str) -> Rendered:
     """The placeholder after the command failed: the request stays visible, with the reason."""
     note = section(f"⚠️ {L.clip(L.escape_mrkdwn(why), 2000)}")
-    return Rendered(blocks=[*progress.blocks, note], text=L.clip(why, L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=[*progress.blocks, note], text=L.fallback(why))
 
 
 def paginate_text(text: str, *, title: str = "") -> list[Rendered]:
@@ -368,8 +387,8 @@ def paginate_text(text: str, *, title: str = "") -> list[Rendered]:
     for chunk in chunks:
         block = section(chunk)
         if blocks and (len(blocks) >= L.MAX_BLOCKS or _size([*blocks, block]) > MAX_MESSAGE_JSON):
-            pages.append(Rendered(blocks=blocks, text=L.clip(title or text, L.MAX_FALLBACK_TEXT)))
+            pages.append(Rendered(blocks=blocks, text=L.fallback(title or text)))
             blocks = []
         blocks.append(block)
-    pages.append(Rendered(blocks=blocks, text=L.clip(title or text, L.MAX_FALLBACK_TEXT)))
+    pages.append(Rendered(blocks=blocks, text=L.fallback(title or text)))
     return pages

@@ -67,6 +67,15 @@ def escape_mrkdwn(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def fallback(text: str) -> str:
+    """A message's notification ``text`` when it is built from cluster or alert data.
+
+    Slack parses the top-level ``text`` as mrkdwn too (it is what the push notification shows),
+    so it is escaped like any block: a label ``<!channel>`` must never ping from there either.
+    """
+    return clip(escape_mrkdwn(text), MAX_FALLBACK_TEXT)
+
+
 def code_block(text: str, limit: int = MAX_SECTION_TEXT, *, prefix: str = "") -> str:
     """``prefix`` followed by ``text`` in a code fence, cut so the fence always closes."""
     body = escape_mrkdwn(text.replace(CODE_FENCE, "`\u200b``"))

@@ -155,8 +155,9 @@ def steps_text(steps: Sequence[str]) -> str:
 def interrupted_text(record: PendingAction) -> str:
     """What a run cut off by a restart (or a lost replica) became: restored, never re-run."""
     summary = record.result_summary or "check the target's state by hand"
+    what = L.escape_mrkdwn(f"{record.action} on {record.target or 'the cluster'}")
     return L.clip(
-        f":warning: {record.action} on {record.target or 'the cluster'} was interrupted (the gpubot "
+        f":warning: {what} was interrupted (the gpubot "
         f"process running it stopped) and was not re-run: {L.escape_mrkdwn(summary)}",
         LINE_LIMIT,
     )

@@ -59,7 +59,7 @@ def render_open(problem: Problem, *, opened_at: datetime, seen_at: datetime, own
         blocks.append(section(evidence))
     blocks.append(context([f"open since {_when(opened_at)} · last seen {_when(seen_at)} · found by the gpubot watch"]))
     blocks.append(snooze_buttons(problem.fingerprint))
-    return Rendered(blocks=blocks, text=L.clip(title, L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=blocks, text=L.fallback(title))
 
 
 #: action id of a snooze button; the choice follows the dash (``watch-snooze-1d``)
@@ -113,7 +113,7 @@ def render_resolved(problem: Problem, *, opened_at: datetime, resolved_at: datet
         section(f"~{L.escape_mrkdwn(problem.title)}~  `{problem.code}`"),
         context([f"resolved {_when(resolved_at)} after {took} (open since {_when(opened_at)})"]),
     ]
-    return Rendered(blocks=blocks, text=L.clip(f"resolved after {took}: {problem.title}", L.MAX_FALLBACK_TEXT))
+    return Rendered(blocks=blocks, text=L.fallback(f"resolved after {took}: {problem.title}"))
 
 
 def render_change(before: Problem, after: Problem) -> Rendered:
@@ -129,7 +129,7 @@ def render_change(before: Problem, after: Problem) -> Rendered:
     body = "\n".join(lines) or "the details changed"
     return Rendered(
         blocks=[section(L.clip_lines("changed:\n" + body, L.MAX_SECTION_TEXT))],
-        text=L.clip(f"changed: {after.title}", L.MAX_FALLBACK_TEXT),
+        text=L.fallback(f"changed: {after.title}"),
     )
 
 
@@ -141,7 +141,7 @@ def render_resolved_reply(problem: Problem, *, opened_at: datetime, resolved_at:
 
 def render_held(held: list[Problem], *, limit: int) -> Rendered:
     """The channel's one rate-limit summary: which problems wait for their own post."""
-    lines = [f"• {severity_marker(p.severity)} {p.cluster}: {L.escape_mrkdwn(p.title)} `{p.code}`" for p in held]
+    lines = [f"• {severity_marker(p.severity)} {L.escape_mrkdwn(f'{p.cluster}: {p.title}')} `{p.code}`" for p in held]
     text = f"⏸ {len(held)} more GPU problem(s) not posted: this channel takes {limit} new watch posts an hour"
     blocks = [
         section(text),

@@ -329,7 +329,7 @@ class Answerer:
             log_event(log, "response_url failed", level=logging.WARNING, status=resp.status_code)
 
     async def _ephemeral(self, req: SlashRequest, text: str) -> None:
-        msg = B.Rendered(blocks=[B.section(L.escape_mrkdwn(text))], text=L.clip(text, L.MAX_FALLBACK_TEXT))
+        msg = B.Rendered(blocks=[B.section(L.escape_mrkdwn(text))], text=L.fallback(text))
         await self._webhook(req, msg, response_type="ephemeral")
 
 

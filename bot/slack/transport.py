@@ -19,6 +19,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.socket_mode.async_internals import send_async_response
 from slack_bolt.adapter.socket_mode.internals import build_headers
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 from bot.errors import ConfigError
@@ -26,6 +27,7 @@ from bot.observability import log_event
 from bot.settings import Settings
 from bot.slack.app import AFTER_ACK, Job, SlackBot
 from bot.slack.health import add_health_routes
+from bot.slack.payloads import MalformedPayload, parse, shape_error
 
 log = logging.getLogger("gpubot.slack")
 
@@ -63,6 +65,12 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
 
     async def handle(self, client: Any, req: SocketModeRequest) -> None:
         start = time.time()
+        problem = shape_error(req.payload) if isinstance(req.payload, dict) else "the payload is not a JSON object"
+        if problem:
+            # acked (an unacked envelope is redelivered) and dropped, in one line
+            log_event(log, "malformed payload ignored", level=logging.WARNING, why=problem, mode="socket")
+            await client.send_socket_mode_response({"envelope_id": req.envelope_id})
+            return
         jobs: list[Job] = []
         bolt_req = AsyncBoltRequest(
             mode="socket_mode", body=req.payload, headers=build_headers(req), context={AFTER_ACK: jobs}
@@ -85,6 +93,8 @@ class SlackServer:
         self.settings = settings
         self.socket: TimedSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
+        secret = settings.slack_signing_secret
+        self._verifier = SignatureVerifier(secret.get()) if secret else None
         self._port = 0
         self.web_app = self._build()
 
@@ -112,17 +122,34 @@ class SlackServer:
             self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
             return web.Response(status=401, text="invalid request")
         jobs: list[Job] = []
+        body = await request.text()
+        timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        signature = request.headers.get("X-Slack-Signature", "")
+        if self._verifier is not None and not self._verifier.is_valid(body, timestamp, signature):
+            # checked here as well as in Bolt: an unsigned body must not reach the parsing below
+            log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
+            self.bot.metrics.rejected_signatures.inc()
+            self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+            return web.Response(status=401, text="invalid request")
+        try:
+            parse(body, request.content_type)
+        except MalformedPayload as exc:
+            log_event(log, "malformed payload refused", level=logging.WARNING, why=str(exc), path=EVENTS_PATH)
+            self.bot.metrics.ack_seconds.observe(time.monotonic() - start)
+            return web.json_response({"error": f"malformed payload: {exc}"}, status=400)
         bolt_req = AsyncBoltRequest(
-            body=await request.text(),
-            query=request.query_string,
-            headers=dict(request.headers),
-            context={AFTER_ACK: jobs},
+            body=body, query=request.query_string, headers=dict(request.headers), context={AFTER_ACK: jobs}
         )
         bolt_resp = await self.bot.app.async_dispatch(bolt_req)
         if bolt_resp.status == 401:
             log_event(log, "rejected request", level=logging.WARNING, reason="signature", path=EVENTS_PATH)
             self.bot.metrics.rejected_signatures.inc()
         response = await to_aiohttp_response(bolt_resp)
+        if bolt_resp.status == 404:
+            # well formed, but nothing here handles it (a view_submission, a shortcut, a newer
+            # type; logged by the app's error handler): Slack expects an empty 200 from an app
+            # that ignores it, and retries a 404
+            response = web.Response(status=200)
         # send the ack before any work starts, so a slow diagnosis can never delay it; the work
         # starts even if the client hung up while the ack was written (Slack may close at once,
         # or retry: the retry check, the first thing each job does, lets only one run)

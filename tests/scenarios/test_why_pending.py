@@ -68,10 +68,10 @@ def _run(running: Running, argv: list[str], capsys: pytest.CaptureFixture[str]) 
     return code, out, err
 
 
-def _diagnose(running: Running, args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+def _diagnose(running: Running, args: list[str], capsys: pytest.CaptureFixture[str], *, status: int = 0) -> dict:
     code = main(["--config", str(running.config), *args, "--json"])
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert code == status, err
     return json.loads(out)
 
 
@@ -146,7 +146,7 @@ def test_not_found_suggests_close_names(running: Running, capsys: pytest.Capture
 def test_events_api_failing_gives_partial_report(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
     # Every events request fails: the taint is still computed from nodes and tolerations.
     running.sim.api.faults.add(ApiFault(match="/events", status=500))
-    report = _diagnose(running, ["why-pending", "bert-train-0", "-n", "research"], capsys)
+    report = _diagnose(running, ["why-pending", "bert-train-0", "-n", "research"], capsys, status=3)
     codes = [f["code"] for f in report["findings"]]
     assert "SCHED_UNTOLERATED_TAINT" in codes
     assert any(s["what"] == "events" and "500" in s["why"] for s in report["skipped"]), report["skipped"]
@@ -162,7 +162,7 @@ def test_transient_429_and_500_are_retried(running: Running, capsys: pytest.Capt
 
 def test_pod_read_failing_is_reported_not_crashed(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
     running.sim.api.faults.add(ApiFault(match="/pods/bert-train-0", status=500))
-    report = _diagnose(running, ["why-pending", "bert-train-0", "-n", "research"], capsys)
+    report = _diagnose(running, ["why-pending", "bert-train-0", "-n", "research"], capsys, status=3)
     assert any(s["what"] == "the pod or workload" for s in report["skipped"])
 
 
@@ -183,7 +183,7 @@ def test_slow_api_times_out_into_a_partial_report(tmp_path: Path, capsys: pytest
         config = _config_for(sim, tmp_path / "gpubot.yaml", api_timeout_s=0.5)
         sim.api.faults.add(ApiFault(match="/events", delay_s=1.5))
         started = time.monotonic()
-        report = _diagnose(Running(sim, config), ["why-pending", "bert-train-0", "-n", "research"], capsys)
+        report = _diagnose(Running(sim, config), ["why-pending", "bert-train-0", "-n", "research"], capsys, status=3)
         elapsed = time.monotonic() - started
     assert "SCHED_UNTOLERATED_TAINT" in [f["code"] for f in report["findings"]]
     assert any(s["what"] == "events" for s in report["skipped"]), report["skipped"]

@@ -45,6 +45,9 @@ class MockSlackApi:
         self.rate_limited: dict[str, int] = {}
         #: Web API method -> how many more calls are answered by dropping the connection
         self.disconnect: dict[str, int] = {}
+        #: Web API method -> an event its calls wait for after they took effect and before they are
+        #: answered (a process stopped there has posted a message it never learnt the ts of)
+        self.stall: dict[str, asyncio.Event] = {}
         #: user-group id -> member user ids (``usergroups.users.list``); unknown groups have none
         self.usergroup_members: dict[str, list[str]] = {}
         #: (channel, ts) -> the message as it stands: ``blocks``, ``text``, ``ts``, ``thread_ts``
@@ -152,7 +155,10 @@ class MockSlackApi:
             assert request.transport is not None
             request.transport.abort()  # the client sees the connection drop, no answer
             raise ConnectionResetError(f"{method}: dropped by the test")
-        return web.json_response(self._answer(method, body))
+        answer = self._answer(method, body)
+        if method in self.stall:
+            await self.stall[method].wait()
+        return web.json_response(answer)
 
     def _answer(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
@@ -173,6 +179,7 @@ class MockSlackApi:
                 "thread_ts": body.get("thread_ts"),
                 "text": body.get("text"),
                 "blocks": body.get("blocks") or [],
+                "metadata": body.get("metadata"),
             }
             return {
                 "ok": True,
@@ -180,6 +187,8 @@ class MockSlackApi:
                 "ts": ts,
                 "message": {"text": body.get("text"), "ts": ts, "thread_ts": body.get("thread_ts")},
             }
+        if method == "conversations.history":
+            return {"ok": True, "messages": self._history(body), "has_more": False}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
         if method == "chat.update":
@@ -205,6 +214,19 @@ class MockSlackApi:
         if method == "apps.connections.open":
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
         return {"ok": True}
+
+    def _history(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """A channel's top-level messages since ``oldest``, newest first (metadata on request)."""
+        channel, oldest = str(body.get("channel")), float(body.get("oldest") or 0)
+        found = []
+        for (where, ts), msg in self.messages.items():
+            if where != channel or float(ts) < oldest or msg.get("thread_ts") not in (None, ts):
+                continue
+            shown = {"type": "message", "ts": ts, "text": msg.get("text"), "bot_id": "B0BOT"}
+            if str(body.get("include_all_metadata")).lower() in ("1", "true") and msg.get("metadata"):
+                shown["metadata"] = msg["metadata"]
+            found.append(shown)
+        return sorted(found, key=lambda m: float(m["ts"]), reverse=True)
 
     async def _upload(self, request: web.Request) -> web.Response:
         raw = await request.read()

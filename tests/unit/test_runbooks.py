@@ -31,6 +31,7 @@ from bot.engine.runbooks import (
     render_template,
     validate_dir,
 )
+from bot.engine.unreadable import CODES as READ_CODES
 from bot.engine.yaml_marks import MAX_NODES, YamlSyntaxError, parse_yaml
 from bot.errors import RunbookError, UsageError
 from bot.registry import ACTION_NAMES, ACTIONS
@@ -277,6 +278,8 @@ def test_builtin_check_codes_and_the_catalogue_match() -> None:
     rs = load_runbooks(RUNBOOKS)
     checks = builtin_checks()
     emitted = {code: name for name, check in checks.items() for code in check.emits}
+    # what could not be read is reported by the engine itself, for every diagnosis
+    emitted.update({code: "engine (unreadable reads)" for code in READ_CODES})
     unworded = sorted(f"{name}: {code}" for code, name in emitted.items() if code not in rs.catalogue)
     assert unworded == []
     unemitted = sorted(set(rs.catalogue) - set(emitted) - RESERVED_CODES)

@@ -134,6 +134,9 @@ class Recorder:
             raise RuntimeError("ratelimited")
         self.calls.append(("resolve", ts))
 
+    async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
+        return None  # a failed post never reached the channel
+
 
 async def test_a_sweep_posts_new_edits_changed_and_resolves_only_what_it_could_see(tmp_path: Path) -> None:
     service = Reports(
@@ -183,14 +186,15 @@ async def test_a_report_missing_more_than_node_reads_resolves_nothing(tmp_path: 
     assert [c[0] for c in notifier.calls] == ["post", "post", "resolve", "resolve"]
 
 
-async def test_a_failed_post_is_not_remembered_and_is_retried_once(tmp_path: Path) -> None:
+async def test_a_failed_post_stays_an_intent_and_is_retried_once(tmp_path: Path) -> None:
     service = Reports(_report(_leak("gpu-1")), _report(_leak("gpu-1")), _report(_leak("gpu-1")))
     notifier = Recorder()
     store = ProblemStore(tmp_path / "state.db")
     watcher = Watcher(WatchConfig(cluster="prod", channel="C1", enabled=True), service, store, notifier)
     notifier.fail = True
     failed = await watcher.sweep()
-    assert len(failed.failed) == 1 and store.open_problems("prod", "C1") == {}
+    # recorded before the post (a stop mid-post must not post twice), without a message
+    assert len(failed.failed) == 1 and [r.posting for r in store.open_problems("prod", "C1").values()] == [True]
     notifier.fail = False
     await watcher.sweep()
     await watcher.sweep()

@@ -7,6 +7,7 @@ command: the GPU machines in scope.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from bot.engine.checks._common import fmt_num
@@ -91,6 +92,38 @@ def placement_line(p: Placement, what: str = "") -> str:
     said = f": {h.message}" if h is not None and h.message else ""
     label = f"{what} pod" if what else "pod"
     return f"{p.node}: {label} {p.namespace}/{p.pod_name} is {status}{where}{restarts}{said}"
+
+
+def pod_story_lines(facts: Facts, pod: Mapping[str, Any] | None, *, max_events: int = 3) -> list[str]:
+    """A GPU-stack pod's own story, indented under its evidence line: its newest events (a sandbox
+    the runtime refuses, an image it cannot pull), container states and conditions."""
+    story = facts.components.story_of(pod) if pod is not None else None
+    if story is None or not story.events:
+        return []
+    return [f"    {line}" for line in story.lines(max_events=max_events)[1:]]
+
+
+def newest_warning(facts: Facts, pod: Mapping[str, Any] | None) -> str:
+    """The newest current Warning event of a GPU-stack pod that does not run ("" when none)."""
+    story = facts.components.story_of(pod) if pod is not None else None
+    if story is None:
+        return ""
+    found = next((e for e in story.current_events if e.type == "Warning"), None)
+    return f"{found.reason}: {found.message}" if found is not None else ""
+
+
+def sandbox_fix(warning: str) -> str:
+    """The fix for a GPU-stack pod the runtime gives no sandbox ("" when that is not its story)."""
+    if "no runtime for" in warning or "RuntimeHandler" in warning or "runtime handler" in warning:
+        return ("The pod gets no sandbox: the container runtime on the node has no 'nvidia' handler. Check that "
+                "the NVIDIA Container Toolkit wrote it into the config file this containerd/CRI-O really reads "
+                "(kops, k3s, RKE2 and microk8s keep it elsewhere: point the toolkit's CONTAINERD_CONFIG and "
+                "CONTAINERD_SOCKET at it, or run nvidia-ctk runtime configure --runtime=containerd on the node), "
+                "then restart containerd; the pods start once their sandbox can be made.")
+    if warning.startswith("FailedCreatePodSandBox"):
+        return ("The pod gets no sandbox: read the kubelet's message in the evidence and the container runtime's "
+                "log on the node (journalctl -u containerd).")
+    return ""
 
 
 def placement_message(p: Placement) -> str:

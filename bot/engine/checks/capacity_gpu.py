@@ -1,4 +1,8 @@
-"""Live pods' requests fill the allocatable GPU resources on every candidate node."""
+"""Live pods' requests fill the allocatable GPU resources on every candidate node.
+
+The evidence names who holds the cards, most idle first (``_holders``): a full cluster of idle
+notebooks reads differently from one of busy training jobs.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Iterator
 
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.checks._holders import holder_lines
 from bot.engine.facts import Facts
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
@@ -38,10 +43,17 @@ def run(facts: Facts) -> Iterator[Detection]:
             node_fits = node_fits and free >= want
         fits_somewhere = fits_somewhere or node_fits
     if rows and not fits_somewhere:
+        # who holds the cards, most idle first (nvidia-smi from the node reads, and age)
+        held = holder_lines(facts, sorted(facts.candidates)) if facts.gathered("node_readings") else []
         yield detect("CAPACITY_EXHAUSTED", pod_subject(pod), pod=pod_ref(pod), resource=", ".join(sorted(short)),
-                     evidence=rows[:40])
+                     evidence=[*rows[:26], *held])
 
 
 CHECK = Check(
-    name="capacity.gpu", reads=("pending_pod", "candidates", "node_pods"), emits=("CAPACITY_EXHAUSTED",), run=run
+    name="capacity.gpu",
+    reads=("pending_pod", "candidates", "node_pods"),
+    # the holders' card readings sharpen the table; without them the table still stands
+    refines=("observations", "card_pods"),
+    emits=("CAPACITY_EXHAUSTED",),
+    run=run,
 )

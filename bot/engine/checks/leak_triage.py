@@ -1,8 +1,9 @@
 """The leak triage table: the API's allocation against nvidia-smi's activity, per observed node.
 
-Allocated but physically idle with no running pod = a leak (row 1); allocated with processes =
-a real allocation (row 2). Zombie checkpoint entries count as allocation, and so does the qGPU
-scheduler's own view of used core when only one node was observed.
+Allocated but physically idle with no live pod holding it (running, or bound and still starting)
+= a leak (row 1); allocated with processes = a real allocation (row 2). Zombie checkpoint entries
+count as allocation, and so does the qGPU scheduler's own view of used core when only one node
+was observed.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def run(facts: Facts) -> Iterator[Detection]:
         pods = [p for p in all_pods if p.live and p.gpu]
         allocated = {k: sum(p.gpu.get(k, 0) for p in pods) for p in pods for k in p.gpu}
         running = [p for p in pods if p.phase == "Running" and not p.terminating]
+        # a live pod bound here that is still starting (pulling its image, waiting for a volume or
+        # its sandbox) holds its GPU for real: the cards are idle because it has not started, so
+        # that is its own story, never a leak
+        starting = [p for p in pods if p.phase != "Running" and not p.terminating]
         live = {p.uid for p in all_pods}
         zombie_uids = [e.pod_uid for e in obs.checkpoint.entries if e.pod_uid not in live] if obs.checkpoint else []
         has_allocation = bool(allocated) or bool(zombie_uids) or (scheduler_used > 0 and len(observed) == 1)
@@ -53,7 +58,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         physical = f"{len(obs.processes)} process(es), memory used " + ", ".join(
             f"GPU{g.index}={g.memory_used_mib or 0:g}MiB" for g in obs.gpus
         )
-        if _idle(obs) and not running:
+        if _idle(obs) and not running and not starting:
             yield detect(
                 "LEAK_LOGICAL_NOT_PHYSICAL",
                 node_subject(node),

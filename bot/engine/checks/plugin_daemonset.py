@@ -26,11 +26,14 @@ from bot.engine.checks._plugin import (
     eligible_nodes,
     gpu_machines,
     is_ready,
+    newest_warning,
     nodes_text,
     offer_text,
     placement_line,
     placement_message,
     placement_status,
+    pod_story_lines,
+    sandbox_fix,
     short_of,
 )
 from bot.engine.facts import Facts
@@ -68,6 +71,8 @@ class Problem:
     message: str = ""
     labels: set[str] = field(default_factory=set)
     crashing: list[dict[str, str]] = field(default_factory=list)
+    #: the fix when the runtime gives the plugin pod no sandbox ("" otherwise)
+    sandbox: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def _examine(
     if on_node:
         for d, p in on_node:
             if not p.ok:
-                _record(problems, d, p)
+                _record(problems, d, p, facts)
                 mig = mig_labels(obj)
                 if p.health is not None and p.health.crashing and mig.get(MIG_STRATEGY):
                     problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))].lines.append(
@@ -124,7 +129,7 @@ def _examine(
         return  # something registers cards here: a plugin run by the host (Bottlerocket), or another stack
     if placed:
         for d, p in placed:
-            _record(problems, d, p)
+            _record(problems, d, p, facts)
             if any(label.startswith(NFD_LABEL_PREFIXES) for label in p.admission.labels):
                 _why_unlabelled(facts, obj, problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))])
         return
@@ -137,27 +142,61 @@ def _examine(
 
 
 def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
-    """The labels come from Node Feature Discovery: is its worker running on the node?"""
+    """The labels come from Node Feature Discovery: is its worker running on the node, and which
+    PCI labels did it give the node (a class-prefixed pci-0300_10de is not pci-10de)?"""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    pci = sorted(f"{k}={v}" for k, v in labels.items() if k.startswith("feature.node.kubernetes.io/pci-"))
+    if pci:
+        name = (node.get("metadata") or {}).get("name")
+        prob.lines.append(f"{name}: the PCI labels it has: " + ", ".join(pci[:8]))
     for w in nfd_workers(facts.components.controllers):
         p = placement(w, facts.components.pods, node)
         if not p.ok:
             prob.lines.append(placement_line(p, "Node Feature Discovery worker"))
 
 
-def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement) -> None:
+def _record(problems: dict[tuple[str, str], Problem], ds: Obj, p: Placement, facts: Facts) -> None:
     status = placement_status(p)
     kind = plugin_kind(ds)
     key = (f"{p.namespace}/{p.daemonset}", status)
     prob = problems.setdefault(key, Problem(ds, status, kind.title if kind else "device plugin"))
     prob.nodes.append(p.node)
     prob.lines.append(placement_line(p))
+    prob.lines += pod_story_lines(facts, p.pod)  # the plugin pod's own story: its events, containers
     prob.labels.update(p.admission.labels)
     h = p.health
     if not prob.message:
         prob.message = placement_message(p)
+        warning = newest_warning(facts, p.pod)
+        if warning and warning not in prob.message:
+            prob.message += f"; its newest event: {warning[:400]}"
+        prob.sandbox = sandbox_fix(warning)
     if h is not None and h.crashing and p.pod is not None:
         prob.crashing.append({"namespace": p.namespace, "name": p.pod_name, "ref": f"{p.namespace}/{p.pod_name}",
                               "node": p.node})
+
+
+def _first_fix(prob: Problem, namespace: str, name: str) -> str:
+    """The fix to try first, for the way this plugin fails on these nodes."""
+    if prob.sandbox:
+        return prob.sandbox
+    if prob.ds is None:
+        return ("Install a device plugin for the GPUs (the NVIDIA device plugin's Helm chart, or the GPU Operator) "
+                "and check its pods reach every GPU node.")
+    if prob.labels:
+        return (f"Give the node what DaemonSet {namespace}/{name} selects on ({', '.join(sorted(prob.labels))}): "
+                "fix the labeller (Node Feature Discovery / GPU Feature Discovery must run on the node and use the "
+                "label name the chart expects), label the node yourself (kubectl label node NODE KEY=VALUE), or "
+                "change the DaemonSet's nodeSelector/affinity to a label the node has.")
+    if prob.status.startswith("not scheduled"):
+        return (f"Let DaemonSet {namespace}/{name} onto the node: add the toleration for the node's taint to its "
+                "pod template (tolerations), or remove the taint.")
+    if not prob.crashing and "no pod" not in prob.status and "Running" not in prob.status:
+        return (f"Read the plugin pod's own story in the evidence (its events and container states): kubectl "
+                f"describe pod -n {namespace} POD; a sandbox that fails with 'no runtime for \"nvidia\"' needs the "
+                "NVIDIA runtime in containerd/CRI-O on the node (nvidia-ctk runtime configure).")
+    return (f"Read the plugin's previous run on the node: kubectl logs -n {namespace} POD --previous "
+            "(the pods are in the evidence).")
 
 
 def _detections(
@@ -171,6 +210,7 @@ def _detections(
         yield detect(
             "DEVICE_PLUGIN_NOT_RUNNING",
             subject if subject else node_subject(prob.nodes[0]),
+            fix=_first_fix(prob, str(meta.get("namespace") or "NAMESPACE"), str(meta.get("name") or "")),
             plugin=prob.plugin,
             name=str(meta.get("name") or "(none installed)"),
             namespace=str(meta.get("namespace") or "(any)"),

@@ -22,14 +22,17 @@ from bot.engine.checks._plugin import (
     eligible_nodes,
     gpu_machines,
     is_ready,
+    newest_warning,
     nodes_text,
     placement_line,
     placement_message,
     placement_status,
+    pod_story_lines,
+    sandbox_fix,
     short_of,
 )
 from bot.engine.facts import Facts
-from bot.kube.daemonsets import counts
+from bot.kube.daemonsets import Placement, counts
 from bot.kube.gpu_stack import (
     AUX_STAGES,
     CORE_STAGES,
@@ -82,6 +85,7 @@ def _examine(facts: Facts, node: str, stages: tuple[str, ...], problems: dict[tu
         prob = problems.setdefault(key, Problem(s, status))
         prob.nodes.append(node)
         prob.lines.append(placement_line(s.placement, s.stage))
+        prob.lines += pod_story_lines(facts, s.placement.pod)  # the operand pod's own story
         prob.labels.update(s.placement.admission.labels)
         if s.stage in CORE_STAGES:
             later = [t for t in core[core.index(s) + 1:] if not t.ok]
@@ -100,6 +104,23 @@ def _examine(facts: Facts, node: str, stages: tuple[str, ...], problems: dict[tu
                                   "preinstalled on the host")
             elif said and HOST_DRIVER_TEXT.search(said):
                 prob.host_driver = "preinstalled"
+
+
+def _message(facts: Facts, p: Placement) -> str:
+    """What the cluster shows about the operand, with its pod's newest Warning event when the pod's
+    own state says nothing (a sandbox the runtime refuses shows only as ContainerCreating)."""
+    message = placement_message(p)
+    warning = newest_warning(facts, p.pod)
+    if warning and warning not in message:
+        message += f"; its newest event: {warning[:400]}"
+    return message
+
+
+def _fix(facts: Facts, p: Placement) -> str:
+    """The fix to try first: the sandbox's when the runtime gives the pod none, else the operand's log."""
+    return sandbox_fix(newest_warning(facts, p.pod)) or (
+        f"Read the failing operand's log: kubectl logs -n {p.namespace} POD --all-containers --previous (the pods "
+        f"are in the evidence); kubectl get pods -n {p.namespace} -o wide shows the whole chain per node.")
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -136,7 +157,8 @@ def run(facts: Facts) -> Iterator[Detection]:
             name=p.daemonset,
             namespace=p.namespace,
             status=prob.status,
-            message=placement_message(p),
+            message=_message(facts, p),
+            fix=_fix(facts, p),
             nodes=nodes_text(prob.nodes),
             node=prob.nodes[0],
             count=len(prob.nodes),

@@ -74,17 +74,22 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence.append(status.describe())
         if t.workload is not None and not t.pods:
             evidence.append(f"no pod of {t.kind.lower()} {t.name} exists")
-    if pod is not None:
-        meta = pod.get("metadata") or {}
-        evidence.append(f"looked at pod {meta.get('namespace')}/{meta.get('name')}")
-        evidence += _pod_lines(pod)
-    for owner in t.owners:
-        failure = replica_failure(owner)
-        if failure:
-            evidence.append(f"{str(owner.get('kind', '')).lower()}/{(owner.get('metadata') or {}).get('name')} "
-                            f"ReplicaFailure: {failure[:400]}")
-    events = facts.events.pod + facts.events.owners
-    evidence += _event_lines(events) or ["no events on the pod or its controllers (none yet, or expired)"]
+    story = facts.story
+    if story is not None:
+        # the pod's own story, quoted: its state, conditions, containers, owners and events
+        evidence += story.lines(max_events=8)
+    else:
+        if pod is not None:
+            meta = pod.get("metadata") or {}
+            evidence.append(f"looked at pod {meta.get('namespace')}/{meta.get('name')}")
+            evidence += _pod_lines(pod)
+        for owner in t.owners:
+            failure = replica_failure(owner)
+            if failure:
+                evidence.append(f"{str(owner.get('kind', '')).lower()}/{(owner.get('metadata') or {}).get('name')} "
+                                f"ReplicaFailure: {failure[:400]}")
+        events = facts.events.pod + facts.events.owners
+        evidence += _event_lines(events) or ["no events on the pod or its controllers (none yet, or expired)"]
     if status is not None and pod_state is None:
         shown = f"{status.ready} of {status.desired} ready"
     elif pod_state is not None and short and status is not None:
@@ -104,4 +109,5 @@ def run(facts: Facts) -> Iterator[Detection]:
     )
 
 
-CHECK = Check(name="pod.unexplained", reads=("target", "events"), emits=("POD_NOT_RUNNING_UNEXPLAINED",), run=run)
+CHECK = Check(name="pod.unexplained", reads=("target", "events", "story"), emits=("POD_NOT_RUNNING_UNEXPLAINED",),
+              run=run)

@@ -14,12 +14,29 @@ from bot.engine.facts import Facts
 
 
 def run(facts: Facts) -> Iterator[Detection]:
-    """SCHED_NO_EVENTS with the scheduler the pod waits for."""
+    """SCHED_NO_EVENTS with the scheduler the pod waits for; SCHED_EVENTS_STALE when its only
+    words predate a change on the nodes (history, never the current cause)."""
     pod = facts.pending_pod
     if pod is None or facts.events.scheduling:
         return
     scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
     created = str((pod.get("metadata") or {}).get("creationTimestamp") or "?")
+    history = facts.events.scheduling_history
+    if history:
+        newest, why = history[0]
+        meta = pod.get("metadata") or {}
+        since = str(newest.get("lastTimestamp") or newest.get("eventTime") or newest.get("firstTimestamp") or "?")
+        yield detect(
+            "SCHED_EVENTS_STALE",
+            pod_subject(pod),
+            pod=pod_ref(pod),
+            pod_name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            why=why.removeprefix("before ").split(";")[0],
+            evidence=[f"earlier ({since}, {why}): {str(newest.get('message') or newest.get('note') or '')[:1000]}",
+                      f"spec.schedulerName: {scheduler}", "FailedScheduling events since: none"],
+        )
+        return
     yield detect(
         "SCHED_NO_EVENTS",
         pod_subject(pod),
@@ -28,4 +45,5 @@ def run(facts: Facts) -> Iterator[Detection]:
     )
 
 
-CHECK = Check(name="sched.silence", reads=("pending_pod", "events"), emits=("SCHED_NO_EVENTS",), run=run)
+CHECK = Check(name="sched.silence", reads=("pending_pod", "events"), emits=("SCHED_NO_EVENTS", "SCHED_EVENTS_STALE"),
+              run=run)

@@ -24,6 +24,14 @@ from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import toleration_yaml, untolerated_taints
 
+#: the first fix, worded for the case: a GPU pool's taint on a pod that asks no GPU has two
+TOLERATE = "Add this toleration to the pod template (spec.tolerations)"
+BOTH_FIXES = (
+    "If the pod must run on these GPU nodes without a card (a cache, proxy or sidecar beside a GPU pod), "
+    "add this toleration to its pod template (spec.tolerations); if it needs a GPU, request one instead "
+    "(resources.limits, e.g. nvidia.com/gpu: 1), which brings the toleration with it"
+)
+
 
 def _tolerations(pod: dict[str, Any]) -> str:
     tols = (pod.get("spec") or {}).get("tolerations") or []
@@ -86,7 +94,8 @@ def run(facts: Facts) -> Iterator[Detection]:
                 f"the other node(s) ({', '.join(others[:10])}) fail the pod's node selector or pod affinity, "
                 "so these are the only nodes it can use"
             )
-        evidence += _gpu_taint_note(pod, str(first[text].get("key") or ""))
+        note = _gpu_taint_note(pod, str(first[text].get("key") or ""))
+        evidence += note
         yield detect(
             "SCHED_UNTOLERATED_TAINT",
             pod_subject(pod),
@@ -94,6 +103,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             taint=text,
             nodes=", ".join(names),
             toleration=toleration_yaml(first[text]),
+            fix=BOTH_FIXES if note else TOLERATE,
             evidence=evidence,
         )
 

@@ -2,9 +2,11 @@
 
 Each loader fills one base fact of ``bot.engine.facts.Facts`` through the read-only probes. The
 runner asks for the facts its checks declare; this module adds what those facts rest on and runs
-independent loaders concurrently. A loader that fails becomes a ``skipped`` entry and leaves its
-fact empty, so the rest of the report still stands; one refused with 403 (the reader's own RBAC,
-under per-user authority) also marks its fact ``forbidden``.
+independent loaders concurrently. A loader that fails becomes a ``skipped`` entry, leaves its fact
+empty and marks it unreadable (``Facts.unreadable``), with the failed read and its class (refused,
+TLS, timeout, 401, 403, 5xx/429) in ``Facts.failures``: the rest of the report still stands, and
+no check concludes from the empty fact. A loader whose inputs could not be read does not run.
+All of it happens within the command's deadline, which every read sees (``bot.probes.deadline``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, QuotaFac
 from bot.engine.gather import container, kube, node
 from bot.engine.gather.sources import NO_EXEC, Sources
 from bot.errors import GpubotError, KubeApiError
+from bot.probes.deadline import until
+from bot.report import Unreadable
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,9 @@ class Loader:
     empty: Callable[[], object] = dict
     #: how a failed load is named in the report's "skipped" list
     label: str = ""
+    #: needs that only widen what it reads: when one could not be read the loader still runs,
+    #: and its fact stands for what it covers (the checks that read the unread need itself skip)
+    soft: tuple[str, ...] = ()
 
 
 LOADERS: dict[str, Loader] = {
@@ -43,7 +50,7 @@ LOADERS: dict[str, Loader] = {
     "nodes": Loader(kube.nodes, (), dict, "nodes"),
     "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
     "quotas": Loader(kube.quotas, ("target",), QuotaFacts, "resource quotas"),
-    "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name"),
+    "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name", soft=("events",)),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
     "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),
     "containers": Loader(container.containers, ("target",), lambda: None, "reads inside the containers"),
@@ -51,6 +58,13 @@ LOADERS: dict[str, Loader] = {
 
 #: every name a check may declare in ``reads``
 FACT_NAMES: frozenset[str] = frozenset(LOADERS) | frozenset(DERIVED)
+
+
+def direct_facts(reads: Iterable[str]) -> set[str]:
+    """The base facts ``reads`` name (derived names expanded), not what their loaders need: a
+    loader whose input could not be read marks its own fact unreadable, so this is enough to
+    know whether a check rests on something unknown."""
+    return {b for name in reads for b in DERIVED.get(name, (name,))}
 
 
 def base_facts(reads: Iterable[str]) -> set[str]:
@@ -83,17 +97,30 @@ def levels(names: set[str]) -> list[list[str]]:
 
 async def _load(name: str, facts: Facts, sources: Sources) -> None:
     loader = LOADERS[name]
+    unread = sorted(n for n in loader.needs if n in facts.unreadable and n not in loader.soft)
+    if unread:
+        # what it would read rests on facts nobody knows: reading it would only look like an answer
+        facts.cannot_read(name)
+        facts.put(name, loader.empty())
+        return
     try:
         await loader.fn(facts, sources)
+    except KubeApiError as exc:
+        facts.skip(loader.label, exc.user_message)
+        facts.cannot_read(name, Unreadable.of(exc, loader.label))
     except GpubotError as exc:
         facts.skip(loader.label, exc.user_message)
-        if isinstance(exc, KubeApiError) and exc.status == 403:
-            facts.forbidden.add(name)
+        facts.cannot_read(name, Unreadable(loader.label, "failed", exc.user_message))
     except Exception as exc:  # noqa: BLE001 - a broken loader must not sink the report
         log.exception("loading fact %s failed", name)
-        facts.skip(loader.label, f"internal error ({type(exc).__name__})")
-    if not facts.gathered(name):
-        facts.put(name, loader.empty())
+        why = f"internal error ({type(exc).__name__})"
+        facts.skip(loader.label, why)
+        facts.cannot_read(name, Unreadable(loader.label, "internal", why + "; rerun with -v"))
+    else:
+        if not facts.gathered(name):
+            facts.put(name, loader.empty())
+        return
+    facts.put(name, loader.empty())  # whatever it filled before failing is not the fact
 
 
 #: beyond the command deadline, how long loaders that keep their own deadline may take to hand in
@@ -107,7 +134,8 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
     it was skipped. The node loader hands in what it has before then (per-node results).
     """
     for level in levels(base_facts(reads)):
-        tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}
+        with until(facts.deadline):  # the tasks copy the deadline with the context
+            tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}
         timeout = None if facts.deadline is None else max(0.0, facts.deadline - time.monotonic()) + GRACE_S
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         for task in pending:
@@ -116,9 +144,13 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
             await asyncio.gather(*pending, return_exceptions=True)
         for task in pending:
             name = tasks[task]
-            facts.skip(LOADERS[name].label, "not finished within the command's deadline")
-            if not facts.gathered(name):
-                facts.put(name, LOADERS[name].empty())
+            loader = LOADERS[name]
+            late = "not finished within the command's deadline"
+            facts.skip(loader.label, late)
+            facts.cannot_read(name, Unreadable(loader.label, "timeout", late))
+            facts.put(name, loader.empty())
 
 
-__all__ = ["FACT_NAMES", "LOADERS", "NO_EXEC", "Loader", "Sources", "base_facts", "gather", "levels"]
+__all__ = [
+    "FACT_NAMES", "LOADERS", "NO_EXEC", "Loader", "Sources", "base_facts", "direct_facts", "gather", "levels",
+]

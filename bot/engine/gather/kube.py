@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-from typing import Any
+from collections.abc import Awaitable, Iterable
+from typing import Any, TypeVar
 
 from bot.engine.facts import EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts, component_pods
 from bot.engine.gather.sources import Sources
-from bot.errors import NotFoundError
+from bot.errors import GpubotError, KubeApiError, NotFoundError
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.selectors import selector_string
+from bot.kube.story import needs_story
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod, slim
+from bot.report import Unreadable
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 #: with more nodes than this in scope, pods are listed cluster-wide once instead of node by node
 PER_NODE_LIST_LIMIT = 16
@@ -25,6 +29,21 @@ PER_NODE_LIST_LIMIT = 16
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: controller kinds whose ownerReferences we follow up from a pod
 OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet")
+#: GPU-stack pods that do not run whose events are read (one list call each)
+MAX_COMPONENT_STORIES = 12
+
+
+async def _every(facts: Facts, fact: str, jobs: Iterable[Awaitable[T]]) -> list[T]:
+    """Every job's result; when reads fail, each failed read is recorded against ``fact`` (so the
+    report names all of them, not only the first) and the first failure is raised."""
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    for err in errors:
+        if isinstance(err, KubeApiError):
+            facts.cannot_read(fact, Unreadable.of(err, fact))
+    if errors:
+        raise errors[0]
+    return [r for r in results if not isinstance(r, BaseException)]
 
 
 def _owned_by(obj: Obj, owner: Obj) -> bool:
@@ -41,8 +60,12 @@ def _pod_priority(pod: Obj) -> tuple[int, str]:
     return rank, str((pod.get("metadata") or {}).get("name"))
 
 
-async def _owner_chain(kube: KubeReads, obj: Obj) -> list[Obj]:
-    """Follow controller ownerReferences (Pod → ReplicaSet → Deployment, Pod → Job, …)."""
+async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
+    """Follow controller ownerReferences (Pod → ReplicaSet → Deployment, Pod → Job, …).
+
+    An owner that is gone (404) ends the chain: that is an answer. One that could not be read
+    leaves the target known only in part, so the checks that rest on it do not conclude.
+    """
     chain: list[Obj] = []
     current = obj
     ns = (obj.get("metadata") or {}).get("namespace", "")
@@ -54,12 +77,25 @@ async def _owner_chain(kube: KubeReads, obj: Obj) -> list[Obj]:
             current = await kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
         except NotFoundError:
             break
+        except KubeApiError as exc:
+            facts.skip("the owner chain", exc.user_message)
+            facts.cannot_read("target", Unreadable.of(exc))
+            break
         chain.append(current)
     return chain
 
 
-async def _suggest(kube: KubeReads, t: TargetFacts) -> None:
-    """Close names, so a typo gets 'did you mean'."""
+async def _suggest(facts: Facts, kube: KubeReads, t: TargetFacts) -> None:
+    """Close names, so a typo gets 'did you mean'; without them the answer stands, said to be
+    incomplete."""
+    try:
+        await _close_names(kube, t)
+    except KubeApiError as exc:
+        facts.skip("close names", exc.user_message)
+        facts.cannot_read("", Unreadable.of(exc))
+
+
+async def _close_names(kube: KubeReads, t: TargetFacts) -> None:
     if not t.namespace_exists:
         names = [(n.get("metadata") or {}).get("name", "") for n in await kube.list_namespaces()]
         t.suggestions = difflib.get_close_matches(t.namespace, names, n=3, cutoff=0.5)
@@ -76,11 +112,13 @@ async def target(facts: Facts, src: Sources) -> None:
     facts.put("target", t)
     if not inv.kind:
         return  # node-status has no target
+    # only a 404 says the object is absent; any other failure leaves it unknown (raised: the
+    # gatherer marks the target unreadable and no check concludes from it)
     try:
         if inv.kind == "Pod":
             t.pod = await kube.get_object("Pod", inv.name, inv.namespace)
             t.pods = [t.pod]
-            t.owners = await _owner_chain(kube, t.pod)
+            t.owners = await _owner_chain(facts, kube, t.pod)
             return
         t.workload = await kube.get_object(inv.kind, inv.name, inv.namespace)
     except NotFoundError:
@@ -88,10 +126,13 @@ async def target(facts: Facts, src: Sources) -> None:
             await kube.get_object("Namespace", inv.namespace)
         except NotFoundError:
             t.namespace_exists = False
-        await _suggest(kube, t)
+        except KubeApiError as exc:  # the object is absent either way; which of the two is not known
+            facts.skip("the namespace", exc.user_message)
+            facts.cannot_read("", Unreadable.of(exc))
+        await _suggest(facts, kube, t)
         return
     workload = t.workload
-    t.owners = [workload, *await _owner_chain(kube, workload)]
+    t.owners = [workload, *await _owner_chain(facts, kube, workload)]
     selector = selector_string((workload.get("spec") or {}).get("selector"))
     candidates = await kube.list_pods(inv.namespace, label_selector=selector) if selector else []
     if inv.kind == "Deployment":
@@ -121,7 +162,7 @@ async def events(facts: Facts, src: Sources) -> None:
         return src.kube.list_events(t.namespace, field_selector=f"involvedObject.name={name}")
 
     jobs = ([about(t.pod)] if t.pod is not None else []) + [about(o) for o in t.owners]
-    results = await asyncio.gather(*jobs)
+    results = await _every(facts, "events", jobs)
     if t.pod is not None:
         out.pod, results = results[0], results[1:]
     out.owners = [e for batch in results for e in batch]
@@ -145,7 +186,9 @@ async def nodes(facts: Facts, src: Sources) -> None:
 
 async def components(facts: Facts, src: Sources) -> None:
     """GPU-stack DaemonSets and Deployments (device plugins, qGPU, operators) and their pods."""
-    daemonsets, deployments = await asyncio.gather(src.kube.list_daemonsets(), src.kube.list_deployments())
+    daemonsets, deployments = await _every(
+        facts, "components", [src.kube.list_daemonsets(), src.kube.list_deployments()]
+    )
     controllers = [
         o
         for o in [*daemonsets, *deployments]
@@ -165,13 +208,31 @@ async def components(facts: Facts, src: Sources) -> None:
         ns = (ctrl.get("metadata") or {}).get("namespace", "")
         return await src.kube.list_pods(ns, label_selector=selector)
 
-    batches = await asyncio.gather(*(pods_of(c) for c in controllers))
+    batches = await _every(facts, "components", [pods_of(c) for c in controllers])
     pods = [p for batch in batches for p in batch]
     if not controllers:
         # Some installs run bare pods: fall back to the well-known app labels.
         apps = ",".join(h for h in COMPONENT_HINTS if "qgpu" in h or "device-plugin" in h)
         pods = component_pods(await src.kube.list_pods(label_selector=f"app in ({apps})"))
-    facts.put("components", GpuComponents(controllers=controllers, pods=pods))
+    out = GpuComponents(controllers=controllers, pods=pods)
+    # the events of GPU-stack pods that do not run (a sandbox the runtime refuses, an image pull):
+    # their story is the plugin's or operator's finding; bounded, and only for the troubled ones
+    troubled = [p for p in pods if needs_story(p)][:MAX_COMPONENT_STORIES]
+
+    async def events_of(pod: Obj) -> list[Obj]:
+        meta = pod.get("metadata") or {}
+        found = await src.kube.list_events(str(meta.get("namespace") or ""),
+                                           field_selector=f"involvedObject.name={meta.get('name')}")
+        return [e for e in found if (e.get("involvedObject") or {}).get("kind", "Pod") == "Pod"]
+
+    try:
+        batches = await asyncio.gather(*(events_of(p) for p in troubled))
+    except GpubotError as exc:
+        facts.skip("events of GPU-stack pods that do not run", exc.user_message)
+        batches = []
+    for pod, batch in zip(troubled, batches, strict=False):
+        out.events[str((pod.get("metadata") or {}).get("uid") or "")] = batch
+    facts.put("components", out)
 
 
 async def quotas(facts: Facts, src: Sources) -> None:
@@ -216,7 +277,7 @@ async def peers(facts: Facts, src: Sources) -> None:
             else:
                 jobs.append(src.kube.list_pods(scope, field_selector=NON_TERMINAL))
     seen: dict[tuple[str, str], Obj] = {}
-    for batch in await asyncio.gather(*jobs):
+    for batch in await _every(facts, "peers", jobs):
         for p in batch:
             meta = p.get("metadata") or {}
             seen.setdefault((str(meta.get("namespace", "")), str(meta.get("name", ""))), p)
@@ -237,8 +298,8 @@ async def node_pods(facts: Facts, src: Sources) -> None:
         facts.put("node_pods", {n: cached.get(n, []) for n in names})
         return
     if len(names) <= PER_NODE_LIST_LIMIT:
-        batches = await asyncio.gather(
-            *(src.kube.list_pods(field_selector=f"spec.nodeName={n}") for n in sorted(names))
+        batches = await _every(
+            facts, "node_pods", [src.kube.list_pods(field_selector=f"spec.nodeName={n}") for n in sorted(names)]
         )
         pods = [slim(p) for batch in batches for p in batch]
     else:

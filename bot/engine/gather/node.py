@@ -22,7 +22,7 @@ from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
-from bot.report import NODE_READ_SKIP
+from bot.report import NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
 
 
@@ -128,9 +128,9 @@ async def _transport(
         try:
             agents = await agent_states(src.kube, s.namespace, nodes)
         except GpubotError as exc:
-            if isinstance(exc, KubeApiError) and exc.status == 403:
-                # the readings rest on a read this reader may not do: say so, claim nothing
-                facts.forbidden.add("node_readings")
+            # the readings rest on a read that failed: say so, claim nothing from them
+            failure = Unreadable.of(exc) if isinstance(exc, KubeApiError) else None
+            facts.cannot_read("node_readings", failure or Unreadable("the node agents", "failed", exc.user_message))
             return AgentTransport(src.node_exec, s.namespace, {}), agents_unlisted(names, exc)
         return AgentTransport(src.node_exec, s.namespace, agents), {}
     targets, failed = ssh_targets(s, c, nodes)
