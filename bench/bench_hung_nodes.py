@@ -37,12 +37,13 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, SimProc, emit, sim_process, table
+from bot.report import DEADLINE_SKIP
 from bot.sim.generate import generate_scenario
 
 NODES = 300
 HUNG = 100
-#: the late entry: "physical checks on 84 node(s): gpu-…, … and 64 more"
-_LATE = re.compile(r"physical checks on (\d+) node\(s\)")
+#: one entry per unread node: "physical checks on NODE" (why: the transport's reason, or
+#: DEADLINE_SKIP for a node whose turn never came)
 _ONE = re.compile(r"physical checks on (\S+)$")
 
 
@@ -62,9 +63,9 @@ def account(report: dict[str, Any], hung: set[str]) -> dict[str, int]:
     """How the report accounts for the hung nodes: named skips, the late count, rows read."""
     named, late = set(), 0
     for skip in report["skipped"]:
-        if m := _LATE.match(skip["what"]):
-            late += int(m.group(1))
-        elif m := _ONE.match(skip["what"]):
+        if (m := _ONE.match(skip["what"])) and skip["why"] == DEADLINE_SKIP:
+            late += 1
+        elif m:
             named.add(m.group(1))
     rows = {r["node"]: r for r in report["nodes"]}
     return {

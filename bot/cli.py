@@ -200,12 +200,18 @@ def _emit(report: Report, as_json: bool) -> None:
         print(render_text(report), end="")
 
 
+def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> Settings:
+    """``--node-access`` applied to the settings, and ``--scenario`` resolved: the file as given,
+    else the bundled scenario of that name (``bot.scenario_files``)."""
+    if args.scenario:
+        args.scenario = resolve_scenario(args.scenario)
+    return with_node_access(settings, args.node_access)
+
+
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
     settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
-    settings = with_node_access(settings, args.node_access)
-    if args.scenario:
-        args.scenario = resolve_scenario(args.scenario)
+    settings = _node_access_and_scenario(args, settings)
     # A one-shot diagnosis allocates millions of objects (the client's modules, parsed API pages)
     # and frees nearly all of them by reference counting: the cyclic collector's scans over that
     # churn (about 50 collections, 0.10-0.12 s of a cold why-pending at 100,000 pods, measured with
@@ -299,6 +305,23 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return run_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from bot.doctor.render import render_doctor
+    from bot.doctor.run import run_doctor, run_doctor_on_scenario
+
+    cluster = args.cluster or ""
+    settings = _node_access_and_scenario(args, _with_context(_settings(args), "" if args.scenario else cluster))
+    if args.scenario:
+        report = asyncio.run(run_doctor_on_scenario(settings, args.scenario))
+    else:
+        report = asyncio.run(run_doctor(settings, cluster=cluster))
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(render_doctor(report), end="")
+    return int(report.exit_code)
+
+
 def _cmd_capture(args: argparse.Namespace) -> int:
     from bot.capture.cli import capture_command
 
@@ -316,6 +339,7 @@ _HANDLERS: dict[str, Any] = {
     "audit": _cmd_audit,
     "act": _cmd_act,
     "capture": _cmd_capture,
+    "doctor": _cmd_doctor,
 }
 
 

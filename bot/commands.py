@@ -208,6 +208,9 @@ COMMANDS: tuple[Command, ...] = (
                             help="rename nodes, namespaces, pods and workloads consistently (the GPU stack and "
                                  "system namespaces keep their names); the mapping is printed, not written"),
                      NODE_ACCESS)),
+    Command("doctor", "check this installation: API permissions, state CRDs, node agents, one node read, "
+            "Slack tokens and scopes, the Alertmanager token; a fix for each failure (exit 4: broken, 3: not "
+            "checkable)", options=(CLUSTER, SCENARIO, JSON, NODE_ACCESS)),
     Command("audit", "print the audit trail",
             options=(Option(("--since",), "since", "WHEN", "30m, 2h, 7d or an ISO timestamp"), JSON,
                      Option(("--limit",), "limit", "N", "at most N entries", type=int, default=200))),

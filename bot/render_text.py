@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from functools import partial
 
-from bot.report import Report
+from bot.report import Report, skip_lines
 from bot.report_groups import Fix, group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
@@ -141,5 +141,5 @@ def render_text(report: Report, *, width: int = 100) -> str:
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")
-        lines += [f"  - {s.what}: {s.why}" for s in report.skipped]
+        lines += [f"  - {line}" for line in skip_lines(report.skipped)]
     return "\n".join(lines).rstrip() + "\n"

@@ -108,6 +108,10 @@ class NodeRow:
 #: how a skipped read of one node's physical facts is named; any other skip means a whole kind of
 #: fact or check is missing from the report
 NODE_READ_SKIP = "physical checks on"
+#: why a node whose turn never came is skipped
+DEADLINE_SKIP = "not read within the command's deadline"
+#: node names a text or Slack view shows per reason (every one is in the JSON ``skipped`` list)
+SHOWN_UNREAD_NODES = 8
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,46 @@ class Skipped:
     def node_read(self) -> bool:
         """Only some nodes' physical facts are missing (the rest of the report is complete)."""
         return self.what.startswith(NODE_READ_SKIP)
+
+    @property
+    def node(self) -> str:
+        """The one node this skip is about (``physical checks on NODE``); "" for any other skip."""
+        rest = self.what.removeprefix(NODE_READ_SKIP + " ") if self.node_read else ""
+        return rest if rest and " " not in rest else ""
+
+
+def skip_pairs(skipped: list[Skipped], *, shown: int = SHOWN_UNREAD_NODES) -> list[tuple[str, str]]:
+    """The skipped list as a person reads it: ``(what, why)`` per entry, except that unread nodes
+    are grouped by reason: ``physical checks on 68 nodes (a, b, … and 60 more)``, why.
+
+    With 300 nodes and 100 hung, a hundred ``physical checks on NODE: ssh timeout`` lines would
+    bury the report; one line per reason says how many and which. The JSON keeps one entry per
+    node (``Report.to_dict``), so every unread node is still named with its reason.
+    """
+    groups: dict[str, list[str]] = {}
+    order: list[Skipped] = []  # other skips as they are, and the first skip of each reason
+    for skip in skipped:
+        if not skip.node:
+            order.append(skip)
+        elif skip.why not in groups:
+            groups[skip.why] = [skip.node]
+            order.append(skip)
+        else:
+            groups[skip.why].append(skip.node)
+    pairs = []
+    for skip in order:
+        nodes = groups.get(skip.why, []) if skip.node else []
+        if len(nodes) > 1:
+            names = ", ".join(nodes[:shown]) + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
+            pairs.append((f"{NODE_READ_SKIP} {len(nodes)} nodes ({names})", skip.why))
+        else:
+            pairs.append((skip.what, skip.why))
+    return pairs
+
+
+def skip_lines(skipped: list[Skipped]) -> list[str]:
+    """``skip_pairs`` as ``what: why`` lines (the text views)."""
+    return [f"{what}: {why}" for what, why in skip_pairs(skipped)]
 
 
 @dataclass(frozen=True)

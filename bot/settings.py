@@ -7,17 +7,17 @@ show in ``repr``, logs, exceptions or Slack messages.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
-
-from bot.engine.yaml_marks import SAFE_LOADER
 from bot.errors import ConfigError, UsageError
 from bot.identity import Identity, parse_identity_map
 from bot.names import printable
+from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
+from bot.yaml_marks import YamlInputError, load_yaml
 
 ENV_PREFIX = "GPUBOT_"
 
@@ -179,7 +179,9 @@ class Settings:
     ssh_key_path: str = ""
     #: known_hosts file; host keys are always checked strictly
     ssh_known_hosts: str = ""
-    #: at most this many nodes are probed over SSH at once
+    #: at most this many nodes are read at once (SSH or agent); a node still silent after its fair
+    #: share of the command's deadline lets the next one start and goes on until its own deadline
+    #: (``bot.probes.node.fair_hold``), so hung nodes cannot keep healthy ones from being read
     ssh_concurrency: int = 16
     #: seconds one node may take for all its commands before it is reported unreachable
     ssh_deadline_s: float = 10.0
@@ -271,42 +273,37 @@ class Settings:
 
 
 _SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret", "alerts_token"}
-_BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    try:
-        if name in _SECRET_FIELDS:
-            return value if isinstance(value, Secret) else Secret(str(value).strip())
-        if isinstance(default, bool):
-            return value if isinstance(value, bool) else str(value).strip().lower() in _BOOL_TRUE
-        if isinstance(default, int):
-            return int(value)
-        if isinstance(default, float):
-            return float(value)
-        if name == "log_level":
-            return str(value).strip().upper()
-        if isinstance(default, str):
-            return str(value)
-    except (TypeError, ValueError):
-        # the value is never echoed: a token pasted into the wrong variable must not reach a log
-        shown = f"text of {len(value)} characters" if isinstance(value, str) else type(value).__name__
-        raise ConfigError(f"setting {name}: expected {type(default).__name__}, got {shown}") from None
-    return value
+def _coerce(name: str, value: Any, default: Any, *, text_ok: bool = True) -> Any:
+    """One field's value, strictly (``bot.setting_values``); ``name`` is how errors call it."""
+    field_name = name.rsplit(".", 1)[-1]
+    if field_name in _SECRET_FIELDS:
+        return value if isinstance(value, Secret) else Secret(as_text(name, value).strip())
+    if field_name == "log_level":
+        return as_text(name, value).strip().upper()
+    return coerce(name, value, default, text_ok=text_ok)
 
 
-def _clusters(raw: Any) -> tuple[ClusterConfig, ...]:
+def _clusters(raw: Any, *, text_ok: bool = False) -> tuple[ClusterConfig, ...]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError("setting clusters: expected a non-empty list of {name, kubeconfig, context}")
     out = []
-    for item in raw:
+    defaults = {f.name: f.default for f in fields(ClusterConfig)}
+    for n, item in enumerate(raw):
         if not isinstance(item, dict) or not item.get("name"):
-            raise ConfigError("setting clusters: every entry needs a name")
-        allowed = {f.name for f in fields(ClusterConfig)}
-        unknown = set(item) - allowed
+            raise ConfigError(f"setting clusters[{n}]: expected a mapping with a name")
+        name = as_text(f"clusters[{n}].name", item["name"])
+        unknown = set(item) - set(defaults)
         if unknown:
-            raise ConfigError(f"setting clusters[{item['name']}]: unknown keys {sorted(unknown)}")
-        values: dict[str, Any] = {k: (dict(v) if k == "ssh_targets" else v) for k, v in item.items()}
+            raise ConfigError(f"setting clusters[{name}]: unknown keys {sorted(map(str, unknown))}")
+        values: dict[str, Any] = {}
+        for key, value in item.items():
+            where = f"clusters[{name}].{key}"
+            if key == "ssh_targets":
+                values[key] = as_text_map(where, value, what="node name -> host:port")
+            else:
+                values[key] = coerce(where, value, defaults[key], text_ok=text_ok)
         out.append(ClusterConfig(**values))
     return tuple(out)
 
@@ -318,7 +315,7 @@ def _routes(raw: Any, n: int) -> tuple[WatchRoute, ...]:
     return tuple(WatchRoute(str(r["namespace_selector"]), str(r["channel"])) for r in raw)
 
 
-def _watches(raw: Any) -> tuple[WatchConfig, ...]:
+def _watches(raw: Any, *, text_ok: bool = False) -> tuple[WatchConfig, ...]:
     if isinstance(raw, tuple) and all(isinstance(w, WatchConfig) for w in raw):
         return raw
     if not isinstance(raw, list):
@@ -334,7 +331,7 @@ def _watches(raw: Any) -> tuple[WatchConfig, ...]:
         values: dict[str, Any] = {"cluster": str(item["cluster"]), "channel": str(item["channel"])}
         for f in fields(WatchConfig):
             if f.name in item and f.name not in values and f.name not in ("codes", "routes"):
-                values[f.name] = _coerce(f.name, item[f.name], f.default)
+                values[f.name] = _coerce(f"watch[{n}].{f.name}", item[f.name], f.default, text_ok=text_ok)
         if "codes" in item:
             codes = item["codes"]
             if not isinstance(codes, list | tuple) or not codes or not all(isinstance(c, str) for c in codes):
@@ -365,63 +362,87 @@ def load_settings(
     """
     env = dict(os.environ if env is None else env)
     values: dict[str, Any] = {}
+    #: where each value came from, for the error message; file values must have their YAML type
+    origin: dict[str, str] = {}
     path = config_file or env.get(ENV_PREFIX + "CONFIG")
     if path:
-        try:
-            loaded = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}  # noqa: S506 - a safe loader
-        except OSError as exc:
-            raise ConfigError(f"config file {path}: cannot read ({exc.strerror})") from None
-        except yaml.YAMLError:
-            raise ConfigError(f"config file {path}: not valid YAML") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {path}: must be a mapping")
+        loaded = _read_config_file(path)
         values.update(loaded)
+        origin.update({str(k): f"config file {path}" for k in loaded})
     defaults = Settings()
     known = {f.name: getattr(defaults, f.name) for f in fields(Settings)}
     for fname in known:
         key = ENV_PREFIX + fname.upper()
         if key in env:
-            values[fname] = env[key]
+            values[fname], origin[fname] = env[key], f"environment variable {key}"
         if fname in _SECRET_FIELDS and key + "_FILE" in env:
             try:
                 values[fname] = Path(env[key + "_FILE"]).read_text(encoding="utf-8").strip()
             except OSError:
                 raise ConfigError(f"{key}_FILE: cannot read the file it names") from None
+            origin[fname] = f"environment variable {key}_FILE"
     values.update(overrides)
-    unknown = set(values) - set(known)
+    for fname in overrides:
+        origin[fname] = "override"
+    unknown = sorted(set(values) - set(known), key=str)
     if unknown:
-        raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
+        where = origin.get(str(unknown[0]), "settings")
+        raise ConfigError(f"{where}: unknown settings: {', '.join(map(str, unknown))}")
     result: dict[str, Any] = {}
     for fname, value in values.items():
-        if fname == "clusters":
-            result[fname] = value if isinstance(value, tuple) else _clusters(value)
-        elif fname == "watch":
-            result[fname] = _watches(value)
-        elif fname in ("approvers",):
-            if not isinstance(value, Mapping):
-                raise ConfigError("setting approvers: expected a mapping of action -> list of ids")
-            result[fname] = {str(k): tuple(str(x) for x in v) for k, v in value.items()}
-        elif fname == "identity_map":
-            if isinstance(value, str):  # from the environment: JSON (or YAML) text
-                try:
-                    value = yaml.safe_load(value) if value.strip() else {}
-                except yaml.YAMLError:
-                    raise ConfigError("setting identity_map: not valid JSON/YAML") from None
-            result[fname] = parse_identity_map(value)
-        elif fname == "private_channels":
-            items = value.split(",") if isinstance(value, str) else value
-            if not isinstance(items, list | tuple):
-                raise ConfigError("setting private_channels: expected a list of channel ids")
-            result[fname] = tuple(str(x).strip() for x in items if str(x).strip())
-        elif fname == "channel_clusters":
-            if not isinstance(value, Mapping):
-                raise ConfigError("setting channel_clusters: expected a mapping of channel -> cluster")
-            result[fname] = {str(k): str(v) for k, v in value.items()}
-        else:
-            result[fname] = _coerce(fname, value, known[fname])
+        from_file = origin.get(fname, "").startswith("config file")
+        try:
+            result[fname] = _field(fname, value, known[fname], from_file=from_file)
+        except ConfigError as exc:
+            raise ConfigError(f"{origin[fname]}: {exc.user_message}") from None
     settings = replace(defaults, **result)
-    _check(settings)
+    try:
+        _check(settings)
+    except ConfigError as exc:
+        named = re.match(r"setting (\w+)", exc.user_message)
+        # the file or variable that set the key; a key that is missing is the settings file's
+        where = origin.get(named.group(1), "") if named else ""
+        where = where or (f"config file {path}" if path else "")
+        raise ConfigError(f"{where}: {exc.user_message}" if where else exc.user_message) from None
     return settings
+
+
+def _read_config_file(path: str) -> dict[str, Any]:
+    """The settings file as a mapping; errors name the file (and the line, for bad YAML)."""
+    loaded = read_yaml_file(path, f"config file {path}")
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path}: expected a mapping of settings, got {describe(loaded)}")
+    return loaded
+
+
+def _field(fname: str, value: Any, default: Any, *, from_file: bool) -> Any:
+    """One top-level setting as its type; ``from_file``: YAML types only, no text spellings."""
+    text_ok = not from_file
+    if fname == "clusters":
+        return value if isinstance(value, tuple) else _clusters(value, text_ok=text_ok)
+    if fname == "watch":
+        return _watches(value, text_ok=text_ok)
+    if fname == "approvers":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"setting approvers: expected a mapping of action -> list of ids, got {describe(value)}")
+        # a single id written without brackets is refused, never split into characters
+        return {str(k): as_text_list(f"approvers[{k}]", v, what="Slack user/group ids") for k, v in value.items()}
+    if fname == "identity_map":
+        if isinstance(value, str):  # from the environment: JSON (or YAML) text
+            try:
+                value = load_yaml(value) if value.strip() else {}
+            except YamlInputError as exc:
+                raise ConfigError(f"setting identity_map: not valid JSON/YAML: {exc}") from None
+        return parse_identity_map(value)
+    if fname == "private_channels":
+        if isinstance(value, str):  # comma-separated, as the environment gives it
+            return tuple(x.strip() for x in value.split(",") if x.strip())
+        return as_text_list("private_channels", value, what="channel ids")
+    if fname == "channel_clusters":
+        return as_text_map("channel_clusters", value, what="channel -> cluster")
+    return _coerce(fname, value, default, text_ok=text_ok)
 
 
 def _check(s: Settings) -> None:
@@ -439,8 +460,9 @@ def _check(s: Settings) -> None:
         raise ConfigError("setting ssh_concurrency: must be at least 1")
     if s.max_concurrent_diagnoses < 1:
         raise ConfigError("setting max_concurrent_diagnoses: must be at least 1")
-    if s.ssh_deadline_s <= 0 or s.api_timeout_s <= 0 or s.command_deadline_s <= 0:
-        raise ConfigError("settings ssh_deadline_s, api_timeout_s and command_deadline_s must be positive")
+    for name in ("ssh_deadline_s", "api_timeout_s", "command_deadline_s"):
+        if getattr(s, name) <= 0:
+            raise ConfigError(f"setting {name}: must be positive")
     if s.offer_sweep_interval_s <= 0:
         raise ConfigError("setting offer_sweep_interval_s: must be positive")
     if s.action_lease_s < 1:
@@ -468,7 +490,10 @@ def _check(s: Settings) -> None:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
         from bot.proactive.quiet import QuietHours  # here: bot.proactive imports these settings
 
-        QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
+        try:
+            QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
+        except ConfigError as exc:
+            raise ConfigError(f"setting watch[{w.cluster}].{exc.user_message}") from None
         for name in ("pending_after_s", "stream_debounce_s"):
             if getattr(w, name) < 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")

@@ -95,6 +95,8 @@ class PodStory:
     events_omitted: int = 0
     #: False when the events could not be read (a refused or failed read): none shown is unknown, not none
     events_read: bool = True
+    #: what ``pod`` names: a Pod, or a workload (Deployment, Job…) that has no pod to tell of
+    kind: str = "Pod"
 
     @property
     def current_events(self) -> list[StoryEvent]:
@@ -107,7 +109,10 @@ class PodStory:
         """The story as short lines for text and Slack: state, gates, containers, owners, events."""
         where = f" on {self.node}" if self.node else ", not scheduled"
         sched = "" if self.scheduler == "default-scheduler" else f", scheduler {self.scheduler}"
-        out = [f"{self.pod}: {self.status} (phase {self.phase}){where}{sched}"]
+        if self.kind == "Pod":
+            out = [f"{self.pod}: {self.status} (phase {self.phase}){where}{sched}"]
+        else:
+            out = [f"{self.kind.lower()} {self.pod}: {self.status}; it has no pod"]
         if self.gates:
             out.append("scheduling gates: " + ", ".join(self.gates))
         said = {" ".join(e.message.split()) for e in self.events}
@@ -124,7 +129,8 @@ class PodStory:
             out.append(_container_line(k))
         for o in self.owners:
             for c in o.conditions:
-                why = ": ".join(x for x in (c.reason, _cut(c.message)) if x)
+                message = "" if any(" ".join(c.message.split()) in m for m in said) else _cut(c.message)
+                why = ": ".join(x for x in (c.reason, message) if x)
                 out.append(f"{o.kind.lower()}/{o.name} {c.type}={c.status}" + (f" ({why})" if why else ""))
         shown = self.events[:max_events]
         for e in shown:

@@ -9,11 +9,14 @@ unit-tested without a cluster. What it does, in the order ``docs/capture.md`` li
 - every env ``value`` replaced with ``<redacted>``, except the GPU device-selection variables the
   diagnosis reads (``NVIDIA_VISIBLE_DEVICES`` …) when their value is a plain device list;
   ``valueFrom`` and ``envFrom`` references (names and keys, never values) kept;
-- command and args words that carry a secret (``--password=…``, ``token=…``, ``Bearer …``, Slack,
-  GitHub and AWS key shapes, long base64 or hex strings) redacted, the flag name kept;
-- label and annotation values that look like a secret redacted;
-- any string anywhere that has one of the unmistakable token shapes (``xoxb-…``, ``AKIA…``)
-  redacted, as a net under the rules above (event messages, container status messages);
+- command and args words that carry a secret (``--password=…``, ``--token X``, ``-p X`` unless a
+  port or a path, ``-u user:X``, ``Bearer …``, token shapes, long base64 or hex strings)
+  redacted, the flag name kept; a word holding a shell string is read as text
+  (``bot.capture.secret_text``: ``export X=…``, URL credentials, private keys);
+- label and annotation values under a secret-sounding key (``bot.capture.secret_names``) or that
+  look like a secret redacted; JSON/YAML annotation values parsed, redacted by key, written back;
+- any string anywhere scrubbed by the text rules (private keys, URL credentials, token shapes,
+  ``NAME=VALUE`` with a secret name), as a net under the rules above;
 - ConfigMaps and Secrets are never passed here: capture does not read them.
 
 It must never drop or rewrite what the diagnosis reads (names, labels, requests, taints,
@@ -29,7 +32,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-REDACTED = "<redacted>"
+import yaml
+
+from bot.capture.secret_names import secret_name
+from bot.capture.secret_text import (
+    REDACTED,
+    TOKEN_SHAPES,
+    keeps_after_p,
+    scrub_command_text,
+    scrub_text,
+)
+from bot.yaml_marks import YamlSyntaxError, load_yaml
+
+__all__ = ["REDACTED", "Redactions", "looks_secret", "redact_object", "redact_objects", "redact_words", "scrub_text"]
 
 #: annotations that hold a copy of the whole object (and so of every env value in it)
 SPEC_ANNOTATIONS = frozenset(
@@ -46,35 +61,29 @@ GPU_ENV = frozenset(
 )
 _DEVICE_LIST = re.compile(r"^[A-Za-z0-9,:._ -]{0,400}$")
 
-#: token shapes that are a credential wherever they appear (checked in every string)
-_TOKEN_SHAPES = re.compile(
-    r"(?:xox[abposr]-[A-Za-z0-9-]{8,}"  # Slack bot/user/app tokens
-    r"|xapp-[A-Za-z0-9-]{8,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|glpat-[A-Za-z0-9_-]{16,}"  # GitLab
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
-    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
-    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,})"  # JWTs
-)
-#: ``Bearer X`` / ``Basic X`` anywhere in a string
-_AUTH_SCHEME = re.compile(r"\b(Bearer|Basic|Token)\s+[^\s'\"]+", re.IGNORECASE)
-#: a key or flag name that says its value is a secret
-_SECRET_NAME = re.compile(
-    r"(pass(word|wd)?|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential|auth|"
-    r"session|cookie|signing|webhook[-_]?url|dsn)",
-    re.IGNORECASE,
-)
-#: ``name=value`` or ``name: value`` with a secret-sounding name
-_NAMED_VALUE = re.compile(r"(?P<name>[A-Za-z0-9_.-]*)(?P<sep>=|:\s*)(?P<value>\S+)")
 _HEX = re.compile(r"^[0-9a-fA-F]{32,}$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/_-]{32,}={0,2}$")
+_AUTH_WORD = re.compile(r"^(Bearer|Basic|Token)\s+\S", re.IGNORECASE)
+#: values that are a setting whatever the key says (``auth: enabled``), never a secret
+_PLAIN_SETTINGS = frozenset({"true", "false", "ignore", "enabled", "disabled", "yes", "no", "none", "", REDACTED})
+#: the largest annotation value parsed as an embedded JSON/YAML document (the API caps all of an
+#: object's annotations together at 256 KiB)
+MAX_EMBEDDED = 256 * 1024
+
+
+#: a UUID, bare or as nvidia-smi names cards and MIG instances (``GPU-…``, ``MIG-GPU-…/1/0``):
+#: an identifier the diagnosis matches on (HAMi's register annotation, device lists), not a secret
+_UUID = re.compile(r"^(?:MIG-)?(?:GPU-)?[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?:/\d+)*$")
 
 
 def looks_secret(value: str) -> bool:
-    """A whole value that reads as a credential: a known token shape, or a long hex/base64 blob."""
+    """A whole value that reads as a credential: a known token shape, or a long hex/base64 blob
+    (not a UUID)."""
     text = value.strip()
-    if _TOKEN_SHAPES.search(text) or _AUTH_SCHEME.search(text):
+    if TOKEN_SHAPES.search(text) or _AUTH_WORD.search(text):
         return True
+    if _UUID.match(text):
+        return False
     if _HEX.match(text):
         return True
     # a long unbroken base64 word with letters and digits, not a path
@@ -84,13 +93,6 @@ def looks_secret(value: str) -> bool:
         and any(c.isdigit() for c in text)
         and any(c.isalpha() for c in text)
     )
-
-
-def scrub_text(text: str) -> tuple[str, int]:
-    """``text`` with every unmistakable token shape and ``Bearer X`` replaced; and how many."""
-    out, n1 = _TOKEN_SHAPES.subn(REDACTED, text)
-    out, n2 = _AUTH_SCHEME.subn(lambda m: f"{m.group(1)} {REDACTED}", out)
-    return out, n1 + n2
 
 
 @dataclass
@@ -109,38 +111,64 @@ class Redactions:
         return ", ".join(f"{n} {what}" for what, n in sorted(self.counts.items()))
 
 
+_FLAG_EQ = re.compile(r"^(?P<name>-{1,2}[A-Za-z][\w.-]*|[A-Za-z_][\w.-]*)(?P<sep>=)(?P<value>.*)$")
+
+
 def _redact_word(word: str, tally: Redactions) -> str:
-    """One command/args word: ``--flag=SECRET`` keeps the flag; a secret-looking word goes whole."""
-    match = _NAMED_VALUE.fullmatch(word.strip())
-    if match and _SECRET_NAME.search(match.group("name")):
+    """One command/args word: ``--flag=SECRET`` keeps the flag; a shell string is read as one;
+    a secret-looking word goes whole."""
+    if any(c.isspace() for c in word.strip()):  # a shell string or a header: read as text
+        scrubbed, n = scrub_command_text(word)
+        tally.add("secret command-line values", n)
+        return scrubbed
+    match = _FLAG_EQ.match(word)
+    if match and (secret_name(match.group("name")) or looks_secret(match.group("value"))):
+        if match.group("value").startswith(REDACTED):
+            return word
         tally.add("secret command-line values")
         return f"{match.group('name')}{match.group('sep')}{REDACTED}"
-    if match and looks_secret(match.group("value")):
+    if word.startswith("-p") and len(word) > 2 and not word.startswith("-p=") and not keeps_after_p(
+        word[2:], attached=True
+    ):
         tally.add("secret command-line values")
-        return f"{match.group('name')}{match.group('sep')}{REDACTED}"
-    if looks_secret(word) and " " not in word.strip():
+        return f"-p{REDACTED}"
+    if looks_secret(word):
         tally.add("secret command-line values")
         return REDACTED
-    scrubbed, n = scrub_text(word)
-    if n:
-        tally.add("secret command-line values", n)
+    scrubbed, n = scrub_command_text(word)
+    tally.add("secret command-line values", n)
     return scrubbed
+
+
+def _secret_flag(word: str) -> bool:
+    """A word whose next word is its value, and a secret one: ``--password``, ``--api-key``."""
+    return word.startswith("-") and "=" not in word and secret_name(word)
+
+
+def _redact_value_word(flag: str, word: str, tally: Redactions) -> str | None:
+    """The word after ``flag`` when the flag makes it a secret; None when it is not one."""
+    if word.startswith("-") or word.startswith(REDACTED):
+        return None
+    if _secret_flag(flag) or (flag == "-p" and not keeps_after_p(word, attached=False)):
+        tally.add("secret command-line values")
+        return REDACTED
+    if flag in ("-u", "--user") and ":" in word:
+        tally.add("secret command-line values")
+        return f"{word.split(':', 1)[0]}:{REDACTED}"
+    return None
 
 
 def redact_words(words: list[Any], tally: Redactions) -> list[str]:
     """A command or args list: secret words redacted, and the word after a secret flag
-    (``--password X``, ``-H 'Authorization: …'`` is caught by the Bearer rule)."""
+    (``--password X``, ``-p X`` unless X is a port or a path, ``-u user:X``); a word holding a
+    shell string (``sh -c "export TOKEN=…"``) is read as text."""
     out: list[str] = []
-    after_flag = False
+    previous = ""
     for raw in words:
         word = str(raw)
-        if after_flag and not word.startswith("-"):
-            tally.add("secret command-line values")
-            out.append(REDACTED)
-            after_flag = False
-            continue
-        after_flag = word.startswith("-") and "=" not in word and bool(_SECRET_NAME.search(word))
-        out.append(_redact_word(word, tally))
+        value = _redact_value_word(previous, word, tally) if previous else None
+        out.append(value if value is not None else _redact_word(word, tally))
+        previous = word
     return out
 
 
@@ -206,15 +234,75 @@ def _redact_pod_spec(spec: Any, tally: Redactions) -> Any:
     return out
 
 
-def _embeds_object(value: str) -> bool:
-    text = value.strip()
-    if not text.startswith(("{", "[")):
-        return False
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return False
+def _parse_embedded(text: str) -> Any:
+    """An annotation value that is a JSON or (multi-line) YAML document, parsed; None when not."""
+    stripped = text.strip()
+    if len(stripped) > MAX_EMBEDDED:
+        return None
+    if stripped.startswith(("{", "[")):
+        try:
+            return json.loads(stripped)
+        except (ValueError, RecursionError):
+            return None
+    if "\n" in stripped and ":" in stripped:
+        try:
+            return load_yaml(stripped)
+        except YamlSyntaxError:
+            return None
+    return None
+
+
+def _embeds_object(parsed: Any) -> bool:
     return isinstance(parsed, dict) and "apiVersion" in parsed and "kind" in parsed
+
+
+def _redact_tree(value: Any, tally: Redactions, *, secret: bool = False) -> Any:
+    """A parsed document redacted by key: a value under a secret-sounding key goes, any string
+    that looks like a secret goes, other strings are read as text."""
+    if isinstance(value, dict):
+        return {k: _redact_tree(v, tally, secret=secret or secret_name(str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_tree(v, tally, secret=secret) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value)
+    if (secret and text.strip().lower() not in _PLAIN_SETTINGS) or looks_secret(text):
+        tally.add("embedded document values")
+        return REDACTED
+    if not isinstance(value, str):
+        return value
+    scrubbed, n = scrub_command_text(text)
+    tally.add("embedded document values", n)
+    return scrubbed
+
+
+def _reserialise(original: str, redacted: Any) -> str:
+    if original.strip().startswith(("{", "[")):
+        compact = '": ' not in original and '", ' not in original  # written back as it came
+        return json.dumps(redacted, ensure_ascii=False, separators=(",", ":") if compact else None)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return str(yaml.dump(redacted, Dumper=dumper, sort_keys=False, allow_unicode=True))
+
+
+def _redact_value(key: str, text: str, what: str, tally: Redactions, *, annotations: bool) -> str | None:
+    """One label or annotation value as it may be written; None when it is dropped."""
+    parsed = _parse_embedded(text) if annotations else None
+    if annotations and (key in SPEC_ANNOTATIONS or _embeds_object(parsed)):
+        tally.add("annotations that embed a whole object (dropped)")
+        return None
+    if secret_name(key) and text.strip().lower() not in _PLAIN_SETTINGS:
+        tally.add(f"{what} values with a secret-sounding name")
+        return REDACTED
+    if looks_secret(text):
+        tally.add(f"{what} values that look like a secret")
+        return REDACTED
+    if isinstance(parsed, (dict, list)):
+        before = sum(tally.counts.values())
+        redacted = _redact_tree(parsed, tally)
+        return _reserialise(text, redacted) if sum(tally.counts.values()) != before else text
+    scrubbed, n = scrub_command_text(text)
+    tally.add(f"secrets inside {what} values", n)
+    return scrubbed
 
 
 def _redact_map(values: Any, what: str, tally: Redactions, *, annotations: bool) -> Any:
@@ -222,26 +310,13 @@ def _redact_map(values: Any, what: str, tally: Redactions, *, annotations: bool)
         return values
     out: dict[str, Any] = {}
     for key, value in values.items():
-        text = str(value)
-        if annotations and (key in SPEC_ANNOTATIONS or _embeds_object(text)):
-            tally.add("annotations that embed a whole object (dropped)")
-            continue
-        if _SECRET_NAME.search(str(key).rsplit("/", 1)[-1]) and annotations and text and not _is_plain_flag(text):
-            tally.add(f"{what} values with a secret-sounding name")
-            out[key] = REDACTED
-        elif looks_secret(text):
-            tally.add(f"{what} values that look like a secret")
-            out[key] = REDACTED
-        else:
+        if value is None:
             out[key] = value
+            continue
+        kept = _redact_value(str(key), str(value), what, tally, annotations=annotations)
+        if kept is not None:
+            out[key] = kept if kept != str(value) else value
     return out
-
-
-def _is_plain_flag(text: str) -> bool:
-    """Values such as ``true``, ``ignore``, ``enabled``, numbers: not a secret whatever the key says."""
-    return text.strip().lower() in {"true", "false", "ignore", "enabled", "disabled", "yes", "no"} or (
-        text.strip().isdigit()
-    )
 
 
 def _redact_metadata(meta: Any, tally: Redactions) -> Any:

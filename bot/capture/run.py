@@ -141,7 +141,7 @@ def _assemble(
         version=version,
         objects=objects,
         nodes=sections,
-        unreachable=unreachable,
+        unreachable=scrub_document(unreachable, tally),
         notes=scrub_document(notes, tally),
         redacted=tally.summary(),
     )

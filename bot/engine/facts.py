@@ -4,6 +4,11 @@ Loaders (``bot.engine.gather``) fill the base facts; derived facts are computed 
 on first use, and cached. Every accessor raises ``FactNotGathered`` when the runner did not
 gather what it rests on, so a check that reads a fact it did not declare fails loudly in tests
 instead of silently seeing nothing.
+
+Every base fact says how it was obtained: read (gathered, whatever it holds), absent (read and
+empty: a 404, an empty list) or unreadable (in ``Facts.unreadable``, the failed reads with their
+class in ``Facts.failures``). An unreadable fact holds its empty value only so nothing crashes;
+the runner runs no check that rests on it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from bot.kube.gpu import gpu_node_names, is_gpu_component
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
-from bot.kube.story import Cutoff, build_story, history_reason, needs_story, node_change_cutoff
+from bot.kube.story import (
+    Cutoff,
+    build_story,
+    build_workload_story,
+    history_reason,
+    needs_story,
+    node_change_cutoff,
+)
+from bot.kube.workload import workload_status
 from bot.probes.container import ExecFacts
 from bot.probes.nvidia_smi import GpuRow
 from bot.probes.observation import NodeObservation
@@ -289,8 +302,8 @@ class Facts:
     def peers(self) -> list[Obj]:
         """Pods the target's required pod (anti-)affinity may be about: full objects with labels.
 
-        Empty unless the pending pod has required inter-pod terms or the scheduler blamed
-        existing pods' anti-affinity.
+        Empty unless the pending pod has required inter-pod terms or hard topology spread
+        constraints, or the scheduler blamed existing pods' anti-affinity.
         """
         value: list[Obj] = self._get("peers")
         return value
@@ -332,11 +345,18 @@ class Facts:
     def story(self) -> PodStory | None:
         """The target pod's own story when it is not Running and Ready (``bot.story``), built once
         for the checks that quote it and for the report."""
-        pod = self.pod
-        if not needs_story(pod) or pod is None:
-            return None
+        pod, workload = self.pod, self.target.workload
         events = self.events
-        story = build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
+        if pod is None and workload is not None:
+            status = workload_status(workload)
+            if status is None or status.satisfied:
+                return None
+            counts = status.describe().split(": ", 1)[-1]  # "1 desired, 0 created, …" without the name again
+            story = build_workload_story(workload, self.target.owners, events.owners, status=counts)
+        elif not needs_story(pod) or pod is None:
+            return None
+        else:
+            story = build_story(pod, self.target.owners, [*events.pod, *events.owners], cutoff=events.cutoff)
         # a refused or failed read of the events leaves the list empty: say so, never "no events"
         story.events_read = "events" not in self.unreadable and not any(s.what == "events" for s in self.skipped)
         return story

@@ -33,8 +33,8 @@ from bot.engine.runbook_schema import (
     suggest,
     type_name,
 )
-from bot.engine.yaml_marks import YamlSyntaxError, parse_yaml
 from bot.errors import RunbookError
+from bot.yaml_marks import YamlSyntaxError, parse_yaml
 
 #: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
 MAX_FILE_BYTES = 1024 * 1024

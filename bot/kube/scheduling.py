@@ -23,7 +23,8 @@ from bot.kube.resources import is_gpu_resource
 CATEGORIES = frozenset({
     "insufficient_gpu", "insufficient_other", "untolerated_taint", "node_selector", "unschedulable",
     "qgpu_alloc_failed", "too_many_pods", "volume", "unknown_conditions", "not_ready", "vgpu_unregistered",
-    "unrecognised", "pod_affinity", "pod_anti_affinity", "existing_anti_affinity",
+    "unrecognised", "pod_affinity", "pod_anti_affinity", "existing_anti_affinity", "topology_spread",
+    "dra_claims",
 })
 #: the inter-pod affinity categories (InterPodAffinity plugin): computed from the pods themselves
 POD_AFFINITY_CATEGORIES = frozenset({"pod_affinity", "pod_anti_affinity", "existing_anti_affinity"})
@@ -193,6 +194,10 @@ REASON_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"didn't match pod affinity|MatchInterPodAffinity"), "pod_affinity"),
     # HAMi's extender: the node has no card registration (hami.io/node-nvidia-register)
     (re.compile(r"\bnode unregistered\b"), "vgpu_unregistered"),
+    (re.compile(r"didn't match pod topology spread constraints|PodTopologySpread"), "topology_spread"),
+    # DynamicResources: the pod's ResourceClaims (resource.k8s.io) cannot be allocated or do not exist yet
+    (re.compile(r"cannot allocate all claims|resourceclaim|resource claim|dynamic resource|device class",
+                re.IGNORECASE), "dra_claims"),
     (re.compile(r"had (?:untolerated )?taints?\b"), "untolerated_taint"),
     (re.compile(r"didn't match (?:Pod's )?node (?:affinity|selector)"
                 r"|didn't satisfy plugin\(?s?\)? \[?NodeAffinity", re.IGNORECASE), "node_selector"),

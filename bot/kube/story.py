@@ -234,3 +234,29 @@ def build_story(
         events_total=len(all_events),
         events_omitted=max(0, len(all_events) - MAX_EVENTS),
     )
+
+
+def build_workload_story(
+    workload: Obj,
+    owners: Sequence[Obj] = (),
+    events: Iterable[Obj] = (),
+    *,
+    status: str = "",
+    now: datetime | None = None,
+) -> PodStory:
+    """The story of a workload that has no pod: its own and its owners' conditions and events
+    (a ReplicaSet's FailedCreate is where a quota, LimitRange, PodSecurity or webhook refusal is)."""
+    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    template = ((spec.get("template") or {}).get("spec") or {})
+    all_events = _events(events, None, None, now or datetime.now(UTC))
+    return PodStory(
+        pod=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+        phase="",
+        status=status or "not ready",
+        scheduler=str(template.get("schedulerName") or "default-scheduler"),
+        owners=[o for o in _owners(owners) if o.conditions],
+        events=all_events[:MAX_EVENTS],
+        events_total=len(all_events),
+        events_omitted=max(0, len(all_events) - MAX_EVENTS),
+        kind=str(workload.get("kind") or "Workload"),
+    )

@@ -7,14 +7,18 @@ per-user authority) impersonation are set up in exactly one place.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import HTTPHeaderDict
 
 from bot.errors import ConfigError
 from bot.identity import Identity
+from bot.names import printable
+from bot.setting_values import describe, read_yaml_file
 from bot.settings import ClusterConfig
 
 IMPERSONATE_USER = "Impersonate-User"
@@ -46,6 +50,44 @@ class ImpersonatingPool:
         return getattr(self._pool, name)
 
 
+def kubeconfig_files(cluster: ClusterConfig) -> list[str]:
+    """The kubeconfig files the client would read for ``cluster`` (those that exist)."""
+    if cluster.kubeconfig:
+        return [cluster.kubeconfig]
+    listed = os.environ.get("KUBECONFIG", "")
+    paths = listed.split(os.pathsep) if listed else [os.path.expanduser("~/.kube/config")]
+    return [p for p in paths if p and os.path.isfile(p)]
+
+
+def check_kubeconfig(path: str) -> None:
+    """Refuse a kubeconfig the official client would choke on, with a line naming the file and key.
+
+    The client reads the file with ``yaml.safe_load`` (an alias bomb would take minutes and
+    gigabytes) and then indexes into it (a list or a string where a mapping belongs raises a bare
+    ``AttributeError``). So the file is first read with gpubot's bounded loader and its shape
+    checked. Only key names are shown, never a value: a kubeconfig holds tokens.
+    """
+    where = f"kubeconfig {printable(path)}"
+    data = read_yaml_file(path, where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with clusters, contexts and users, got {describe(data)}")
+    for key in ("clusters", "contexts", "users"):
+        items = data.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise ConfigError(f"{where}: {key}: expected a list, got {describe(items)}")
+        inner = key[:-1]
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise ConfigError(f"{where}: {key}[{i}]: expected a mapping with a name and {inner}")
+            if item.get(inner) is not None and not isinstance(item[inner], dict):
+                raise ConfigError(f"{where}: {key}[{i}].{inner}: expected a mapping, got {describe(item[inner])}")
+    current = data.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise ConfigError(f"{where}: current-context: expected a context name, got {describe(current)}")
+
+
 def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) -> client.ApiClient:
     """A fresh ApiClient for ``cluster`` (in-cluster service account or kubeconfig context);
     with ``identity``, every request it makes impersonates that user and groups."""
@@ -54,6 +96,8 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         if cluster.in_cluster:
             config.load_incluster_config(client_configuration=cfg)
         else:
+            for path in kubeconfig_files(cluster):
+                check_kubeconfig(path)
             config.load_kube_config(
                 config_file=cluster.kubeconfig or None, context=cluster.context or None, client_configuration=cfg
             )
@@ -64,11 +108,24 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         if identity is not None:
             api.rest_client.pool_manager = ImpersonatingPool(api.rest_client.pool_manager, identity)  # type: ignore[assignment]
         return api
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
-        # The message names the file/context but never carries a token.
+    except ConfigError as exc:
+        raise ConfigError(f"cluster {cluster.name}: {exc.user_message}") from None
+    except (
+        ConfigException,
+        OSError,
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        yaml.YAMLError,
+    ) as exc:
+        # The message names the file/context but never carries a token: the client's own
+        # ConfigException text names keys and contexts; other errors only by their type.
         where = cluster.kubeconfig or "default kubeconfig"
+        why = printable(str(exc).splitlines()[0])[:200] if isinstance(exc, ConfigException) and str(exc) else ""
         raise ConfigError(
             f"cluster {cluster.name}: cannot load {where}"
             + (f" context {cluster.context}" if cluster.context else "")
-            + f": {type(exc).__name__}"
+            + f": {why or type(exc).__name__}"
         ) from None

@@ -282,6 +282,26 @@ class SshTransport:
         return await observe_node(self.targets[node], deadline=deadline, pool=self.pool)
 
 
+#: the shortest time a node holds its probe slot before, still silent, it lets the next node start
+MIN_HOLD_S = 0.25
+#: the most node reads in flight at once, silent ones included (each is an open socket or stream)
+MAX_IN_FLIGHT = 512
+
+
+def fair_hold(remaining_s: float, concurrency: int, waiting: int) -> float:
+    """How long a node may hold its probe slot before a silent one yields it.
+
+    ``concurrency`` slots and ``remaining_s`` seconds give every node still ``waiting`` for a slot
+    ``remaining_s * concurrency / waiting`` seconds of slot time; a node that has not answered
+    within that share is silent (hung, or very slow) and lets the next node start. It keeps
+    reading in the background up to its own deadline, so a slow node is still read; a hung one
+    can no longer keep healthy nodes from being read, whatever the order of the two.
+    """
+    if waiting <= 0:
+        return remaining_s
+    return max(MIN_HOLD_S, remaining_s * concurrency / waiting)
+
+
 async def observe_many(
     transport: NodeTransport,
     nodes: list[str],
@@ -292,28 +312,56 @@ async def observe_many(
     first: Collection[str] = (),
     answered: Callable[[str, NodeObservation | NodeProbeError], None] | None = None,
 ) -> dict[str, NodeObservation | NodeProbeError]:
-    """Observe many nodes, at most ``concurrency`` at once; a failure is a value, not a raise.
+    """Observe many nodes, at most ``concurrency`` reading at once; a failure is a value, not a raise.
 
     ``until`` (``time.monotonic()``) bounds the whole call: a node whose turn comes later is not
-    read (reason ``deadline``), and no node's own deadline runs past it. ``first``: nodes to start
-    before the others (the likely slow ones: a node that may cost its whole deadline costs it in
-    parallel with the rest instead of after them); the answer keeps the order of ``nodes``.
-    ``answered`` is told each node's result as it comes in (after its slot is free again), so
-    per-node work can be done while the rest are still being read.
+    read (reason ``deadline``), and no node's own deadline runs past it. Within it a node holds its
+    slot for its fair share of the time left (``fair_hold``); still silent then, it yields the
+    slot to the next node and goes on in the background until its own deadline (at most
+    ``MAX_IN_FLIGHT`` reads in flight in all). So silent nodes cost slot time in proportion to
+    their share, and a healthy node is read whenever the deadline allows, whether the hung nodes
+    come first, last or in between. ``first``: nodes to start before the others (the likely slow
+    ones); the answer keeps the order of ``nodes``. ``answered`` is told each node's result as
+    it comes in, so per-node work can be done while the rest are still being read.
     """
-    gate = asyncio.Semaphore(max(1, concurrency))
+    slots = max(1, concurrency)
+    gate = asyncio.Semaphore(slots)
+    flight = asyncio.Semaphore(max(slots, MAX_IN_FLIGHT))
+    waiting = len(nodes)
+
+    async def observe(node: str, budget: float) -> NodeObservation | NodeProbeError:
+        try:
+            return await transport.observe(node, deadline=budget)
+        except NodeProbeError as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
+            return NodeProbeError(node, "error", type(exc).__name__)
 
     async def read(node: str) -> NodeObservation | NodeProbeError:
-        async with gate:
-            budget = deadline if until is None else min(deadline, until - time.monotonic())
-            if budget <= 0:
-                return NodeProbeError(node, "deadline", "not read: the command's deadline ran out first")
+        nonlocal waiting
+        async with flight:
+            await gate.acquire()
+            waiting -= 1
+            held = True
             try:
-                return await transport.observe(node, deadline=budget)
-            except NodeProbeError as exc:
-                return exc
-            except Exception as exc:  # noqa: BLE001 - one odd node must not sink the whole report
-                return NodeProbeError(node, "error", type(exc).__name__)
+                now = time.monotonic()
+                budget = deadline if until is None else min(deadline, until - now)
+                if budget <= 0:
+                    return NodeProbeError(node, "deadline", "not read: the command's deadline ran out first")
+                task = asyncio.ensure_future(observe(node, budget))
+                try:
+                    hold = budget if until is None else fair_hold(until - now, slots, waiting)
+                    done, _ = await asyncio.wait({task}, timeout=hold)
+                    if not done:  # silent so far: the next node starts while this one goes on
+                        held = False
+                        gate.release()
+                    return await task
+                except BaseException:
+                    task.cancel()
+                    raise
+            finally:
+                if held:
+                    gate.release()
 
     async def one(node: str) -> NodeObservation | NodeProbeError:
         result = await read(node)

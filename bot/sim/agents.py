@@ -52,7 +52,9 @@ class _Component:
         return {"containers": [container], "tolerations": _TOLERATIONS, **extra}
 
 
-AGENT = _Component(AGENT_NAME, AGENT_CONTAINER, lambda f: f.agent_mode, {})
+#: the RuntimeClass the agent runs with, as the chart's default (``nodeAgent.runtimeClassName``)
+AGENT_RUNTIME_CLASS = "nvidia"
+AGENT = _Component(AGENT_NAME, AGENT_CONTAINER, lambda f: f.agent_mode, {"runtimeClassName": AGENT_RUNTIME_CLASS})
 ACTUATOR = _Component(
     ACTUATOR_NAME, ACTUATOR_CONTAINER, lambda f: f.actuator or "ok", {"hostPID": True, "privileged": True}
 )
@@ -138,8 +140,15 @@ def _objects(scenario: Scenario, c: _Component) -> list[Obj]:
 
 
 def agent_objects(scenario: Scenario) -> list[Obj]:
-    """The agent DaemonSet and its pods; nothing when the scenario has no node sections."""
-    return _objects(scenario, AGENT)
+    """The agent DaemonSet and its pods; nothing when the scenario has no node sections. The
+    agent's RuntimeClass comes with it, unless the scenario lists the cluster's RuntimeClasses
+    itself (then the agent's may be missing from them, as on GKE without the GPU Operator)."""
+    found = _objects(scenario, AGENT)
+    if found and not any(o.get("kind") == "RuntimeClass" for o in scenario.objects):
+        found.append({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                      "metadata": {"name": AGENT_RUNTIME_CLASS, "uid": "uid-runtimeclass-nvidia",
+                                   "creationTimestamp": _CREATED}, "handler": AGENT_RUNTIME_CLASS})
+    return found
 
 
 def actuator_objects(scenario: Scenario, *, remediation: bool = False) -> list[Obj]:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ScenarioError
-from bot.sim.rbac import RbacTable, load_rbac
+from bot.sim import scenario_values as val
+from bot.sim.rbac import RbacTable, load_bot_rbac, load_rbac
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
@@ -119,6 +120,9 @@ class NodeFacts:
     kernel_log: list[KernelLine] = field(default_factory=list)
     #: where the kernel log can be read: journal | dmesg (no journalctl) | none (neither readable)
     kernel_log_source: str = "journal"
+    #: the node agent sees the host's systemd (false: its ``systemctl`` answers no state, as in an
+    #: unprivileged container on a real node, and the kubelet's Lease is the evidence)
+    agent_systemd: bool = True
     #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
     agent: str = ""
     #: the node's actuator pod (``ACTUATOR_MODES``), present only where remediation is installed
@@ -184,6 +188,8 @@ class Scenario:
     source: str = "<memory>"
     #: who may read what when a request impersonates a user (``rbac:``); None: not checked
     rbac: RbacTable | None = None
+    #: what the bot's own (not impersonated) requests may do (``rbac_bot:``); None: everything
+    rbac_bot: RbacTable | None = None
     #: the remediation component is installed: every node section gets a gpubot-actuator pod
     remediation: bool = False
 
@@ -236,9 +242,10 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
                 _check_object(obj, f"kubernetes.objects[{i}]", problems)
     nodes = _load_nodes(data.get("nodes") or {}, problems)
     containers = _load_containers(data.get("containers") or {}, problems)
-    faults = _load_faults((data.get("api") or {}).get("faults") or [], problems)
+    faults = _load_faults(val.mapping(data.get("api"), "api", problems.add).get("faults") or [], problems)
     expect = _load_expect(data.get("expect") or [], problems)
     rbac = load_rbac(data.get("rbac"), problems.add)
+    rbac_bot = load_bot_rbac(data.get("rbac_bot"), problems.add)
     remediation = data.get("remediation", False)
     if not isinstance(remediation, bool):
         problems.add("remediation", "must be true or false")
@@ -254,6 +261,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         expect=expect,
         source=source,
         rbac=rbac,
+        rbac_bot=rbac_bot,
         remediation=remediation is True,
     )
 
@@ -313,7 +321,7 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
         if install not in DRIVER_INSTALLS:
             problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
         gpus = []
-        for i, g in enumerate(facts.get("gpus") or []):
+        for i, g in enumerate(_items(facts.get("gpus"), f"{where}.gpus", problems)):
             gw = f"{where}.gpus[{i}]"
             if not isinstance(g, dict) or "uuid" not in g:
                 problems.add(gw, "must be a mapping with at least index and uuid")
@@ -322,22 +330,22 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             values.update(_gpu_health(g, gw, problems))
             gpus.append(
                 GpuFacts(
-                    index=int(g.get("index", i)),
+                    index=val.whole(g.get("index", i), f"{gw}.index", problems.add, i),
                     uuid=str(g["uuid"]),
                     name=str(g.get("name", "NVIDIA GPU")),
-                    raw={str(k): str(v) for k, v in (g.get("raw") or {}).items()},
+                    raw=val.text_map(g.get("raw"), f"{gw}.raw", problems.add),
                     **values,
                 )
             )
         procs = []
-        for i, p in enumerate(facts.get("processes") or []):
+        for i, p in enumerate(_items(facts.get("processes"), f"{where}.processes", problems)):
             pw = f"{where}.processes[{i}]"
             if not isinstance(p, dict) or "pid" not in p:
                 problems.add(pw, "must be a mapping with pid, name, gpu_uuid, used_memory_mib")
                 continue
             procs.append(
                 ProcessFacts(
-                    pid=int(p["pid"]),
+                    pid=val.whole(p["pid"], f"{pw}.pid", problems.add, 0),
                     name=str(p.get("name", "")),
                     gpu_uuid=str(p.get("gpu_uuid", "")),
                     used_memory_mib=_num(p.get("used_memory_mib", 0), f"{pw}.used_memory_mib", problems),
@@ -359,15 +367,28 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             processes=procs,
             checkpoint=checkpoint,
             dev_nvidia=_devs(facts.get("dev_nvidia"), f"{where}.dev_nvidia", problems),
-            latency_ms=float(facts.get("latency_ms", 0) or 0),
-            kubelet_fails_start=bool(facts.get("kubelet_fails_start", False)),
+            latency_ms=val.number(facts.get("latency_ms", 0), f"{where}.latency_ms", problems.add, 0.0),
+            kubelet_fails_start=val.flag(
+                facts.get("kubelet_fails_start", False), f"{where}.kubelet_fails_start", problems.add, False
+            ),
             xid=_xids(facts.get("xid"), f"{where}.xid", problems),
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
+            agent_systemd=facts.get("agent_systemd", True) is not False,
             agent=agent,
             actuator=actuator,
         )
     return nodes
+
+
+def _items(raw: Any, where: str, problems: _Problems) -> list[Any]:
+    """A list field of a node (``gpus``, ``processes``); anything else is a problem."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.add(where, "must be a list")
+        return []
+    return raw
 
 
 def _gpu_health(g: dict[str, Any], where: str, problems: _Problems) -> dict[str, Any]:
@@ -468,7 +489,7 @@ def _load_containers(raw: Any, problems: _Problems) -> dict[str, ContainerFacts]
             dev_nvidia=_devs(facts.get("dev_nvidia"), f"{where}.dev_nvidia", problems),
             pid1=str(facts.get("pid1", "sleep")),
             torch=torch,
-            env={str(k): str(v) for k, v in (facts.get("env") or {}).items()},
+            env=val.text_map(facts.get("env"), f"{where}.env", problems.add),
             driver=str(facts["driver"]) if facts.get("driver") else None,
         )
     return out
@@ -484,15 +505,16 @@ def _load_faults(raw: Any, problems: _Problems) -> list[ApiFault]:
         if not isinstance(f, dict):
             problems.add(where, "must be a mapping (match, verb, status, delay_s, hang, times, rate)")
             continue
-        rate = float(f.get("rate", 1.0))
+        rate = val.number(f.get("rate", 1.0), f"{where}.rate", problems.add, 1.0)
         if not 0.0 <= rate <= 1.0:
             problems.add(f"{where}.rate", "must be between 0 and 1")
+        status, times = f.get("status"), f.get("times")
         out.append(
             ApiFault(
                 match=str(f.get("match", "")),
-                status=int(f["status"]) if f.get("status") is not None else None,
-                delay_s=float(f.get("delay_s", 0.0)),
-                times=int(f["times"]) if f.get("times") is not None else None,
+                status=val.whole(status, f"{where}.status", problems.add, 500) if status is not None else None,
+                delay_s=val.number(f.get("delay_s", 0.0), f"{where}.delay_s", problems.add, 0.0),
+                times=val.whole(times, f"{where}.times", problems.add, 1) if times is not None else None,
                 rate=rate,
                 verb=str(f["verb"]).upper() if f.get("verb") else None,
                 hang=bool(f.get("hang", False)),
@@ -513,9 +535,9 @@ def _load_expect(raw: Any, problems: _Problems) -> list[Expectation]:
         out.append(
             Expectation(
                 run=e["run"],
-                codes=list(e.get("codes") or []),
-                absent=list(e.get("absent") or []),
-                first=list(e.get("first") or []),
+                codes=val.texts(e.get("codes"), f"expect[{i}].codes", problems.add),
+                absent=val.texts(e.get("absent"), f"expect[{i}].absent", problems.add),
+                first=val.texts(e.get("first"), f"expect[{i}].first", problems.add),
             )
         )
     return out

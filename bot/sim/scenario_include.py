@@ -44,9 +44,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bot.errors import ScenarioError
+from bot.yaml_marks import YamlInputError, load_yaml
 
 #: the top-level keys a base passes on; everything else belongs to the file that states it
 INHERITED = ("kubernetes", "nodes", "containers", "api")
@@ -62,12 +61,13 @@ def read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not UTF-8 text") from None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "yaml"
-        raise ScenarioError(f"{path}: {where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        return load_yaml(text)
+    except YamlInputError as exc:
+        where = f"line {exc.line}" if exc.line else "yaml"
+        raise ScenarioError(f"{path}: {where}: not valid YAML: {exc.message}") from None
 
 
 def object_problems(obj: Any) -> list[str]:
@@ -78,6 +78,18 @@ def object_problems(obj: Any) -> list[str]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
         out.append("missing metadata.name")
+    if isinstance(meta, dict):
+        if meta.get("namespace") is not None and not isinstance(meta["namespace"], str):
+            out.append("metadata.namespace: must be a string")
+        for key in ("labels", "annotations"):
+            values = meta.get(key)
+            if values is not None and (
+                not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values())
+            ):
+                out.append(f"metadata.{key}: must be a mapping of strings")
+    for key in ("spec", "status"):
+        if obj.get(key) is not None and not isinstance(obj[key], dict):
+            out.append(f"{key}: must be a mapping")
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.report import CardRow, Remediation, Report
+from bot.report import CardRow, Remediation, Report, skip_pairs
 from bot.report_groups import FindingGroup, Fix, FixKey, Verdict, group_findings, node_problems, verdict
 from bot.slack import limits as L
 from bot.slack.hooks import OfferButton
@@ -222,7 +222,7 @@ def _footer(report: Report) -> Block:
     if report.read_as:
         parts.append(f"read as *{L.escape_mrkdwn(report.read_as)}*")
     if report.skipped:
-        skipped = "; ".join(f"{s.what} ({s.why})" for s in report.skipped)
+        skipped = "; ".join(f"{what} ({why})" for what, why in skip_pairs(report.skipped))
         parts.append("not read: " + L.escape_mrkdwn(skipped))
     return context([L.clip(" · ".join(parts), 2000)])
 

@@ -6,7 +6,7 @@ pure function of the report and never talks to Slack itself.
 
 from __future__ import annotations
 
-from bot.report import Report
+from bot.report import Report, skip_lines
 from bot.slack.tables import node_table_lines
 
 
@@ -52,5 +52,5 @@ def full_text(report: Report) -> str:
         lines.extend([report.text, ""])
     if report.skipped:
         lines.append("skipped:")
-        lines.extend(f"  {s.what}: {s.why}" for s in report.skipped)
+        lines.extend(f"  {line}" for line in skip_lines(report.skipped))
     return "\n".join(lines).rstrip() + "\n"

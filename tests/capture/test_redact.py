@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from bot.capture.redact import REDACTED, Redactions, looks_secret, redact_object, redact_words, scrub_text
+from bot.capture.secret_names import secret_name
+from bot.capture.secret_text import scrub_command_text
 
 SLACK = "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"
 AWS = "AKIAIOSFODNN7EXAMPLE"
@@ -161,3 +163,81 @@ def test_secret_shapes() -> None:
     for plain in ("nvidia.com/gpu", "/var/lib/kubelet/device-plugins/kubelet.sock", "GPU-5e1c0a3e-0000", "true"):
         assert not looks_secret(plain), plain
     assert scrub_text(f"a {SLACK} b") == (f"a {REDACTED} b", 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("pw", True),
+        ("--db-pass", True),
+        ("PGPASSWORD", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("apiKey", True),
+        ("example.com/deploy-token", True),
+        ("X-API-Key", True),
+        ("--tokenizer", False),
+        ("--max-tokens", False),
+        ("--token-file", False),
+        ("secret-name", False),
+        ("auth-mode", False),
+        ("hami.io/webhook", False),
+        ("--bypass-cache", False),
+    ],
+)
+def test_secret_names_are_judged_by_whole_words(name: str, secret: bool) -> None:
+    assert secret_name(name) is secret
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        # -p: a port, a port mapping, a path or $VAR stays; anything else is a password
+        (["docker", "run", "-p", "80:80"], ["docker", "run", "-p", "80:80"]),
+        (["-p", "127.0.0.1:8080:80/tcp"], ["-p", "127.0.0.1:8080:80/tcp"]),
+        (["ssh", "-p", "2222"], ["ssh", "-p", "2222"]),
+        (["mkdir", "-p", "/data/x"], ["mkdir", "-p", "/data/x"]),
+        (["mysql", "-p", "hunter2"], ["mysql", "-p", REDACTED]),
+        (["mysql", "-phunter2"], ["mysql", f"-p{REDACTED}"]),
+        (["find", ".", "-print"], ["find", ".", "-print"]),
+        (["curl", "-u", "me:hunter2"], ["curl", "-u", f"me:{REDACTED}"]),
+        (["--db", "postgres://app:hunter2@db/x"], ["--db", f"postgres://app:{REDACTED}@db/x"]),
+        (
+            ["sh", "-c", "DB_PASS=x1 run && mysql -phunter2"],
+            ["sh", "-c", f"DB_PASS={REDACTED} run && mysql -p{REDACTED}"],
+        ),
+    ],
+)
+def test_structural_command_rules(words: list[str], expected: list[str]) -> None:
+    assert redact_words(words, Redactions()) == expected
+
+
+def test_embedded_json_is_redacted_by_key_and_kept_otherwise() -> None:
+    pod = _pod()
+    pod["metadata"]["annotations"] = {
+        "example.com/config": json.dumps({"user": "app", "db": {"password": "hunter2"}, "auth": "enabled"}),
+        "example.com/plain": '{"replicas": 3}',
+        "example.com/yaml": "user: app\nsecret: hunter2\n",
+    }
+    meta = redact_object(pod, Redactions())["metadata"]["annotations"]
+    assert json.loads(meta["example.com/config"]) == {"user": "app", "db": {"password": REDACTED}, "auth": "enabled"}
+    assert meta["example.com/plain"] == '{"replicas": 3}'  # untouched text when nothing was secret
+    assert "hunter2" not in meta["example.com/yaml"] and "user: app" in meta["example.com/yaml"]
+
+
+def test_free_text_rules_and_private_keys() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----"
+    assert scrub_text(f"key {pem} end") == (f"key {REDACTED} end", 1)
+    assert scrub_text("connect pw=hunter2 now")[0] == f"connect pw={REDACTED} now"
+    assert scrub_command_text("login password: hunter2")[0] == f"login password: {REDACTED}"
+    # prose keeps its words: the colon rule is for shell strings and notes only
+    assert scrub_text("failed to fetch token: the server said no")[1] == 0
+
+
+def test_uuids_are_identifiers_not_secrets() -> None:
+    """HAMi's register annotation lists cards by UUID: the diagnosis matches on them."""
+    register = json.dumps([{"id": "GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001", "count": 10}], separators=(",", ":"))
+    pod = _pod()
+    pod["metadata"]["annotations"] = {"hami.io/node-nvidia-register": register}
+    assert redact_object(pod, Redactions())["metadata"]["annotations"]["hami.io/node-nvidia-register"] == register
+    for uuid in ("GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001", "MIG-GPU-3a8f0c21-5d7e-4b19-a6c2-0a1000000001/1/0"):
+        assert not looks_secret(uuid)

@@ -13,11 +13,11 @@ switches (``render.variants()``), each also with ``config.identity_map`` set (im
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
-from tests.deploy.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source, scan_tree
+from bot.doctor import needs as needs_module
+from bot.doctor.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source
 from tests.deploy.rbac import grants, has_wildcard
 from tests.deploy.render import (
     NAMESPACE,
@@ -35,21 +35,13 @@ from tests.deploy.render import (
 )
 
 BOT = REPO / "bot"
-ACTIONS = BOT / "actions"
-#: the simulator serves the API; method names there are routes, not calls against a cluster
-SIM = BOT / "sim"
 EXEC_RESOURCE = ("", "pods/exec")
 BOT_SA = [{"kind": "ServiceAccount", "name": "gpubot", "namespace": NAMESPACE}]
 #: a Slack user and a group mapped to Kubernetes identities: turns impersonation on
 IDENTITY_MAP = {"U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]}, "S0GPU": {"user": "gpu-users"}}
 #: gpubot's own state on the API (config.state: kubernetes): granted in the release namespace by
 #: the gpubot-state Role, checked against these modules by tests/replicas/test_crds.py
-STATE = (
-    BOT / "coordination",
-    BOT / "leader.py",
-    BOT / "proactive" / "kube_store.py",
-    *sorted((BOT / "remediation").glob("kube_*.py")),
-)
+STATE = needs_module.STATE
 
 SYNTHETIC = '''
 """A module shaped like the real ones: calls, passed methods, a dispatch table, watch, exec."""
@@ -74,17 +66,16 @@ def act(core: client.CoreV1Api) -> None:
 '''
 
 
-@functools.cache
 def _scan(root: Path) -> tuple[tuple[Use, ...], tuple[str, ...]]:
-    uses, problems = scan_tree(root, relative_to=REPO)
-    return tuple(uses), tuple(problems)
+    assert root == BOT
+    return needs_module.scanned()
 
 
 def _reads() -> dict[Perm, list[str]]:
-    """What everything outside bot/actions (and the simulator) needs."""
-    uses = [u for u in _scan(BOT)[0] if not Path(REPO / u.path).is_relative_to(ACTIONS)]
-    uses = [u for u in uses if not any(Path(REPO / u.path).is_relative_to(s) for s in STATE)]
-    return needed([u for u in uses if not Path(REPO / u.path).is_relative_to(SIM)])
+    """What everything outside bot/actions (and the simulator, and the state modules) needs,
+    the exec into the agents included (the product's own answer: ``bot.doctor.needs``)."""
+    found = needs_module.needs()
+    return {**found.reads, **found.exec}
 
 
 def _exec_needed() -> set[Perm]:
@@ -93,7 +84,7 @@ def _exec_needed() -> set[Perm]:
 
 
 def _writes() -> dict[Perm, list[str]]:
-    return needed(list(_scan(ACTIONS)[0]))
+    return needs_module.needs().remediation
 
 
 def _readonly() -> set[Perm]:

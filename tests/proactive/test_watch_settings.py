@@ -36,7 +36,7 @@ def test_trigger_defaults_and_yaml_forms() -> None:
         ({"pending_max_diagnoses": 0}, "pending_max_diagnoses: must be positive"),
         ({"stream_poll_s": 0}, "stream_poll_s: must be positive"),
         ({"stream_debounce_s": -0.5}, "stream_debounce_s: must not be negative"),
-        ({"pending_after_s": "soon"}, "expected float"),
+        ({"pending_after_s": "soon"}, "pending_after_s: expected a number"),
     ],
 )
 def test_bad_trigger_values_are_refused(extra: dict[str, object], why: str) -> None:

@@ -8,9 +8,12 @@ test_ssh_pool.py read real simulated nodes over SSH).
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from bot.errors import NodeProbeError
-from bot.probes.node import NodeObservation, observe_many
+from bot.probes.node import MIN_HOLD_S, NodeObservation, fair_hold, observe_many
 
 
 class RecordingTransport:
@@ -59,3 +62,51 @@ async def test_each_answer_is_handed_on_as_it_comes_in_and_a_failing_handler_cos
     assert sorted(n for n, _ in seen) == nodes
     assert seen[0][1] < len(nodes)  # the first answer was handed on while others had yet to start
     assert isinstance(results["n4"], NodeObservation) and isinstance(results["n3"], NodeProbeError)
+
+
+class HungTransport:
+    """Hung nodes answer nothing until their own deadline; healthy ones answer at once."""
+
+    name = "hung"
+
+    def __init__(self, hung: set[str]) -> None:
+        self.hung = hung
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation:
+        if node in self.hung:
+            await asyncio.sleep(deadline)
+            raise NodeProbeError(node, "timeout", f"no complete answer within {deadline:g}s")
+        await asyncio.sleep(0.01)
+        return NodeObservation(node=node)
+
+
+def _arranged(arrangement: str, total: int, hung: int) -> tuple[list[str], set[str]]:
+    nodes = [f"n{i:02d}" for i in range(total)]
+    if arrangement == "first":
+        return nodes, set(nodes[:hung])
+    if arrangement == "last":
+        return nodes, set(nodes[-hung:])
+    return nodes, set(nodes[:: total // hung][:hung])  # spread evenly
+
+
+@pytest.mark.parametrize("arrangement", ["first", "last", "spread"])
+async def test_hung_nodes_cannot_starve_healthy_ones_whatever_their_order(arrangement: str) -> None:
+    """60 nodes, 20 of them silent until their own 2 s deadline, 4 slots, 3 s for everything.
+
+    Holding a slot until its deadline, the hung nodes would need 20 / 4 x 2 s = 10 s of slots
+    before the healthy ones behind them got a turn; yielding a slot after a fair share of the
+    time left, every healthy node is read within the 3 s, and every hung one is reported.
+    """
+    nodes, hung = _arranged(arrangement, 60, 20)
+    assert len(hung) == 20
+    until = time.monotonic() + 3.0
+    results = await observe_many(HungTransport(hung), nodes, concurrency=4, deadline=2.0, until=until)
+    unread_healthy = [n for n in nodes if n not in hung and not isinstance(results[n], NodeObservation)]
+    assert unread_healthy == []
+    assert all(isinstance(results[n], NodeProbeError) for n in hung)
+
+
+def test_the_fair_hold_shares_the_time_left_among_the_nodes_waiting() -> None:
+    assert fair_hold(10.0, 4, 0) == 10.0  # nobody waits: keep the slot
+    assert fair_hold(10.0, 4, 40) == 1.0
+    assert fair_hold(1.0, 4, 400) == MIN_HOLD_S

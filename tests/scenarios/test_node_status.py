@@ -371,7 +371,10 @@ async def test_the_command_deadline_bounds_a_fleet_with_many_hung_nodes() -> Non
             await service.close()
     assert elapsed < command_deadline + 1.0, f"took {elapsed:.1f}s with a {command_deadline}s command deadline"
     assert len(report.nodes) == 60
-    late = [s for s in report.skipped if "not read within the command's deadline" in s.why]
-    assert len(late) == 1 and "node(s)" in late[0].what
+    # every node not read is named, one entry each, with its reason (its own timeout, or the
+    # command's deadline for one whose turn never came)
+    unread = {r.node for r in report.nodes if r.ssh != "ok"}
+    named = [s.node for s in report.skipped if s.node]
+    assert sorted(named) == sorted(unread) and len(unread) >= 30
     assert any(r.ssh == "ok" and r.gpus for r in report.nodes)
     assert not any(f.code == "NODE_UNREACHABLE" and "deadline" in f.title for f in report.findings)

@@ -35,6 +35,7 @@ from bot.report_groups import fix_key
 from bot.slack import alert_messages, blocks, offer_messages, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
+from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
 
 #: what cluster and alert data may hold: mentions, a disguised link, entities, mrkdwn formatting
 HOSTILE = (
@@ -68,6 +69,20 @@ def report() -> Report:
         findings=[first, second], skipped=[Skipped(HOSTILE, HOSTILE)], cluster=HOSTILE, nodes=[node],
         text=HOSTILE, read_as=HOSTILE,
     )
+
+
+def storied() -> Report:
+    """A report whose pod story carries hostile text in every field the story block shows."""
+    out = report()
+    condition = StoryCondition(HOSTILE, "False", HOSTILE, HOSTILE, HOSTILE)
+    out.story = PodStory(
+        pod=HOSTILE, phase=HOSTILE, status=HOSTILE, scheduler=HOSTILE, node=HOSTILE, gates=[HOSTILE],
+        conditions=[condition],
+        containers=[StoryContainer(HOSTILE, False, HOSTILE, HOSTILE, HOSTILE, 1, termination_tail=HOSTILE)],
+        owners=[StoryOwner(HOSTILE, HOSTILE, [condition])],
+        events=[StoryEvent(HOSTILE, "Warning", HOSTILE, HOSTILE, HOSTILE, 3, HOSTILE)],
+    )
+    return out
 
 
 def offers() -> dict[Any, OfferButton]:
@@ -122,6 +137,7 @@ BUILDERS: dict[tuple[str, str], Callable[[], Output]] = {
     ("blocks", "group_blocks"): lambda: blocks.group_blocks(
         0, blocks.group_findings(report().findings)[0], offers(), why_none=HOSTILE
     ),
+    ("blocks", "story_block"): lambda: blocks.story_block(storied()),
     ("blocks", "verdict_block"): lambda: blocks.verdict_block(blocks.verdict(report())),  # type: ignore[arg-type]
     ("proactive_messages", "render_open"): lambda: proactive_messages.render_open(
         problem(), opened_at=NOW, seen_at=NOW, owner=CLICKER

@@ -32,9 +32,9 @@ from bot.engine.runbooks import (
     validate_dir,
 )
 from bot.engine.unreadable import CODES as READ_CODES
-from bot.engine.yaml_marks import MAX_NODES, YamlSyntaxError, parse_yaml
 from bot.errors import RunbookError, UsageError
 from bot.registry import ACTION_NAMES, ACTIONS
+from bot.yaml_marks import MAX_ALIAS_NODES, MAX_NODES, YamlSyntaxError, parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 RUNBOOKS = REPO / "runbooks"
@@ -471,7 +471,10 @@ def test_marks_refuse_recursion_and_alias_bombs() -> None:
         f"{n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
     )
     parsed = parse_yaml(bomb)
-    assert any(f"more than {MAX_NODES} nodes" in p for _, p in parsed.problems)
+    # the alias budget (MAX_ALIAS_NODES) stops it long before the document budget (MAX_NODES)
+    assert any(f"aliases expand to more than {MAX_ALIAS_NODES} nodes" in p for _, p in parsed.problems)
+    big = parse_yaml("[" + ", ".join(["[1, 2, 3]"] * (MAX_NODES // 4 + 1)) + "]")
+    assert any(f"more than {MAX_NODES} nodes" in p for _, p in big.problems)
 
 
 def test_marks_refuse_merge_keys_and_unknown_tags() -> None:
@@ -486,7 +489,7 @@ def test_marks_are_the_same_whichever_loader_composes(monkeypatch: pytest.Monkey
     """libyaml composes the shipped runbooks to the very values, lines and duplicates Python does."""
     import yaml
 
-    from bot.engine import yaml_marks
+    from bot import yaml_marks
 
     texts = [f.read_text(encoding="utf-8") for f in sorted(RUNBOOKS.glob("*.yaml"))]
     texts.append("m:\n  k: 1\n  j: &a [1, 2]\n  k: *a\n  t: !custom 2\n")

@@ -145,3 +145,20 @@ def test_slack_shows_the_story_under_the_verdict_within_limits() -> None:
     assert story_block["type"] == "context" and text.startswith("*What the API says:*")
     assert len(text) <= min(L.MAX_SECTION_TEXT, STORY_CHARS + 40)
     assert "<!channel>" not in text  # cluster text is escaped, never a mention
+
+
+def test_a_workload_without_pods_tells_its_owners_story() -> None:
+    from bot.kube.story import build_workload_story
+
+    deploy = {"kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"},
+              "spec": {"template": {"spec": {"schedulerName": "kai-scheduler"}}},
+              "status": {"conditions": [{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                                         "message": "pods \"d-1\" is forbidden: exceeded quota: gpu"}]}}
+    event = _event("FailedCreate", 'Error creating: pods "d-1" is forbidden: exceeded quota: gpu',
+                   "2026-05-07T10:00:00Z", kind="ReplicaSet", name="d-1", source="replicaset-controller")
+    story = build_workload_story(deploy, [deploy], [event], status="1 desired, 0 created", now=NOW)
+    lines = story.lines()
+    assert lines[0] == "deployment ns/d: 1 desired, 0 created; it has no pod"
+    assert lines[1] == "deployment/d ReplicaFailure=True (FailedCreate)"  # its words are the event's, shown once
+    assert "exceeded quota: gpu" in lines[2] and story.scheduler == "kai-scheduler"
+    assert story.to_dict()["kind"] == "Deployment"

@@ -16,6 +16,7 @@ from bot.engine.node_rows import ready_condition
 from bot.kube.affinity import node_matches
 from bot.kube.daemonsets import Placement
 from bot.kube.resources import node_gpu_capacity
+from bot.kube.runtime_class import parse as parse_runtime_refusal
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
 
@@ -114,7 +115,8 @@ def newest_warning(facts: Facts, pod: Mapping[str, Any] | None) -> str:
 
 def sandbox_fix(warning: str) -> str:
     """The fix for a GPU-stack pod the runtime gives no sandbox ("" when that is not its story)."""
-    if "no runtime for" in warning or "RuntimeHandler" in warning or "runtime handler" in warning:
+    refusal = parse_runtime_refusal(warning)
+    if refusal is not None and refusal.kind == "handler":
         return ("The pod gets no sandbox: the container runtime on the node has no 'nvidia' handler. Check that "
                 "the NVIDIA Container Toolkit wrote it into the config file this containerd/CRI-O really reads "
                 "(kops, k3s, RKE2 and microk8s keep it elsewhere: point the toolkit's CONTAINERD_CONFIG and "

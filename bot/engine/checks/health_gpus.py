@@ -20,11 +20,16 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Outcome, detect, node_subject
 from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
+from bot.kube.pod_status import classify
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
 from bot.report import Skipped
 
 #: how a node relates to the question -> the finding's role (why-pending weighs by it)
 ROLE_OF_PLACE = {"rejected": "cause", "candidate": "cause", "bound": "", "": ""}
+#: states of a pod on its node that a broken card explains (its containers start and die, or never
+#: get their device); an image pull or a missing ConfigMap is not a card's doing
+GPU_FAILURE_STATES = frozenset({"CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError",
+                                "StartError", "ContainerCannotRun", "NotReady", "ContainerCreating"})
 
 
 def _scope(facts: Facts) -> dict[str, str]:
@@ -102,6 +107,15 @@ def _evidence(health: NodeHealth, cards: list[CardProblem], facts: Facts) -> lis
     return lines
 
 
+def _failing_on_card(facts: Facts) -> bool:
+    """The asked pod runs on its node in a state a broken card explains (see GPU_FAILURE_STATES)."""
+    pod = facts.pod
+    if pod is None or not pod_gpu_requests(pod):
+        return False
+    state = classify(pod)
+    return not state.ready and (state.reason in GPU_FAILURE_STATES or state.display_status in GPU_FAILURE_STATES)
+
+
 def _cordoned(facts: Facts, name: str) -> bool:
     return bool((facts.nodes.get(name, {}).get("spec") or {}).get("unschedulable"))
 
@@ -120,6 +134,8 @@ def run(facts: Facts) -> Iterator[Outcome]:
             # where the pod would fit with them back
             continue
         role_for_pod = ROLE_OF_PLACE.get(place, "")
+        if place == "bound" and _failing_on_card(facts):
+            role_for_pod = "cause"  # the pod fails on a node whose card is broken: the card, not the container
         cordoned = _cordoned(facts, name)
         if lost:
             yield detect(
@@ -145,6 +161,8 @@ def run(facts: Facts) -> Iterator[Outcome]:
                 what += "; the cards look healthy from the host"
         else:
             role = "reset" if any(c.cls == "reset" for c in sick) else "watch"
+            if role == "reset" and role_for_pod == "cause":
+                role = "cause"
             what = _summary(sick)
         meta = (plugin or {}).get("metadata") or {}
         yield detect(

@@ -70,11 +70,11 @@ def run(facts: Facts) -> Iterator[Detection]:
     if (t.workload is not None and not short) or (t.workload is None and not pod_down):
         return
     evidence: list[str] = []
-    if status is not None:
+    story = facts.story
+    if status is not None and (story is None or story.kind == "Pod"):
         evidence.append(status.describe())
         if t.workload is not None and not t.pods:
             evidence.append(f"no pod of {t.kind.lower()} {t.name} exists")
-    story = facts.story
     if story is not None:
         # the pod's own story, quoted: its state, conditions, containers, owners and events
         evidence += story.lines(max_events=8)

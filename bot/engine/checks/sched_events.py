@@ -18,7 +18,8 @@ from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_no
 
 #: categories another check computes from the nodes themselves
 COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
-                      "pod_affinity", "pod_anti_affinity", "existing_anti_affinity"}
+                      "pod_affinity", "pod_anti_affinity", "existing_anti_affinity", "topology_spread",
+                      "dra_claims"}
 
 
 def allocatable(node: dict[str, Any], resource: str) -> Any:
@@ -81,7 +82,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if msg.prefilter and not msg.reasons:
         if msg.prefilter_category == "volume":
             yield detect("SCHED_VOLUME", subject, pod=ref, message=msg.prefilter[:200], evidence=[msg.raw[:1000]])
-        elif msg.prefilter_category != "not_ready":
+        elif msg.prefilter_category not in ("not_ready", "topology_spread", "dra_claims"):
             unrecognised.append(msg.prefilter)
     if unrecognised:
         yield detect("SCHED_UNRECOGNISED", subject, pod=ref, message=msg.raw[:300], evidence=[msg.raw[:2000]])

@@ -16,11 +16,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from bot.engine.check import Check, Detection, detect
-from bot.engine.checks._common import event_time
+from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
-from bot.kube.pod_status import classify
 from bot.kube.quota import QuotaDenial, fmt_quantity, parse_quota_denial, quota_lines, quota_users
-from bot.kube.workload import pod_template, replica_failure, workload_status
+from bot.kube.workload import pod_template, workload_status
 
 Obj = dict[str, Any]
 MAX_USERS = 12
@@ -32,27 +31,7 @@ def _kind_name(obj: Obj) -> str:
 
 def _denials(facts: Facts) -> list[tuple[QuotaDenial, str]]:
     """Quota refusals on the owners, newest first, one per quota: (denial, evidence line)."""
-    found: list[tuple[QuotaDenial, str]] = []
-    seen: set[str] = set()
-    for event in sorted(facts.events.owners, key=event_time, reverse=True):
-        if event.get("reason") != "FailedCreate":
-            continue
-        message = str(event.get("message") or "")
-        denial = parse_quota_denial(message)
-        if denial is None or denial.quota in seen:
-            continue
-        seen.add(denial.quota)
-        obj = event.get("involvedObject") or {}
-        count = event.get("count")
-        times = f" (x{count}, last {event_time(event) or '?'})" if count else ""
-        found.append((denial, f"{obj.get('kind')}/{obj.get('name')} FailedCreate{times}: {message[:600]}"))
-    for owner in facts.target.owners:
-        failure = replica_failure(owner)
-        denial = parse_quota_denial(failure) if failure else None
-        if denial is not None and denial.quota not in seen:
-            seen.add(denial.quota)
-            found.append((denial, f"{_kind_name(owner)} condition ReplicaFailure: {(failure or '')[:600]}"))
-    return found
+    return [(denial, line) for denial, _, line in owner_refusals(facts, parse_quota_denial, lambda d: d.quota)]
 
 
 def _what(denial: QuotaDenial) -> str:
@@ -101,16 +80,11 @@ def run(facts: Facts) -> Iterator[Detection]:
     t = facts.target
     if not t.kind or not t.namespace_exists or (t.pod is None and t.workload is None):
         return
+    matters, role = short_of_pods(facts)  # "sibling": the asked pod exists, so the quota admitted it
+    if not matters:
+        return
     workload = _workload(facts)
     status = workload_status(workload) if workload is not None else None
-    if status is not None and status.satisfied:
-        return
-    role = ""
-    if t.workload is None:
-        pod_state = classify(t.pod or {})
-        if pod_state.display_status == "Running" and pod_state.ready:
-            return
-        role = "sibling"  # the asked pod exists, so the quota admitted it: this is about its siblings
     template = pod_template(workload) if workload is not None else None
     quotas = {str((q.get("metadata") or {}).get("name", "")): q for q in facts.quotas.quotas}
     where = _kind_name(workload) if workload is not None else f"{t.kind.lower()}/{t.name}"

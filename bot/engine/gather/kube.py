@@ -15,6 +15,7 @@ from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.selectors import selector_string
 from bot.kube.story import needs_story
+from bot.kube.topology_spread import hard_constraints
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod, slim
 from bot.report import Unreadable
@@ -252,7 +253,8 @@ async def peers(facts: Facts, src: Sources) -> None:
 
     The pod's own namespace always (the default scope of a term, and where the pods whose own
     anti-affinity can refuse it usually live); the namespaces a term names; every namespace when
-    a term has a namespaceSelector, narrowed by the term's label selector.
+    a term has a namespaceSelector, narrowed by the term's label selector. A hard topology spread
+    constraint counts the pod's own namespace, so it reads that namespace's pods too.
     """
     facts.put("peers", [])
     pod = facts.target.pod
@@ -262,7 +264,7 @@ async def peers(facts: Facts, src: Sources) -> None:
     blamed = any(
         r.category == "existing_anti_affinity" for msg in facts.events.scheduling[:1] for r in msg.reasons
     )
-    if not terms and not blamed:
+    if not terms and not blamed and not hard_constraints(pod):
         return
     namespace = str((pod.get("metadata") or {}).get("namespace") or "")
     jobs = [src.kube.list_pods(namespace, field_selector=NON_TERMINAL)]

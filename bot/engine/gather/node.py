@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.engine.facts import Facts
+from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
@@ -22,7 +23,7 @@ from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
-from bot.report import NODE_READ_SKIP, Unreadable
+from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
 
 
@@ -173,18 +174,19 @@ async def readings(facts: Facts, src: Sources) -> None:
             answered=facts.node_answered,
         )
     )
+    await kubelet_from_leases(src.kube, facts.nodes, results)
     if src.slow_nodes is not None:
         for node, result in results.items():
             if isinstance(result, NodeProbeError) and result.reason == "timeout":
                 src.slow_nodes.add(node)
             else:
                 src.slow_nodes.discard(node)
-    late = sorted(n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline")
+    late = {n for n, r in results.items() if isinstance(r, NodeProbeError) and r.reason == "deadline"}
     for node, result in sorted(results.items()):
-        # a missing agent is its own finding (NODE_AGENT_MISSING), which says why
-        if isinstance(result, NodeProbeError) and result.reason not in ("deadline", "agent-missing"):
+        # every unread node by name, with its reason (the views group them by reason); a missing
+        # agent is its own finding (NODE_AGENT_MISSING), which says why
+        if node in late:
+            facts.skip(f"{NODE_READ_SKIP} {node}", DEADLINE_SKIP)
+        elif isinstance(result, NodeProbeError) and result.reason != "agent-missing":
             facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
-    if late:
-        shown = ", ".join(late[:20]) + (f" and {len(late) - 20} more" if len(late) > 20 else "")
-        facts.skip(f"{NODE_READ_SKIP} {len(late)} node(s): {shown}", "not read within the command's deadline")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})

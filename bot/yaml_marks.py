@@ -9,6 +9,11 @@ It must never construct anything but YAML core-schema scalars, lists and dicts: 
 constructor does not know (``!!python/object``…) or a merge key is reported as a problem, never
 honoured. Alias expansion is bounded, so a "billion laughs" document costs a problem line, not
 the bot's memory.
+
+Every YAML file a user gives gpubot goes through here: runbooks (``parse_yaml``, with lines),
+and the settings file, identity map, kubeconfig, scenarios and annotations a capture parses
+(``load_yaml``: plain values or one ``YamlInputError``). It lives outside the packages so the
+engine, the simulator and the settings share it without crossing a layer boundary.
 """
 
 from __future__ import annotations
@@ -23,8 +28,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 #: a location inside a document: mapping keys (as ``str``) and sequence indexes
 YamlPath = tuple[str | int, ...]
 
-#: the most nodes one document may expand to (aliases count every time they are used)
+#: the most nodes one runbook document may expand to (aliases count every time they are used)
 MAX_NODES = 200_000
+#: the most nodes that aliases may add to any document (a "billion laughs" 9^9 bomb stops here,
+#: in milliseconds; an honest document repeats an anchor a few times)
+MAX_ALIAS_NODES = 10_000
+#: the deepest nesting of lists and mappings (libyaml itself stops at 1000; ours stays well
+#: clear of Python's recursion limit, and no gpubot file needs more than a dozen)
+MAX_DEPTH = 100
 
 #: libyaml's safe loader when PyYAML was built with it: it composes the runbooks about six times
 #: faster than the pure-Python one, which is most of what ``gpubot runbook`` and ``help`` cost
@@ -39,6 +50,14 @@ class YamlSyntaxError(Exception):
         super().__init__(message)
         self.line = line
         self.message = message
+
+
+class YamlInputError(YamlSyntaxError):
+    """A user's YAML file gpubot will not load: not YAML, too deep, an alias bomb, a duplicate
+    key, a tag that is not plain data. ``str()`` is ``line N: what``, for a one-line error."""
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
 
 
 @dataclass(frozen=True)
@@ -72,19 +91,47 @@ class Parsed:
         return self.lines.get((), 1)
 
 
-def parse_yaml(text: str) -> Parsed:
+def parse_yaml(text: str, *, record_lines: bool = True, max_nodes: int | None = MAX_NODES) -> Parsed:
     """Parse one YAML document; raise ``YamlSyntaxError`` when it is not well-formed YAML."""
     try:
         root = yaml.compose(text, Loader=SAFE_LOADER)
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):  # libyaml's own limit: no slow second parse
+            mark = getattr(exc, "problem_mark", None)
+            raise YamlSyntaxError(mark.line + 1 if mark else 0, f"nested deeper than {MAX_DEPTH} levels") from None
         root = _compose_for_the_error(text)
+    except RecursionError:  # the pure-Python composer, when libyaml is missing
+        raise YamlSyntaxError(0, f"nested deeper than {MAX_DEPTH} levels") from None
     parsed = Parsed(value=None)
     if root is None:
         return parsed
     parsed.lines[()] = root.start_mark.line + 1
-    converter = _Converter(parsed)
+    converter = _Converter(parsed, record_lines=record_lines, max_nodes=max_nodes)
     parsed.value = converter.convert(root, ())
     return parsed
+
+
+def load_yaml(text: str) -> Any:
+    """A user's YAML document (settings, scenario, identity map) as plain values, or
+    ``YamlInputError`` naming the line: bad syntax, nesting deeper than ``MAX_DEPTH``, aliases
+    expanding past ``MAX_ALIAS_NODES``, a duplicated key, a tag that is not plain data.
+
+    Fast whatever the input: a 9^9 alias bomb or 10,000 nested brackets is refused in
+    milliseconds (``yaml.safe_load`` would take minutes and gigabytes, or overflow the stack).
+    """
+    try:
+        parsed = parse_yaml(text, record_lines=False, max_nodes=None)
+    except YamlInputError:
+        raise
+    except YamlSyntaxError as exc:
+        raise YamlInputError(exc.line, exc.message) from None
+    if parsed.problems:
+        line, problem = parsed.problems[0]
+        raise YamlInputError(line, problem)
+    if parsed.duplicates:
+        dup = parsed.duplicates[0]
+        raise YamlInputError(dup.line, f"key {dup.key!r} given twice (first on line {dup.first_line})")
+    return parsed.value
 
 
 def _compose_for_the_error(text: str) -> Node | None:
@@ -95,6 +142,8 @@ def _compose_for_the_error(text: str) -> Node | None:
     """
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise YamlSyntaxError(0, f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0
@@ -107,27 +156,46 @@ def _compose_for_the_error(text: str) -> Node | None:
 class _Converter:
     """Walks a composed node graph once, producing values and recording marks."""
 
-    def __init__(self, parsed: Parsed) -> None:
+    def __init__(self, parsed: Parsed, *, record_lines: bool = True, max_nodes: int | None = MAX_NODES) -> None:
         self.parsed = parsed
         self.scalars = SafeConstructor()
         self.count = 0
         self.active: set[int] = set()
         self.too_big = False
+        self.record_lines = record_lines
+        self.max_nodes = max_nodes
+        #: collections converted once already: meeting one again is an alias being expanded
+        self.seen: set[int] = set()
+        self.alias_depth = 0
+        self.alias_nodes = 0
+
+    def _refuse(self, node: Node, problem: str) -> None:
+        """Record the first budget problem only (the rest of the document is cut the same way)."""
+        if not self.too_big:
+            self.too_big = True
+            self.parsed.problems.append((node.start_mark.line + 1, problem))
 
     def convert(self, node: Node, path: YamlPath) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
-            if not self.too_big:
-                self.too_big = True
-                self.parsed.problems.append(
-                    (node.start_mark.line + 1, f"document expands to more than {MAX_NODES} nodes")
-                )
+        if self.alias_depth:
+            self.alias_nodes += 1
+        if self.max_nodes is not None and self.count > self.max_nodes:
+            self._refuse(node, f"document expands to more than {self.max_nodes} nodes")
+            return None
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            self._refuse(node, f"aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?)")
             return None
         if isinstance(node, ScalarNode):
             return self._scalar(node)
         if id(node) in self.active:
             self.parsed.problems.append((node.start_mark.line + 1, "recursive alias"))
             return None
+        if len(path) >= MAX_DEPTH or len(self.active) >= MAX_DEPTH:
+            self._refuse(node, f"nested deeper than {MAX_DEPTH} levels")
+            return None
+        again = id(node) in self.seen
+        self.seen.add(id(node))
+        self.alias_depth += again
         self.active.add(id(node))
         try:
             if isinstance(node, SequenceNode):
@@ -136,6 +204,7 @@ class _Converter:
                 return self._mapping(node, path)
         finally:
             self.active.discard(id(node))
+            self.alias_depth -= again
         return None  # pragma: no cover - composer yields only the three node kinds
 
     def _unsupported(self, node: Node) -> bool:
@@ -165,7 +234,8 @@ class _Converter:
         items: list[Any] = []
         for index, child in enumerate(node.value):
             child_path = (*path, index)
-            self.parsed.lines[child_path] = child.start_mark.line + 1
+            if self.record_lines:
+                self.parsed.lines[child_path] = child.start_mark.line + 1
             items.append(self.convert(child, child_path))
         return items
 
@@ -191,6 +261,7 @@ class _Converter:
                 # keep the first definition: later ones are the error being reported
                 continue
             first_lines[key] = line
-            self.parsed.lines[child_path] = line
+            if self.record_lines:
+                self.parsed.lines[child_path] = line
             result[key] = self.convert(value_node, child_path)
         return result
