@@ -38,8 +38,10 @@ from bot.commands import (
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
 from bot.names import printable
-from bot.settings import ClusterConfig, Settings, load_settings
+from bot.scenario_files import resolve_scenario
+from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
 from bot.suggest import did_you_mean
+from bot.version import version
 
 log = logging.getLogger("gpubot")
 
@@ -148,6 +150,17 @@ def _add_command(sub: Any, word: str, cmd: Command) -> None:
     p.set_defaults(spec=cmd)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: reads the package metadata only when asked (every other command skips it)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:  # noqa: A002
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"gpubot {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's parsers, one per command of the table (``bot.commands.COMMANDS``)."""
     parser = _Parser(
@@ -155,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"gpubot: {TAGLINE}",
         epilog="gpubot COMMAND --help shows a command's options. In Slack the same diagnoses are /gpu COMMAND.",
     )
+    parser.add_argument("--version", action=_VersionAction, help="print gpubot's version and exit")
     for opt in GLOBAL_OPTIONS:
         _add_option(parser, opt)
     parser.set_defaults(spec=None)
@@ -221,14 +235,11 @@ def _one_object(spec: Command, args: argparse.Namespace) -> None:
 
 
 def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> Settings:
-    """``--node-access`` applied to the settings, and ``--scenario`` checked to be a file."""
-    if args.node_access:
-        if args.node_access not in ("agent", "ssh"):
-            raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
-        settings = replace(settings, node_access=args.node_access)
-    if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
-    return settings
+    """``--node-access`` applied to the settings, and ``--scenario`` resolved: the file as given,
+    else the bundled scenario of that name (``bot.scenario_files``)."""
+    if args.scenario:
+        args.scenario = resolve_scenario(args.scenario)
+    return with_node_access(settings, args.node_access)
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
@@ -302,7 +313,8 @@ def _cmd_runbooks(args: argparse.Namespace) -> int:
 def _cmd_sim(args: argparse.Namespace) -> int:
     from bot.sim.runner import run_sim_foreground
 
-    return run_sim_foreground(args.scenario, generate=args.generate, write=args.write)
+    scenario = resolve_scenario(args.scenario) if args.scenario and not args.generate else args.scenario
+    return run_sim_foreground(scenario, generate=args.generate, write=args.write)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -323,8 +335,8 @@ def _cmd_act(args: argparse.Namespace) -> int:
 
     names = ("node", "pod", "namespace", "label", "value", "copy_from")
     params = {k: getattr(args, k) for k in names if getattr(args, k)}
-    if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
+    if args.scenario:
+        args.scenario = resolve_scenario(args.scenario)
     return run_act(_settings(args), args.action, params, dry_run=args.dry_run, assume_yes=args.yes,
                    scenario=args.scenario)
 

@@ -20,6 +20,7 @@ from bot.errors import InvalidNameError, UsageError
 from bot.identity import Identity
 from bot.names import parse_target, shown, validate_name, validate_namespace
 from bot.suggest import did_you_mean
+from bot.version import version
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
 MAX_INPUT = 2000
@@ -165,8 +166,9 @@ PENDING_ALL = Option(("-A", "--all-namespaces"), "all_namespaces", help="every n
 PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
 PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
                 surfaces=SLACK_ONLY, check=_private)
-NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
-                     "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
+NODE_ACCESS = Option(("--node-access",), "node_access", "auto|agent|ssh",
+                     "how node reads reach the nodes: exec into the gpubot-node agent, SSH, or auto (the agent "
+                     "where its pods run, else SSH where a key is set; default: settings)",
                      surfaces=CLI_ONLY)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 _POD_OPTIONS = (NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC, KUBECONFIG, OUTPUT, ALL_NAMESPACES)
@@ -271,7 +273,7 @@ def usage(cmd: str | Command, surface: Surface) -> str:
 
 def help_lines(surface: Surface) -> list[str]:
     """The commands part of ``/gpu help`` and ``gpubot help``: a usage line and summary each."""
-    lines = [f"gpubot: {TAGLINE}", ""]
+    lines = [f"gpubot: {TAGLINE} (version {version()})", ""]
     lines += [f"  {usage(c, surface)} — {c.summary}" for c in commands_for(surface)]
     return lines
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, UsageError
 from bot.identity import Identity, parse_identity_map
+from bot.names import printable
 from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
 from bot.state_path import default_state_path
 from bot.yaml_marks import YamlInputError, load_yaml
@@ -24,7 +25,7 @@ ENV_PREFIX = "GPUBOT_"
 #: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
 SlackMode = Literal["socket", "http"]
 #: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
-NodeAccess = Literal["agent", "ssh"]
+NodeAccess = Literal["auto", "agent", "ssh"]
 #: where pending actions, the audit trail and retry keys live: one SQLite file (one replica; the
 #: CLI and the demo) or objects on the Kubernetes API (several replicas; the Helm chart's default)
 StateBackend = Literal["sqlite", "kubernetes"]
@@ -167,9 +168,10 @@ class Settings:
     #: Slack channel ids where answers go only to the asker unless they type ``--public``
     #: (``*``: everywhere); elsewhere an answer is private only with ``--private``
     private_channels: tuple[str, ...] = ()
-    #: how node reads reach GPU nodes: "ssh" (the settings below) or "agent" (exec into the
-    #: gpubot-node DaemonSet pod on the node, in ``namespace``; the Helm chart's default)
-    node_access: NodeAccess = "ssh"
+    #: how node reads reach GPU nodes: "agent" (exec into the gpubot-node DaemonSet pod on the
+    #: node, in ``namespace``), "ssh" (the settings below), or "auto": the agent when its pods
+    #: exist in ``namespace``, else SSH when a key is set, else no node reads (said in one line)
+    node_access: NodeAccess = "auto"
     #: the namespace gpubot and its node agents run in
     namespace: str = "gpubot"
     #: SSH user for node probes
@@ -342,6 +344,15 @@ def _watches(raw: Any, *, text_ok: bool = False) -> tuple[WatchConfig, ...]:
     return tuple(out)
 
 
+def with_node_access(settings: Settings, given: str | None) -> Settings:
+    """``settings`` with the ``--node-access`` option applied (None or "": unchanged)."""
+    if not given:
+        return settings
+    if given not in get_args(NodeAccess):
+        raise UsageError(f"--node-access {printable(given)}: use {', '.join(get_args(NodeAccess))}")
+    return replace(settings, node_access=given)  # type: ignore[arg-type]
+
+
 def load_settings(
     *, env: Mapping[str, str] | None = None, config_file: str | None = None, **overrides: Any
 ) -> Settings:
@@ -445,7 +456,7 @@ def _check(s: Settings) -> None:
     if s.leader_lease_s < 2:
         raise ConfigError("setting leader_lease_s: must be at least 2 seconds")
     if s.node_access not in get_args(NodeAccess):
-        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'agent' or 'ssh'")
+        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'auto', 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):
         raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:

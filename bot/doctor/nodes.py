@@ -18,6 +18,7 @@ from bot.engine.gather.node import agent_states, ssh_targets
 from bot.errors import GpubotError, NodeProbeError, NotFoundError
 from bot.kube.gpu import marks_gpu
 from bot.probes.node import NodeTransport, SshTransport
+from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport
 from bot.probes.observation import NodeObservation
 from bot.settings import Settings
@@ -121,11 +122,16 @@ def _read_failed(exc: NodeProbeError, namespace: str) -> CheckLine:
 
 
 async def check_nodes(clients: Clients, settings: Settings, nodes: list[Obj]) -> list[CheckLine]:
-    """The agents (``node_access: agent``), then one node read through the configured transport."""
+    """The agents (``node_access: agent``, or ``auto`` where they run), then one node read through
+    the transport the settings choose (``auto`` decided as the diagnoses decide it)."""
     gpus = gpu_nodes(nodes)
     ns = settings.namespace
     transport: NodeTransport
-    if settings.node_access == "agent":
+    decision = await decide(settings, settings.cluster(None), clients.reader)
+    if decision.transport == "none":
+        return [CheckLine("node-reads", "warn", decision.why,
+                          fix="install the chart's node agent (nodeAgent.enabled), or configure SSH (ssh_key_path)")]
+    if decision.transport == "agent":
         try:
             agents = await agent_states(clients.reader, ns, gpus)
         except GpubotError as exc:

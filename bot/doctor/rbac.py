@@ -59,7 +59,7 @@ async def check_rbac(api: ApiClient, settings: Settings, *, timeout: float) -> l
          "the chart's gpubot-readonly ClusterRole grants each of these: upgrade to this version's chart, "
          "or bind that role to the bot's service account"),
     ]
-    if settings.node_access == "agent":
+    if settings.node_access != "ssh":  # agent, or auto (the agent wherever its pods run)
         sets.append(("rbac.agent-exec", f"exec into the node agents in {ns}", {p: ns for p in found.exec},
                      found.exec, f"the chart's gpubot-node-agent-exec Role grants it in {ns} (nodeAgent.enabled)"))
     if settings.state == "kubernetes":

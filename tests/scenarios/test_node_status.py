@@ -149,7 +149,8 @@ def test_terminating_holder_cordoned_and_not_ready_nodes(capsys: pytest.CaptureF
 def test_unreachable_and_wrong_host_key_nodes_do_not_hide_the_healthy_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = run_cli(capsys, "unreachable-node.yaml", "node-status")
+    # the faults are SSH's (refused, a rebuilt host key): read over SSH, as the scenario means
+    report = run_cli(capsys, "unreachable-node.yaml", "node-status", "--node-access", "ssh")
     unreachable = {f["title"] for f in findings(report, "NODE_UNREACHABLE")}
     assert unreachable == {
         "Cannot reach node gpu-refused over SSH (refused); its physical checks were skipped",

@@ -48,6 +48,8 @@ def _config_for(sim: SimCluster, path: Path, **extra: object) -> Path:
         ],
         "ssh_user": sim.ssh.user,
         "ssh_deadline_s": 3.0,
+        # these tests check the SSH command log: read over SSH (auto would find the sim's agents)
+        "node_access": "ssh",
         **extra,
     }
     path.write_text(yaml.safe_dump(data), encoding="utf-8")

@@ -166,6 +166,7 @@ def settings_for(
             "clusters": base.clusters,
             "ssh_user": base.ssh_user,
             "state_path": base.state_path,
+            "node_access": base.node_access,
             **values,
         }
     return load_settings(env={}, **values)

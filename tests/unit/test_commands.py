@@ -145,7 +145,7 @@ def test_prefix_and_usage_follow_the_surface() -> None:
     assert (command_prefix("cli"), command_prefix("slack")) == ("gpubot", "/gpu")
     assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME] [--private] [--public]"
     assert usage("node-status", "cli") == (
-        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access agent|ssh] "
+        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access auto|agent|ssh] "
         "[--png FILE] [--kubeconfig PATH] [-o text|json|yaml|wide] [-A]"
     )
     assert usage(command("runbook"), "slack") == "/gpu runbook [NAME]"
