@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, WorkingRules, card_pods, card_verdicts
+from bot.engine.queue_facts import QueueFacts
 from bot.engine.working import Verdict
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
@@ -285,6 +286,12 @@ class Facts:
     @property
     def components(self) -> GpuComponents:
         value: GpuComponents = self._get("components")
+        return value
+
+    @property
+    def queues(self) -> QueueFacts:
+        """Kueue, Volcano and KAI objects about the target (``bot.engine.queue_facts``)."""
+        value: QueueFacts = self._get("queues")
         return value
 
     @property
