@@ -107,7 +107,7 @@ def workload_requests(workload: Obj | None) -> dict[str, Decimal]:
 
 @dataclass(frozen=True)
 class Shortfall:
-    """One reason the flavor assigner gave: ``kind`` is unused_quota, over_max, not_covered or other."""
+    """One reason the flavor assigner gave: unused_quota, over_max, borrow_limit or not_covered."""
 
     kind: str
     resource: str = ""
@@ -125,6 +125,7 @@ _OVER_MAX = re.compile(
     r"insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+), .*?\((?P<req>[^()]+)\) > "
     r"maximum capacity \((?P<max>[^()]+)\)"
 )
+_BORROW_LIMIT = re.compile(r"borrowing limit for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+) exceeded")
 _NOT_COVERED = re.compile(r"resource (?P<res>\S+) unavailable in ClusterQueue")
 
 
@@ -136,6 +137,8 @@ def shortfalls(message: str) -> list[Shortfall]:
             out.append(Shortfall("unused_quota", m["res"], m["flavor"], more=m["more"], text=part))
         elif m := _OVER_MAX.search(part):
             out.append(Shortfall("over_max", m["res"], m["flavor"], request=m["req"], maximum=m["max"], text=part))
+        elif m := _BORROW_LIMIT.search(part):
+            out.append(Shortfall("borrow_limit", m["res"], m["flavor"], text=part))
         elif m := _NOT_COVERED.search(part):
             out.append(Shortfall("not_covered", m["res"], text=part))
     return out

@@ -87,25 +87,22 @@ def _quota_story(k: KueueFacts, short: Shortfall, needs: dict[str, Decimal]) -> 
         )
         admit = f"ask for at most {short.maximum} {res}, or raise {cq}'s nominalQuota/borrowingLimit for {res}"
         return what, admit, evidence
+    if short.kind == "borrow_limit":
+        what = (f"ClusterQueue {cq} would have to borrow more {res} in flavor {flavor} than its borrowingLimit "
+                f"({fmt(row.borrowing_limit) if row.borrowing_limit is not None else '?'}) allows")
+        return what, f"workloads borrowing in {cq} finishing, or a higher borrowingLimit for {res}", evidence
     more = quantity_or_none(short.more) or ZERO_D
     cohort = cohort_of(k.cluster_queue)
     if not cohort:
-        borrow = "it cannot borrow: ClusterQueue has no cohort"
+        borrow = "cannot borrow (no cohort)"
     elif row.borrowing_limit is not None and row.borrowing_limit <= row.borrowed:
-        borrow = f"borrowingLimit {fmt(row.borrowing_limit)} is used up in cohort {cohort}"
+        borrow = f"borrowingLimit {fmt(row.borrowing_limit)} used up"
     else:
-        lend = cohort_lendable(k.cohort_queues, flavor, res)
-        borrow = (
-            f"cohort {cohort} has {fmt(lend)} unused to lend"
-            + (": borrowing could admit it once the cohort's queues free it" if lend < more else "")
-        )
+        borrow = f"cohort {cohort} can lend {fmt(cohort_lendable(k.cohort_queues, flavor, res))}"
     evidence.append(f"  {res} in {flavor} is held by: {held}")
-    what = (
-        f"ClusterQueue {cq} has {fmt(row.free)} of {fmt(row.nominal)} {res} free in flavor {flavor}"
-        + f"; it needs {short.more} more"
-        + (f" (asks {fmt(asks)})" if asks is not None else "")
-        + f"; {borrow}"
-    )
+    if asks is not None:
+        evidence.append(f"  the workload asks {fmt(asks)} {res} in all")
+    what = f"{cq} has {fmt(row.free)} of {fmt(row.nominal)} {res} free in {flavor}, needs {short.more} more, {borrow}"
     first = holders[0][0] if holders else "the admitted workloads"
     admit = (
         f"{first} finishing, or {cq}'s nominalQuota for {res} in {flavor} raised to "
@@ -127,14 +124,14 @@ def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterat
     if evicted is not None and evicted.get("status") == "True":
         yield detect(
             "KUEUE_EVICTED", subject, evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: "
-                                                f"{evicted.get('message')}"],
+                                                f"{evicted.get('message')}", *_check_lines(wl)],
             reason=str(evicted.get("reason") or "?"), message=str(evicted.get("message") or ""), **base,
         )
         return
     if is_true(wl, "QuotaReserved"):
         admitted = condition(wl, "Admitted") or {}
         checks = ((wl.get("status") or {}).get("admissionChecks")) or []
-        lines = [f"admission check {c.get('name')}: {c.get('state')} {c.get('message') or ''}".strip() for c in checks]
+        lines = _check_lines(wl)
         yield detect(
             "KUEUE_NOT_ADMITTED", subject, role="checks",
             what=f"quota is reserved in {cq} but admission checks have not passed: "
@@ -176,9 +173,11 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     subject, ref = _subject(facts)
     ns = facts.target.namespace
-    if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
-        return  # admitted: the pods' own story (scheduler, kubelet) is the one to tell
     base = {"ref": ref, "namespace": ns, "queue": k.queue_name}
+    if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
+        # admitted: the pods' own story (scheduler, kubelet) is the one to tell; this is context
+        yield _admitted(k, subject, base)
+        return
     if not k.installed:
         if _suspended(facts):
             yield detect("KUEUE_NOT_INSTALLED", subject, evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}",
@@ -195,6 +194,7 @@ def run(facts: Facts) -> Iterator[Detection]:
                      evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist"]
                      + _workload_line(k), **base)
         return
+    base["cluster_queue"] = cq_name
     stopped = [(f"LocalQueue {ns}/{k.queue_name}", k.local_queue), (f"ClusterQueue {cq_name}", k.cluster_queue)]
     for label, obj in stopped:
         policy = str((obj.get("spec") or {}).get("stopPolicy") or "None")
@@ -211,11 +211,37 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     if k.workload is None:
         if _suspended(facts):
-            yield detect("KUEUE_WORKLOAD_MISSING", subject, cluster_queue=cq_name,
+            yield detect("KUEUE_WORKLOAD_MISSING", subject,
                          evidence=[f"{ref} is suspended with queue {k.queue_name}, and no Workload is owned by it"],
                          **base)
         return
     yield from _not_admitted(facts, k, subject, ref)
+
+
+def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:
+    wl = k.workload or {}
+    admission = (wl.get("status") or {}).get("admission") or {}
+    cq = str(admission.get("clusterQueue") or "?")
+    rows = quota_rows(k.cluster_queue)
+    borrowed = [
+        f"{fmt_quantity(r.resource, r.borrowed)} {r.resource} in {r.flavor}" for r in rows.values() if r.borrowed
+    ]
+    cohort = cohort_of(k.cluster_queue)
+    what = "within its nominal quota"
+    if borrowed and cohort:
+        what = f"borrowing {', '.join(borrowed)} from cohort {cohort}"
+    evidence = [f"Workload {name_of(wl)}: Admitted=True into ClusterQueue {cq}"]
+    for ps in admission.get("podSetAssignments") or []:
+        usage = ", ".join(f"{r} {v}" for r, v in sorted((ps.get("resourceUsage") or {}).items()))
+        flavors = ", ".join(sorted({str(f) for f in (ps.get("flavors") or {}).values()}))
+        evidence.append(f"  pod set {ps.get('name')}: {usage} (flavor {flavors})")
+    return detect("KUEUE_ADMITTED", subject, name=str((wl.get("metadata") or {}).get("name") or "?"),
+                  cluster_queue=cq, what=what, evidence=evidence, **base)
+
+
+def _check_lines(workload: Obj) -> list[str]:
+    checks = ((workload.get("status") or {}).get("admissionChecks")) or []
+    return [f"admission check {c.get('name')}: {c.get('state')} {c.get('message') or ''}".strip() for c in checks]
 
 
 def _workload_line(k: KueueFacts) -> list[str]:
@@ -235,6 +261,7 @@ CHECK = Check(
         "KUEUE_WORKLOAD_MISSING",
         "KUEUE_NOT_ADMITTED",
         "KUEUE_EVICTED",
+        "KUEUE_ADMITTED",
     ),
     run=run,
 )

@@ -1,0 +1,77 @@
+"""Kueue, Volcano and KAI objects are read only where the target uses them, through one cached
+discovery read, and a failed read of them is said, never concluded from (issue 32)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.sim.cluster import SimCluster
+from bot.sim.scenario import ApiFault, load_scenario
+from bot.sim.threaded import run_in_thread
+from tests.scenarios.test_why_pending import SCENARIOS, Running, _config_for, _diagnose
+
+
+@pytest.fixture
+def running(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Running]:
+    sim = SimCluster(load_scenario(SCENARIOS / f"{request.param}.yaml"), workdir=tmp_path / "sim")
+    with run_in_thread(sim):
+        yield Running(sim, _config_for(sim, tmp_path / "gpubot.yaml"))
+
+
+def _custom_paths(running: Running) -> list[str]:
+    return [p for p in running.sim.api.stats.per_path if p.startswith("/apis") and "/apps/" not in p
+            and "/batch/" not in p]
+
+
+@pytest.mark.parametrize("running", ["benign-running-fine-v100-k8s129"], indirect=True)
+def test_a_cluster_without_batch_queues_costs_no_extra_request(
+    running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running.sim.api.stats.reset()
+    report = _diagnose(running, ["why-pending", "torch-job-6b8d9-x7k2p", "-n", "ai"], capsys)
+    assert "POD_RUNNING" in [f["code"] for f in report["findings"]]
+    assert _custom_paths(running) == [], running.sim.api.stats.per_path
+
+
+@pytest.mark.parametrize("running", ["kueue-quota-exhausted-gpu-k8s129"], indirect=True)
+def test_a_pod_that_names_no_queue_costs_no_extra_request_even_where_kueue_runs(
+    running: Running, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running.sim.api.stats.reset()
+    _diagnose(running, ["why-pending", "torch-job-6b8d9-x7k2p", "-n", "ai"], capsys)
+    assert _custom_paths(running) == []
+
+
+@pytest.mark.parametrize("running", ["kueue-quota-exhausted-gpu-k8s129"], indirect=True)
+def test_kueue_story_reads_discovery_once(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.stats.reset()
+    report = _diagnose(running, ["why-pending", "job/train", "-n", "ai"], capsys)
+    first = report["findings"][0]
+    assert first["code"] == "KUEUE_NOT_ADMITTED"
+    assert "cluster-queue has 0 of 2 nvidia.com/gpu free in default-flavor, needs 2 more" in first["title"]
+    assert any("held by: ai/job-finetune-5f2b1 (2)" in e for e in first["evidence"])
+    assert "cannot borrow (no cohort)" in first["title"], first["title"]
+    paths = running.sim.api.stats.per_path
+    assert [p for p in paths if p.rstrip("/") == "/apis"] and sum(n for p, n in paths.items() if p.rstrip("/") == "/apis") == 1, paths
+
+
+@pytest.mark.parametrize("running", ["kueue-quota-exhausted-gpu-k8s129"], indirect=True)
+def test_a_failed_workload_read_is_said_not_concluded(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.faults.add(ApiFault(match="/workloads", status=500))
+    report = _diagnose(running, ["why-pending", "job/train", "-n", "ai"], capsys, status=3)
+    codes = [f["code"] for f in report["findings"]]
+    assert not [c for c in codes if c.startswith("KUEUE_")], codes
+    assert any("batch queues" in s["what"] and "500" in s["why"] for s in report["skipped"]), report["skipped"]
+
+
+@pytest.mark.parametrize("running", ["kueue-quota-exhausted-gpu-k8s129"], indirect=True)
+def test_kueue_not_served_is_not_installed_not_an_error(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    # discovery answers without the group (a cluster where Kueue was uninstalled): the label is the finding
+    running.sim.api.faults.add(ApiFault(match="/apis/kueue.x-k8s.io", status=404))
+    store = running.sim.api.store
+    store.types = tuple(t for t in store.types if t.group != "kueue.x-k8s.io")
+    report = _diagnose(running, ["why-pending", "job/train", "-n", "ai"], capsys)
+    assert [f["code"] for f in report["findings"]][:1] == ["KUEUE_NOT_INSTALLED"]
