@@ -75,3 +75,16 @@ def test_kueue_not_served_is_not_installed_not_an_error(running: Running, capsys
     store.types = tuple(t for t in store.types if t.group != "kueue.x-k8s.io")
     report = _diagnose(running, ["why-pending", "job/train", "-n", "ai"], capsys)
     assert [f["code"] for f in report["findings"]][:1] == ["KUEUE_NOT_INSTALLED"]
+
+
+@pytest.mark.parametrize("running", ["volcano-gang-8gpu-task-no-node-k8s130"], indirect=True)
+def test_a_volcano_gang_is_one_story_not_four(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _diagnose(running, ["why-pending", "llama-ft-worker-1", "-n", "ai"], capsys)
+    first = report["findings"][0]
+    assert first["code"] == "VOLCANO_GANG_UNSCHEDULABLE"
+    assert (
+        "3 of 4 tasks can be placed; llama-ft-master-0 needs 8 nvidia.com/gpu on one node, the largest free is 4"
+        in first["title"]
+    ), first["title"]
+    assert [f["code"] for f in report["findings"]].count("VOLCANO_GANG_UNSCHEDULABLE") == 1
+    assert any("minMember 4" in e for e in first["evidence"])

@@ -110,10 +110,11 @@ def _gang(facts: Facts, g: GangFacts, subject: str, base: dict[str, str]) -> Ite
         res = max(asks, key=lambda r: asks[r])
         node, largest = plan.largest_free(res)
         what = (
-            f"{can} of {min_member} tasks can be placed; {name} needs {fmt_num(asks[res])} {res} on one node "
-            f"and the largest free is {fmt_num(largest)}" + (f" ({node})" if node else "")
+            f"{can} of {min_member} tasks can be placed; {name} needs {fmt_num(asks[res])} {res} on one node, "
+            f"the largest free is {fmt_num(largest)}"
         )
-        lines = [*evidence, *table[:MAX_ROWS]]
+        most = f"the most free {res} on one node: {fmt_num(largest)} on {node or 'no node'}"
+        lines = [*evidence, most, *table[:MAX_ROWS]]
         lines += [f"  would place {p} on {n}" for p, n in plan.placed[:MAX_ROWS]]
         lines += [f"  cannot place {p}: asks {_res({r: fmt_num(v) for r, v in a.items()})}" for p, a in plan.unplaced]
         yield detect("VOLCANO_GANG_UNSCHEDULABLE", subject, role="gpu", what=what, placed=str(can),
