@@ -13,43 +13,24 @@ from collections.abc import Iterator
 from typing import Any
 
 from bot.engine.check import Check, Detection, detect, pod_subject
-from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.checks._common import pod_ref
+from bot.engine.checks._gang import gang_story, group_lines, res_text
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
-from bot.kube.gang import free_gpus, place
-from bot.kube.kueue import condition
-from bot.kube.resources import node_gpu_capacity, quantity_or_none
+from bot.kube.resources import quantity_or_none
 
 Obj = dict[str, Any]
 OPEN = ("Open", "")
-MAX_ROWS = 12
-
-
-def _res(values: Any) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "none"
 
 
 def _queue_lines(g: GangFacts) -> list[str]:
     q = g.queue or {}
     spec, status = q.get("spec") or {}, q.get("status") or {}
     return [
-        f"Queue {g.queue_name}: state {status.get('state') or '?'}, capability {_res(spec.get('capability'))}, "
-        f"deserved {_res(spec.get('deserved'))}, allocated {_res(status.get('allocated'))}, "
+        f"Queue {g.queue_name}: state {status.get('state') or '?'}, capability {res_text(spec.get('capability'))}, "
+        f"deserved {res_text(spec.get('deserved'))}, allocated {res_text(status.get('allocated'))}, "
         f"reclaimable {spec.get('reclaimable', True)}"
     ]
-
-
-def _group_lines(g: GangFacts) -> list[str]:
-    pg = g.pod_group or {}
-    spec, status = pg.get("spec") or {}, pg.get("status") or {}
-    lines = [
-        f"PodGroup {g.group_name}: phase {status.get('phase') or '?'}, minMember {spec.get('minMember', '?')}, "
-        f"minResources {_res(spec.get('minResources'))}, running {status.get('running', 0)}"
-    ]
-    for cond in status.get("conditions") or []:
-        if cond.get("status") == "True" and cond.get("message"):
-            lines.append(f"PodGroup {cond.get('type')} ({cond.get('reason')}): {cond.get('message')}")
-    return lines
 
 
 def _over_capability(g: GangFacts) -> list[str]:
@@ -70,63 +51,6 @@ def _over_capability(g: GangFacts) -> list[str]:
     return out
 
 
-def _free(facts: Facts) -> dict[str, dict[str, float]]:
-    nodes = {
-        n: node for n, node in facts.nodes.items()
-        if node_gpu_capacity(node) and not (node.get("spec") or {}).get("unschedulable")
-    }
-    used: dict[str, dict[str, float]] = {}
-    for name, pods in facts.node_pods.items():
-        for p in pods:
-            if p.live:
-                row = used.setdefault(name, {})
-                for res, amount in p.gpu.items():
-                    row[res] = row.get(res, 0.0) + amount
-    return free_gpus(nodes, used)
-
-
-def _gang(facts: Facts, g: GangFacts, subject: str, base: dict[str, str]) -> Iterator[Detection]:
-    pg = g.pod_group or {}
-    min_member = int(((pg.get("spec") or {}).get("minMember")) or 1)
-    waiting = [p for p in g.pods if not (p.get("spec") or {}).get("nodeName")
-               and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    bound = [p for p in g.pods if (p.get("spec") or {}).get("nodeName")
-             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    evidence = _group_lines(g) + _queue_lines(g)
-    params = {**base, "min_member": str(min_member), "count": str(len(g.pods))}
-    if len(g.pods) < min_member:
-        yield detect("VOLCANO_GANG_UNSCHEDULABLE", subject, role="short",
-                     what=f"only {len(g.pods)} pod(s) of the gang exist and it needs {min_member} (minMember)",
-                     placed=str(len(g.pods)), evidence=evidence, **params)
-        return
-    if not waiting:
-        return
-    free = _free(facts)
-    plan = place(waiting, free)
-    can = len(bound) + len(plan.placed)
-    table = [f"{n}: free {_res({r: fmt_num(v) for r, v in room.items()})}" for n, room in sorted(free.items())]
-    if can < min_member and plan.unplaced:
-        name, asks = plan.unplaced[0]
-        res = max(asks, key=lambda r: asks[r])
-        node, largest = plan.largest_free(res)
-        what = (
-            f"{can} of {min_member} tasks can be placed; {name} needs {fmt_num(asks[res])} {res} on one node, "
-            f"the largest free is {fmt_num(largest)}"
-        )
-        most = f"the most free {res} on one node: {fmt_num(largest)} on {node or 'no node'}"
-        lines = [*evidence, most, *table[:MAX_ROWS]]
-        lines += [f"  would place {p} on {n}" for p, n in plan.placed[:MAX_ROWS]]
-        lines += [f"  cannot place {p}: asks {_res({r: fmt_num(v) for r, v in a.items()})}" for p, a in plan.unplaced]
-        yield detect("VOLCANO_GANG_UNSCHEDULABLE", subject, role="gpu", what=what, placed=str(can),
-                     resource=res, evidence=lines, **params)
-        return
-    cond = condition(pg, "Unschedulable")
-    if cond is not None and cond.get("status") == "True":
-        what = f"the GPUs fit, but Volcano says: {cond.get('message')}"
-        yield detect("VOLCANO_GANG_UNSCHEDULABLE", subject, role="other", what=what, placed=str(can),
-                     evidence=[*evidence, *table[:MAX_ROWS]], **params)
-
-
 def run(facts: Facts) -> Iterator[Detection]:
     """VOLCANO_* for a pod whose gang Volcano holds; nothing for other pods or a running gang."""
     g = facts.queues.volcano
@@ -144,20 +68,20 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     if g.queue is None:
         yield detect("VOLCANO_QUEUE_CLOSED", subject, role="missing", queue_state="missing",
-                     evidence=_group_lines(g) + [f"Queue {g.queue_name} does not exist"], **base)
+                     evidence=group_lines(g) + [f"Queue {g.queue_name} does not exist"], **base)
         return
     state = str(((g.queue.get("status") or {}).get("state")) or "")
     if state not in OPEN:
-        lines = _group_lines(g) + _queue_lines(g)
+        lines = group_lines(g) + _queue_lines(g)
         yield detect("VOLCANO_QUEUE_CLOSED", subject, queue_state=state, evidence=lines, **base)
         return
     phase = str(((g.pod_group.get("status") or {}).get("phase")) or "")
     over = _over_capability(g) if phase in ("Pending", "") else []
     if over:
         yield detect("VOLCANO_QUEUE_OVER_CAPABILITY", subject, what="; ".join(over),
-                     evidence=_group_lines(g) + _queue_lines(g) + over, **base)
+                     evidence=group_lines(g) + _queue_lines(g) + over, **base)
         return
-    yield from _gang(facts, g, subject, base)
+    yield from gang_story(facts, g, "VOLCANO_GANG_UNSCHEDULABLE", subject, base, _queue_lines(g))
 
 
 CHECK = Check(
