@@ -46,9 +46,24 @@ class GangFacts:
 
 
 @dataclass
+class DraFacts:
+    """A pod's DRA ResourceClaims with the DeviceClasses and ResourceSlices they are allocated from."""
+
+    #: the resource.k8s.io version served ("" when the API is not served)
+    version: str = ""
+    #: the pod's ResourceClaims by name (absent: not created yet)
+    claims: dict[str, Obj] = field(default_factory=dict)
+    device_classes: dict[str, Obj] = field(default_factory=dict)
+    slices: list[Obj] = field(default_factory=list)
+    #: every ResourceClaim in the cluster (who holds the matching devices)
+    all_claims: list[Obj] = field(default_factory=list)
+
+
+@dataclass
 class QueueFacts:
     """Which batch systems manage the target, with their objects (None: not managed by it)."""
 
     kueue: KueueFacts | None = None
     volcano: GangFacts | None = None
     kai: GangFacts | None = None
+    dra: DraFacts | None = None

@@ -51,7 +51,7 @@ LOADERS: dict[str, Loader] = {
     "nodes": Loader(kube.nodes, (), dict, "nodes"),
     "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
     "quotas": Loader(kube.quotas, ("target",), QuotaFacts, "resource quotas"),
-    "queues": Loader(queues.queues, ("target",), QueueFacts, "batch queues (Kueue, Volcano, KAI)"),
+    "queues": Loader(queues.queues, ("target",), QueueFacts, "batch queues and DRA claims"),
     "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name", soft=("events",)),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
     "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),

@@ -13,8 +13,9 @@ from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
-from bot.engine.queue_facts import GangFacts, KueueFacts, QueueFacts
+from bot.engine.queue_facts import DraFacts, GangFacts, KueueFacts, QueueFacts
 from bot.errors import NotFoundError
+from bot.kube.dra import pod_claims
 from bot.probes.kube import KubeReads
 
 Obj = dict[str, Any]
@@ -32,6 +33,9 @@ KAI_GROUP_VERSIONS = ("v2alpha2",)
 KAI_QUEUE_VERSIONS = ("v2",)
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
+DRA = "resource.k8s.io"
+#: newest first: v1 from Kubernetes 1.34, v1beta2 in 1.33, v1beta1 in 1.32
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
 def _meta(obj: Obj | None) -> Obj:
@@ -156,6 +160,26 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     return out
 
 
+async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
+    pod = facts.target.pod
+    if pod is None or not pod_claims(pod):
+        return None
+    out = DraFacts(version=await _version(kube, DRA, DRA_VERSIONS))
+    if not out.version:
+        return out
+    ns = str(_meta(pod).get("namespace") or "")
+    for claim in pod_claims(pod):
+        if claim.claim:
+            found = await _get(kube, DRA, out.version, "resourceclaims", claim.claim, ns)
+            if found is not None:
+                out.claims[claim.claim] = found
+    classes = await kube.list_custom(DRA, out.version, "deviceclasses")
+    out.device_classes = {str(_meta(c).get("name")): c for c in classes}
+    out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
+    out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
+    return out
+
+
 async def queues(facts: Facts, src: Sources) -> None:
     """Fill ``facts.queues`` for the target: nothing is read for a system the target does not use."""
     out = QueueFacts()
@@ -165,3 +189,4 @@ async def queues(facts: Facts, src: Sources) -> None:
     out.kueue = await _kueue(facts, src.kube)
     out.volcano = await _gang(facts, src.kube, "volcano")
     out.kai = await _gang(facts, src.kube, "kai")
+    out.dra = await _dra(facts, src.kube)
