@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.engine.check import Detection, detect
-from bot.engine.checks._common import fmt_num
+from bot.engine.check import Detection, detect, pod_subject
+from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.gang import free_gpus, place
@@ -18,6 +18,18 @@ from bot.kube.resources import node_gpu_capacity
 
 Obj = dict[str, Any]
 MAX_ROWS = 12
+
+
+def waiting_member(g: GangFacts | None, pod: Obj | None) -> tuple[str, dict[str, str]] | None:
+    """(subject, base parameters) for a pod of a group its scheduler's API serves that still
+    waits; None for a running or finished pod, or one no such system manages."""
+    if g is None or not g.installed or pod is None:
+        return None
+    if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
+        return None
+    ns = str((pod.get("metadata") or {}).get("namespace") or "")
+    base = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name or "(none)"}
+    return pod_subject(pod), base
 
 
 def res_text(values: Any) -> str:

@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from bot.engine.check import Check, Detection, detect, pod_subject
-from bot.engine.checks._common import pod_ref
-from bot.engine.checks._gang import gang_story, group_lines
+from bot.engine.check import Check, Detection, detect
+from bot.engine.checks._gang import gang_story, group_lines, waiting_member
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.resources import pod_node_gpu_requests, quantity_or_none
@@ -71,14 +70,10 @@ def _room(g: GangFacts) -> tuple[str, str] | None:
 def run(facts: Facts) -> Iterator[Detection]:
     """KAI_* for a waiting pod of a KAI PodGroup; nothing for other pods."""
     g = facts.queues.kai
-    pod = facts.target.pod
-    if g is None or not g.installed or pod is None:
+    member = waiting_member(g, facts.target.pod)
+    if g is None or member is None:
         return
-    if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
-        return
-    subject = pod_subject(pod)
-    ns = str((pod.get("metadata") or {}).get("namespace") or "")
-    base = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name or "(none)"}
+    subject, base = member
     if g.queue is None:
         lines = group_lines(g) if g.pod_group else []
         lines.append(f"Queue {g.queue_name or '(none)'} does not exist")

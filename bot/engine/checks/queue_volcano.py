@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.engine.check import Check, Detection, detect, pod_subject
-from bot.engine.checks._common import pod_ref
-from bot.engine.checks._gang import gang_story, group_lines, res_text
+from bot.engine.check import Check, Detection, detect
+from bot.engine.checks._gang import gang_story, group_lines, res_text, waiting_member
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.resources import quantity_or_none
@@ -54,14 +53,11 @@ def _over_capability(g: GangFacts) -> list[str]:
 def run(facts: Facts) -> Iterator[Detection]:
     """VOLCANO_* for a pod whose gang Volcano holds; nothing for other pods or a running gang."""
     g = facts.queues.volcano
-    pod = facts.target.pod
-    if g is None or not g.installed or pod is None:
+    member = waiting_member(g, facts.target.pod)
+    if g is None or member is None:
         return
-    if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
-        return
-    subject = pod_subject(pod)
-    ns = str((pod.get("metadata") or {}).get("namespace") or "")
-    base = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name}
+    subject, base = member
+    ns = base["namespace"]
     if g.pod_group is None:
         line = f"annotation scheduling.k8s.io/group-name={g.group_name}: no such PodGroup in {ns}"
         yield detect("VOLCANO_PODGROUP_MISSING", subject, evidence=[line], **base)
