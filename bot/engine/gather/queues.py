@@ -190,3 +190,14 @@ async def queues(facts: Facts, src: Sources) -> None:
     out.volcano = await _gang(facts, src.kube, "volcano")
     out.kai = await _gang(facts, src.kube, "kai")
     out.dra = await _dra(facts, src.kube)
+
+
+async def dra_inventory(facts: Facts, src: Sources) -> None:
+    """Every ResourceSlice and ResourceClaim, for node-status's DRA devices; nothing read (beyond
+    the cached discovery) where resource.k8s.io is not served."""
+    out = DraFacts(version=await _version(src.kube, DRA, DRA_VERSIONS))
+    facts.put("dra_inventory", out)
+    if out.version:
+        out.slices = await src.kube.list_custom(DRA, out.version, "resourceslices")
+        out.all_claims = await src.kube.list_custom(DRA, out.version, "resourceclaims")
+
