@@ -88,3 +88,20 @@ def test_a_volcano_gang_is_one_story_not_four(running: Running, capsys: pytest.C
     ), first["title"]
     assert [f["code"] for f in report["findings"]].count("VOLCANO_GANG_UNSCHEDULABLE") == 1
     assert any("minMember 4" in e for e in first["evidence"])
+
+
+@pytest.mark.parametrize("running", ["benign-running-fine-v100-k8s129"], indirect=True)
+def test_node_status_without_dra_reads_discovery_only(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.stats.reset()
+    report = _diagnose(running, ["node-status"], capsys)
+    assert "NODE_DRA_DEVICES" not in [f["code"] for f in report["findings"]]
+    assert [p for p in _custom_paths(running) if p.rstrip("/") != "/apis"] == []
+
+
+@pytest.mark.parametrize("running", ["dra-devices-all-allocated-k8s134"], indirect=True)
+def test_dra_claim_story_names_who_holds_the_devices(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _diagnose(running, ["why-pending", "double-gpu", "-n", "ai"], capsys)
+    first = report["findings"][0]
+    assert first["code"] == "DRA_DEVICES_EXHAUSTED"
+    assert "1 of 2 allocated, it asks 2" in first["title"]
+    assert any("allocated to claim ai/single-gpu-0-gpu-a1b2c: 1" in e for e in first["evidence"])
