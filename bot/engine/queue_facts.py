@@ -43,6 +43,8 @@ class GangFacts:
     queue: Obj | None = None
     #: every pod of the group (the target's namespace, same group annotation)
     pods: list[Obj] = field(default_factory=list)
+    #: the scheduler's events about the PodGroup itself (Volcano records "Unschedulable" there)
+    events: list[Obj] = field(default_factory=list)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bot.engine.check import Detection, detect, pod_subject
-from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.checks._common import event_time, fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.gang import free_gpus, place
@@ -46,6 +46,11 @@ def group_lines(g: GangFacts) -> list[str]:
     for cond in [*(status.get("conditions") or []), *(status.get("schedulingConditions") or [])]:
         if cond.get("status", "True") == "True" and cond.get("message"):
             lines.append(f"PodGroup {cond.get('type')} ({cond.get('reason')}): {cond.get('message')}")
+    newest = sorted(g.events, key=event_time, reverse=True)[:2]
+    for e in newest:
+        source = (e.get("source") or {}).get("component") or e.get("reportingComponent") or "?"
+        count = f" x{e['count']}" if e.get("count") else ""
+        lines.append(f"event on the PodGroup from {source}: {e.get('reason')}{count}: {str(e.get('message'))[:300]}")
     return lines
 
 

@@ -146,6 +146,8 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
         return out
     ns = str(meta.get("namespace") or "")
     out.pod_group = await _get(kube, group, version, "podgroups", name, ns)
+    if out.pod_group is not None:
+        out.events = await kube.list_events(ns, field_selector=f"involvedObject.name={name}")
     queue = str(((out.pod_group or {}).get("spec") or {}).get("queue") or "")
     if system == "kai" and not queue:
         queue = _label([pod], KAI_QUEUE_LABELS[0]) or _label([pod], KAI_QUEUE_LABELS[1])
