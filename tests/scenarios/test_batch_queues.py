@@ -105,3 +105,26 @@ def test_dra_claim_story_names_who_holds_the_devices(running: Running, capsys: p
     assert first["code"] == "DRA_DEVICES_EXHAUSTED"
     assert "1 of 2 allocated, it asks 2" in first["title"]
     assert any("allocated to claim ai/single-gpu-0-gpu-a1b2c: 1" in e for e in first["evidence"])
+
+
+@pytest.mark.parametrize("running", ["volcano-gang-8gpu-task-no-node-k8s130"], indirect=True)
+def test_a_failed_podgroup_read_is_said_not_concluded(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.faults.add(ApiFault(match="/podgroups/", status=500))
+    report = _diagnose(running, ["why-pending", "llama-ft-worker-0", "-n", "ai"], capsys, status=3)
+    assert not [f["code"] for f in report["findings"] if f["code"].startswith("VOLCANO_")]
+    assert any("batch queues" in s["what"] for s in report["skipped"]), report["skipped"]
+
+
+@pytest.mark.parametrize("running", ["volcano-gang-8gpu-task-no-node-k8s130"], indirect=True)
+def test_a_volcano_job_owner_is_not_read_as_a_batch_job(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.stats.reset()
+    _diagnose(running, ["why-pending", "llama-ft-worker-0", "-n", "ai"], capsys)
+    assert not [p for p in running.sim.api.stats.per_path if "/apis/batch/v1/" in p and "/jobs/" in p]
+
+
+@pytest.mark.parametrize("running", ["kai-queue-gpu-limit-reached-k8s130"], indirect=True)
+def test_kai_queue_limit_story(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _diagnose(running, ["why-pending", "sweep-7", "-n", "ai"], capsys)
+    first = report["findings"][0]
+    assert first["code"] == "KAI_QUEUE_OVER_LIMIT"
+    assert "8 of its GPU limit 8 allocated, the gang asks 2 more" in first["title"], first["title"]
