@@ -9,6 +9,10 @@ report of a due group's oldest pod into a ``Problem`` fingerprinted on (cluster,
 first finding, the workload or pod), so the same wait keeps one message however often it is
 checked, and a wait whose cause changes becomes a new problem.
 
+A Job Kueue holds has no pod at all: its Workload, not admitted, stands for it (one more list,
+only where Kueue's API is served; ``kueue_groups``), and the diagnosis runs on the Job. A Volcano
+or KAI gang's pods are Pending pods of one controller already: one problem per gang.
+
 Phase Pending covers "not scheduled" and "scheduled, containers not started"; a Running pod whose
 readiness probe fails is not a GPU wait and is not watched here. Nothing here writes.
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from bot.commands import Invocation
+from bot.kube.kueue import is_true
 from bot.proactive.problems import Problem, fingerprint
 from bot.probes.kube import KubeReads, Obj
 from bot.probes.slim import slim
@@ -40,10 +45,13 @@ class PendingGroup:
     pod: str
     pods: int
     since: datetime
+    #: what why-pending is asked about: the oldest pod, or (a Kueue-held Job, no pod yet) the workload
+    kind: str = "Pod"
 
     def invocation(self, cluster: str) -> Invocation:
         return Invocation(
-            command="why-pending", kind="Pod", name=self.pod, namespace=self.namespace, cluster=cluster, surface="slack"
+            command="why-pending", kind=self.kind, name=self.pod, namespace=self.namespace, cluster=cluster,
+            surface="slack",
         )
 
     @property
@@ -89,9 +97,41 @@ def group_pending(pods: Iterable[Obj]) -> list[PendingGroup]:
     return sorted(out, key=lambda g: (g.since, g.subject))
 
 
+#: the workload kinds why-pending can be asked about (``bot.probes.kube`` reads them)
+DIAGNOSABLE_KINDS = ("Job", "Deployment", "StatefulSet")
+
+
+def group_unadmitted(workloads: Iterable[Obj]) -> list[PendingGroup]:
+    """Kueue Workloads neither admitted nor finished, as groups named by their owning workload."""
+    out = []
+    for w in workloads:
+        if is_true(w, "Admitted") or is_true(w, "Finished") or (w.get("spec") or {}).get("active") is False:
+            continue
+        meta = w.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        created = _created(w)
+        if owner is None or owner.get("kind") not in DIAGNOSABLE_KINDS or created is None:
+            continue
+        ns, kind, name = str(meta.get("namespace") or ""), str(owner["kind"]), str(owner.get("name") or "")
+        out.append(PendingGroup(ns, f"workload/{ns}/{kind}/{name}", name, 0, created, kind=kind))
+    return out
+
+
+async def kueue_groups(reads: KubeReads) -> list[PendingGroup]:
+    """Workloads Kueue has not admitted; nothing (beyond the cached discovery) where Kueue is absent."""
+    for version in ("v1beta2", "v1beta1"):
+        if await reads.served("kueue.x-k8s.io", version):
+            return group_unadmitted(await reads.list_custom("kueue.x-k8s.io", version, "workloads"))
+    return []
+
+
 async def pending_groups(reads: KubeReads) -> list[PendingGroup]:
-    """Every group of Pending GPU pods in the cluster (one field-selected list request)."""
-    return group_pending(await reads.list_pods(field_selector="status.phase=Pending"))
+    """Every group of Pending GPU pods in the cluster (one field-selected list request), and the
+    workloads Kueue holds without a pod."""
+    groups = group_pending(await reads.list_pods(field_selector="status.phase=Pending"))
+    seen = {g.subject for g in groups}
+    held = [g for g in await kueue_groups(reads) if g.subject not in seen]
+    return sorted([*groups, *held], key=lambda g: (g.since, g.subject))
 
 
 def pending_problem(report: Report, group: PendingGroup, *, cluster: str) -> Problem | None:

@@ -601,3 +601,14 @@ class WatchCache(KubeReads):
         if not self._serves("ResourceQuota"):
             return await self.fallback.list_resourcequotas(namespace)
         return [q for q in self.stores["ResourceQuota"].values() if q["metadata"].get("namespace") == namespace]
+
+    async def list_custom(
+        self, group: str, version: str, plural: str, namespace: str = "", *, label_selector: str = ""
+    ) -> list[Obj]:
+        return await self.fallback.list_custom(group, version, plural, namespace, label_selector=label_selector)
+
+    async def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj:
+        return await self.fallback.get_custom(group, version, plural, name, namespace)
+
+    async def served(self, group: str, version: str) -> bool:
+        return await self.fallback.served(group, version)

@@ -51,3 +51,14 @@ class FailedReads:
 
     async def list_resourcequotas(self, namespace: str) -> list[Obj]:
         raise self._fail()
+
+    async def list_custom(
+        self, group: str, version: str, plural: str, namespace: str = "", *, label_selector: str = ""
+    ) -> list[Obj]:
+        raise self._fail()
+
+    async def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj:
+        raise self._fail()
+
+    async def served(self, group: str, version: str) -> bool:
+        raise self._fail()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -80,6 +81,19 @@ class KubeReads(Protocol):
     async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]: ...
 
     async def list_resourcequotas(self, namespace: str) -> list[Obj]: ...
+
+    async def list_custom(
+        self, group: str, version: str, plural: str, namespace: str = "", *, label_selector: str = ""
+    ) -> list[Obj]: ...
+
+    async def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj: ...
+
+    async def served(self, group: str, version: str) -> bool: ...
+
+
+#: how long the API groups the server serves are trusted (installing Kueue is rare; a restart of
+#: the bot is not needed to see it)
+DISCOVERY_TTL_S = 600.0
 
 
 @dataclass
@@ -164,6 +178,9 @@ class KubeReader:
         #: the API server's URL, without credentials, for reports of what could not be read
         self.server = safe_url(str(getattr(api_client.configuration, "host", "") or ""))
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
+        self._custom = client.CustomObjectsApi(api_client)
+        #: (read at, served group/versions) from ``/apis``: read once, shared by every command
+        self._discovery: tuple[float, frozenset[str]] | None = None
 
     def _api(self, name: str) -> Any:
         if name in ("CoordinationV1Api", "NodeV1Api"):  # built on first use: few questions need them
@@ -331,6 +348,50 @@ class KubeReader:
         """The namespace's ResourceQuotas: a pod they refuse is never created, so no pod says why."""
         read = ApiRead("list", "resourcequotas", namespace)
         return await self._list(read, self._core.list_namespaced_resource_quota, namespace)
+
+    # -- custom resources (Kueue, Volcano, KAI, DRA): only where the server serves them ---------
+    async def served(self, group: str, version: str) -> bool:
+        """Whether ``/apis`` lists ``group/version``: one request per ``DISCOVERY_TTL_S``, so a
+        cluster without Kueue or Volcano pays one read for all of them, then none."""
+        now = time.monotonic()
+        if self._discovery is None or now - self._discovery[0] > DISCOVERY_TTL_S:
+            body = await self._call(ApiRead("list", "API groups"), client.ApisApi(self._client).get_api_versions)
+            found = {
+                str(v.get("groupVersion"))
+                for g in body.get("groups") or []
+                if isinstance(g, dict)
+                for v in g.get("versions") or []
+                if isinstance(v, dict)
+            }
+            self._discovery = (now, frozenset(found))
+        return f"{group}/{version}" in self._discovery[1]
+
+    async def list_custom(
+        self, group: str, version: str, plural: str, namespace: str = "", *, label_selector: str = ""
+    ) -> list[Obj]:
+        """Custom objects; [] when the group/version is not served (not installed is no error)."""
+        if not await self.served(group, version):
+            return []
+        sel = {"label_selector": label_selector} if label_selector else {}
+        read = _listing(plural, namespace, sel, group)
+        try:
+            if namespace:
+                fn = self._custom.list_namespaced_custom_object
+                return await self._list(read, fn, group, version, namespace, plural, **sel)
+            return await self._list(read, self._custom.list_cluster_custom_object, group, version, plural, **sel)
+        except NotFoundError:
+            return []  # the CRD went away between discovery and the list
+
+    async def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj:
+        """One custom object; NotFoundError when it, or its whole API, does not exist."""
+        read = ApiRead("get", plural, namespace, name, group)
+        if not await self.served(group, version):
+            raise NotFoundError(f"{read.text()}: not found ({group}/{version} is not served)", read=read,
+                                server=self.server)
+        if namespace:
+            fn = self._custom.get_namespaced_custom_object
+            return await self._call(read, fn, group, version, namespace, plural, name)
+        return await self._call(read, self._custom.get_cluster_custom_object, group, version, plural, name)
 
     def close(self) -> None:
         # never wait here for a request a silent server still holds: its own timeout ends it

@@ -30,14 +30,13 @@ from bot.sim.kube_watch import WatchHub, serve_watch
 from bot.sim.node_lifecycle import NodeLifecycle, leases_for
 from bot.sim.rbac import BOT_USER, RbacTable, forbidden_message
 from bot.sim.scenario import Scenario
-from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType, ServerClock, system_clock
+from bot.sim.store import ObjectStore, ResourceType, ServerClock, system_clock
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 IMPERSONATE_USER = "Impersonate-User"
 IMPERSONATE_GROUP = "Impersonate-Group"
-_TYPES: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.plural): rt for rt in RESOURCE_TYPES}
 
 
 @dataclass
@@ -92,6 +91,8 @@ class KubeApiServer:
         self.store = ObjectStore(
             [*scenario.objects, *leases_for(scenario.objects), *(extra_objects or [])], clock=clock
         )
+        #: (group/version, plural) -> type, custom kinds the scenario carries included
+        self.types: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.plural): rt for rt in self.store.types}
         #: answers a node read command for exec into an agent pod (SimCluster wires its SSH fleet)
         self.node_read: NodeRead | None = None
         #: runs a write for exec into an actuator pod (SimCluster wires its SSH fleet)
@@ -274,14 +275,14 @@ class KubeApiServer:
         if parts == ["api"]:
             return rest.json_response(discovery.api_versions(f"{self.host}:{self.port}"))
         if parts == ["apis"]:
-            return rest.json_response(discovery.api_group_list())
+            return rest.json_response(discovery.api_group_list(self.store.types))
         doc: dict[str, Any] | None = None
         if parts == ["api", "v1"]:
-            doc = discovery.resource_list("v1")
+            doc = discovery.resource_list("v1", self.store.types)
         elif len(parts) == 2 and parts[0] == "apis":
-            doc = discovery.api_group(parts[1])
+            doc = discovery.api_group(parts[1], self.store.types)
         elif len(parts) == 3 and parts[0] == "apis":
-            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}", self.store.types)
         elif parts[0] not in ("api", "apis"):
             return _not_found_path()  # /openapi/v2, /openapi/v3 and the rest: not served
         else:
@@ -291,14 +292,14 @@ class KubeApiServer:
     def _target(self, group_version: str, parts: list[str]) -> rest.Target | None:
         if not parts or len(parts) > 5:
             return None
-        if parts[0] == "namespaces" and len(parts) >= 3 and (group_version, parts[2]) in _TYPES:
-            rtype = _TYPES[(group_version, parts[2])]
+        if parts[0] == "namespaces" and len(parts) >= 3 and (group_version, parts[2]) in self.types:
+            rtype = self.types[(group_version, parts[2])]
             if not rtype.namespaced:
                 return None
             name = parts[3] if len(parts) > 3 else None
             sub = parts[4] if len(parts) > 4 else None
             return self._checked(rest.Target(rtype, parts[1], name, sub))
-        found = _TYPES.get((group_version, parts[0]))
+        found = self.types.get((group_version, parts[0]))
         if found is None or len(parts) > 3:
             return None
         rtype = found

@@ -8,6 +8,7 @@ API lists them. Built once per server from the store's resource table; never rea
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from bot.sim.store import RESOURCE_TYPES, ResourceType
@@ -16,10 +17,10 @@ _SUB_KINDS = {"exec": "PodExecOptions", "log": "Pod", "status": "", "scale": "Sc
 _SUB_VERBS = {"exec": ["create", "get"], "log": ["get"], "status": ["get", "patch", "update"]}
 
 
-def groups() -> dict[str, list[ResourceType]]:
+def groups(types: Sequence[ResourceType] = RESOURCE_TYPES) -> dict[str, list[ResourceType]]:
     """group/version -> resource types ("v1" for the core group)."""
     out: dict[str, list[ResourceType]] = {}
-    for rt in RESOURCE_TYPES:
+    for rt in types:
         out.setdefault(rt.api_version, []).append(rt)
     return out
 
@@ -37,20 +38,29 @@ def _group(name: str, versions: list[str]) -> dict[str, Any]:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group(name: str) -> dict[str, Any] | None:
-    versions = sorted({rt.version for rt in RESOURCE_TYPES if rt.group == name and name})
+def api_group(name: str, types: Sequence[ResourceType] = RESOURCE_TYPES) -> dict[str, Any] | None:
+    versions = sorted({rt.version for rt in types if rt.group == name and name}, key=_version_rank)
     if not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
-def api_group_list() -> dict[str, Any]:
-    names = sorted({rt.group for rt in RESOURCE_TYPES if rt.group})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(n) for n in names]}
+def _version_rank(version: str) -> tuple[int, int, int]:
+    """Kubernetes version priority: GA before beta before alpha, higher numbers first."""
+    m = re.match(r"^v(\d+)(?:(alpha|beta)(\d+))?$", version)
+    if not m:
+        return (9, 0, 0)
+    stage = {"": 0, "beta": 1, "alpha": 2}[m.group(2) or ""]
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0))
 
 
-def resource_list(group_version: str) -> dict[str, Any] | None:
-    types = groups().get(group_version)
+def api_group_list(types: Sequence[ResourceType] = RESOURCE_TYPES) -> dict[str, Any]:
+    names = sorted({rt.group for rt in types if rt.group})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(n, types) for n in names]}
+
+
+def resource_list(group_version: str, all_types: Sequence[ResourceType] = RESOURCE_TYPES) -> dict[str, Any] | None:
+    types = groups(all_types).get(group_version)
     if types is None:
         return None
     resources: list[dict[str, Any]] = []

@@ -285,7 +285,13 @@ class ObjectStore:
         self.clock = clock
         self._lock = threading.RLock()
         self._rv = 0
-        self.collections = {rt: Collection(rt) for rt in RESOURCE_TYPES}
+        objects = list(objects)
+        from bot.sim.custom_types import custom_types  # custom_types builds on this module's types
+
+        #: every served type: the built-in ones plus one per custom kind the scenario carries
+        self.types: tuple[ResourceType, ...] = RESOURCE_TYPES + custom_types(objects, RESOURCE_TYPES)
+        self._by_kind = {(rt.group, rt.kind): rt for rt in self.types}
+        self.collections = {rt: Collection(rt) for rt in self.types}
         self.history: deque[Change] = deque()
         self.history_limit = history_limit
         self._floor = 0
@@ -293,7 +299,7 @@ class ObjectStore:
         #: scenario objects of kinds the simulator does not serve, kept for inspection
         self.unserved: list[Obj] = []
         for obj in objects:
-            rt = resource_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            rt = self.type_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
             if rt is None:
                 self.unserved.append(obj)
                 continue
@@ -304,6 +310,11 @@ class ObjectStore:
         self._floor = self._rv
 
     # -- reading ---------------------------------------------------------------------------
+    def type_for(self, api_version: str, kind: str) -> ResourceType | None:
+        """The served type of an apiVersion/kind, custom ones included."""
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        return self._by_kind.get((group, kind))
+
     @property
     def resource_version(self) -> int:
         return self._rv
@@ -319,7 +330,7 @@ class ObjectStore:
 
     def find(self, kind: str, name: str, namespace: str = "") -> Obj | None:
         """Look an object up by kind name (``"Node"``, ``"Pod"``) without a ResourceType."""
-        for rt in RESOURCE_TYPES:
+        for rt in self.types:
             if rt.kind == kind:
                 entry = self.get(rt, namespace, name)
                 return entry.obj if entry else None

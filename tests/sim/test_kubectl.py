@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Callable
 
-from tests.sim.conftest import SimKube
+from bot.sim.scenario import load_scenario
+from tests.sim.conftest import SimKube, scenario_file
 
 DEMO = "gpu-demo-6c9f7d-tx2lq"
 
@@ -118,3 +120,43 @@ def test_get_resourcequota_by_short_name(start_kube: Callable[..., SimKube]) -> 
     assert quota["status"]["used"]["requests.nvidia.com/gpu"] == "4"
     assert "gpu-quota" in kubectl(sim, "get", "resourcequotas", "-A").stdout
     assert sim.server.writes == []
+
+
+def _custom(api_version: str, kind: str, name: str, namespace: str = "") -> dict[str, object]:
+    meta: dict[str, str] = {"name": name, "creationTimestamp": "2026-05-07T10:00:00Z"}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {}}
+
+
+def test_get_custom_resources_of_any_scheduler(start_kube: Callable[..., SimKube]) -> None:
+    """Objects of kinds the simulator has no built-in type for are served as installed CRDs."""
+    base = load_scenario(scenario_file("kueue-quota-exhausted-gpu-k8s129"))
+    extra = [
+        _custom("scheduling.volcano.sh/v1beta1", "PodGroup", "pg-1", "ai"),
+        _custom("scheduling.volcano.sh/v1beta1", "Queue", "research"),
+        _custom("resource.k8s.io/v1", "ResourceClaim", "claim-1", "ai"),
+        _custom("resource.k8s.io/v1", "ResourceSlice", "gpu-node-1-gpu.nvidia.com-x"),
+        _custom("example.com/v1alpha1", "TrainingPolicy", "p1", "ai"),
+    ]
+    sim = start_kube(dataclasses.replace(base, objects=[*base.objects, *extra]))
+    out = kubectl(sim, "get", "workloads,clusterqueues,podgroups,resourceclaims,resourceslices", "-A").stdout
+    for name in ("job-train-8c4d2", "cluster-queue", "pg-1", "claim-1", "gpu-node-1-gpu.nvidia.com-x"):
+        assert name in out, out
+    assert "workload.kueue.x-k8s.io/job-train-8c4d2" in out
+    one = json.loads(kubectl(sim, "get", "wl", "job-train-8c4d2", "-n", "ai", "-o", "json").stdout)
+    assert one["status"]["conditions"][0]["reason"] == "Pending"
+    assert kubectl(sim, "get", "cq", "-o", "name").stdout.split() == ["clusterqueue.kueue.x-k8s.io/cluster-queue"]
+    assert "p1" in kubectl(sim, "get", "trainingpolicies", "-n", "ai").stdout  # the lowercase+s rule
+    resources = kubectl(sim, "api-resources", "--api-group=kueue.x-k8s.io", "-o", "name").stdout.split()
+    assert sorted(resources) == [
+        "clusterqueues.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io", "resourceflavors.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    ]
+    missing = kubectl(sim, "get", "wl", "nope", "-n", "ai", check=False)
+    assert missing.returncode == 1 and 'workloads.kueue.x-k8s.io "nope" not found' in missing.stderr
+
+
+def test_a_cluster_without_custom_objects_serves_no_such_group(kube: SimKube) -> None:
+    out = kubectl(kube, "get", "workloads", "-A", check=False)
+    assert out.returncode == 1 and "the server doesn't have a resource type" in out.stderr

@@ -19,6 +19,8 @@ def run(facts: Facts) -> Iterator[Detection]:
     pod = facts.pending_pod
     if pod is None or facts.events.scheduling:
         return
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        return  # a gated pod is not offered to any scheduler: its silence is expected (the gate's owner says why)
     scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
     created = str((pod.get("metadata") or {}).get("creationTimestamp") or "?")
     history = facts.events.scheduling_history

@@ -18,8 +18,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from bot.engine.facts import DERIVED, EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts
-from bot.engine.gather import container, kube, node
+from bot.engine.gather import container, kube, node, queues
 from bot.engine.gather.sources import NO_EXEC, Sources
+from bot.engine.queue_facts import DraFacts, QueueFacts
 from bot.errors import GpubotError, KubeApiError
 from bot.probes.deadline import until
 from bot.report import Unreadable
@@ -50,6 +51,8 @@ LOADERS: dict[str, Loader] = {
     "nodes": Loader(kube.nodes, (), dict, "nodes"),
     "components": Loader(kube.components, (), GpuComponents, "GPU components (device plugins, qGPU, operator)"),
     "quotas": Loader(kube.quotas, ("target",), QuotaFacts, "resource quotas"),
+    "queues": Loader(queues.queues, ("target",), QueueFacts, "batch queues and DRA claims"),
+    "dra_inventory": Loader(queues.dra_inventory, (), DraFacts, "DRA devices (ResourceSlices, ResourceClaims)"),
     "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name", soft=("events",)),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
     "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),

@@ -30,6 +30,9 @@ PER_NODE_LIST_LIMIT = 16
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: controller kinds whose ownerReferences we follow up from a pod
 OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "Job", "DaemonSet")
+#: the API each of those kinds is read from
+OWNER_API = {"ReplicaSet": "apps/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1",
+             "Job": "batch/v1"}
 #: GPU-stack pods that do not run whose events are read (one list call each)
 MAX_COMPONENT_STORIES = 12
 
@@ -74,6 +77,8 @@ async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
         refs = [r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
         if not refs or refs[0].get("kind") not in OWNER_KINDS:
             break
+        if str(refs[0].get("apiVersion") or OWNER_API[refs[0]["kind"]]) != OWNER_API[refs[0]["kind"]]:
+            break  # same kind name, another API (a Volcano batch.volcano.sh Job is no batch/v1 Job)
         try:
             current = await kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
         except NotFoundError:

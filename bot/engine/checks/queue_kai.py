@@ -1,0 +1,97 @@
+"""A pod KAI Scheduler holds: its Queue's quota and limit, and its PodGroup's gang.
+
+KAI (NVIDIA's scheduler, formerly Run:ai's) schedules pods by PodGroup (``pod-group-name``
+annotation, made by its pod-grouper) into hierarchical Queues (``kai.scheduler/queue`` label)
+with, per resource, a deserved ``quota``, an ``overQuotaWeight`` for what is beyond it and a hard
+``limit`` (-1: none). A pod waits when its queue is missing, when the queue's limit (or its quota,
+with no over-quota weight) leaves no room, or when its gang does not fit on the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from bot.engine.check import Check, Detection, detect
+from bot.engine.checks._gang import gang_story, group_lines, waiting_member
+from bot.engine.facts import Facts
+from bot.engine.queue_facts import GangFacts
+from bot.kube.resources import pod_node_gpu_requests, quantity_or_none
+
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+
+
+def _gpu_spec(queue: Obj) -> dict[str, Any]:
+    return (((queue.get("spec") or {}).get("resources") or {}).get("gpu")) or {}
+
+
+def _allocated(queue: Obj) -> Decimal:
+    status = queue.get("status") or {}
+    value = (status.get("allocated") or {}).get(GPU) or (status.get("allocated") or {}).get("gpu")
+    return quantity_or_none(value) or Decimal(0)
+
+
+def _queue_lines(g: GangFacts) -> list[str]:
+    q = g.queue or {}
+    gpu = _gpu_spec(q)
+    status = q.get("status") or {}
+    return [
+        f"Queue {g.queue_name}: gpu quota {gpu.get('quota', '?')}, overQuotaWeight {gpu.get('overQuotaWeight', '?')}, "
+        f"limit {gpu.get('limit', '?')}; allocated {(status.get('allocated') or {}).get(GPU, 0)}, "
+        f"requested {(status.get('requested') or {}).get(GPU, '?')}; "
+        f"parent {(q.get('spec') or {}).get('parentQueue') or '-'}"
+    ]
+
+
+def _asks(g: GangFacts) -> Decimal:
+    waiting = [p for p in g.pods if not (p.get("spec") or {}).get("nodeName")]
+    return Decimal(str(sum(pod_node_gpu_requests(p).get(GPU, 0.0) for p in waiting))).normalize()
+
+
+def _room(g: GangFacts) -> tuple[str, str] | None:
+    """(role, what) when the queue's limit, or its quota without over-quota weight, leaves no room."""
+    q = g.queue or {}
+    gpu = _gpu_spec(q)
+    have, want = _allocated(q).normalize(), _asks(g)
+    if want <= 0:
+        return None
+    limit = quantity_or_none(gpu.get("limit"))
+    if limit is not None and limit >= 0 and have + want > limit:
+        return "limit", f"{have:f} of its GPU limit {limit:f} allocated, the gang asks {want:f} more"
+    quota = quantity_or_none(gpu.get("quota"))
+    weight = quantity_or_none(gpu.get("overQuotaWeight"))
+    if quota is not None and quota >= 0 and weight == 0 and have + want > quota:
+        return "quota", f"{have:f} of its GPU quota {quota:f} allocated, the gang asks {want:f} more, overQuotaWeight 0"
+    return None
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """KAI_* for a waiting pod of a KAI PodGroup; nothing for other pods."""
+    g = facts.queues.kai
+    member = waiting_member(g, facts.target.pod)
+    if g is None or member is None:
+        return
+    subject, base = member
+    if g.queue is None:
+        lines = group_lines(g) if g.pod_group else []
+        lines.append(f"Queue {g.queue_name or '(none)'} does not exist")
+        yield detect("KAI_QUEUE_MISSING", subject, evidence=lines, **base)
+        return
+    room = _room(g)
+    if room is not None:
+        role, what = room
+        yield detect("KAI_QUEUE_OVER_LIMIT", subject, role=role, what=what,
+                     evidence=group_lines(g) + _queue_lines(g), **base)
+        return
+    if g.pod_group is not None:
+        yield from gang_story(facts, g, "KAI_GANG_UNSCHEDULABLE", subject, base, _queue_lines(g))
+
+
+CHECK = Check(
+    name="queue.kai",
+    reads=("target", "queues", "nodes", "node_pods"),
+    emits=("KAI_QUEUE_MISSING", "KAI_QUEUE_OVER_LIMIT", "KAI_GANG_UNSCHEDULABLE"),
+    run=run,
+)

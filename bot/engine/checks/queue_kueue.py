@@ -1,0 +1,267 @@
+"""A workload Kueue holds: why its Workload is not admitted, and what would admit it.
+
+A Job labelled ``kueue.x-k8s.io/queue-name`` is created suspended and has no pod until Kueue
+admits its Workload into a ClusterQueue, so nothing the scheduler or the kubelet says explains
+it. The story is in Kueue's objects: the Workload's QuotaReserved/Admitted/Evicted conditions and
+its pending message, the LocalQueue, and the ClusterQueue's quota per flavor and resource, its
+cohort (borrowing), its stop policy. One finding says which quota is short, how much is used and
+by which admitted workloads, whether borrowing could help, and what would admit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from bot.engine.check import Check, Detection, detect
+from bot.engine.facts import Facts
+from bot.engine.queue_facts import KueueFacts
+from bot.kube.kueue import (
+    Shortfall,
+    cohort_lendable,
+    cohort_of,
+    condition,
+    is_true,
+    name_of,
+    quota_rows,
+    shortfalls,
+    workload_requests,
+    workload_usage,
+)
+from bot.kube.quota import fmt_quantity
+from bot.kube.resources import quantity_or_none
+
+Obj = dict[str, Any]
+MAX_HOLDERS = 6
+
+
+def _subject(facts: Facts) -> tuple[str, str]:
+    """(subject, what the user reads: ``job/train``)."""
+    t = facts.target
+    obj = t.workload or t.pod or {}
+    kind = str(obj.get("kind") or t.kind or "pod").lower()
+    name = str((obj.get("metadata") or {}).get("name") or t.name)
+    return f"{kind}/{t.namespace}/{name}", f"{kind}/{name}"
+
+
+def _suspended(facts: Facts) -> bool:
+    t = facts.target
+    if t.workload is not None and ((t.workload.get("spec") or {}).get("suspend") is True):
+        return True
+    gates = ((t.pod or {}).get("spec") or {}).get("schedulingGates") or []
+    return any(str(g.get("name", "")).startswith("kueue.x-k8s.io/") for g in gates)
+
+
+def _holders(k: KueueFacts, flavor: str, resource: str) -> list[tuple[str, Decimal]]:
+    users = [(name_of(w), workload_usage(w, flavor, resource)) for w in k.admitted]
+    return sorted([u for u in users if u[1] > 0], key=lambda u: -u[1])
+
+
+def _quota_story(k: KueueFacts, short: Shortfall, needs: dict[str, Decimal]) -> tuple[str, str, list[str]]:
+    """(what is short, what would admit it, evidence lines) for one flavor/resource shortfall."""
+    cq = name_of(k.cluster_queue)
+    row = quota_rows(k.cluster_queue).get((short.flavor, short.resource))
+    res, flavor = short.resource, short.flavor
+    fmt = lambda v: fmt_quantity(res, v)  # noqa: E731 - one formatter for this resource
+    asks = needs.get(res)
+    evidence = [f"Kueue: {short.text}"]
+    if short.kind == "not_covered":
+        what = f"ClusterQueue {cq} has no quota for {res} at all"
+        admit = f"add {res} to a resource group (coveredResources and a nominalQuota) of ClusterQueue {cq}"
+        return what, admit, evidence
+    if row is None:
+        return f"{res} in flavor {flavor} is short in ClusterQueue {cq}", "free or add quota there", evidence
+    holders = _holders(k, flavor, res)
+    held = ", ".join(f"{n} ({fmt(v)})" for n, v in holders[:MAX_HOLDERS]) or "no admitted workload gpubot read"
+    evidence.append(
+        f"ClusterQueue {cq} flavor {flavor} {res}: nominal {fmt(row.nominal)}, reserved {fmt(row.used)}"
+        + (f" ({fmt(row.borrowed)} borrowed)" if row.borrowed else "")
+        + (f", borrowingLimit {fmt(row.borrowing_limit)}" if row.borrowing_limit is not None else "")
+        + (f", lendingLimit {fmt(row.lending_limit)}" if row.lending_limit is not None else "")
+    )
+    if short.kind == "over_max":
+        what = (
+            f"it asks {short.request} {res} in flavor {flavor}, more than ClusterQueue {cq} can ever give "
+            f"({short.maximum}: nominal plus what it may borrow)"
+        )
+        admit = f"ask for at most {short.maximum} {res}, or raise {cq}'s nominalQuota/borrowingLimit for {res}"
+        return what, admit, evidence
+    if short.kind == "borrow_limit":
+        what = (f"ClusterQueue {cq} would have to borrow more {res} in flavor {flavor} than its borrowingLimit "
+                f"({fmt(row.borrowing_limit) if row.borrowing_limit is not None else '?'}) allows")
+        return what, f"workloads borrowing in {cq} finishing, or a higher borrowingLimit for {res}", evidence
+    more = quantity_or_none(short.more) or ZERO_D
+    cohort = cohort_of(k.cluster_queue)
+    if not cohort:
+        borrow = "cannot borrow (no cohort)"
+    elif row.borrowing_limit is not None and row.borrowing_limit <= row.borrowed:
+        borrow = f"borrowingLimit {fmt(row.borrowing_limit)} used up"
+    else:
+        borrow = f"cohort {cohort} can lend {fmt(cohort_lendable(k.cohort_queues, flavor, res))}"
+    evidence.append(f"  {res} in {flavor} is held by: {held}")
+    if asks is not None:
+        evidence.append(f"  the workload asks {fmt(asks)} {res} in all")
+    what = f"{cq} has {fmt(row.free)} of {fmt(row.nominal)} {res} free in {flavor}, needs {short.more} more, {borrow}"
+    first = holders[0][0] if holders else "the admitted workloads"
+    admit = (
+        f"{first} finishing, or {cq}'s nominalQuota for {res} in {flavor} raised to "
+        f"{fmt(row.used + more)}" + ("" if cohort else ", or a cohort with unused quota to borrow")
+    )
+    return what, admit, evidence
+
+
+ZERO_D = Decimal(0)
+
+
+def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterator[Detection]:
+    wl = k.workload or {}
+    cq = name_of(k.cluster_queue)
+    ns = facts.target.namespace
+    evicted = condition(wl, "Evicted")
+    wl_name = str((wl.get("metadata") or {}).get("name") or "?")
+    base = {"ref": ref, "namespace": ns, "name": wl_name, "queue": k.queue_name, "cluster_queue": cq}
+    if evicted is not None and evicted.get("status") == "True":
+        yield detect(
+            "KUEUE_EVICTED", subject, evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: "
+                                                f"{evicted.get('message')}", *_check_lines(wl)],
+            reason=str(evicted.get("reason") or "?"), message=str(evicted.get("message") or ""), **base,
+        )
+        return
+    if is_true(wl, "QuotaReserved"):
+        admitted = condition(wl, "Admitted") or {}
+        checks = ((wl.get("status") or {}).get("admissionChecks")) or []
+        lines = _check_lines(wl)
+        yield detect(
+            "KUEUE_NOT_ADMITTED", subject, role="checks",
+            what=f"quota is reserved in {cq} but admission checks have not passed: "
+            + (", ".join(f"{c.get('name')} {c.get('state')}" for c in checks) or str(admitted.get("message") or "")),
+            admit="the admission checks (for a ProvisioningRequest: the nodes it asks for) to be Ready",
+            evidence=lines or [f"Admitted: {admitted.get('reason')}: {admitted.get('message')}"], **base,
+        )
+        return
+    reserved = condition(wl, "QuotaReserved") or {}
+    message = str(reserved.get("message") or "")
+    needs = workload_requests(wl)
+    found = shortfalls(message)
+    evidence = [f"Workload {name_of(wl)} QuotaReserved=False ({reserved.get('reason') or 'no reason yet'}): "
+                f"{message or 'Kueue has not said why yet'}"]
+    if found:
+        what, admit, lines = _quota_story(k, found[0], needs)
+        evidence += lines[1:]
+        for more in found[1:3]:
+            evidence += _quota_story(k, more, needs)[2][1:]
+        role = "over_max" if found[0].kind == "over_max" else "quota"
+    else:
+        what = message or "Kueue has not given a reason yet (is the kueue-controller-manager running?)"
+        admit = "what the message names"
+        role = "other"
+    status = (k.cluster_queue or {}).get("status") or {}
+    policy = ((k.cluster_queue or {}).get("spec") or {}).get("preemption") or {}
+    preemption = ", ".join(f"{key}={value}" for key, value in sorted(policy.items()) if isinstance(value, str))
+    evidence.append(
+        f"ClusterQueue {cq}: {status.get('pendingWorkloads', '?')} pending, "
+        f"{status.get('admittedWorkloads', '?')} admitted; preemption {preemption or 'none'}"
+    )
+    yield detect("KUEUE_NOT_ADMITTED", subject, role=role, what=what, admit=admit, evidence=evidence, **base)
+
+
+def run(facts: Facts) -> Iterator[Detection]:
+    """KUEUE_* for a target Kueue manages (a queue-name label); nothing for any other target."""
+    k = facts.queues.kueue
+    if k is None:
+        return
+    subject, ref = _subject(facts)
+    ns = facts.target.namespace
+    base = {"ref": ref, "namespace": ns, "queue": k.queue_name}
+    if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
+        # admitted: the pods' own story (scheduler, kubelet) is the one to tell; this is context
+        yield _admitted(k, subject, base)
+        return
+    if not k.installed:
+        if _suspended(facts):
+            yield detect("KUEUE_NOT_INSTALLED", subject, evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}",
+                                                                 "the API serves no kueue.x-k8s.io group"], **base)
+        return
+    if k.local_queue is None:
+        yield detect("KUEUE_QUEUE_MISSING", subject, role="local", name=k.queue_name,
+                     evidence=[f"LocalQueue {ns}/{k.queue_name} does not exist"]
+                     + _workload_line(k), **base)
+        return
+    cq_name = str((k.local_queue.get("spec") or {}).get("clusterQueue") or "")
+    if k.cluster_queue is None:
+        yield detect("KUEUE_QUEUE_MISSING", subject, role="cluster", name=cq_name,
+                     evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist"]
+                     + _workload_line(k), **base)
+        return
+    base["cluster_queue"] = cq_name
+    stopped = [(f"LocalQueue {ns}/{k.queue_name}", k.local_queue), (f"ClusterQueue {cq_name}", k.cluster_queue)]
+    for label, obj in stopped:
+        policy = str((obj.get("spec") or {}).get("stopPolicy") or "None")
+        if policy != "None":
+            yield detect("KUEUE_CLUSTERQUEUE_STOPPED", subject, role="stopped", name=label, value=policy,
+                         what=f"stopPolicy {policy}", evidence=[f"{label}: spec.stopPolicy {policy}"], **base)
+            return
+    active = condition(k.cluster_queue, "Active")
+    if active is not None and active.get("status") != "True":
+        yield detect("KUEUE_CLUSTERQUEUE_STOPPED", subject, role="inactive", name=f"ClusterQueue {cq_name}",
+                     value=str(active.get("reason") or ""), what=str(active.get("message") or "inactive"),
+                     evidence=[f"ClusterQueue {cq_name} Active=False: {active.get('reason')}: {active.get('message')}"],
+                     **base)
+        return
+    if k.workload is None:
+        if _suspended(facts):
+            yield detect("KUEUE_WORKLOAD_MISSING", subject,
+                         evidence=[f"{ref} is suspended with queue {k.queue_name}, and no Workload is owned by it"],
+                         **base)
+        return
+    yield from _not_admitted(facts, k, subject, ref)
+
+
+def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:
+    wl = k.workload or {}
+    admission = (wl.get("status") or {}).get("admission") or {}
+    cq = str(admission.get("clusterQueue") or "?")
+    rows = quota_rows(k.cluster_queue)
+    borrowed = [
+        f"{fmt_quantity(r.resource, r.borrowed)} {r.resource} in {r.flavor}" for r in rows.values() if r.borrowed
+    ]
+    cohort = cohort_of(k.cluster_queue)
+    what = "within its nominal quota"
+    if borrowed and cohort:
+        what = f"borrowing {', '.join(borrowed)} from cohort {cohort}"
+    evidence = [f"Workload {name_of(wl)}: Admitted=True into ClusterQueue {cq}"]
+    for ps in admission.get("podSetAssignments") or []:
+        usage = ", ".join(f"{r} {v}" for r, v in sorted((ps.get("resourceUsage") or {}).items()))
+        flavors = ", ".join(sorted({str(f) for f in (ps.get("flavors") or {}).values()}))
+        evidence.append(f"  pod set {ps.get('name')}: {usage} (flavor {flavors})")
+    return detect("KUEUE_ADMITTED", subject, name=str((wl.get("metadata") or {}).get("name") or "?"),
+                  cluster_queue=cq, what=what, evidence=evidence, **base)
+
+
+def _check_lines(workload: Obj) -> list[str]:
+    checks = ((workload.get("status") or {}).get("admissionChecks")) or []
+    return [f"admission check {c.get('name')}: {c.get('state')} {c.get('message') or ''}".strip() for c in checks]
+
+
+def _workload_line(k: KueueFacts) -> list[str]:
+    if k.workload is None:
+        return []
+    cond = condition(k.workload, "QuotaReserved") or {}
+    return [f"Workload {name_of(k.workload)}: {cond.get('reason') or ''} {cond.get('message') or ''}".strip()]
+
+
+CHECK = Check(
+    name="queue.kueue",
+    reads=("target", "queues"),
+    emits=(
+        "KUEUE_NOT_INSTALLED",
+        "KUEUE_QUEUE_MISSING",
+        "KUEUE_CLUSTERQUEUE_STOPPED",
+        "KUEUE_WORKLOAD_MISSING",
+        "KUEUE_NOT_ADMITTED",
+        "KUEUE_EVICTED",
+        "KUEUE_ADMITTED",
+    ),
+    run=run,
+)

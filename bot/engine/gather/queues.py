@@ -1,0 +1,205 @@
+"""Loader of the batch-queue fact: Kueue's Workload and queues, Volcano's or KAI's PodGroup and Queue.
+
+Read only for a target that names the system (a queue-name label, a pod-group annotation, the
+system's schedulerName), so a cluster without them, or a pod that does not use them, costs no
+request at all; where one is named, discovery (one cached ``/apis`` read, ``KubeReads.served``)
+says whether the API exists before anything else is asked. A read that fails is raised: the
+gatherer marks the fact unreadable, and no check concludes from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.engine.facts import Facts
+from bot.engine.gather.sources import Sources
+from bot.engine.queue_facts import DraFacts, GangFacts, KueueFacts, QueueFacts
+from bot.errors import NotFoundError
+from bot.kube.dra import pod_claims
+from bot.probes.kube import KubeReads
+
+Obj = dict[str, Any]
+
+KUEUE = "kueue.x-k8s.io"
+#: newest first: Kueue 0.15 serves v1beta2 beside v1beta1
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VOLCANO = "scheduling.volcano.sh"
+VOLCANO_VERSIONS = ("v1beta1",)
+#: the annotation Volcano (and the coscheduling plugin's v1beta1 API) puts on a gang's pods
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+KAI = "scheduling.run.ai"
+KAI_GROUP_VERSIONS = ("v2alpha2",)
+KAI_QUEUE_VERSIONS = ("v2",)
+KAI_GROUP_ANNOTATION = "pod-group-name"
+KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
+DRA = "resource.k8s.io"
+#: newest first: v1 from Kubernetes 1.34, v1beta2 in 1.33, v1beta1 in 1.32
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def _meta(obj: Obj | None) -> Obj:
+    return (obj or {}).get("metadata") or {}
+
+
+def _subjects(facts: Facts) -> list[Obj]:
+    t = facts.target
+    return [o for o in (t.workload, t.pod, *t.owners) if o is not None]
+
+
+def _label(objs: list[Obj], key: str) -> str:
+    for obj in objs:
+        meta = _meta(obj)
+        value = (meta.get("labels") or {}).get(key) or (meta.get("annotations") or {}).get(key)
+        if value:
+            return str(value)
+    return ""
+
+
+async def _version(kube: KubeReads, group: str, versions: tuple[str, ...]) -> str:
+    """The newest of ``versions`` the server serves, "" when none is (not installed)."""
+    for version in versions:
+        if await kube.served(group, version):
+            return version
+    return ""
+
+
+async def _get(kube: KubeReads, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj | None:
+    """The object, or None when it does not exist (an answer, not a failure)."""
+    try:
+        return await kube.get_custom(group, version, plural, name, namespace)
+    except NotFoundError:
+        return None
+
+
+def _owned_by_any(obj: Obj, uids: set[str]) -> bool:
+    refs = _meta(obj).get("ownerReferences") or []
+    if any(r.get("uid") in uids for r in refs):
+        return True
+    return (_meta(obj).get("labels") or {}).get("kueue.x-k8s.io/job-uid") in uids
+
+
+def _admitted_in(workload: Obj) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+
+
+async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
+    subjects = _subjects(facts)
+    queue = _label(subjects, KUEUE_QUEUE_LABEL)
+    if not queue:
+        return None
+    out = KueueFacts(queue_name=queue)
+    version = await _version(kube, KUEUE, KUEUE_VERSIONS)
+    if not version:
+        out.installed = False
+        return out
+    ns = facts.target.namespace
+    uids = {str(_meta(o).get("uid")) for o in subjects if _meta(o).get("uid")}
+    workloads = await kube.list_custom(KUEUE, version, "workloads")
+    mine = [w for w in workloads if _meta(w).get("namespace") == ns and _owned_by_any(w, uids)]
+    mine.sort(key=lambda w: str(_meta(w).get("creationTimestamp", "")), reverse=True)
+    out.workload = mine[0] if mine else None
+    queue = str(((out.workload or {}).get("spec") or {}).get("queueName") or queue)
+    out.queue_name = queue
+    out.local_queue = await _get(kube, KUEUE, version, "localqueues", queue, ns)
+    cq_name = str(((out.local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
+    if not cq_name:
+        return out
+    out.cluster_queue = await _get(kube, KUEUE, version, "clusterqueues", cq_name)
+    own = _meta(out.workload).get("uid")
+    out.admitted = [
+        w for w in workloads if _admitted_in(w) == cq_name and _meta(w).get("uid") != own
+    ]
+    spec = (out.cluster_queue or {}).get("spec") or {}
+    cohort = spec.get("cohort") or spec.get("cohortName")
+    if cohort:
+        queues = await kube.list_custom(KUEUE, version, "clusterqueues")
+        out.cohort_queues = [
+            q
+            for q in queues
+            if ((q.get("spec") or {}).get("cohort") or (q.get("spec") or {}).get("cohortName")) == cohort
+            and _meta(q).get("name") != cq_name
+        ]
+    return out
+
+
+async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
+    pod = facts.target.pod
+    if pod is None:
+        return None
+    meta, spec = _meta(pod), pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    scheduler = str(spec.get("schedulerName") or "")
+    if system == "volcano":
+        group_key, group, versions = VOLCANO_GROUP_ANNOTATION, VOLCANO, VOLCANO_VERSIONS
+        queue_versions = VOLCANO_VERSIONS
+    else:
+        group_key, group, versions, queue_versions = KAI_GROUP_ANNOTATION, KAI, KAI_GROUP_VERSIONS, KAI_QUEUE_VERSIONS
+    name = str(annotations.get(group_key) or "")
+    # Volcano's annotation is its own; KAI's ``pod-group-name`` is generic, so its scheduler must be named too
+    if not name or (system == "kai" and scheduler != "kai-scheduler"):
+        return None
+    out = GangFacts(system=system, group_name=name)
+    version = await _version(kube, group, versions)
+    if not version:
+        out.installed = False
+        return out
+    ns = str(meta.get("namespace") or "")
+    out.pod_group = await _get(kube, group, version, "podgroups", name, ns)
+    if out.pod_group is not None:
+        out.events = await kube.list_events(ns, field_selector=f"involvedObject.name={name}")
+    queue = str(((out.pod_group or {}).get("spec") or {}).get("queue") or "")
+    if system == "kai" and not queue:
+        queue = _label([pod], KAI_QUEUE_LABELS[0]) or _label([pod], KAI_QUEUE_LABELS[1])
+    if system == "volcano" and not queue and out.pod_group is not None:
+        queue = "default"
+    out.queue_name = queue
+    queue_version = await _version(kube, group, queue_versions)
+    if queue and queue_version:
+        out.queue = await _get(kube, group, queue_version, "queues", queue)
+    pods = await kube.list_pods(ns)
+    out.pods = [p for p in pods if (_meta(p).get("annotations") or {}).get(group_key) == name]
+    return out
+
+
+async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
+    pod = facts.target.pod
+    if pod is None or not pod_claims(pod):
+        return None
+    out = DraFacts(version=await _version(kube, DRA, DRA_VERSIONS))
+    if not out.version:
+        return out
+    ns = str(_meta(pod).get("namespace") or "")
+    for claim in pod_claims(pod):
+        if claim.claim:
+            found = await _get(kube, DRA, out.version, "resourceclaims", claim.claim, ns)
+            if found is not None:
+                out.claims[claim.claim] = found
+    classes = await kube.list_custom(DRA, out.version, "deviceclasses")
+    out.device_classes = {str(_meta(c).get("name")): c for c in classes}
+    out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
+    out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
+    return out
+
+
+async def queues(facts: Facts, src: Sources) -> None:
+    """Fill ``facts.queues`` for the target: nothing is read for a system the target does not use."""
+    out = QueueFacts()
+    facts.put("queues", out)
+    if not facts.target.kind or not facts.target.namespace_exists:
+        return
+    out.kueue = await _kueue(facts, src.kube)
+    out.volcano = await _gang(facts, src.kube, "volcano")
+    out.kai = await _gang(facts, src.kube, "kai")
+    out.dra = await _dra(facts, src.kube)
+
+
+async def dra_inventory(facts: Facts, src: Sources) -> None:
+    """Every ResourceSlice and ResourceClaim, for node-status's DRA devices; nothing read (beyond
+    the cached discovery) where resource.k8s.io is not served."""
+    out = DraFacts(version=await _version(src.kube, DRA, DRA_VERSIONS))
+    facts.put("dra_inventory", out)
+    if out.version:
+        out.slices = await src.kube.list_custom(DRA, out.version, "resourceslices")
+        out.all_claims = await src.kube.list_custom(DRA, out.version, "resourceclaims")
+
