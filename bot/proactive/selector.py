@@ -1,53 +1,26 @@
-"""Namespace label selectors of the watch's routes: the equality forms of Kubernetes selectors.
+"""Namespace label selectors of the watch's routes, read with the one selector parser.
 
-``k=v``, ``k==v``, ``k!=v``, ``k`` (has the label), ``!k`` (has not), comma-separated, all must
-hold. Set forms (``in``, ``notin``) are refused at load time rather than half-understood. Its own
-module, importing nothing of gpubot's but errors, so the settings can check a route when loaded.
+A route's ``namespace_selector`` is a Kubernetes label selector in its text form (``k=v``,
+``k==v``, ``k!=v``, ``k``, ``!k``, ``k in (a,b)``, ``k notin (a,b)``, comma-separated, all must
+hold), parsed and matched by ``bot.kube.selectors``. This module only words a selector it cannot
+read as a setting error, so the settings can check a route when loaded; it imports nothing of
+gpubot's but that parser and errors.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 from bot.errors import ConfigError
-
-_KEY = r"(?:[a-z0-9A-Z](?:[-a-z0-9A-Z_.]{0,251}[a-z0-9A-Z])?/)?[a-z0-9A-Z](?:[-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?"
-_VALUE = r"(?:[a-z0-9A-Z](?:[-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?)?"
-_TERM = re.compile(rf"^(?:(?P<not>!)(?P<absent>{_KEY})|(?P<key>{_KEY})(?:\s*(?P<op>==|=|!=)\s*(?P<value>{_VALUE}))?)$")
+from bot.kube.selectors import LabelRequirement, SelectorError, parse_label_selector
 
 
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    #: ``=``, ``!=``, ``exists`` or ``absent``
-    op: str
-    value: str = ""
-
-    def holds(self, labels: Mapping[str, str]) -> bool:
-        if self.op == "exists":
-            return self.key in labels
-        if self.op == "absent":
-            return self.key not in labels
-        if self.op == "=":
-            return labels.get(self.key) == self.value
-        return labels.get(self.key) != self.value
-
-
-def parse_selector(text: str) -> tuple[Requirement, ...]:
-    """An equality-based label selector; ``ConfigError`` for anything else (set forms included)."""
-    out = []
-    for part in text.split(","):
-        match = _TERM.fullmatch(part.strip())
-        if match is None:
-            raise ConfigError(f"namespace_selector: cannot read {part.strip()[:60]!r} (use k=v, k!=v, k or !k)")
-        if match["absent"]:
-            out.append(Requirement(match["absent"], "absent"))
-        elif match["op"] is None:
-            out.append(Requirement(match["key"], "exists"))
-        else:
-            out.append(Requirement(match["key"], "!=" if match["op"] == "!=" else "=", match["value"] or ""))
-    if not out:
+def parse_selector(text: str) -> tuple[LabelRequirement, ...]:
+    """The route's requirements; ``ConfigError`` for text the API would refuse, or for none at all."""
+    try:
+        requirements = parse_label_selector(text)
+    except SelectorError:
+        raise ConfigError(
+            f"namespace_selector: cannot read {text.strip()[:60]!r} (use k=v, k!=v, k, !k, k in (a,b))"
+        ) from None
+    if not requirements:
         raise ConfigError("namespace_selector: empty")
-    return tuple(out)
+    return requirements
