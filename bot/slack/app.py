@@ -18,7 +18,6 @@ from typing import Any
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.error import BoltUnhandledRequestError
-from slack_bolt.middleware.authorization.async_single_team_authorization import AsyncSingleTeamAuthorization
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
@@ -28,6 +27,7 @@ from bot.errors import ConfigError, GpubotError
 from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
+from bot.slack.bolt_adapter import warm_authorization
 from bot.slack.dedupe import RequestDedupe, SharedKeys, request_key
 from bot.slack.hooks import Click, ClickHook, ClickKind, DiagnosisService, RemediationOffers
 from bot.slack.identities import SlackIdentities
@@ -73,9 +73,7 @@ class SlackBot:
         except SlackApiError as exc:
             error = exc.response.get("error", "error")
             raise ConfigError(f"Slack rejected the bot token ({error})") from None
-        for middleware in getattr(self.app, "_async_middleware_list", []):
-            if isinstance(middleware, AsyncSingleTeamAuthorization):
-                middleware.auth_test_result = result
+        warm_authorization(self.app, result)
         await self.service.start()
 
     def after_ack(
