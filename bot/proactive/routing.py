@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.kube.selectors import labels_match
+from bot.kube.selectors import labels_match, parse_label_selector
 from bot.observability import log_event
-from bot.proactive.selector import parse_selector
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
@@ -60,7 +59,8 @@ class Router:
     def __init__(self, config: WatchConfig) -> None:
         self.fallback = config.channel
         self.annotation = config.owner_annotation
-        self.routes = [(parse_selector(r.namespace_selector), r.channel) for r in config.routes]
+        # the settings refused any selector that does not parse (``bot.setting_values.route_selector``)
+        self.routes = [(parse_label_selector(r.namespace_selector), r.channel) for r in config.routes]
         #: every channel this watch may post to: the fallback first
         self.channels = tuple(dict.fromkeys([config.channel, *(r.channel for r in config.routes)]))
 

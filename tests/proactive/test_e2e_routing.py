@@ -16,7 +16,7 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.proactive.routing import owner_of
-from bot.proactive.selector import parse_selector
+from bot.setting_values import route_selector
 from bot.settings import Settings, WatchConfig, WatchRoute, load_settings
 from bot.sim.cluster import SimCluster
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, put, started, stopped
@@ -91,7 +91,7 @@ async def test_node_problems_go_to_the_fallback_channel(mock_slack: MockSlackApi
 
 
 def test_selectors_owners_and_route_settings_are_checked() -> None:
-    assert [r.op for r in parse_selector("team=ml, tier!=dev,gpu,!retired,a==b,t in (x,y)")] == [
+    assert [r.op for r in route_selector("team=ml, tier!=dev,gpu,!retired,a==b,t in (x,y)")] == [
         "=",
         "!=",
         "exists",
@@ -101,7 +101,7 @@ def test_selectors_owners_and_route_settings_are_checked() -> None:
     ]
     for bad in ("team in (ml", "", "a=b=c", "<!channel>"):
         with pytest.raises(ConfigError, match="namespace_selector"):
-            parse_selector(bad)
+            route_selector(bad)
     assert [owner_of(v) for v in ("U0ABC", "W0ABC", "S0ABC", "@ml-team", " U0ABC ")] == [
         "U0ABC",
         "W0ABC",
