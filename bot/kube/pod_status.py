@@ -236,6 +236,24 @@ def _first_unready(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True (what the kubelet says once every container is ready).
+
+    Tolerates a malformed status (a pasted or hostile object): anything unreadable is not ready.
+    """
+    status = pod.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def running_ready(pod: Mapping[str, Any]) -> bool:
+    """Phase Running and Ready: a pod that serves (an agent to exec into, a replica that answers)."""
+    status = pod.get("status")
+    return isinstance(status, Mapping) and status.get("phase") == "Running" and pod_ready(pod)
+
+
 def _all_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     status = pod.get("status") or {}
     return [cs for key in ("initContainerStatuses", "containerStatuses") for cs in status.get(key) or []

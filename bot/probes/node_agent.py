@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
-from bot.kube.pod_status import crash_loop_status
+from bot.kube.pod_status import crash_loop_status, running_ready
 from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, observe_with
 from bot.probes.ssh import CommandResult
 
@@ -101,10 +101,7 @@ def _pod_state(pod: Obj) -> AgentState:
             "",
         )
         return AgentState(name, False, f"Pending: pod {name}" + (f" ({why})" if why else ""))
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
-    if phase != "Running" or not ready:
+    if not running_ready(pod):
         return AgentState(name, False, f"not Ready: pod {name} is {phase or 'in no phase'}")
     return AgentState(name, True)
 

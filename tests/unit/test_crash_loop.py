@@ -1,4 +1,4 @@
-"""The one crash-loop predicate, over every pod state of tests/data/pod_states.yaml.
+"""The one crash-loop and readiness predicate, over every pod state of tests/data/pod_states.yaml.
 
 ``crash_looping`` is the kubelet's own word (a container waiting in CrashLoopBackOff, app or
 init); ``keeps_failing`` also counts the moments between two back-offs (Error, OOMKilled, a failed
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.kube.pod_status import classify, crash_loop_status, crash_looping, keeps_failing
+from bot.kube.pod_status import classify, crash_loop_status, crash_looping, keeps_failing, pod_ready, running_ready
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).resolve().parents[1] / "data/pod_states.yaml").read_text()
@@ -49,3 +49,20 @@ def test_restarts_without_readiness_keep_failing_and_one_container_narrows_it() 
     assert not keeps_failing(state, restarts=0)
     assert keeps_failing(state, restarts=3)
     assert keeps_failing(state, waiting="CrashLoopBackOff", restarts=0)
+
+
+@pytest.mark.parametrize(
+    ("status", "ready", "serving"),
+    [
+        ({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}, True, True),
+        ({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}, False, False),
+        ({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "True"}]}, True, False),
+        ({"phase": "Running", "conditions": "Ready"}, False, False),  # a hostile or pasted object
+        ({"phase": "Running", "conditions": [None, "x", {"type": "Ready", "status": "True"}]}, True, True),
+        ("Running", False, False),
+        (None, False, False),
+    ],
+)
+def test_readiness(status: Any, ready: bool, serving: bool) -> None:
+    assert pod_ready({"status": status}) is ready
+    assert running_ready({"status": status}) is serving
