@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import ROOT, SimProc, emit, sim_process, table
+from bench.common import ANSWERED, ROOT, SimProc, emit, sim_process, table
 from bot.report import DEADLINE_SKIP
 from bot.sim.generate import generate_scenario
 
@@ -91,7 +91,7 @@ def run_cli(config: Path, transport: str, deadline: float) -> tuple[dict[str, An
     err = proc.stderr.read()
     code = proc.wait(timeout=deadline * 3 + 60)
     exited = time.perf_counter() - started
-    if code != 0 or not out:
+    if code not in ANSWERED or not out:
         raise SystemExit(f"gpubot node-status exited {code}: {err.decode(errors='replace')[-2000:]}")
     return json.loads(out), answer, exited
 

@@ -24,9 +24,12 @@ from typing import Any
 
 import yaml
 
+from bot.exit_codes import ExitCode
 from bot.settings import ClusterConfig, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+#: exit statuses of a gpubot run that answered (a benchmark's diagnosis usually reports findings)
+ANSWERED = frozenset({ExitCode.OK, ExitCode.INCOMPLETE, ExitCode.FINDINGS})
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 

@@ -1,3 +1,1 @@
 """gpubot: explains why GPU workloads on Kubernetes do not run, and fixes them only after a confirmation."""
-
-__version__ = "0.1.0"

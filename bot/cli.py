@@ -1,9 +1,9 @@
 """The ``gpubot`` command line: the same commands as Slack, printed as text or JSON.
 
-Exit codes (``bot.exit_codes.ExitCode``, the table in the README): 0 when a complete diagnosis
-was produced (POD_NOT_FOUND is a diagnosis), 3 when the answer is incomplete because reads it
-needed failed (it still prints what it had), 2 on bad usage or an invalid name (one line on
-stderr, never a traceback), 1 on an unexpected internal error.
+Exit codes (``bot.exit_codes``, documented in the README): 0 a complete answer with nothing wrong,
+4 a complete diagnosis reporting a critical or warning finding (POD_NOT_FOUND included), 3 an
+incomplete one (reads it needed failed; it still prints what it had), 2 bad usage or a
+configuration to fix (one line on stderr, never a traceback), 1 an unexpected internal error.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import argparse
 import asyncio
 import atexit
 import gc
-import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,6 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from bot.cli_output import emit_report, output_format
+from bot.cli_progress import progress_for
 from bot.commands import (
     GLOBAL_OPTIONS,
     TAGLINE,
@@ -34,11 +36,12 @@ from bot.commands import (
     usage,
 )
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
-from bot.exit_codes import ExitCode
+from bot.exit_codes import ExitCode, diagnosis_status
 from bot.names import printable
-from bot.render_text import render_text
-from bot.report import Report
-from bot.settings import ClusterConfig, Settings, load_settings
+from bot.scenario_files import resolve_scenario
+from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
+from bot.suggest import did_you_mean
+from bot.version import version
 
 log = logging.getLogger("gpubot")
 
@@ -78,9 +81,10 @@ class _Parser(argparse.ArgumentParser):
         self._intermixed = False
 
     def error(self, message: str) -> NoReturn:
-        text = printable(message)  # argparse echoes unrecognized words as typed
+        text = printable(_with_suggestion(message, self.command))  # argparse echoes words as typed
         if self.command is not None:
-            raise UsageError(f"{text}. usage: {usage(self.command, 'cli')}")
+            stop = "" if text.endswith("?") else "."
+            raise UsageError(f"{text}{stop} usage: {usage(self.command, 'cli')}")
         raise UsageError(text if self.prog == "gpubot" else f"{self.prog}: {text}")  # main adds "gpubot: "
 
     def parse_known_args(  # type: ignore[override]
@@ -97,6 +101,25 @@ class _Parser(argparse.ArgumentParser):
         if extras:  # here, where the error can carry this command's usage
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def _with_suggestion(message: str, command: Command | None) -> str:
+    """argparse's error with the close match of what was mistyped: a command word ("invalid
+    choice") or an option of the command ("unrecognized arguments")."""
+    bad = _INVALID_CHOICE.search(message)
+    if bad:
+        choices = [c.strip().strip("'") for c in bad["choices"].split(",")]
+        return f"unknown command '{bad['word']}'{did_you_mean(bad['word'], choices)} (gpubot --help lists them)"
+    if message.startswith("unrecognized arguments: "):
+        options = command.options_for("cli") if command is not None else GLOBAL_OPTIONS
+        flags = [f for o in options for f in o.flags] + ([] if command is not None else ["--help"])
+        typed = [w.partition("=")[0] for w in message.split(": ", 1)[1].split() if w.startswith("-")]
+        hints = [did_you_mean(w, flags) for w in typed]
+        return message + next((h for h in hints if h), "")
+    return message
 
 
 def _add_option(p: argparse.ArgumentParser, opt: Option) -> None:
@@ -127,6 +150,17 @@ def _add_command(sub: Any, word: str, cmd: Command) -> None:
     p.set_defaults(spec=cmd)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: reads the package metadata only when asked (every other command skips it)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:  # noqa: A002
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"gpubot {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's parsers, one per command of the table (``bot.commands.COMMANDS``)."""
     parser = _Parser(
@@ -134,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=f"gpubot: {TAGLINE}",
         epilog="gpubot COMMAND --help shows a command's options. In Slack the same diagnoses are /gpu COMMAND.",
     )
+    parser.add_argument("--version", action=_VersionAction, help="print gpubot's version and exit")
     for opt in GLOBAL_OPTIONS:
         _add_option(parser, opt)
     parser.set_defaults(spec=None)
@@ -179,22 +214,41 @@ def invocation_from_args(args: argparse.Namespace) -> Invocation:
     return build_invocation(args.spec, vars(args), "cli")
 
 
-def _emit(report: Report, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
-        print(render_text(report), end="")
+def _with_kubeconfig(settings: Settings, path: str) -> Settings:
+    """--kubeconfig PATH replaces the default cluster's kubeconfig (as kubectl's flag does)."""
+    if not path:
+        return settings
+    if not Path(path).expanduser().is_file():
+        raise ConfigError(f"--kubeconfig {printable(path)}: no such file")
+    first = replace(settings.clusters[0], kubeconfig=str(Path(path).expanduser()), in_cluster=False)
+    return replace(settings, clusters=(first, *settings.clusters[1:]))
+
+
+def _one_object(spec: Command, args: argparse.Namespace) -> None:
+    """-A on a command about one pod: kubectl's habit, answered with what to type instead."""
+    if not getattr(args, "all_namespaces", False) or not any(a.name == "target" for a in spec.args):
+        return  # node-status and other cluster-wide commands: nodes have no namespace, -A changes nothing
+    raise UsageError(
+        f"-A: {spec.name} diagnoses one pod or workload, so it needs its namespace: -n NAMESPACE "
+        "(kubectl get pods -A --field-selector metadata.name=NAME finds it)"
+    )
+
+
+def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> Settings:
+    """``--node-access`` applied to the settings, and ``--scenario`` resolved: the file as given,
+    else the bundled scenario of that name (``bot.scenario_files``)."""
+    if args.scenario:
+        args.scenario = resolve_scenario(args.scenario)
+    return with_node_access(settings, args.node_access)
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
-    settings = _with_context(_settings(args), "" if args.scenario else inv.cluster)
-    if args.node_access:
-        if args.node_access not in ("agent", "ssh"):
-            raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
-        settings = replace(settings, node_access=args.node_access)
-    if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
+    _one_object(args.spec, args)
+    fmt = output_format(args, args.spec)
+    settings = _with_kubeconfig(_settings(args), getattr(args, "kubeconfig", "") or "")
+    settings = _with_context(settings, "" if args.scenario else inv.cluster)
+    settings = _node_access_and_scenario(args, settings)
     # A one-shot diagnosis allocates millions of objects (the client's modules, parsed API pages)
     # and frees nearly all of them by reference counting: the cyclic collector's scans over that
     # churn (about 50 collections, 0.10-0.12 s of a cold why-pending at 100,000 pods, measured with
@@ -204,8 +258,11 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from bot.oneshot import run_invocation
 
     deadline = _started() + settings.command_deadline_s  # from process start, client setup included
-    report = asyncio.run(run_invocation(inv, settings, scenario=args.scenario, deadline=deadline))
-    _emit(report, args.json)
+    with progress_for(fmt) as progress:  # on a terminal: what is being read, erased before the answer
+        report = asyncio.run(
+            run_invocation(inv, settings, scenario=args.scenario, deadline=deadline, progress=progress)
+        )
+    emit_report(report, fmt)
     png = getattr(args, "png", "")
     if png:
         from bot.node_picture import render_node_picture
@@ -215,7 +272,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
         print(f"picture: {printable(png)}", file=sys.stderr)
-    return ExitCode.INCOMPLETE if not report.complete else ExitCode.OK
+    if not report.complete:  # an incomplete answer outranks what it found
+        return ExitCode.INCOMPLETE
+    return diagnosis_status(f.severity for f in report.findings)
 
 
 def _cmd_runbook(args: argparse.Namespace) -> int:
@@ -254,7 +313,8 @@ def _cmd_runbooks(args: argparse.Namespace) -> int:
 def _cmd_sim(args: argparse.Namespace) -> int:
     from bot.sim.runner import run_sim_foreground
 
-    return run_sim_foreground(args.scenario, generate=args.generate, write=args.write)
+    scenario = resolve_scenario(args.scenario) if args.scenario and not args.generate else args.scenario
+    return run_sim_foreground(scenario, generate=args.generate, write=args.write)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -267,7 +327,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    return run_demo(as_json=args.json)
+    return run_demo(as_json=output_format(args, args.spec) == "json")
 
 
 def _cmd_act(args: argparse.Namespace) -> int:
@@ -275,8 +335,8 @@ def _cmd_act(args: argparse.Namespace) -> int:
 
     names = ("node", "pod", "namespace", "label", "value", "copy_from")
     params = {k: getattr(args, k) for k in names if getattr(args, k)}
-    if args.scenario and not Path(args.scenario).is_file():
-        raise UsageError(f"scenario file not found: {printable(args.scenario)}")
+    if args.scenario:
+        args.scenario = resolve_scenario(args.scenario)
     return run_act(_settings(args), args.action, params, dry_run=args.dry_run, assume_yes=args.yes,
                    scenario=args.scenario)
 
@@ -284,13 +344,45 @@ def _cmd_act(args: argparse.Namespace) -> int:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from bot.oneshot import run_audit
 
-    return run_audit(_settings(args), since=args.since, as_json=args.json, limit=args.limit)
+    as_json = output_format(args, args.spec) == "json"
+    return run_audit(_settings(args), since=args.since, as_json=as_json, limit=args.limit)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from bot.doctor.render import render_doctor
+    from bot.doctor.run import run_doctor, run_doctor_on_scenario
+
+    cluster = args.cluster or ""
+    settings = _with_kubeconfig(_settings(args), getattr(args, "kubeconfig", "") or "")
+    settings = _node_access_and_scenario(args, _with_context(settings, "" if args.scenario else cluster))
+    if args.scenario:
+        report = asyncio.run(run_doctor_on_scenario(settings, args.scenario))
+    else:
+        report = asyncio.run(run_doctor(settings, cluster=cluster))
+    if output_format(args, args.spec) == "json":
+        import json
+
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(render_doctor(report), end="")
+    return int(report.exit_code)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
     from bot.capture.cli import capture_command
 
-    return capture_command(args, _with_context(_settings(args), args.cluster or ""))
+    settings = _with_kubeconfig(_settings(args), getattr(args, "kubeconfig", "") or "")
+    return capture_command(args, _with_context(settings, args.cluster or ""))
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from bot.completion import SHELLS, script
+
+    if args.shell not in SHELLS:
+        hint = did_you_mean(args.shell, SHELLS)
+        raise UsageError(f"completion {printable(args.shell)}: use bash, zsh or fish{hint}")
+    print(script(args.shell), end="")
+    return 0
 
 
 #: the handler of every CLI command that is not a diagnosis (those all go to _cmd_diagnose)
@@ -304,6 +396,8 @@ _HANDLERS: dict[str, Any] = {
     "audit": _cmd_audit,
     "act": _cmd_act,
     "capture": _cmd_capture,
+    "doctor": _cmd_doctor,
+    "completion": _cmd_completion,
 }
 
 
@@ -332,6 +426,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None = None) -> int:
     tune_gc()
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["__complete"]:  # hidden: what the completion scripts ask for (bot.completion)
+        from bot.completion import complete_main
+
+        return complete_main(words[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -340,7 +439,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if spec is None:
             if not args.command:
                 parser.print_help()
-                return 2
+                return ExitCode.USAGE
             group = [usage(c, "cli") for c in commands_for("cli") if c.name.startswith(args.command + " ")]
             raise UsageError("usage: " + " | ".join(group))
         handler = _cmd_diagnose if spec.diagnosis else _HANDLERS[spec.name]
@@ -349,16 +448,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
         first = exc.user_message.splitlines()[0] if exc.user_message else type(exc).__name__
         extra = len(exc.user_message.splitlines()) - 1
         print(f"gpubot: {first}" + (f" (+{extra} more)" if extra > 0 else ""), file=sys.stderr)
-        return 2
+        return ExitCode.CONFIG if isinstance(exc, ConfigError | ScenarioError) else ExitCode.USAGE
     except GpubotError as exc:
         print(f"gpubot: {exc.user_message.splitlines()[0]}", file=sys.stderr)
-        return 1
+        return ExitCode.INTERNAL
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - never a traceback for a user
         log.debug("internal error", exc_info=True)
         print(f"gpubot: internal error ({type(exc).__name__}); rerun with -v for details", file=sys.stderr)
-        return 1
+        return ExitCode.INTERNAL
 
 
 def run() -> NoReturn:

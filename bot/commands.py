@@ -19,6 +19,8 @@ from typing import Any, Literal
 from bot.errors import InvalidNameError, UsageError
 from bot.identity import Identity
 from bot.names import parse_target, shown, validate_name, validate_namespace
+from bot.suggest import did_you_mean
+from bot.version import version
 
 #: the longest raw input we look at; beyond this it is rejected before parsing
 MAX_INPUT = 2000
@@ -142,32 +144,56 @@ CLUSTER = Option(("--cluster", "--context"), "cluster", "NAME",
                  "a configured cluster, or (CLI) a kubeconfig context", check=_cluster)
 SCENARIO = Option(("--scenario",), "scenario", "FILE", "run against a fresh simulator of this scenario file",
                   surfaces=CLI_ONLY)
-JSON = Option(("--json",), "json", help="print one JSON object", surfaces=CLI_ONLY, default=False)
+JSON = Option(("--json",), "json", help="print one JSON object (the same as -o json)", surfaces=CLI_ONLY,
+              default=False)
+#: output formats of a diagnosis; ``--json`` is ``-o json``
+OUTPUT_FORMATS = ("text", "json", "yaml", "wide")
+OUTPUT = Option(("-o", "--output"), "output", "text|json|yaml|wide",
+                "output format: text (default), json (one object), yaml, wide (text, lines never wrapped)",
+                surfaces=CLI_ONLY)
+#: ``audit`` and ``demo`` print text or JSON only
+OUTPUT_TEXT_JSON = Option(("-o", "--output"), "output", "text|json", "output format (default: text)",
+                          surfaces=CLI_ONLY)
+KUBECONFIG = Option(("--kubeconfig",), "kubeconfig", "PATH",
+                    "kubeconfig file (default: the setting, then $KUBECONFIG, then ~/.kube/config)",
+                    surfaces=CLI_ONLY)
+ALL_NAMESPACES = Option(("-A", "--all-namespaces"), "all_namespaces",
+                        help="as in kubectl: accepted where the command is not about one namespaced object",
+                        surfaces=CLI_ONLY, default=False)
+#: ``pending -A``: every namespace (both surfaces: it is part of the Invocation)
+PENDING_ALL = Option(("-A", "--all-namespaces"), "all_namespaces", help="every namespace (default: -n's)",
+                     check=lambda flag: True, default=False)
 PRIVATE = Option(("--private",), "private", help="answer only to you", surfaces=SLACK_ONLY, check=_private)
 PUBLIC = Option(("--public",), "private", help="answer in the channel where the default is private",
                 surfaces=SLACK_ONLY, check=_private)
-NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
-                     "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
+NODE_ACCESS = Option(("--node-access",), "node_access", "auto|agent|ssh",
+                     "how node reads reach the nodes: exec into the gpubot-node agent, SSH, or auto (the agent "
+                     "where its pods run, else SSH where a key is set; default: settings)",
                      surfaces=CLI_ONLY)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
+_POD_OPTIONS = (NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC, KUBECONFIG, OUTPUT, ALL_NAMESPACES)
 
 COMMANDS: tuple[Command, ...] = (
     Command("why-pending", "why a GPU pod or workload does not run: the cause, its evidence and the fix",
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
                       help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
-            options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True, surfaces=BOTH),
+            options=_POD_OPTIONS,
+            diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",
             args=(Arg("nodes", "NODE", count="any", check=_node, help="nodes (default: every GPU node)"),),
             options=(CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC,
                      Option(("--png",), "png", "FILE", "also draw the cards by node and state as a PNG in FILE",
-                            surfaces=CLI_ONLY)),
+                            surfaces=CLI_ONLY), KUBECONFIG, OUTPUT, ALL_NAMESPACES),
             diagnosis=True, surfaces=BOTH),
     Command("nvml", "NVML and device access inside a pod's GPU containers",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True,
-            surfaces=BOTH),
+            args=(POD,), options=_POD_OPTIONS, diagnosis=True, surfaces=BOTH),
     Command("verify", "the container GPU verification chain (read-only)",
-            args=(POD,), options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True,
-            surfaces=BOTH),
+            args=(POD,), options=_POD_OPTIONS, diagnosis=True, surfaces=BOTH),
+    Command("pending", "every GPU pod of the namespace (-A: the cluster) that does not run, grouped by root "
+            "cause, the worst first, one line per workload with the fix in a few words",
+            options=(NAMESPACE, PENDING_ALL, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC, KUBECONFIG,
+                     OUTPUT),
+            diagnosis=True, surfaces=BOTH),
     Command("runbook", "list the guides, or print one",
             args=(Arg("topic", "NAME", count="optional", check=_runbook, what="runbook name"),), surfaces=BOTH),
     Command("help", "what gpubot can do", surfaces=BOTH),
@@ -180,7 +206,7 @@ COMMANDS: tuple[Command, ...] = (
                             "nodes=N,gpu_nodes=G,pods=P,seed=S: a generated scenario"),
                      Option(("--write",), "write", "FILE", "with --generate: write the scenario YAML here and exit"))),
     Command("serve", "run the Slack bot (Socket Mode or HTTP mode, from settings)"),
-    Command("demo", "run the built-in demo on the bundled scenarios", options=(JSON,)),
+    Command("demo", "run the built-in demo on the bundled scenarios", options=(JSON, OUTPUT_TEXT_JSON)),
     Command("act", "run one remediation after showing its plan (typed confirmation)",
             args=(Arg("action", "ACTION", help="e.g. kubelet.restart, checkpoint.clear, pod.delete, namespace.label"),),
             options=(Option(("--node",), "node", "NODE"), Option(("--pod",), "pod", "POD"),
@@ -205,9 +231,15 @@ COMMANDS: tuple[Command, ...] = (
                      Option(("--anonymize",), "anonymize", default=False,
                             help="rename nodes, namespaces, pods and workloads consistently (the GPU stack and "
                                  "system namespaces keep their names); the mapping is printed, not written"),
-                     NODE_ACCESS)),
+                     NODE_ACCESS, KUBECONFIG)),
+    Command("doctor", "check this installation: API permissions, state CRDs, node agents, one node read, "
+            "Slack tokens and scopes, the Alertmanager token; a fix for each failure (exit 4: broken, 3: not "
+            "checkable)", options=(CLUSTER, SCENARIO, JSON, OUTPUT_TEXT_JSON, NODE_ACCESS, KUBECONFIG)),
+    Command("completion", "print the shell completion script (bash: source <(gpubot completion bash); zsh: the "
+            "same with zsh; fish: gpubot completion fish | source)",
+            args=(Arg("shell", "bash|zsh|fish", help="the shell"),)),
     Command("audit", "print the audit trail",
-            options=(Option(("--since",), "since", "WHEN", "30m, 2h, 7d or an ISO timestamp"), JSON,
+            options=(Option(("--since",), "since", "WHEN", "30m, 2h, 7d or an ISO timestamp"), JSON, OUTPUT_TEXT_JSON,
                      Option(("--limit",), "limit", "N", "at most N entries", type=int, default=200))),
 )
 
@@ -241,7 +273,7 @@ def usage(cmd: str | Command, surface: Surface) -> str:
 
 def help_lines(surface: Surface) -> list[str]:
     """The commands part of ``/gpu help`` and ``gpubot help``: a usage line and summary each."""
-    lines = [f"gpubot: {TAGLINE}", ""]
+    lines = [f"gpubot: {TAGLINE} (version {version()})", ""]
     lines += [f"  {usage(c, surface)} — {c.summary}" for c in commands_for(surface)]
     return lines
 
@@ -269,11 +301,15 @@ class Invocation:
     private: bool | None = None
     #: per-user authority: the Kubernetes identity the diagnosis reads as (None: the bot's own)
     identity: Identity | None = None
+    #: ``pending -A``: every namespace instead of ``namespace``
+    all_namespaces: bool = False
 
     def target(self) -> dict[str, str | list[str]]:
         """The target as reported in JSON and headers."""
         if self.command == "node-status":
             return {"nodes": list(self.nodes)}
+        if self.command == "pending":
+            return {"namespace": "*" if self.all_namespaces else self.namespace}
         spec = _BY_NAME.get(self.command)
         if spec is not None and not spec.diagnosis:
             return {"topic": self.topic} if self.topic else {}
@@ -327,7 +363,8 @@ def parse_invocation(argv: Sequence[str], *, surface: Surface = "cli") -> Invoca
     word, rest = argv[0], list(argv[1:])
     cmd = next((c for c in offered if c.name == word), None)
     if cmd is None:
-        raise UsageError(f"unknown command {shown(word, limit=30)}. commands: {names}")
+        hint = did_you_mean(word, [c.name for c in offered])
+        raise UsageError(f"unknown command {shown(word, limit=30)}{hint}" + ("" if hint else f". commands: {names}"))
     return build_invocation(cmd, _split(cmd, rest, surface), surface)
 
 
@@ -344,7 +381,8 @@ def _split(cmd: Command, rest: list[str], surface: Surface) -> dict[str, Any]:
             continue
         opt, value = _match_option(word, by_flag)
         if opt is None:
-            raise usage_error(cmd, f"unknown option {shown(word, limit=30)}", surface)
+            hint = did_you_mean(word.partition("=")[0], by_flag)
+            raise usage_error(cmd, f"unknown option {shown(word, limit=30)}{hint}", surface)
         if not opt.metavar:  # a switch: its value is the flag itself
             if value is not None:
                 raise usage_error(cmd, f"{opt.flags[0]} takes no value", surface)

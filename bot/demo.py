@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 from bot.commands import parse_invocation
 from bot.oneshot import run_invocation
 from bot.render_text import render_text
+from bot.scenario_files import bundled_scenario_dir
 from bot.settings import load_settings
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIO_DIR = bundled_scenario_dir()
 
 #: (scenario file, command line, what it shows)
 DEMO_STEPS: tuple[tuple[str, str, str], ...] = (

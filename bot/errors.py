@@ -136,12 +136,22 @@ class NotFoundError(KubeApiError):
         super().__init__(message, status=404, kind="not_found", read=read, server=server)
 
 
+#: the switch that reads nodes the other way, named by every node-read failure (by transport)
+NODE_ACCESS_SWITCH: dict[str, str] = {
+    "ssh": "--node-access agent (setting node_access) reads through the gpubot-node agent instead",
+    "agent": "--node-access ssh (setting node_access, with ssh_key_path) reads over SSH instead",
+}
+
+
 class NodeProbeError(ProbeError):
     """Reading a node failed; ``reason`` is one of refused, timeout, auth, host-key, error (and,
-    through the node agent, agent-missing); ``via`` names the transport (ssh or agent)."""
+    through the node agent, agent-missing); ``via`` names the transport (ssh or agent), and the
+    message the switch that changes it: the fix is often the other transport, not this one."""
 
     def __init__(self, node: str, reason: str, detail: str = "", *, via: str = "ssh") -> None:
         text = f"node {node}: {via} {reason}" + (f" ({detail})" if detail else "")
+        if via in NODE_ACCESS_SWITCH:
+            text += f"; {NODE_ACCESS_SWITCH[via]}"
         super().__init__(text)
         self.node = node
         self.reason = reason

@@ -7,6 +7,7 @@ report that could not read what it needed says so by its status even when it fou
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -27,3 +28,14 @@ class ExitCode(IntEnum):
     FINDINGS = 4
     #: interrupted by the user (Ctrl-C)
     INTERRUPTED = 130
+
+
+#: severities that make a complete diagnosis exit ``FINDINGS`` (info findings are notes, not problems)
+PROBLEM_SEVERITIES = frozenset({"critical", "warning"})
+
+
+def diagnosis_status(severities: Iterable[str]) -> ExitCode:
+    """The status of a complete diagnosis from its findings' severities: ``FINDINGS`` when one is
+    critical or a warning (``POD_NOT_FOUND`` included: the answer is "it does not exist"), else
+    ``OK``. Read failures (``INCOMPLETE``) are decided before this, by the caller."""
+    return ExitCode.FINDINGS if any(s in PROBLEM_SEVERITIES for s in severities) else ExitCode.OK

@@ -9,39 +9,61 @@ and neither imports the other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
+from functools import partial
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
+from bot.engine.progress import Progress, no_progress
+from bot.errors import GpubotError
 from bot.remediation.audit import AuditLog
+from bot.remediation.service import RemediationService
 from bot.remediation.store import PendingStore
-from bot.remediation.terminal import cli_act, os_actor, print_audit
+from bot.remediation.terminal import cli_act, os_actor, print_audit, recover_abandoned, running_records
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
 
 
 async def run_invocation(
-    inv: Invocation, settings: Settings, *, scenario: str = "", deadline: float | None = None
+    inv: Invocation,
+    settings: Settings,
+    *,
+    scenario: str = "",
+    deadline: float | None = None,
+    progress: Progress = no_progress,
 ) -> Report:
     """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
-    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now)."""
+    (``time.monotonic()``) is when the answer is due (default: the command's deadline from now);
+    ``progress`` is told what is being done (the CLI's progress line).
+
+    With a scenario, the time the simulator takes to start (imports, keys, servers) moves the deadline
+    on: it stands in for a cluster that would already be running, so it is not the cluster's time.
+    """
     if scenario:
+        starting = time.monotonic()
         from bot.sim.cluster import SimCluster
 
+        progress(f"starting a simulated cluster of {scenario}")
         async with SimCluster.from_file(scenario) as sim:
+            if deadline is not None:
+                deadline += time.monotonic() - starting
             sim_settings = sim.settings(
                 runbook_dir=settings.runbook_dir, strict_checks=settings.strict_checks, node_access=settings.node_access
             )
             service = Service(sim_settings)
             try:
-                return await service.run(replace(inv, cluster=""), deadline=deadline)
+                return await service.run(replace(inv, cluster=""), deadline=deadline, progress=progress)
             finally:
                 await service.close()
     service = Service(settings)
     try:
-        return await service.run(inv, deadline=deadline)
+        return await service.run(inv, deadline=deadline, progress=progress)
     finally:
         await service.close()
 
@@ -56,16 +78,35 @@ def shared_remediation_state(settings: Settings, clients: KubeClients) -> tuple[
 
 
 def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
-    """``gpubot audit``: the state file's trail, or with ``state: kubernetes`` the shared one."""
-    if settings.state != "kubernetes":
+    """``gpubot audit``: the state file's trail, or with ``state: kubernetes`` the shared one.
+
+    A run the trail shows as still running whose process stopped renewing it is restored and
+    recorded ``interrupted`` first (this needs the cluster; without it the trail is still printed).
+    """
+    if settings.state != "kubernetes" and not running_records(None, settings):
         return print_audit(settings, since=since, as_json=as_json, limit=limit)
 
     async def read() -> int:
-        clients = KubeClients(settings)
+        notes: list[str] = []
+        try:
+            clients = KubeClients(settings)
+        except GpubotError as exc:
+            if settings.state == "kubernetes":
+                raise
+            # the trail is still worth printing; what could not be restored is said first
+            notes = [f"could not restore the runs still marked running: {exc.user_message}"]
+            return await asyncio.to_thread(
+                partial(print_audit, notes=notes), settings, since=since, as_json=as_json, limit=limit
+            )
         try:
             shared = shared_remediation_state(settings, clients)
+            try:
+                if await asyncio.to_thread(running_records, shared, settings):
+                    notes = await recover_abandoned(RemediationService(settings, clients, state=shared))
+            except GpubotError as exc:
+                notes = [f"could not restore the runs still marked running: {exc.user_message}"]
             audit = shared[1] if shared else None
-            show = print_audit
+            show = partial(print_audit, notes=notes)
             return await asyncio.to_thread(show, settings, since=since, as_json=as_json, limit=limit, audit=audit)
         finally:
             await clients.close()
@@ -101,6 +142,18 @@ def run_act(
             await clients.close()
 
     async def go() -> int:
+        async with stopped_by_signals() as got:
+            try:
+                return await on_cluster()
+            except asyncio.CancelledError:
+                if not got:
+                    raise
+        # the run stopped at its step, restored the node and recorded "cancelled" (as for Ctrl-C)
+        print(f"gpubot: stopped by {got[0].name}; the action was cancelled and what it changed restored "
+              "(see gpubot audit)", file=sys.stderr)
+        return 128 + int(got[0])
+
+    async def on_cluster() -> int:
         if not scenario:
             return await act(settings)
         from bot.sim.cluster import SimCluster
@@ -114,3 +167,31 @@ def run_act(
             ))
 
     return asyncio.run(go())
+
+
+@contextlib.asynccontextmanager
+async def stopped_by_signals() -> AsyncIterator[list[signal.Signals]]:
+    """SIGTERM and SIGHUP (a closed terminal, ``kill``) stop a run as Ctrl-C does: they cancel
+    the running task, so an action stops at its step, restores what it changed and records it;
+    the signals received are listed in what this yields."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    got: list[signal.Signals] = []
+
+    def stop(sig: signal.Signals) -> None:
+        got.append(sig)
+        if task is not None:
+            task.cancel()
+
+    handled = []
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop, sig)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+            pass
+    try:
+        yield got
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)

@@ -8,6 +8,8 @@ package implements exactly these with exactly these required parameters.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 #: action -> parameters it cannot run without (``findings.md``); every one runs behind a confirmation
 ACTIONS: dict[str, frozenset[str]] = {
     "pod.delete": frozenset({"namespace", "pod"}),
@@ -20,3 +22,29 @@ ACTIONS: dict[str, frozenset[str]] = {
     "node.uncordon": frozenset({"node"}),
 }
 ACTION_NAMES: frozenset[str] = frozenset(ACTIONS)
+
+#: what each action does, in the words of a button (the target follows after " · ")
+ACTION_LABELS: dict[str, str] = {
+    "pod.delete": "Delete pod",
+    "qgpu.restart-manager": "Restart qgpu-manager",
+    "qgpu.rollout-restart": "Rollout-restart the qGPU DaemonSets",
+    "kubelet.restart": "Restart kubelet",
+    "checkpoint.clear": "Clear the device-plugin checkpoint",
+    "namespace.label": "Label namespace",
+    "node.cordon": "Cordon node",
+    "node.uncordon": "Uncordon node",
+}
+
+
+def action_target(params: Mapping[str, str]) -> str:
+    """What an offer acts on, as a person names it: the node, ``ns/pod``, or the namespace."""
+    if params.get("pod"):
+        return f"{params.get('namespace', '')}/{params['pod']}".lstrip("/")
+    return str(params.get("node") or params.get("namespace") or "")
+
+
+def action_label(action: str, params: Mapping[str, str] | None = None) -> str:
+    """``Restart qgpu-manager · tcs-10-29-25-5``: the action in words, then its target."""
+    words = ACTION_LABELS.get(action, action)
+    target = action_target(params or {})
+    return f"{words} · {target}" if target else words

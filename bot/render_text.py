@@ -11,7 +11,8 @@ import textwrap
 from functools import partial
 
 from bot.report import Report, skip_lines
-from bot.report_groups import Fix, group_findings, verdict
+from bot.report_groups import FindingGroup, Fix, group_findings, verdict
+from bot.terminal import Terminal
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
@@ -20,6 +21,10 @@ _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 MAX_TARGETS_LISTED = 20
 
 MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
+#: the colour of each severity's mark on a terminal
+MARK_STYLE = {"critical": ("red", "bold"), "warning": ("yellow", "bold"), "info": ("blue",)}
+#: no terminal: plain text
+PLAIN = Terminal()
 
 
 def _target_text(report: Report) -> str:
@@ -30,6 +35,9 @@ def _target_text(report: Report) -> str:
         return f"{prefix}{t.get('name')} in {t.get('namespace')}"
     if t.get("nodes"):
         return "nodes " + ", ".join(map(str, t["nodes"]))
+    if report.command == "pending":
+        where = str(t.get("namespace") or "default")
+        return "in every namespace" if where == "*" else f"in {where}"
     return "all GPU nodes" if report.command == "node-status" else ""
 
 
@@ -78,30 +86,74 @@ def _n(value: object) -> str:
     return str(value)
 
 
-def _params(fix: Fix) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(fix.remediation.params.items()))
-
-
-def _offer_lines(fixes: list[Fix], width: int) -> list[str]:
+def _offer_lines(group: FindingGroup, width: int) -> list[str]:
     """Each action once, worded by its first target, then the other targets on one line: the
-    same fix on thirty nodes is two lines, not thirty (Slack shows them as buttons instead)."""
-    by_action: dict[str, list[Fix]] = {}
-    for fix in fixes:
-        by_action.setdefault(fix.action, []).append(fix)
+    same fix on thirty nodes is two lines, not thirty (Slack shows a node picker instead). The
+    first line is the verdict's fix; each says how to run it here (``gpubot act``)."""
     lines = []
-    for action, same in by_action.items():
-        first = same[0].remediation
-        lines.append(f"     => offer {action} {_params(same[0])}: {first.summary}".rstrip())
-        others = [_params(f) for f in same[1:]]
+    for same in group.actions():
+        first = same[0]
+        lines += _wrap(f"=> {first.label()}: {first.remediation.summary}".rstrip(": "), width,
+                       initial_indent="     ", subsequent_indent="          ")
+        others = [f.target for f in same[1:]]
         if others:
             shown = others[:MAX_TARGETS_LISTED]
             more = f" and {len(others) - len(shown)} more" if len(others) > len(shown) else ""
             lines += _wrap(f"the same for {', '.join(shown)}{more}", width, initial_indent="        ",
                            subsequent_indent="        ")
+        lines.append(f"        run: gpubot act {first.action}{_act_flags(first)}")
     return lines
 
 
-def render_text(report: Report, *, width: int = 100) -> str:
+def _act_flags(fix: Fix) -> str:
+    """``--node NODE`` for ``gpubot act``: the first target's parameters as its options."""
+    return "".join(f" --{k.replace('_', '-')} {v}" for k, v in sorted(fix.remediation.params.items()))
+
+
+def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int) -> list[str]:
+    """``1. [CRITICAL] CODE: title`` (or ``on`` where, then each title), wrapped at ``width``; the
+    mark is coloured after wrapping so escape codes never count as columns."""
+    mark = MARK.get(group.severity, group.severity)
+    sub = f"{indent}       "
+    if len(group.findings) == 1:
+        lines = _wrap(f"{indent}{n}. {mark} {group.code}: {group.lead.title}", width, subsequent_indent=sub)
+    else:
+        lines = _wrap(f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}",
+                      width, subsequent_indent=sub)
+        for title in group.titles:
+            lines += _wrap(title, width, initial_indent=f"{indent}     * ", subsequent_indent=sub)
+    painted = term.paint(mark, *MARK_STYLE.get(group.severity, ()))
+    return [lines[0].replace(mark, painted, 1), *lines[1:]]
+
+
+def _evidence(group: FindingGroup, indent: str) -> list[str]:
+    return [f"{indent}       | {part}" for ev in group.evidence for part in (str(ev).splitlines() or [""])]
+
+
+def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> list[str]:
+    lines = _head(str(i), group, "", term, width) + _evidence(group, "")
+    if group.explanation:
+        lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
+    if group.fixes:
+        lines.append("     Fix, least invasive first:")
+        lines += _offer_lines(group, width)
+    steps = group.next_steps
+    if steps:
+        lines.append("     Next steps:")
+    for step in steps:
+        head, *rest = step.rstrip().split("\n")
+        lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
+        lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
+    for j, consequence in enumerate(group.consequences):
+        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term, width)
+        lines.append(f"          explained by {group.code} (fix that first); the evidence:")
+        lines += _evidence(consequence, "   ")
+    return lines
+
+
+def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN) -> str:
+    """The report as terminal text, wrapped at ``width``; ``term`` colours the severities and the
+    verdict when it is a colour terminal (the words are the same either way)."""
     if report.text:
         return report.text
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
@@ -111,7 +163,11 @@ def render_text(report: Report, *, width: int = 100) -> str:
         lines.append(f"cluster: {report.cluster}   elapsed: {report.elapsed_ms} ms{read_as}")
     lines.append("")
     found = verdict(report)
-    said = ["No problem found."] if found is None else [*_wrap(found.text(), width, subsequent_indent="  "), ""]
+    said = ["No problem found."] if found is None else [
+        *(term.paint(line, "bold") for line in _wrap(found.text(), width, subsequent_indent="  ")),
+        *([f"Found: {found.counts}."] if found.counts else []),
+        "",
+    ]
     if found is not None and found.incomplete:  # what could not be read is said before anything else
         lines += said
         said = []
@@ -122,22 +178,7 @@ def render_text(report: Report, *, width: int = 100) -> str:
     if report.story is not None:
         lines += render_story(report, width)
     for i, group in enumerate(group_findings(report.findings), 1):
-        mark = MARK.get(group.severity, group.severity)
-        if len(group.findings) == 1:
-            lines.append(f"{i}. {mark} {group.code}: {group.lead.title}")
-        else:
-            lines.append(f"{i}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}")
-            lines += [f"     * {title}" for title in group.titles]
-        for ev in group.evidence:
-            for part in str(ev).splitlines() or [""]:
-                lines.append(f"       | {part}")
-        if group.explanation:
-            lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
-        for step in group.next_steps:
-            head, *rest = step.rstrip().split("\n")
-            lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
-            lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
-        lines += _offer_lines(group.fixes, width)
+        lines += _group_lines(i, group, width, term)
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")

@@ -46,6 +46,9 @@ class Finding:
     rank: int = 50
     #: the object the finding is about (``node/NAME``, ``pod/NS/NAME``); views group by it
     subject: str = ""
+    #: the code of the finding in the same report that explains this one (the catalogue's
+    #: ``consequence_of``); views fold it under that cause. Empty: it stands on its own
+    explained_by: str = ""
 
     def sort_key(self) -> tuple[int, int]:
         """Most likely root cause first: severity, then rank."""
@@ -54,6 +57,8 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("rank")
+        if not self.explained_by:  # additive: only consequences carry the field
+            data.pop("explained_by")
         return data
 
 

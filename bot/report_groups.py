@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from bot.engine.unreadable import CODES as READ_CODES
 from bot.engine.unreadable import incomplete_line
+from bot.registry import ACTION_LABELS, action_label, action_target
 from bot.report import Finding, NodeRow, Remediation, Report
 
 #: a fix's identity: the action and its sorted parameters
@@ -48,10 +49,14 @@ class Fix:
     def action(self) -> str:
         return self.remediation.action
 
+    @property
+    def target(self) -> str:
+        """What it acts on, as a person names it (``tcs-1``, ``ns/pod``); empty for the cluster."""
+        return action_target(self.remediation.params)
+
     def label(self) -> str:
-        """``kubelet.restart tcs-1``: the action and its parameter values (a button's text)."""
-        values = " ".join(str(v) for _, v in sorted(self.remediation.params.items()))
-        return f"{self.action} {values}".strip()
+        """``Restart kubelet · tcs-1``: the action in the catalogue's words and its target."""
+        return action_label(self.action, self.remediation.params)
 
 
 @dataclass
@@ -60,8 +65,11 @@ class FindingGroup:
 
     code: str
     findings: list[Finding]
-    #: the distinct fixes this group offers first (a fix an earlier group offered is not repeated)
+    #: the distinct fixes this group offers first (a fix an earlier group offered is not repeated);
+    #: a cause's list also holds the fixes its consequences offer, after its own
     fixes: list[Fix] = field(default_factory=list)
+    #: groups of findings this cause explains (``Finding.explained_by``), folded under it
+    consequences: list[FindingGroup] = field(default_factory=list)
 
     @property
     def lead(self) -> Finding:
@@ -91,6 +99,10 @@ class FindingGroup:
         return self.lead.explanation
 
     @property
+    def explained_by(self) -> str:
+        return self.lead.explained_by
+
+    @property
     def next_steps(self) -> list[str]:
         """The members' next steps interleaved by position, repeats dropped (a step that names
         a node appears once per node, next to its siblings)."""
@@ -99,6 +111,21 @@ class FindingGroup:
 
     def where(self) -> str:
         return where_text(self.subjects)
+
+    def first_fix(self) -> str:
+        """The first thing to do about this cause, as the verdict and the group's own fix list
+        both say it: the first offered action (merged across its targets), else the first next
+        step that is not background reading."""
+        if self.fixes:
+            return fix_text(self.fixes)
+        return step_head(self.next_steps[0]) if self.next_steps and not _background(self.next_steps[0]) else ""
+
+    def actions(self) -> list[list[Fix]]:
+        """The fixes by action, in fix order: ``[[restart-manager a, b], [kubelet.restart a, b]]``."""
+        by_action: dict[str, list[Fix]] = {}
+        for fix in self.fixes:
+            by_action.setdefault(fix.action, []).append(fix)
+        return list(by_action.values())
 
 
 @dataclass(frozen=True)
@@ -118,6 +145,9 @@ class Verdict:
         """What the cause is called: with failed reads it is only what the rest showed."""
         return "Found in what could be read" if self.incomplete else "Root cause"
 
+    #: "1 cause, 2 consequences": how many causes the report holds and what they explain
+    counts: str = ""
+
     def text(self) -> str:
         parts = []
         if self.cause:
@@ -134,13 +164,23 @@ class Verdict:
 
 def group_findings(findings: Sequence[Finding]) -> list[FindingGroup]:
     """Findings grouped by code, groups in the order of their first finding (root cause first);
-    each distinct fix belongs to the first group offering it, in fix order."""
+    a consequence (``explained_by``) is folded under its cause's group; each distinct fix belongs
+    to the first group offering it, in fix order, a consequence's fixes to its cause."""
     groups: dict[str, FindingGroup] = {}
+    folded: dict[str, FindingGroup] = {}
     for finding in findings:
-        groups.setdefault(finding.code, FindingGroup(finding.code, [])).findings.append(finding)
+        into = folded if finding.explained_by else groups
+        into.setdefault(finding.code, FindingGroup(finding.code, [])).findings.append(finding)
+    for code, group in folded.items():
+        cause = groups.get(group.explained_by)
+        if cause is None:  # its cause was filtered out of this view: it stands on its own
+            groups[code] = group
+        else:
+            cause.consequences.append(group)
     seen: set[FixKey] = set()
     for group in groups.values():
-        for fix in _fix_order(group.findings):
+        members = [group, *group.consequences]
+        for fix in [f for m in members for f in _fix_order(m.findings)]:
             if fix.key not in seen:
                 seen.add(fix.key)
                 group.fixes.append(fix)
@@ -152,6 +192,25 @@ def distinct_fixes(findings: Sequence[Finding]) -> list[Fix]:
     return [fix for group in group_findings(findings) for fix in group.fixes]
 
 
+def counts_text(groups: Sequence[FindingGroup]) -> str:
+    """``1 cause, 2 consequences``: critical causes, warnings, what they explain, and notes."""
+    causes = sum(1 for g in groups if g.severity == "critical")
+    warnings = sum(1 for g in groups if g.severity == "warning")
+    notes = sum(1 for g in groups if g.severity not in ("critical", "warning"))
+    consequences = sum(len(g.consequences) for g in groups)
+    parts = [
+        _plural(causes, "cause"),
+        _plural(warnings, "warning"),
+        _plural(consequences, "consequence"),
+        _plural(notes, "note"),
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _plural(n: int, word: str) -> str:
+    return "" if n == 0 else f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _fix_order(findings: Sequence[Finding]) -> list[Fix]:
     """The catalogue lists a finding's offers least invasive first: take the first offer of every
     member, then the second of every member, and so on (restart-manager on both nodes before
@@ -161,9 +220,10 @@ def _fix_order(findings: Sequence[Finding]) -> list[Fix]:
 
 
 def verdict(report: Report) -> Verdict | None:
-    """The root cause (the first group), where it was found and the first fix; ``None`` when
-    nothing was found. Reads that failed come first (``incomplete``), and the cause is then the
-    first finding that rests on what could be read."""
+    """The root cause (the first group), where it was found and the first fix (the same words
+    the group's fix list starts with); ``None`` when nothing was found. Reads that failed come
+    first (``incomplete``), and the cause is then the first finding that rests on what could be
+    read."""
     incomplete = incomplete_line(report.unreadable)
     groups = [g for g in group_findings(report.findings) if not incomplete or g.code not in READ_CODES]
     if not groups:
@@ -172,20 +232,33 @@ def verdict(report: Report) -> Verdict | None:
     cause = top.lead.title
     if len(top.findings) > 1:
         cause += f" (and the same on {len(top.findings) - 1} more)"
-    return Verdict(top.severity, cause, top.where(), _first_fix(top), incomplete)
+    return Verdict(top.severity, cause, top.where(), top.first_fix(), incomplete, counts_text(groups))
 
 
-def _first_fix(group: FindingGroup) -> str:
-    """The first fix, merged across objects (``kubelet.restart on a, b``), else the first step."""
-    if group.fixes:
-        action = group.fixes[0].action
-        same = [f for f in group.fixes if f.action == action]
-        if len(same) == 1:
-            return same[0].remediation.summary or same[0].label()
-        targets = [" ".join(v for _, v in sorted(f.remediation.params.items())) for f in same]
-        return f"{action} on {', '.join(targets)}"
-    steps = [s for s in group.next_steps if not s.startswith("Background:")]
-    return steps[0].split("\n", 1)[0] if steps else ""
+def fix_text(fixes: Sequence[Fix]) -> str:
+    """The first action of ``fixes`` on every target it is offered for, in words:
+    ``Restart qgpu-manager on a, b``; one target alone reads as its offer's summary."""
+    action = fixes[0].action
+    same = [f for f in fixes if f.action == action]
+    if len(same) == 1:
+        return same[0].remediation.summary or same[0].label()
+    targets = [f.target for f in same if f.target]
+    words = ACTION_LABELS.get(action, action)
+    return f"{words} on {', '.join(targets)}" if targets else words
+
+
+def step_head(step: str) -> str:
+    """A next step's first line as a sentence: a step that introduces a snippet (``Add this
+    toleration …:`` then YAML) says where the snippet is instead of ending on a colon."""
+    head, _, rest = step.strip().partition("\n")
+    head = head.rstrip()
+    if head.endswith(":"):
+        head = head[:-1].rstrip() + (", as shown in the next steps" if rest.strip() else "")
+    return head
+
+
+def _background(step: str) -> bool:
+    return step.startswith("Background:")
 
 
 def where_text(subjects: Sequence[str]) -> str:

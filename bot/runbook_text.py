@@ -11,6 +11,7 @@ from bot.engine.runbooks import RunbookSet, list_guides, render_guide_text
 from bot.errors import UsageError
 from bot.names import shown
 from bot.report import Report
+from bot.suggest import did_you_mean
 
 
 def help_text(runbooks: RunbookSet, surface: Surface = "cli") -> str:
@@ -32,5 +33,6 @@ def runbook_report(runbooks: RunbookSet, inv: Invocation) -> Report:
     guide = runbooks.guides.get(inv.topic)
     if guide is None:
         names = ", ".join(sorted(runbooks.guides))
-        raise UsageError(f"unknown runbook {shown(inv.topic)}; available: {names}")
+        hint = did_you_mean(inv.topic, runbooks.guides)
+        raise UsageError(f"unknown runbook {shown(inv.topic)}{hint}" + ("" if hint else f"; available: {names}"))
     return Report(command="runbook", target={"topic": inv.topic}, text=render_guide_text(guide))

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable
 
 from bot.aio import in_daemon_thread
 from bot.clients import Clients, KubeClients
 from bot.commands import Invocation, Surface, command_prefix
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
+from bot.engine.progress import Progress, no_progress
 from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
 from bot.errors import KubeApiError
 from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
-from bot.report import Report
+from bot.report import Report, Unreadable
 from bot.runbook_text import help_text, runbook_report
 from bot.settings import Settings
 
@@ -62,11 +64,14 @@ class Service:
     def ready(self) -> bool:
         return self._ready
 
-    async def run(self, inv: Invocation, *, deadline: float | None = None) -> Report:
+    async def run(
+        self, inv: Invocation, *, deadline: float | None = None, progress: Progress = no_progress
+    ) -> Report:
         """Run one invocation; diagnosis problems come back inside the report, never as exceptions.
 
         ``deadline`` (``time.monotonic()``) is when the answer is due; by default the command's
-        deadline from now. The CLI passes its process's start plus the deadline.
+        deadline from now. The CLI passes its process's start plus the deadline. ``progress`` is
+        told what is being read as it happens (the CLI's progress line).
         """
         if inv.command == "help":
             return Report(command="help", target={}, text=self.help_text(inv.surface))
@@ -79,7 +84,14 @@ class Service:
         if deadline is None:
             deadline = time.monotonic() + self.settings.command_deadline_s
         cluster = self.settings.cluster(inv.cluster or None)
+        progress(f"connecting to cluster {cluster.name}")
         clients = await self._clients(cluster.name, inv, deadline)
+        if inv.command == "pending":  # many why-pending diagnoses, grouped by cause (bot.pending)
+            report = await self._pending(inv, clients, deadline, progress)
+            report.cluster = cluster.name
+            report.read_as = str(inv.identity) if inv.identity is not None else ""
+            report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+            return report
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
@@ -99,6 +111,7 @@ class Service:
                 ssh_pool=self.ssh_pool,
                 node_exec=clients.exec.run_read if clients.exec is not None else None,
                 slow_nodes=self.slow_nodes,
+                progress=progress,
             )
         report = await run_diagnosis(
             runbook,
@@ -129,6 +142,26 @@ class Service:
         except TimeoutError:
             detail = "the client could not be set up within the command's deadline (kubeconfig credential plugin?)"
             return KubeApiError(f"cluster {cluster}: {detail}", kind="timeout", detail=detail)
+
+    async def _pending(
+        self, inv: Invocation, clients: Clients | KubeApiError, deadline: float, progress: Progress
+    ) -> Report:
+        """``pending``: the pending GPU pods, each a why-pending within this command's deadline."""
+        from bot.pending import pending_report
+
+        def one(pod: Invocation) -> Awaitable[Report]:
+            return self.run(pod, deadline=deadline, progress=progress)
+
+        if isinstance(clients, KubeApiError):
+            report = Report(command="pending", target=inv.target())
+            report.unreadable.append(Unreadable.of(clients, "pending pods"))
+            return report
+        try:
+            return await pending_report(clients.reads, inv, one, progress=progress)
+        except KubeApiError as exc:  # the pods could not be listed: nothing is known, nothing concluded
+            report = Report(command="pending", target=inv.target())
+            report.unreadable.append(Unreadable.of(exc, "pending pods"))
+            return report
 
     def help_text(self, surface: Surface = "cli") -> str:
         return help_text(self.runbooks, surface)

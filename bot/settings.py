@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, UsageError
 from bot.identity import Identity, parse_identity_map
+from bot.names import printable
 from bot.setting_values import (
     QuietHours,
     as_text,
@@ -25,6 +26,7 @@ from bot.setting_values import (
     read_yaml_file,
     route_selector,
 )
+from bot.state_path import default_state_path
 from bot.yaml_marks import YamlInputError, load_yaml
 
 ENV_PREFIX = "GPUBOT_"
@@ -32,7 +34,7 @@ ENV_PREFIX = "GPUBOT_"
 #: how the bot talks to Slack (the values ``slack_mode`` accepts; the Helm chart's schema reads them)
 SlackMode = Literal["socket", "http"]
 #: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
-NodeAccess = Literal["agent", "ssh"]
+NodeAccess = Literal["auto", "agent", "ssh"]
 #: where pending actions, the audit trail and retry keys live: one SQLite file (one replica; the
 #: CLI and the demo) or objects on the Kubernetes API (several replicas; the Helm chart's default)
 StateBackend = Literal["sqlite", "kubernetes"]
@@ -175,9 +177,10 @@ class Settings:
     #: Slack channel ids where answers go only to the asker unless they type ``--public``
     #: (``*``: everywhere); elsewhere an answer is private only with ``--private``
     private_channels: tuple[str, ...] = ()
-    #: how node reads reach GPU nodes: "ssh" (the settings below) or "agent" (exec into the
-    #: gpubot-node DaemonSet pod on the node, in ``namespace``; the Helm chart's default)
-    node_access: NodeAccess = "ssh"
+    #: how node reads reach GPU nodes: "agent" (exec into the gpubot-node DaemonSet pod on the
+    #: node, in ``namespace``), "ssh" (the settings below), or "auto": the agent when its pods
+    #: exist in ``namespace``, else SSH when a key is set, else no node reads (said in one line)
+    node_access: NodeAccess = "auto"
     #: the namespace gpubot and its node agents run in
     namespace: str = "gpubot"
     #: SSH user for node probes
@@ -212,8 +215,8 @@ class Settings:
     #: of the default cluster, with leader election, so several replicas can run)
     state: StateBackend = "sqlite"
     #: SQLite file for pending actions and the audit trail (``state: sqlite``; with "kubernetes"
-    #: only the proactive watch's memory stays in it)
-    state_path: str = "gpubot-state.db"
+    #: only the proactive watch's memory stays in it); default ``$XDG_STATE_HOME/gpubot/state.db``
+    state_path: str = field(default_factory=default_state_path)
     #: seconds the leader's Lease (``gpubot-leader``) is valid without renewal (``state:
     #: kubernetes``); it renews every third of it, and a replica takes over after it runs out
     leader_lease_s: float = 15.0
@@ -350,6 +353,15 @@ def _watches(raw: Any, *, text_ok: bool = False) -> tuple[WatchConfig, ...]:
     return tuple(out)
 
 
+def with_node_access(settings: Settings, given: str | None) -> Settings:
+    """``settings`` with the ``--node-access`` option applied (None or "": unchanged)."""
+    if not given:
+        return settings
+    if given not in get_args(NodeAccess):
+        raise UsageError(f"--node-access {printable(given)}: use {', '.join(get_args(NodeAccess))}")
+    return replace(settings, node_access=given)  # type: ignore[arg-type]
+
+
 def load_settings(
     *, env: Mapping[str, str] | None = None, config_file: str | None = None, **overrides: Any
 ) -> Settings:
@@ -382,6 +394,8 @@ def load_settings(
     values.update(overrides)
     for fname in overrides:
         origin[fname] = "override"
+    if "state_path" not in values:
+        values["state_path"] = default_state_path(env)  # the environment given, not this process's
     unknown = sorted(set(values) - set(known), key=str)
     if unknown:
         where = origin.get(str(unknown[0]), "settings")
@@ -451,7 +465,7 @@ def _check(s: Settings) -> None:
     if s.leader_lease_s < 2:
         raise ConfigError("setting leader_lease_s: must be at least 2 seconds")
     if s.node_access not in get_args(NodeAccess):
-        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'agent' or 'ssh'")
+        raise ConfigError(f"setting node_access: {s.node_access!r} is not 'auto', 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):
         raise ConfigError(f"setting log_level: expected one of {', '.join(get_args(LogLevel))}")
     if s.ssh_concurrency < 1:

@@ -34,6 +34,7 @@ from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
 from bot.proactive.fleet import FleetReads
 from bot.proactive.kube_store import KubeProblemStore
+from bot.proactive.watcher import ActingOn
 from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
 from bot.remediation.audit import AuditLog
@@ -173,7 +174,10 @@ def build_bot(
         remediation_grace_s=remediation.remediation.max_action_s if remediation is not None else None,
         seen=seen,
     )
-    watchers = build_watchers(settings, service, web, shared.problems, is_leader=shared.leader.is_leader)
+    watchers = build_watchers(
+        settings, service, web, shared.problems, is_leader=shared.leader.is_leader,
+        acting=remediation.remediation.acting_on if remediation is not None else None,
+    )
     if watchers:
         register_watch_buttons(slack, Snoozer(watchers[0].store))
     server = SlackServer(slack, settings)
@@ -211,6 +215,7 @@ def build_watchers(
     problems: ProblemStore | None = None,
     *,
     is_leader: Callable[[], bool] = lambda: True,
+    acting: ActingOn | None = None,
 ) -> list[Watcher]:
     """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems`` (on the
     Kubernetes API), else the state file's problem table; only while ``is_leader()`` do they read and
@@ -237,6 +242,7 @@ def build_watchers(
             reads=reads_of(w.cluster),
             is_leader=is_leader,
             fleet=fleet,
+            acting=acting,
         )
         for w in enabled
     ]

@@ -12,7 +12,7 @@ stamp="$venv/.gpubot-installed"
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
   echo "installing gpubot and its dependencies into .venv (log: .venv/install.log)" >&2
-  if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e "$root[dev,png]" >"$venv/install.log" 2>&1; then
+  if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e "${root}[dev,png]" >"$venv/install.log" 2>&1; then
     tail -30 "$venv/install.log" >&2
     exit 1
   fi

@@ -11,11 +11,12 @@ What it writes, each from its one source:
   ``bot/registry.py`` and ``bot/remediation/policy.py``; ``slack.mode`` from ``SlackMode``.
 - ``README.md``, between its markers: the values table, from the schema's descriptions and
   ``values.yaml``'s defaults, and the table of settings the chart sets itself.
-- ``Chart.yaml`` ``version`` and ``appVersion``: the package version in ``pyproject.toml``.
 - ``templates/_gpu_nodes.tpl``: the node affinity terms of the per-node DaemonSets (node agent,
   actuator), from the labels ``bot/kube/gpu.py`` counts as marking a GPU machine.
 
 The rest of the schema (image, Secrets, switches) is written by hand in ``values.schema.json``.
+``Chart.yaml``'s ``version`` and ``appVersion`` are written by hand too, in the same commit as
+``pyproject.toml``'s version (the one source): tests/deploy/test_chart.py fails while they differ.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import inspect
 import json
 import re
 import sys
-import tomllib
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,7 +45,6 @@ from bot.registry import ACTION_NAMES  # noqa: E402
 from bot.remediation.policy import ID_FORMS  # noqa: E402
 
 CHART = REPO / "deploy" / "helm" / "gpubot"
-PYPROJECT = REPO / "pyproject.toml"
 
 #: settings the chart sets itself (from other values), never through ``config``
 CHART_OWNED: dict[str, str] = {
@@ -280,20 +279,6 @@ def readme_text(current: str, schema: dict[str, Any], values: dict[str, Any]) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Chart.yaml versions
-
-
-def package_version() -> str:
-    return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
-
-
-def chart_text(current: str) -> str:
-    version = package_version()
-    text = re.sub(r"(?m)^version: .*$", f"version: {version}", current, count=1)
-    return re.sub(r"(?m)^appVersion: .*$", f'appVersion: "{version}"', text, count=1)
-
-
-# ---------------------------------------------------------------------------------------------
 # GPU node affinity, from bot/kube/gpu.py
 
 
@@ -319,14 +304,13 @@ def gpu_nodes_text() -> str:
 
 def generate(chart: Path) -> dict[Path, str]:
     """Every generated file of ``chart`` with the text it should have."""
-    schema_path, readme_path, chart_path = chart / "values.schema.json", chart / "README.md", chart / "Chart.yaml"
+    schema_path, readme_path = chart / "values.schema.json", chart / "README.md"
     schema = schema_text(schema_path.read_text(encoding="utf-8"))
     values = yaml.safe_load((chart / "values.yaml").read_text(encoding="utf-8"))
     readme = readme_text(readme_path.read_text(encoding="utf-8"), json.loads(schema), values)
     return {
         schema_path: schema,
         readme_path: readme,
-        chart_path: chart_text(chart_path.read_text(encoding="utf-8")),
         chart / "templates" / "_gpu_nodes.tpl": gpu_nodes_text(),
     }
 

@@ -30,6 +30,7 @@ from bot.actions.steps import StepLog
 from bot.errors import ActionError, GpubotError, error_text
 from bot.probes.checkpoint import CheckpointEntry
 from bot.probes.node import ssh_target_for
+from bot.probes.node_access import ssh_configured
 
 #: systemctl itself can take a while on a loaded node; the connection deadline stays the setting's
 MIN_SYSTEMCTL_TIMEOUT_S = 30.0
@@ -52,8 +53,15 @@ async def read_node(ctx: ActionContext, node: str) -> dict[str, Any]:
 
 
 def node_via(ctx: ActionContext) -> str:
-    """How the node's commands travel, as step lines name it: "actuator" (``node_access: agent``) or "ssh"."""
-    return "actuator" if ctx.settings.node_access == "agent" else "ssh"
+    """How the node's commands travel, as step lines name it: "actuator" (``node_access: agent``) or "ssh".
+
+    ``auto`` decides without a call: SSH where a key is configured (a lab run from a terminal),
+    else the actuator, which the remediation component installs wherever node actions may run
+    (the chart mounts an SSH key only for ``node_access: ssh``)."""
+    access = ctx.settings.node_access
+    if access == "auto":
+        access = "ssh" if ssh_configured(ctx.settings, ctx.cluster) else "agent"
+    return "actuator" if access == "agent" else "ssh"
 
 
 def shell_for(ctx: ActionContext, node: str, node_obj: dict[str, Any] | None) -> NodeShell:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from bot.capture.run import Request, run_capture
 from bot.capture.select import Scope
 from bot.errors import UsageError
 from bot.names import printable, validate_name, validate_namespace
-from bot.settings import Settings
+from bot.settings import Settings, with_node_access
 
 NODE_SCOPES = ("gpu", "all")
 
@@ -30,9 +29,6 @@ def request_from_args(args: argparse.Namespace, settings: Settings) -> Request:
 
 def capture_command(args: argparse.Namespace, settings: Settings) -> int:
     """Validate, then capture (``bot.capture.run``)."""
-    if args.node_access:
-        if args.node_access not in ("agent", "ssh"):
-            raise UsageError(f"--node-access {printable(args.node_access)}: use agent or ssh")
-        settings = replace(settings, node_access=args.node_access)
+    settings = with_node_access(settings, args.node_access)
     request = request_from_args(args, settings)
     return run_capture(settings, args.cluster or "", request)

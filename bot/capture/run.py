@@ -29,6 +29,7 @@ from bot.names import printable
 from bot.probes.exec import PodExec
 from bot.probes.kube_client import new_api_client
 from bot.probes.node import NodeObservation, NodeTransport, observe_many
+from bot.probes.node_access import decide
 from bot.settings import ClusterConfig, Settings
 
 Obj = dict[str, Any]
@@ -99,10 +100,15 @@ async def capture(settings: Settings, cluster_name: str, scope: Scope, *, anonym
         kept = select(read, scope)
         gpu = gpu_node_names(kept.nodes, kept.pods)  # the bot's judgement, its own agents left out
         nodes = {str(n["metadata"]["name"]): n for n in kept.nodes if n["metadata"].get("name") in gpu}
+        decision = await decide(settings, cluster, reader)
+        notes = [decision.why] if decision.transport == "none" and nodes else []
+        if decision.transport != "none":
+            settings = replace(settings, node_access=decision.transport)
+        nodes = nodes if decision.transport != "none" else {}
         results, recorder = await _read_nodes(settings, cluster, reader, nodes)
     finally:
         reader.close()
-    cap = _assemble(settings, cluster, kept, version, results, recorder)
+    cap = _assemble(settings, cluster, replace(kept, notes=[*kept.notes, *notes]), version, results, recorder)
     return anonymized(cap, settings.namespace) if anonymize else cap
 
 

@@ -39,6 +39,12 @@ REMEDIATIONS = "gpuremediations"
 AUDIT_RECORDS = "gpuauditrecords"
 KEYS = "gpukeys"
 WATCH_RECORDS = "gpuwatchrecords"
+#: every kind of gpubot's state. How the code uses them, which the custom-object calls cannot
+#: show (their URL names no plural): the audit trail is append-only (never updated or deleted),
+#: and only pending actions are claimed through a status subresource
+PLURALS = (REMEDIATIONS, AUDIT_RECORDS, KEYS, WATCH_RECORDS)
+APPEND_ONLY = frozenset({AUDIT_RECORDS})
+WITH_STATUS = frozenset({REMEDIATIONS})
 
 
 class Conflict(Exception):

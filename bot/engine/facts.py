@@ -4,6 +4,11 @@ Loaders (``bot.engine.gather``) fill the base facts; derived facts are computed 
 on first use, and cached. Every accessor raises ``FactNotGathered`` when the runner did not
 gather what it rests on, so a check that reads a fact it did not declare fails loudly in tests
 instead of silently seeing nothing.
+
+Every base fact says how it was obtained: read (gathered, whatever it holds), absent (read and
+empty: a 404, an empty list) or unreadable (in ``Facts.unreadable``, the failed reads with their
+class in ``Facts.failures``). An unreadable fact holds its empty value only so nothing crashes;
+the runner runs no check that rests on it.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import cast
 import bot
 from bot.engine.check import Check
 from bot.engine.checks import builtin_checks
-from bot.engine.runbook_model import Runbook, RunbookSet
+from bot.engine.runbook_model import FindingTemplate, Runbook, RunbookSet
 from bot.engine.runbook_schema import (
     KINDS,
     Doc,
@@ -215,9 +215,34 @@ def _cross_check(
                     doc.err((key, i), f"no guidance runbook named '{ref}'{suggest(ref, rs.guides)}")
     if catalogue_doc is not None:
         for template in rs.catalogue.values():
+            _check_causes(catalogue_doc, template, rs.catalogue)
             if template.docs and template.docs not in rs.guides:
                 catalogue_doc.err(
                     ("findings", template.code, "docs"),
                     f"docs of {template.code}: no guidance runbook named '{template.docs}'"
                     + suggest(template.docs, rs.guides),
                 )
+
+
+def _check_causes(doc: Doc, template: FindingTemplate, catalogue: Mapping[str, FindingTemplate]) -> None:
+    """``consequence_of`` names codes of the catalogue, and following it never comes back to the
+    finding (a cycle would leave no cause to fold under)."""
+    for i, cause in enumerate(template.consequence_of):
+        path = ("findings", template.code, "consequence_of", i)
+        if cause not in catalogue:
+            doc.err(path, f"consequence_of of {template.code}: no finding '{cause}'{suggest(cause, catalogue)}")
+        elif template.code in _causes_behind(cause, catalogue):
+            doc.err(path, f"consequence_of of {template.code}: {cause} leads back to {template.code} (a cycle)")
+
+
+def _causes_behind(code: str, catalogue: Mapping[str, FindingTemplate]) -> set[str]:
+    """Every code reachable from ``code`` through ``consequence_of``, ``code`` included."""
+    seen: set[str] = set()
+    todo = [code]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in catalogue:
+            continue
+        seen.add(current)
+        todo.extend(catalogue[current].consequence_of)
+    return seen

@@ -82,6 +82,9 @@ class FindingTemplate:
     roles: dict[str, Role] = field(default_factory=dict)
     #: codes (or ``PREFIX_*``) whose presence makes this finding redundant: it is dropped
     unless: tuple[str, ...] = ()
+    #: codes this finding is a consequence of: when one of them is in the same report (on the same
+    #: node, for two node findings), the views fold this finding under it as "explained by"
+    consequence_of: tuple[str, ...] = ()
     #: name of a guidance runbook that explains the background (shown as a next step)
     docs: str = ""
     source: str = ""

@@ -41,7 +41,7 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
 }
 _FINDING_KEYS = (
     {"severity", "title", "explanation", "next_steps"},
-    {"rank", "offers", "roles", "unless", "docs"},
+    {"rank", "offers", "roles", "unless", "consequence_of", "docs"},
 )
 _OFFER_KEYS = ({"action", "summary"}, {"params", "when", "when_not", "each"})
 _ROLE_KEYS = ({"rank"}, {"severity"})
@@ -188,6 +188,12 @@ def _read_finding(
     for i, pattern in enumerate(unless):
         if not _CODE.match(pattern.rstrip("*").rstrip("_") or "?"):
             doc.err((*path, "unless", i), f"'{pattern}' is not a finding code or CODE_PREFIX_*")
+    consequence_of = []
+    for i, cause in enumerate(_text_list(doc, entry, "consequence_of", path)):
+        if not _CODE.match(cause) or cause == code:
+            doc.err((*path, "consequence_of", i), f"'{cause}' is not another finding's code")
+        else:
+            consequence_of.append(cause)
     docs = _text(doc, entry, "docs", path, one_line=True).strip()
     return FindingTemplate(
         code=code,
@@ -199,6 +205,7 @@ def _read_finding(
         rank=rank,
         roles=roles,
         unless=tuple(unless),
+        consequence_of=tuple(consequence_of),
         docs=docs,
         source=doc.source,
         line=doc.at(path),

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from bot.engine import unreadable
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
+from bot.engine.consequences import link_consequences
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
@@ -128,7 +129,8 @@ def capped(evidence: Iterable[str]) -> list[str]:
 
 
 def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[str, object]) -> list[Finding]:
-    """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted."""
+    """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted,
+    consequences of another finding marked (``consequence_of:``)."""
     detections = list(detections)
     present = {d.code for d in detections}
     findings: list[Finding] = []
@@ -144,6 +146,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
             seen.add(key)
             findings.append(finding)
     findings.sort(key=Finding.sort_key)
+    link_consequences(findings, lambda code: runbooks.template(code).consequence_of)
     return findings
 
 
@@ -162,6 +165,7 @@ async def run_diagnosis(
     strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
     await gather(facts, sources, reads_of(runbook, checks))
+    sources.progress(f"running {len(runbook.checks)} checks")
     # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)
     report = await asyncio.to_thread(_conclude, runbook, runbooks, facts, checks, strict, command_prefix)
     report.skipped = list(facts.skipped)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bot.errors import ConfigError
 from bot.proactive.problems import Problem
+from bot.state_path import ensure_state_dir
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS watch_problems (
@@ -100,10 +101,11 @@ class ProblemStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         try:
+            ensure_state_dir(self.path)
             with self._connect() as db:
                 for statement in _SCHEMA:
                     db.execute(statement)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"state database {self.path}: cannot open ({exc})") from None
 
     @contextmanager

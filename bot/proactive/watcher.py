@@ -56,6 +56,10 @@ from bot.settings import WatchConfig
 log = logging.getLogger("gpubot.watch")
 
 
+#: (cluster, nodes) -> the nodes a gpubot action holds now, each with what acts on it
+ActingOn = Callable[[str, list[str]], Awaitable[dict[str, str]]]
+
+
 @dataclass
 class SweepResult:
     """What one sweep did (logged, and read by tests and the benchmark)."""
@@ -72,6 +76,8 @@ class SweepResult:
     held: list[str] = field(default_factory=list)
     #: fingerprints of new, non-critical problems waiting for the quiet hours to end
     deferred: list[str] = field(default_factory=list)
+    #: fingerprints not reported because gpubot itself is acting on their node (its Lease is held)
+    acting: list[str] = field(default_factory=list)
     #: this replica is not the leader: nothing was read or posted
     skipped: bool = False
 
@@ -95,8 +101,11 @@ class Watcher:
         reads: Callable[[], KubeReads] | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         fleet: FleetReads | None = None,
+        acting: ActingOn | None = None,
     ) -> None:
         self.config = config
+        #: which of these nodes a gpubot action holds now (node -> what acts); ``None``: no actions
+        self.acting = acting
         #: the cluster's reads (the watch-fed cache in ``serve``) for the pending trigger; ``None``:
         #: no pending trigger (a stand-in diagnosis service without clients)
         self.reads = reads
@@ -242,12 +251,23 @@ class Watcher:
             return SweepResult(skipped=True)
         now = self.clock()
         found = {p.fingerprint: p for p in problems}
+        busy = await self._busy_nodes(found.values(), what=what)
+        if busy:
+            # a node gpubot is restarting is not Ready, by design: neither post, edit nor resolve it
+            held_back = [fp for fp, p in found.items() if _node_of(p) in busy]
+            for fp in held_back:
+                del found[fp]
+            shown = visible
+
+            def visible(problem: Problem) -> bool:
+                return _node_of(problem) not in busy and shown(problem)
+
         known: dict[str, OpenProblem] = {}
         for channel in self.router.channels:
             for fp, row in self.store.open_problems(cfg.cluster, channel).items():
                 known.setdefault(fp, row)
         routes = await self._routes(found.values())
-        result = SweepResult()
+        result = SweepResult(acting=held_back if busy else [])
         held: dict[str, list[Problem]] = {}
         for fp, problem in found.items():
             await self._seen(problem, known.get(fp), routes[fp], now, result, held)
@@ -266,8 +286,26 @@ class Watcher:
             resolved=len(result.resolved),
             open=len(found),
             failed=len(result.failed),
+            acting=len(result.acting),
         )
         return result
+
+    async def _busy_nodes(self, problems: Iterable[Problem], *, what: str) -> dict[str, str]:
+        """The nodes of these problems a gpubot action holds now, each logged as not reported."""
+        nodes = sorted({n for n in (_node_of(p) for p in problems) if n})
+        if self.acting is None or not nodes:
+            return {}
+        try:
+            busy = await self.acting(self.config.cluster, nodes)
+        except Exception:  # noqa: BLE001 - an unreadable lock must not stop the watch: report as usual
+            log.warning("watch: could not read which nodes gpubot is acting on; reporting them all")
+            return {}
+        for node, doing in sorted(busy.items()):
+            log_event(
+                log, f"{what}: node not reported, gpubot is acting on it", cluster=self.config.cluster,
+                node=node, action=doing,
+            )
+        return busy
 
     async def _routes(self, problems: Iterable[Problem]) -> dict[str, Route]:
         """Each problem's channel and owner; namespaces are read (from the cache) only when a
@@ -379,6 +417,10 @@ class Snoozer:
         self.store.snooze(fingerprint, channel=channel, until=until, by=by, at=now)
         log_event(log, "watch snoozed", fingerprint=fingerprint, channel=channel, choice=choice, by=by)
         return until
+
+
+def _node_of(problem: Problem) -> str:
+    return problem.subject.removeprefix("node/") if problem.subject.startswith("node/") else ""
 
 
 def _visible(report: Report) -> Callable[[Problem], bool]:

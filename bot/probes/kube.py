@@ -51,6 +51,10 @@ _READERS: dict[str, tuple[str, str, bool]] = {
     "StatefulSet": ("AppsV1Api", "read_namespaced_stateful_set", True),
     "DaemonSet": ("AppsV1Api", "read_namespaced_daemon_set", True),
     "Job": ("BatchV1Api", "read_namespaced_job", True),
+    # a node's kubelet heartbeat (kube-node-lease), where the node read cannot ask systemd
+    "Lease": ("CoordinationV1Api", "read_namespaced_lease", True),
+    # the node agent's RuntimeClass (gpubot doctor): without it the agent's pods are never created
+    "RuntimeClass": ("NodeV1Api", "read_runtime_class", False),
 }
 
 
@@ -110,7 +114,8 @@ def _api_error(exc: BaseException, read: ApiRead, server: str, *, timeout_s: flo
     what = read.text()
     if kind == "not_found":
         return NotFoundError(f"{what}: not found", read=read, server=server)
-    return KubeApiError(f"{what}: {detail}", status=status, kind=kind, read=read, server=server, detail=detail)
+    message = f"{what}: API unreachable ({detail})" if kind == "unreachable" else f"{what}: {detail}"
+    return KubeApiError(message, status=status, kind=kind, read=read, server=server, detail=detail)
 
 
 #: a request is not started with less than this left before the command's deadline: it could not
@@ -119,7 +124,13 @@ MIN_REQUEST_S = 0.05
 #: worker threads for the blocking client's requests: its own pool, so that requests to a server
 #: that never answers cannot starve the default executor (where checks run) or hold up the exit
 READ_THREADS = 32
-_GROUPS = {"CoreV1Api": "", "AppsV1Api": "apps", "BatchV1Api": "batch"}
+_GROUPS = {
+    "CoreV1Api": "",
+    "AppsV1Api": "apps",
+    "BatchV1Api": "batch",
+    "CoordinationV1Api": "coordination.k8s.io",
+    "NodeV1Api": "node.k8s.io",
+}
 
 
 def _listing(resource: str, namespace: str, sel: dict[str, str], group: str = "") -> ApiRead:
@@ -155,10 +166,15 @@ class KubeReader:
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
 
     def _api(self, name: str) -> Any:
+        if name in ("CoordinationV1Api", "NodeV1Api"):  # built on first use: few questions need them
+            return getattr(client, name)(self._client)
         return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
 
     def _out_of_time(self, read: ApiRead, tries: int) -> KubeApiError:
-        detail = "not answered within the command's deadline" + (f" ({tries} tries)" if tries > 1 else "")
+        if tries:
+            detail = f"not answered within the command's deadline ({tries} {'try' if tries == 1 else 'tries'})"
+        else:
+            detail = "not asked: the command's deadline had passed"
         return KubeApiError(f"{read.text()}: {detail}", kind="timeout", read=read, server=self.server, detail=detail)
 
     async def _call(self, read: ApiRead, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:

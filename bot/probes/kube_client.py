@@ -18,6 +18,7 @@ from urllib3 import HTTPHeaderDict
 from bot.errors import ConfigError
 from bot.identity import Identity
 from bot.names import printable
+from bot.probes.kubeconfig_problems import explain
 from bot.setting_values import describe, read_yaml_file
 from bot.settings import ClusterConfig
 
@@ -120,12 +121,20 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         IndexError,
         yaml.YAMLError,
     ) as exc:
-        # The message names the file/context but never carries a token: the client's own
-        # ConfigException text names keys and contexts; other errors only by their type.
-        where = cluster.kubeconfig or "default kubeconfig"
-        why = printable(str(exc).splitlines()[0])[:200] if isinstance(exc, ConfigException) and str(exc) else ""
-        raise ConfigError(
-            f"cluster {cluster.name}: cannot load {where}"
-            + (f" context {cluster.context}" if cluster.context else "")
-            + f": {why or type(exc).__name__}"
-        ) from None
+        # The message names the file/context but never carries a token (nor a line of the file).
+        raise ConfigError(_why_not_loaded(cluster, exc)) from None
+
+
+def _why_not_loaded(cluster: ClusterConfig, exc: Exception) -> str:
+    """The kubeconfig's problem in words (``bot.probes.kubeconfig_problems``), else the client's
+    own ConfigException text (it names keys and contexts, never a token), else the error's type."""
+    from bot.commands import COMMANDS  # the commands that exist decide what to suggest
+
+    known = {c.name for c in COMMANDS}
+    explained = explain(cluster, has_command=known.__contains__) if not cluster.in_cluster else ""
+    if explained:
+        return explained
+    where = cluster.kubeconfig or "the default kubeconfig"
+    context = f" context {cluster.context}" if cluster.context else ""
+    why = printable(str(exc).splitlines()[0])[:200] if isinstance(exc, ConfigException) and str(exc) else ""
+    return f"cluster {cluster.name}: cannot load {where}{context}: {why or type(exc).__name__}"

@@ -28,8 +28,11 @@ class NodeObservation:
     checkpoint: Checkpoint | None = None
     checkpoint_error: str = ""
     dev_nvidia: list[DevEntry] = field(default_factory=list)
-    #: ``systemctl is-active kubelet`` output (active, inactive, failed, ...)
+    #: ``systemctl is-active kubelet`` output (active, inactive, failed, ...); where systemd gave
+    #: no answer, the kubelet's Lease does (``active`` / ``not heartbeating``, ``kubelet_source``)
     kubelet: str = ""
+    #: where ``kubelet`` comes from: the host's systemd, or the node's Lease in kube-node-lease
+    kubelet_source: Literal["systemctl", "lease"] = "systemctl"
     driver_version: str = ""
     cuda_version: str = ""
     #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root

@@ -72,7 +72,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def _tls_detail(exc: BaseException) -> str:
     for cur in _chain(exc):
         if isinstance(cur, ssl.SSLCertVerificationError):
-            return f"TLS: {cur.verify_message or 'certificate verify failed'}"
+            return f"TLS: {getattr(cur, 'verify_message', '') or 'certificate verify failed'}"
         if isinstance(cur, ssl.SSLError) and getattr(cur, "reason", None):
             return f"TLS: {str(cur.reason).lower().replace('_', ' ')}"
     return "TLS handshake failed"

@@ -10,9 +10,11 @@ precondition, run). The order of checks is the safety argument:
    somebody else may approve it, the click becomes an audited approval request naming them,
    otherwise it is refused). Under the two-person rule an approver clicking their own request
    gives the first approval and another approver must second it;
-3. the store claims the record atomically, pending → running, only if it has not expired by the
-   *store's* clock and no other action runs on the same node; double clicks, Slack retries and a
-   second replica all lose that race and are refused; a busy node is refused by name;
+3. a node action takes its node's lock on the cluster (``NodeGuard``: a Lease every actor sees,
+   whatever its state), restoring first a run whose holder died there; a node another actor holds
+   is refused by name. Then the store claims the record atomically, pending → running, only if it
+   has not expired by the *store's* clock and no other action runs on the same node; double
+   clicks, Slack retries and a second replica all lose that race and are refused;
 4. the precondition is re-checked *after* the claim (re-probe: is the allocation still a zombie?);
 5. the approval and the start are written to the audit trail; if they cannot be, nothing runs;
 6. only then the action runs, writing its state and each step before the step (``RunJournal``),
@@ -21,7 +23,8 @@ precondition, run). The order of checks is the safety argument:
 
 ``recover`` takes over records whose process stopped renewing them (a crash, a lost replica, a
 run whose result could not be written), has the action restore what it changed, and records
-them ``interrupted``. A record another live process still renews is never touched.
+them ``interrupted``, under the node's lock; a node another process already restored (the lock
+says so) is not touched again. A record another live process still renews is never touched.
 
 This module must never import Slack, the Kubernetes client or ``bot.actions``, and never put a
 traceback into a message or the audit trail.
@@ -35,6 +38,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -44,6 +48,7 @@ from bot.errors import GpubotError, StateStoreError, error_text
 from bot.remediation.audit import AuditLog, format_ts
 from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
 from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
+from bot.remediation.node_guard import NodeClaim, NodeGuard
 from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy, Approvers, Decision
 from bot.remediation.store import PendingAction, PendingStore
@@ -87,6 +92,7 @@ class ConfirmFlow:
         ttl_s: int = 900,
         lease_s: float = DEFAULT_LEASE_S,
         owner: str | None = None,
+        guard: NodeGuard | None = None,
     ) -> None:
         self.store = store
         self.audit = audit
@@ -95,6 +101,10 @@ class ConfirmFlow:
         self.ttl = timedelta(seconds=ttl_s)
         self.lease_s = lease_s
         self.owner = owner or process_owner()
+        #: the per-node lock on the cluster (every actor's); None: the store's lock only
+        self.guard = guard
+        #: restores an abandoned run found on a node's lock (``recover``'s restorer)
+        self.restorer: Restorer | None = None
         #: records this process is running or recovering right now
         self._running: set[str] = set()
         self._recovering = asyncio.Lock()
@@ -187,16 +197,68 @@ class ConfirmFlow:
                 "not_allowed", f"You cannot approve {record.action}: {decision.reason}.", record
             )
 
-        current_or_refusal = await self._claim(action_id, user_id)
-        if isinstance(current_or_refusal, ClickOutcome):
-            return current_or_refusal
-        current = current_or_refusal
-        self._running.add(current.id)
+        guard, holder = self.guard, ""
+        if guard is not None and record.lock_key and record.state == "pending":
+            # the node's lock on the cluster first: no actor with another state may act beside us
+            holder = self._holder()
+            refusal = await self._take_node(guard, replace(record, approved_by=user_id), user_id, holder)
+            if refusal is not None:
+                return refusal
         try:
-            async with heartbeat(self.store, current, self.owner, every_s=self.lease_s / 3):
-                return await self._run_claimed(current, user_id, decision.reason, precondition, run)
+            current_or_refusal = await self._claim(action_id, user_id)
+            if isinstance(current_or_refusal, ClickOutcome):
+                return current_or_refusal
+            current = current_or_refusal
+            self._running.add(current.id)
+            try:
+                async with heartbeat(
+                    self.store, current, self.owner, every_s=self.lease_s / 3, guard=guard, holder=holder
+                ):
+                    return await self._run_claimed(current, user_id, decision.reason, precondition, run, holder)
+            finally:
+                self._running.discard(current.id)
         finally:
-            self._running.discard(current.id)
+            if guard is not None and holder:
+                await run_to_end(self._io(partial(guard.release, record, holder)))
+
+    def _holder(self) -> str:
+        """One run's name on a node's lock: this process and a token of its own (never shared)."""
+        return f"{self.owner}/{secrets.token_hex(4)}"
+
+    async def _take_node(
+        self, guard: NodeGuard, record: PendingAction, user_id: str, holder: str
+    ) -> ClickOutcome | None:
+        """Hold ``record``'s node on the cluster; else the refusal. A run whose holder died is
+        restored (and recorded interrupted) first."""
+        claim = NodeClaim("busy")
+        for _ in range(3):
+            claim = await self._io(guard.acquire, record, holder)
+            if claim.status == "acquired":
+                return None
+            if claim.status == "abandoned" and claim.holder is not None:
+                try:
+                    await self._recover_one(claim.holder, self.restorer)
+                finally:
+                    await run_to_end(self._io(partial(guard.release, claim.holder, holder, restored=claim.holder.id)))
+                continue
+            break
+        other = claim.holder
+        if other is not None and other.id == record.id:
+            reason = "already running/done"
+            await self._aaudit("refuse", record, user_id, "refused", {"reason": reason, "state": "running"})
+            return ClickOutcome("already_taken", f"{self._what(record)} is already running; it runs only once.", record)
+        left = f"; its lock on the cluster runs out in {claim.expires_in_s:.0f}s unless renewed" if other else ""
+        return await self._busy(record, user_id, other, left)
+
+    async def _busy(
+        self, record: PendingAction, user_id: str, holder: PendingAction | None, extra: str = ""
+    ) -> ClickOutcome:
+        who = f"{holder.action}, started by {holder.approved_by or 'unknown'}" if holder else "by a gpubot process"
+        reason = f"another action is running on {node_of(record)} ({who}){extra}"
+        await self._aaudit("refuse", record, user_id, "refused", {"reason": reason})
+        return ClickOutcome(
+            "busy", f"{self._what(record)} was not run: {reason}. Try again once it has finished.", record
+        )
 
     async def on_deny(self, action_id: str, user_id: str, user_groups: Iterable[str]) -> ClickOutcome:
         """An approver turns a pending offer down: it ends ``refused`` and can never run."""
@@ -229,15 +291,7 @@ class ConfirmFlow:
             await self._aaudit("expire", current, user_id, "expired", {"reason": reason})
             return ClickOutcome("expired", f"{self._what(current)} was not run: {reason}.", current)
         if claim.status == "busy" and claim.holder is not None:
-            holder = claim.holder
-            reason = (
-                f"another action is running on {node_of(holder)} "
-                f"({holder.action}, started by {holder.approved_by or 'unknown'})"
-            )
-            await self._aaudit("refuse", current, user_id, "refused", {"reason": reason})
-            return ClickOutcome(
-                "busy", f"{self._what(current)} was not run: {reason}. Try again once it has finished.", current
-            )
+            return await self._busy(current, user_id, claim.holder)
         if claim.status != "claimed":
             reason = "already running/done"
             await self._aaudit(
@@ -279,7 +333,13 @@ class ConfirmFlow:
         )
 
     async def _run_claimed(
-        self, record: PendingAction, user_id: str, why_allowed: str, precondition: Precondition, run: Runner
+        self,
+        record: PendingAction,
+        user_id: str,
+        why_allowed: str,
+        precondition: Precondition,
+        run: Runner,
+        holder: str = "",
     ) -> ClickOutcome:
         try:
             holds, why = await precondition(record)
@@ -307,7 +367,8 @@ class ConfirmFlow:
             await self._end(record, "failed", f"not run: {exc.user_message}")
             return self._not_run(record, exc)
 
-        task = asyncio.ensure_future(run(record, RunJournal(self.store, self.audit, record, self.owner)))
+        journal = RunJournal(self.store, self.audit, record, self.owner, guard=self.guard, holder=holder)
+        task = asyncio.ensure_future(run(record, journal))
         try:
             outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -388,7 +449,8 @@ class ConfirmFlow:
         Without ``restore`` a record is only reported (never re-run). Returns the records ended.
         """
         async with self._recovering:
-            taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s))
+            alive, running = await self._renewed_on_the_cluster()
+            taken = await self._io(partial(self.store.take_over_stale, self.owner, lease_s=self.lease_s, skip=alive))
             seen = {r.id for r in taken}
             # ours, yet no run of ours holds it: its result could not be written when it ended
             orphans = [
@@ -400,14 +462,80 @@ class ConfirmFlow:
             for record in [*taken, *orphans]:
                 self._running.add(record.id)
                 try:
-                    ended.append(await self._recover_one(record, restore))
+                    done = await self._recover_node(record, restore)
+                    if done is not None:
+                        ended.append(done)
                 except StateStoreError as exc:
                     log.warning("could not recover %s yet: %s", record.id, exc.user_message)
                 finally:
                     self._running.discard(record.id)
+            if self.guard is not None and restore is not None:
+                # runs of any state whose holder died on a node's lock (a terminal killed beside
+                # this bot): restored now, not only when someone touches the node
+                # (this store's own runs go the way above, once stale: their owner becomes this process)
+                for dead in await self._io(self.guard.abandoned):
+                    if dead.id not in running and dead.id not in self._running:
+                        done = await self.reclaim_node(dead)
+                        ended += [done] if done is not None else []
             return ended
 
+    async def _renewed_on_the_cluster(self) -> tuple[set[str], set[str]]:
+        """(running records whose node lock is still renewed, every running record's id): the
+        first have a live process, whatever its store heartbeat says (a loaded host), so recovery
+        must not take them from it."""
+        guard = self.guard
+        if guard is None:
+            return set(), set()
+        alive: set[str] = set()
+        records = await self._io(partial(self.store.list, states=["running"], limit=1000))
+        for record in records:
+            if record.lock_key and record.id not in self._running:
+                try:
+                    if await self._io(guard.renewed, record):
+                        alive.add(record.id)
+                except StateStoreError as exc:
+                    log.info("node lock of %s not read (%s); its store heartbeat decides", record.id, exc.user_message)
+        return alive, {r.id for r in records}
+
+    async def reclaim_node(self, record: PendingAction) -> PendingAction | None:
+        """Before anything reads ``record``'s node for a new run (a terminal's precondition): if a
+        run whose process died still holds the node's lock, restore the node and record that run
+        ``interrupted`` (returned). A live holder is left alone; its click will be refused."""
+        guard = self.guard
+        if guard is None or not record.lock_key:
+            return None
+        holder = self._holder()
+        claim = await self._io(guard.acquire, record, holder)
+        if claim.status == "busy":
+            return None
+        dead = claim.holder if claim.status == "abandoned" else None
+        try:
+            return await self._recover_one(dead, self.restorer) if dead is not None else None
+        finally:
+            await run_to_end(
+                self._io(partial(guard.release, dead or record, holder, restored=dead.id if dead else ""))
+            )
+
+    async def _recover_node(self, record: PendingAction, restore: Restorer | None) -> PendingAction | None:
+        """Recover one stale record, under its node's lock when it has one; None: left alone."""
+        guard = self.guard
+        if guard is None or not record.lock_key:
+            return await self._recover_one(record, restore)
+        holder = self._holder()
+        adoption = await self._io(guard.adopt, record, holder)
+        if adoption == "live":
+            log.info("action %s: its node lock is still renewed on the cluster; left alone", record.id)
+            return None
+        if adoption == "elsewhere":
+            return await self._recover_one(record, _restored_elsewhere)
+        try:
+            return await self._recover_one(record, restore)
+        finally:
+            await run_to_end(self._io(partial(guard.release, record, holder, restored=record.id)))
+
     async def _recover_one(self, record: PendingAction, restore: Restorer | None) -> PendingAction:
+        """Restore ``record`` (the caller holds its node's lock, if it has one), finish it
+        ``interrupted`` where it is in this store, and audit it here."""
         last = str(record.progress.get("step") or "")
         where = f"after it started '{last}'" if last else "before its first step"
         journal = RunJournal(self.store, self.audit, record, self.owner)
@@ -428,7 +556,8 @@ class ConfirmFlow:
                 "approved_by": record.approved_by or "",
             },
         )
-        return final or record
+        # a run of another state (found on its node's lock) is not in this store: say how it ended
+        return final or replace(record, state="interrupted", result_summary=summary)
 
     def expire_overdue(self) -> list[PendingAction]:
         """Expire every pending offer past its time (audited); the view updates their messages."""
@@ -484,3 +613,8 @@ class ConfirmFlow:
     async def _io(fn: Callable[..., _T], *args: Any) -> _T:
         # The store may block (SQLite lock wait, a Kubernetes API call): keep it off the event loop.
         return await asyncio.to_thread(fn, *args)
+
+
+async def _restored_elsewhere(_record: PendingAction, _journal: RunJournal) -> tuple[str, list[str]]:
+    """The restorer of a record whose node another process already took over (and restored)."""
+    return "another gpubot process took its node over and restored it; the node was not touched again", []

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.errors import StateStoreError
 from bot.remediation.audit import AuditLog
+from bot.remediation.node_guard import NodeGuard
 from bot.remediation.store import PendingAction, PendingStore
 
 log = logging.getLogger(__name__)
@@ -46,17 +47,35 @@ def audit_entry(
 
 
 class RunJournal:
-    """The journal of one claimed record, for the process that owns it."""
+    """The journal of one claimed record, for the process that owns it.
 
-    def __init__(self, store: PendingStore, audit: AuditLog, record: PendingAction, owner: str) -> None:
+    With a node lock (``guard`` and the run's ``holder``), ``before`` also writes the state onto
+    the node's Lease on the cluster, so a process with another state backend can restore the node.
+    """
+
+    def __init__(
+        self,
+        store: PendingStore,
+        audit: AuditLog,
+        record: PendingAction,
+        owner: str,
+        *,
+        guard: NodeGuard | None = None,
+        holder: str = "",
+    ) -> None:
         self.store = store
         self.audit = audit
         self.record = record
         self.owner = owner
+        self.guard = guard
+        self.holder = holder
 
     async def before(self, step: str, progress: Mapping[str, Any]) -> None:
-        """State, then audit, both written before ``step`` runs; ``StateStoreError`` if not."""
+        """State (store, then the node's Lease), then audit, all written before ``step`` runs;
+        ``StateStoreError`` if not."""
         await asyncio.to_thread(self.store.save_progress, self.record.id, self.owner, dict(progress))
+        if self.guard is not None and self.holder:
+            await asyncio.to_thread(self.guard.renew, self.record, self.holder, dict(progress))
         await asyncio.to_thread(
             audit_entry, self.audit, "step", self.record, BOT_ACTOR, "starting", {"step": step}
         )
@@ -73,13 +92,26 @@ class RunJournal:
 
 @contextlib.asynccontextmanager
 async def heartbeat(
-    store: PendingStore, record: PendingAction, owner: str, *, every_s: float
+    store: PendingStore,
+    record: PendingAction,
+    owner: str,
+    *,
+    every_s: float,
+    guard: NodeGuard | None = None,
+    holder: str = "",
 ) -> AsyncIterator[None]:
-    """Renew ``owner``'s claim on ``record`` every ``every_s`` seconds while the block runs."""
+    """Renew ``owner``'s claim on ``record`` (and ``holder``'s node Lease) every ``every_s``
+    seconds while the block runs."""
 
     async def beat() -> None:
         while True:
             await asyncio.sleep(every_s)
+            if guard is not None and holder:
+                try:
+                    await asyncio.to_thread(guard.renew, record, holder)
+                except StateStoreError as exc:
+                    # the next step's record fails too (its Lease write checks the holder): it stops
+                    log.warning("node lock of action %s not renewed: %s", record.id, exc.user_message)
             try:
                 if not await asyncio.to_thread(store.heartbeat, record.id, owner):
                     log.warning("action %s is no longer running under this process", record.id)

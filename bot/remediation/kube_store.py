@@ -16,7 +16,7 @@ trail, not this store, is the history. ``kubectl get gpuremediations -n NS`` lis
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -71,6 +71,7 @@ def to_action(obj: Mapping[str, Any]) -> PendingAction:
         heartbeat_at=_time(status.get("heartbeatAt")),
         progress=dict(status.get("progress") or {}),
         version=str(obj["metadata"].get("resourceVersion", "")),
+        message_blocks=str(spec.get("messageBlocks") or ""),
     )
 
 
@@ -249,15 +250,26 @@ class KubePendingStore:
         return record
 
     def set_message(self, action_id: str, *, channel: str, message_ts: str, thread_ts: str | None = None) -> None:
-        for _ in range(_CAS_TRIES):
-            obj = self._read(action_id)
-            if obj is None:
-                return
-            spec = {**obj["spec"], "channel": channel, "messageTs": message_ts}
+        def where(spec: dict[str, Any]) -> dict[str, Any]:
+            spec = {**spec, "channel": channel, "messageTs": message_ts}
             if thread_ts is not None:
                 spec["threadTs"] = thread_ts
             else:
                 spec.pop("threadTs", None)
+            return spec
+
+        self._edit_spec(action_id, where)
+
+    def set_blocks(self, action_id: str, blocks: str) -> None:
+        self._edit_spec(action_id, lambda spec: {**spec, "messageBlocks": blocks})
+
+    def _edit_spec(self, action_id: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Where the offer is shown (the spec's only mutable part), written at the version read."""
+        for _ in range(_CAS_TRIES):
+            obj = self._read(action_id)
+            if obj is None:
+                return
+            spec = edit(dict(obj["spec"]))
             try:
                 self.state.replace(REMEDIATIONS, {**obj, "spec": spec})
                 return
@@ -279,11 +291,13 @@ class KubePendingStore:
                 self.state.delete(REMEDIATIONS, obj["metadata"]["name"], record.version)
         return expired
 
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         objs = self.state.list_all(REMEDIATIONS)
         taken: builtins.list[PendingAction] = []
         for record in sorted((to_action(o) for o in objs), key=lambda r: r.created_at):
-            if record.state != "running":
+            if record.state != "running" or record.id in skip:
                 continue
 
             def take(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:

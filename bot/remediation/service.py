@@ -20,9 +20,10 @@ user-typed text into the audit trail.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kubernetes.client import ApiClient
 
@@ -34,6 +35,7 @@ from bot.probes.kube import KubeReads
 from bot.remediation.audit import AuditLog
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
+from bot.remediation.kube_node_lock import ClusterNodeGuard
 from bot.remediation.policy import ApproverPolicy, Approvers
 from bot.remediation.sqlite_store import open_state
 from bot.remediation.store import PendingAction, PendingStore
@@ -77,7 +79,12 @@ class RemediationService:
         store, audit = state if state is not None else open_state(settings.state_path)
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
-        self.flow = ConfirmFlow(store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s)
+        #: the per-node lock on each node's cluster, whatever the state backend (a terminal too)
+        self.guard = ClusterNodeGuard(settings, clients)
+        self.flow = ConfirmFlow(
+            store, audit, policy, ttl_s=settings.action_ttl_s, lease_s=settings.action_lease_s, guard=self.guard
+        )
+        self.flow.restorer = self._restore
         #: user-group ids named anywhere in the approver lists (``S…``): a view that knows its
         #: chat system's groups looks the clicker up in these, and only these
         self.group_approvers = sorted({i for ids in settings.approvers.values() for i in ids if i.startswith("S")})
@@ -167,6 +174,28 @@ class RemediationService:
                 self.flow.store.set_message(offer_id, channel=channel, message_ts=message_ts, thread_ts=thread_ts)
 
         await asyncio.to_thread(record_all)
+
+    async def acting_on(self, cluster: str, nodes: Iterable[str]) -> dict[str, str]:
+        """Which of ``nodes`` a gpubot action holds now (its Lease on the cluster renewed), each
+        with what acts on it: the watch does not report a node gpubot itself is restarting."""
+        out: dict[str, str] = {}
+        for node in nodes:
+            try:
+                run = await asyncio.to_thread(self.guard.held, cluster, node)
+            except GpubotError as exc:
+                log.debug("lock of node %s not read: %s", node, exc.user_message)
+                continue
+            if run is not None:
+                out[node] = f"{run.action}, started by {run.approved_by or 'unknown'}"
+        return out
+
+    async def keep_blocks(self, offer_id: str, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the blocks of the message showing this offer's status line in the shared state
+        (not only in this process), so whichever process ends the run can edit that line."""
+        try:
+            await asyncio.to_thread(self.flow.store.set_blocks, offer_id, json.dumps(list(blocks)))
+        except StateStoreError as exc:
+            log.warning("message of %s not kept for a later edit: %s", offer_id, exc.user_message)
 
     async def sweep_expired(self) -> list[PendingAction]:
         """Expire every overdue offer (each expiry audited); return them for the view to update."""

@@ -23,8 +23,9 @@ from typing import ParamSpec, TypeVar
 
 from bot.errors import ConfigError, StateStoreError
 from bot.remediation.store import STATES
+from bot.state_path import ensure_state_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: replaces this host's clock (tests)
 Clock = Callable[[], datetime]
 _P = ParamSpec("_P")
@@ -81,6 +82,10 @@ _SCHEMA_V2 = (
     "CREATE INDEX IF NOT EXISTS seen_requests_at ON seen_requests (seen_at)",
 )
 
+#: version 2 -> 3: the blocks of the message a run's status line is in, so whichever process
+#: ends the run (a survivor restoring it) can edit that line in place
+_SCHEMA_V3 = ("ALTER TABLE pending_actions ADD COLUMN message_blocks TEXT",)
+
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
@@ -99,7 +104,7 @@ class SqliteDatabase:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            ensure_state_dir(self.path)
             with self.transaction() as conn:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
@@ -110,6 +115,9 @@ class SqliteDatabase:
                     conn.execute(statement)
                 if version < 2:
                     for statement in _SCHEMA_V2:
+                        conn.execute(statement)
+                if version < 3:
+                    for statement in _SCHEMA_V3:
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, OSError) as exc:

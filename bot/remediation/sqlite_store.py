@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
         owner=row["owner"] or None,
         heartbeat_at=_ts(row["heartbeat_at"]),
         progress=json.loads(row["progress"] or "{}"),
+        message_blocks=row["message_blocks"] or "",
     )
 
 
@@ -184,6 +185,11 @@ class SqlitePendingStore:
             )
 
     @translated
+    def set_blocks(self, action_id: str, blocks: str) -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE pending_actions SET message_blocks = ? WHERE id = ?", (blocks, action_id))
+
+    @translated
     def expire_overdue(self) -> builtins.list[PendingAction]:
         stamp = format_ts(self.now())
         with self.db.transaction() as c:
@@ -203,7 +209,9 @@ class SqlitePendingStore:
         return [_row_to_action(r) for r in rows if r is not None]
 
     @translated
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         now = self.now()
         stale_before = format_ts(now - timedelta(seconds=lease_s))
         with self.db.transaction() as c:
@@ -214,6 +222,7 @@ class SqlitePendingStore:
                     "AND (owner IS NULL OR heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY created_at",
                     (stale_before,),
                 )
+                if r["id"] not in skip
             ]
             for action_id in ids:
                 c.execute(

@@ -20,7 +20,7 @@ This module must never perform I/O; it only holds the record type and the contra
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -88,6 +88,9 @@ class PendingAction:
     progress: dict[str, Any] = field(default_factory=dict, compare=False)
     #: free for implementations (e.g. a Kubernetes ``resourceVersion``); never shown to people
     version: str = field(default="", compare=False)
+    #: the blocks (JSON) of the message carrying this offer's status line, as a process last
+    #: wrote them: whoever ends the run (a survivor restoring it) edits that line from them
+    message_blocks: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -193,15 +196,22 @@ class PendingStore(Protocol):
         """Remember where the offer was posted, once Slack has answered with its ``ts``."""
         ...
 
+    def set_blocks(self, action_id: str, blocks: str) -> None:
+        """Remember the blocks (JSON) of the message that shows this offer's status line."""
+        ...
+
     def expire_overdue(self) -> builtins.list[PendingAction]:
         """Move every pending record past its expiry (store clock) to ``expired``; return those."""
         ...
 
-    def take_over_stale(self, owner: str, *, lease_s: float) -> builtins.list[PendingAction]:
+    def take_over_stale(
+        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
+    ) -> builtins.list[PendingAction]:
         """Make ``owner`` the owner of every running record whose heartbeat is older than
-        ``lease_s`` (or that nobody renews), and return them for recovery.
+        ``lease_s`` (or that nobody renews), but those in ``skip``, and return them for recovery.
 
-        A record whose owner still renews it is left alone: another live process is running it.
+        A record whose owner still renews it is left alone: another live process is running it
+        (``skip``: the ones whose node lock on the cluster is still renewed, whatever this store says).
         """
         ...
 

@@ -14,27 +14,43 @@ import asyncio
 import os
 import pwd
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from bot.actions import get_action
 from bot.errors import UsageError
 from bot.remediation.audit import AuditLog, format_audit, parse_since
+from bot.remediation.ids import new_action_id
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.service import ClusterClients, RemediationService
 from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingStore
+from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
 
 _CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
 
 
+def state_location(settings: Settings) -> str:
+    """Where the pending actions and the audit trail live, in words (``gpubot audit`` says it)."""
+    if settings.state == "kubernetes":
+        return f"namespace {settings.namespace} of cluster {settings.cluster(None).name} (state: kubernetes)"
+    return f"{os.path.abspath(settings.state_path)} (state: sqlite)"
+
+
 def print_audit(
-    settings: Settings, *, since: str, as_json: bool, limit: int, audit: AuditLog | None = None
+    settings: Settings,
+    *,
+    since: str,
+    as_json: bool,
+    limit: int,
+    audit: AuditLog | None = None,
+    notes: Sequence[str] = (),
 ) -> int:
     """Print the newest ``limit`` entries at or after ``since`` (oldest first); exit code 0.
 
-    ``audit`` is the shared trail on the Kubernetes API (``state: kubernetes``); else the state file's.
+    ``audit`` is the shared trail on the Kubernetes API (``state: kubernetes``); else the state
+    file's. The text form starts with where the trail lives and ``notes`` (runs just recovered);
+    JSON stays one entry per line.
     """
     if limit < 1:
         raise UsageError("--limit: must be at least 1")
@@ -42,9 +58,47 @@ def print_audit(
     if audit is None:
         _store, audit = open_state(settings.state_path)
     text = format_audit(audit.query(start, limit), as_json)
+    if not as_json:
+        print(f"audit trail: {state_location(settings)}")
+        for note in notes:
+            print(note)
     if text:
         print(text)
     return 0
+
+
+def running_records(state: tuple[PendingStore, AuditLog] | None, settings: Settings) -> list[PendingAction]:
+    """The records still marked running (a process may have died in them); blocking."""
+    store = state[0] if state is not None else open_state(settings.state_path)[0]
+    return store.list(states=["running"], limit=1000)
+
+
+async def recover_abandoned(
+    rem: RemediationService,
+    action: str = "",
+    params: Mapping[str, str] | None = None,
+    *,
+    cluster: str = "",
+    actor: str = "",
+) -> list[str]:
+    """Restore the node of every run whose process stopped renewing it, and record it
+    ``interrupted``: what a terminal command does first, so no run waits for a ``serve``. Given
+    the ``action`` about to run, also a run a process with *another* state left on its node (found
+    on the node's lock on the cluster). Returns one line per run recovered."""
+    recovered = await rem.recover()
+    if action and params is not None:
+        now = await asyncio.to_thread(rem.flow.store.now)
+        probe = PendingAction(
+            id=new_action_id(), action=action, params=dict(params), cluster=cluster, requested_by=actor,
+            created_at=now, expires_at=now, approved_by=actor,
+        )
+        found = await rem.flow.reclaim_node(probe)
+        recovered += [found] if found is not None else []
+    return [
+        f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}) was interrupted; "
+        f"{r.result_summary or 'restored'}"
+        for r in recovered
+    ]
 
 
 def cli_actor(username: str) -> str:
@@ -91,9 +145,11 @@ async def cli_act(
     action = get_action(action_name)
     checked = action.check_params(params)
     rem = RemediationService(settings, clients, policy=ApproverPolicy({action_name: (actor,)}, False), state=state)
+    ctx = rem.context(action_name, checked, cluster="")
+    for line in await recover_abandoned(rem, action_name, checked, cluster=ctx.cluster.name, actor=actor):
+        write(line)
     dry = dry_run or settings.dry_run
     target = action.target(checked)
-    ctx = rem.context(action_name, checked, cluster="")
 
     def refuse(reason: str) -> None:
         rem.flow.audit.append(

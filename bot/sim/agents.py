@@ -52,7 +52,9 @@ class _Component:
         return {"containers": [container], "tolerations": _TOLERATIONS, **extra}
 
 
-AGENT = _Component(AGENT_NAME, AGENT_CONTAINER, lambda f: f.agent_mode, {})
+#: the RuntimeClass the agent runs with, as the chart's default (``nodeAgent.runtimeClassName``)
+AGENT_RUNTIME_CLASS = "nvidia"
+AGENT = _Component(AGENT_NAME, AGENT_CONTAINER, lambda f: f.agent_mode, {"runtimeClassName": AGENT_RUNTIME_CLASS})
 ACTUATOR = _Component(
     ACTUATOR_NAME, ACTUATOR_CONTAINER, lambda f: f.actuator or "ok", {"hostPID": True, "privileged": True}
 )
@@ -138,14 +140,41 @@ def _objects(scenario: Scenario, c: _Component) -> list[Obj]:
 
 
 def agent_objects(scenario: Scenario) -> list[Obj]:
-    """The agent DaemonSet and its pods; nothing when the scenario has no node sections."""
-    return _objects(scenario, AGENT)
+    """The agent DaemonSet and its pods; nothing when the scenario has no node sections. The
+    agent's RuntimeClass comes with it, unless the scenario lists the cluster's RuntimeClasses
+    itself (then the agent's may be missing from them, as on GKE without the GPU Operator)."""
+    found = _objects(scenario, AGENT)
+    if found and not any(o.get("kind") == "RuntimeClass" for o in scenario.objects):
+        found.append({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                      "metadata": {"name": AGENT_RUNTIME_CLASS, "uid": "uid-runtimeclass-nvidia",
+                                   "creationTimestamp": _CREATED}, "handler": AGENT_RUNTIME_CLASS})
+    return found
 
 
 def actuator_objects(scenario: Scenario, *, remediation: bool = False) -> list[Obj]:
     """The actuator DaemonSet and its pods where remediation is installed (``remediation`` or the
     scenario's own ``remediation: true``); nothing otherwise."""
     return _objects(scenario, ACTUATOR) if remediation or scenario.remediation else []
+
+
+def release_namespace(scenario: Scenario, objects: list[Obj]) -> list[Obj]:
+    """The release namespace, as the chart creates it, where gpubot's pods are (``objects``) and
+    the scenario has none of its own: node actions take their per-node Lease there."""
+    if not any((o.get("metadata") or {}).get("namespace") == AGENT_NAMESPACE for o in objects):
+        return []
+    if any(
+        o.get("kind") == "Namespace" and (o.get("metadata") or {}).get("name") == AGENT_NAMESPACE
+        for o in scenario.objects
+    ):
+        return []
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": AGENT_NAMESPACE, "labels": {"kubernetes.io/metadata.name": AGENT_NAMESPACE}},
+            "status": {"phase": "Active"},
+        }
+    ]
 
 
 def _is(pod: Obj, name: str) -> bool:

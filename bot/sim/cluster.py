@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from bot.settings import ClusterConfig, Settings, load_settings
-from bot.sim.agents import actuator_objects, agent_objects
+from bot.sim.agents import actuator_objects, agent_objects, release_namespace
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario
@@ -35,6 +35,7 @@ class SimCluster:
         # the gpubot-node agent pods come with the cluster, as the chart installs them; the
         # gpubot-actuator pods only with the remediation component (``remediation``)
         extra = agent_objects(scenario) + actuator_objects(scenario, remediation=remediation)
+        extra += release_namespace(scenario, extra)
         self.api = KubeApiServer(scenario, extra_objects=extra)
         self.ssh = SshFleet(scenario, self.workdir / "ssh")
         # exec into a node's agent pod reads the same live node state as SSH to it, and exec into
@@ -86,11 +87,15 @@ class SimCluster:
         )
 
     def settings(self, **overrides: Any) -> Settings:
-        """gpubot settings aimed at this simulator; ``overrides`` set any other field."""
+        """gpubot settings aimed at this simulator; ``overrides`` set any other field.
+
+        Node reads go over SSH unless ``node_access`` is given: the simulator offers both the SSH
+        servers and the agent pods, and a test that means a transport (or ``auto``) says which."""
         values: dict[str, Any] = {
             "clusters": (self.cluster_config(),),
             "ssh_user": self.ssh.user,
             "state_path": str(self.workdir / "state.db"),
+            "node_access": "ssh",
         }
         values.update(overrides)
         return load_settings(env={}, **values)
@@ -102,7 +107,9 @@ class SimCluster:
             f"kubernetes API: {self.api.url}",
             f"kubeconfig: {self.kubeconfig_path}",
             f"try: kubectl --kubeconfig {self.kubeconfig_path} get nodes,pods -A",
-            "ssh nodes:",
+            # node_access auto (the default) finds the simulated gpubot-node agents: no SSH setup
+            f"diagnose: KUBECONFIG={self.kubeconfig_path} gpubot node-status --node-access auto",
+            "ssh nodes (for --node-access ssh, set ssh_key_path and ssh_known_hosts to the files below):",
         ]
         for node, (host, port) in sorted(self.ssh.targets.items()):
             mode = self.scenario.nodes[node].ssh if node in self.scenario.nodes else "ok"

@@ -28,7 +28,7 @@ from bot.sim.faults import FaultSet
 from bot.sim.kube_status import status_response
 from bot.sim.kube_watch import WatchHub, serve_watch
 from bot.sim.node_lifecycle import NodeLifecycle, leases_for
-from bot.sim.rbac import forbidden_message
+from bot.sim.rbac import BOT_USER, RbacTable, forbidden_message
 from bot.sim.scenario import Scenario
 from bot.sim.store import RESOURCE_TYPES, ObjectStore, ResourceType, ServerClock, system_clock
 
@@ -184,6 +184,10 @@ class KubeApiServer:
         watch = request.query.get("watch", "").lower() in ("true", "1")
         if rest_parts[:1] == ["watch"]:
             watch, rest_parts = True, rest_parts[1:]
+        if group_version == "authorization.k8s.io/v1" and rest_parts == ["selfsubjectaccessreviews"]:
+            if request.method != "POST":
+                return status_response(405, "the server does not allow this method on selfsubjectaccessreviews")
+            return await self._access_review(request)
         target = self._target(group_version, rest_parts)
         if target is None:
             return _not_found_path()
@@ -216,21 +220,48 @@ class KubeApiServer:
         return response
 
     def _authorize(self, request: web.Request, target: rest.Target, watch: bool) -> web.Response | None:
-        """Per-user authority: a request impersonating a user is checked against the scenario's
-        RBAC table (403 as a real API server words it); the bot's own requests always pass."""
-        user = request.headers.get(IMPERSONATE_USER)
-        if user is None:
-            return None
-        groups = tuple(request.headers.getall(IMPERSONATE_GROUP, ()))
+        """A request impersonating a user is checked against the scenario's ``rbac:`` table, the
+        bot's own against ``rbac_bot:`` when the scenario has one (403 as a real API server words it)."""
         verb = _VERBS.get(request.method, request.method.lower())
         if request.method == "GET":
             verb = "watch" if watch else ("list" if target.name is None else "get")
+        if target.sub == "exec":
+            verb = "create"  # API servers from 1.31 authorize the WebSocket exec upgrade as create
         resource = target.rtype.plural + (f"/{target.sub}" if target.sub else "")
-        self.impersonated.append((user, groups, verb, resource))
-        rbac = self.scenario.rbac
+        user, groups, rbac = self._subject(request)
+        if user != BOT_USER:
+            self.impersonated.append((user, groups, verb, resource))
         if rbac is None or rbac.allows(user, groups, verb, resource, target.namespace):
             return None
         return status_response(403, forbidden_message(user, verb, resource, target.namespace))
+
+    def _subject(self, request: web.Request) -> tuple[str, tuple[str, ...], RbacTable | None]:
+        """Who asks (the impersonated user, or the bot) and the table their requests are checked by."""
+        user = request.headers.get(IMPERSONATE_USER)
+        if user is None:
+            return BOT_USER, (), self.scenario.rbac_bot
+        return user, tuple(request.headers.getall(IMPERSONATE_GROUP, ())), self.scenario.rbac
+
+    async def _access_review(self, request: web.Request) -> web.Response:
+        """``POST .../selfsubjectaccessreviews``: whether the asker may do what the review names,
+        from the same tables that decide its real requests (every authenticated user may ask)."""
+        try:
+            body = rest.parse_body(await request.read())
+        except rest.RestError as exc:
+            return exc.response
+        attrs = ((body or {}).get("spec") or {}).get("resourceAttributes") if isinstance(body, dict) else None
+        if not isinstance(attrs, dict) or not attrs.get("verb") or not attrs.get("resource"):
+            return status_response(400, "spec.resourceAttributes with verb and resource is required")
+        resource = str(attrs["resource"]) + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+        namespace = str(attrs.get("namespace") or "") or None
+        user, groups, rbac = self._subject(request)
+        allowed = rbac is None or rbac.allows(user, groups, str(attrs["verb"]), resource, namespace)
+        status: dict[str, Any] = {"allowed": allowed}
+        if not allowed:
+            status["reason"] = f"no RBAC rule of the scenario lets {user} {attrs['verb']} {resource}"
+        answer = {**body, "status": status}
+        answer.setdefault("metadata", {})["creationTimestamp"] = None
+        return rest.json_response(answer, status=201)
 
     def _non_resource(self, parts: list[str]) -> web.StreamResponse | None:
         """Discovery and health endpoints; None for resource URLs."""

@@ -5,8 +5,12 @@ verbs (``get``, ``list``, ``watch``, … or ``*``), resources (plural names, ``p
 subresource, or ``*``) and optionally namespaces (absent: every namespace and the cluster-scoped
 resources). A request carrying ``Impersonate-User`` (and ``Impersonate-Group`` headers) is
 allowed when one rule matches the user or one of the groups; anything else gets the 403 a real
-API server sends. Requests without impersonation are the bot's own and always allowed; without
-an ``rbac:`` section nothing is checked. This module decides only.
+API server sends. Without an ``rbac:`` section nothing impersonated is checked.
+
+Requests without impersonation are the bot's own (its service account, ``BOT_USER``): allowed,
+unless the scenario has an ``rbac_bot:`` section, the bot's own rules (``verbs``, ``resources``,
+``namespaces``; no subjects), so a scenario can say the bot lacks ``pods/exec`` or ``list nodes``.
+A SelfSubjectAccessReview is answered from the same table. This module decides only.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+#: who the bot's own requests come from: the chart's service account in the default namespace
+BOT_USER = "system:serviceaccount:gpubot:gpubot"
+_BOT_SUBJECT = f"user:{BOT_USER}"
 
 
 @dataclass(frozen=True)
@@ -74,3 +82,17 @@ def load_rbac(raw: Any, add_problem: Any) -> RbacTable | None:
             continue
         rules.append(RbacRule(*(frozenset(lists[k]) for k in ("subjects", "verbs", "resources", "namespaces"))))
     return RbacTable(tuple(rules))
+
+
+def load_bot_rbac(raw: Any, add_problem: Any) -> RbacTable | None:
+    """The ``rbac_bot:`` section (rules without subjects: they are the bot's), or None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(r, dict) and "subjects" not in r for r in raw):
+        add_problem("rbac_bot", "must be a list of {verbs, resources, namespaces} (the bot's own rules, no subjects)")
+        return None
+    problems: list[tuple[str, str]] = []
+    table = load_rbac([{**r, "subjects": [_BOT_SUBJECT]} for r in raw], lambda w, m: problems.append((w, m)))
+    for where, message in problems:
+        add_problem(where.replace("rbac", "rbac_bot", 1), message.replace("subjects (user:NAME or group:NAME), ", ""))
+    return table

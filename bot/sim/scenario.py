@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.errors import ScenarioError
 from bot.sim import scenario_values as val
-from bot.sim.rbac import RbacTable, load_rbac
+from bot.sim.rbac import RbacTable, load_bot_rbac, load_rbac
 from bot.sim.scenario_include import flatten_lists, object_problems, raw_objects, read_yaml, resolve_base
 
 SSH_MODES = ("ok", "unreachable", "timeout", "auth-denied", "wrong-host-key")
@@ -120,6 +120,9 @@ class NodeFacts:
     kernel_log: list[KernelLine] = field(default_factory=list)
     #: where the kernel log can be read: journal | dmesg (no journalctl) | none (neither readable)
     kernel_log_source: str = "journal"
+    #: the node agent sees the host's systemd (false: its ``systemctl`` answers no state, as in an
+    #: unprivileged container on a real node, and the kubelet's Lease is the evidence)
+    agent_systemd: bool = True
     #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
     agent: str = ""
     #: the node's actuator pod (``ACTUATOR_MODES``), present only where remediation is installed
@@ -185,6 +188,8 @@ class Scenario:
     source: str = "<memory>"
     #: who may read what when a request impersonates a user (``rbac:``); None: not checked
     rbac: RbacTable | None = None
+    #: what the bot's own (not impersonated) requests may do (``rbac_bot:``); None: everything
+    rbac_bot: RbacTable | None = None
     #: the remediation component is installed: every node section gets a gpubot-actuator pod
     remediation: bool = False
 
@@ -240,6 +245,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
     faults = _load_faults(val.mapping(data.get("api"), "api", problems.add).get("faults") or [], problems)
     expect = _load_expect(data.get("expect") or [], problems)
     rbac = load_rbac(data.get("rbac"), problems.add)
+    rbac_bot = load_bot_rbac(data.get("rbac_bot"), problems.add)
     remediation = data.get("remediation", False)
     if not isinstance(remediation, bool):
         problems.add("remediation", "must be true or false")
@@ -255,6 +261,7 @@ def scenario_from_dict(data: Any, *, source: str = "<memory>") -> Scenario:
         expect=expect,
         source=source,
         rbac=rbac,
+        rbac_bot=rbac_bot,
         remediation=remediation is True,
     )
 
@@ -367,6 +374,7 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             xid=_xids(facts.get("xid"), f"{where}.xid", problems),
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
+            agent_systemd=facts.get("agent_systemd", True) is not False,
             agent=agent,
             actuator=actuator,
         )

@@ -24,7 +24,7 @@ from types import TracebackType
 
 import asyncssh
 
-from bot.probes.ssh import COMBINED_READ, FIRST_READS, READ_COMMANDS, frame_reads
+from bot.probes.ssh import COMBINED_READ, FIRST_READS, KUBELET_ACTIVE, READ_COMMANDS, frame_reads
 from bot.sim.keys import FleetKeys, generate_keys, write_client_files
 from bot.sim.nvidia_smi import render
 from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
@@ -32,6 +32,11 @@ from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
 HOST = "127.0.0.1"
 CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 DRIVER_ROOT = "/run/nvidia/driver"
+#: what systemctl says in a container whose PID 1 is not systemd (an unprivileged node agent)
+NO_SYSTEMD = (
+    "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+    "Failed to connect to bus: Host is down\n"
+)
 #: ``…checkpoint.bak-20260507T102000.123456789Z-<action id>``: nanosecond UTC time plus the action's id
 _BACKUP = re.compile(re.escape(CHECKPOINT) + r"\.bak-\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9_-]{8,32}")
 _MV = re.compile(r"mv " + re.escape(CHECKPOINT) + r" (?P<dest>" + _BACKUP.pattern + r")")
@@ -341,16 +346,24 @@ class SshFleet:
         if command == COMBINED_READ:
             combined = self._combined(node, "agent")
             return combined.stdout, combined.stderr, combined.exit_status
-        answer = self._answer(self._nodes[node], node, command)
+        answer = self._agent_answer(self._nodes[node], node, command)
         self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, "agent"))
         return answer.stdout, answer.stderr, answer.exit_status
+
+    def _agent_answer(self, facts: NodeFacts, node: str, command: str) -> _Answer:
+        """A read as the agent's container runs it: without the host's systemd when the scenario
+        says so (``agent_systemd: false``), the systemctl of a container with no systemd as PID 1."""
+        if command == KUBELET_ACTIVE and not facts.agent_systemd:
+            return _Answer("", NO_SYSTEMD, 1)
+        return self._answer(facts, node, command)
 
     def _combined(self, node: str, via: str) -> _Answer:
         """The combined first read as a shell runs it: each part answered and logged as its own
         command, their outputs framed as ``COMBINED_READ`` prints them."""
         parts = []
         for command in FIRST_READS:
-            answer = self._answer(self._nodes[node], node, command)
+            facts = self._nodes[node]
+            answer = self._agent_answer(facts, node, command) if via == "agent" else self._answer(facts, node, command)
             self.command_log.append(CommandRecord(node, command, answer.exit_status, answer.allowed, via))
             parts.append((answer.stdout, answer.stderr, answer.exit_status))
         return _Answer(frame_reads(parts), "", 0)

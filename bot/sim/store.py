@@ -80,6 +80,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("status", "scale")),
     ResourceType("batch", "v1", "jobs", "Job", True, (), ("status",), ("get", "list", "watch")),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceType("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     # gpubot's own state (deploy/helm/gpubot/crds/): pending actions, the append-only audit
     # trail (no update, patch or delete verb: the server itself refuses to change an entry), the
     # watch's memory (open problems, snoozes, summaries) and keys that expire (Slack retries)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.error import BoltUnhandledRequestError
@@ -55,6 +56,16 @@ _SLACK_WORDS = frozenset(c.name for c in commands_for("slack"))
 Job = tuple[str, Callable[[], Coroutine[Any, Any, Any]], float | None]
 
 
+def unreachable(exc: aiohttp.ClientConnectorError) -> str:
+    """One line naming the host that could not be reached and why, with what to check."""
+    where = f"{exc.host}:{exc.port}" if exc.port not in (None, 443) else str(exc.host)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        why = "its name does not resolve (no network or no DNS here?)"
+    else:
+        why = f"the connection failed ({exc.os_error.strerror or type(exc.os_error).__name__})"
+    return f"cannot reach {where}: {why}; check the network, DNS and any HTTPS_PROXY this host needs"
+
+
 @dataclass
 class SlackBot:
     """The Bolt app plus what outlives a request: background tasks, dedupe memory, metrics."""
@@ -73,6 +84,8 @@ class SlackBot:
         except SlackApiError as exc:
             error = exc.response.get("error", "error")
             raise ConfigError(f"Slack rejected the bot token ({error})") from None
+        except aiohttp.ClientConnectorError as exc:  # no network, no DNS, a proxy in the way: not a bug
+            raise ConfigError(unreachable(exc)) from None
         warm_authorization(self.app, result)
         await self.service.start()
 
@@ -233,7 +246,8 @@ def create_app(
         raw_blocks = message.get("blocks")
         blocks = [b for b in raw_blocks if isinstance(b, Mapping)] if isinstance(raw_blocks, list) else None
         response_url = str(body.get("response_url") or "")
-        offer = str(action.get("value") or "")
+        # a button carries its offer as the value; a node picker as the value of the option picked
+        offer = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
         action_id = str(action.get("action_id") or "")
         kind: ClickKind = (
             "approve" if action_id == APPROVE_ACTION else "deny" if action_id == DENY_ACTION else "run"

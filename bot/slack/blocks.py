@@ -19,8 +19,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.registry import ACTION_LABELS, action_label
 from bot.report import CardRow, Remediation, Report, skip_pairs
-from bot.report_groups import FindingGroup, Fix, FixKey, Verdict, group_findings, node_problems, verdict
+from bot.report_groups import (
+    FindingGroup,
+    Fix,
+    FixKey,
+    Verdict,
+    counts_text,
+    fix_text,
+    group_findings,
+    node_problems,
+    verdict,
+)
 from bot.slack import limits as L
 from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
@@ -33,12 +44,21 @@ MARKERS: dict[str, str] = {"critical": "🔴", "warning": "🟠", "info": "🔵"
 REMEDIATE_ACTION = "remediate"
 #: buttons shown per cause (one per distinct fix); more are listed in the attached report
 MAX_BUTTONS_PER_GROUP = 12
+#: an action offered on this many targets or more is one node picker, not a button per target
+PICKER_FROM = 2
+#: Slack's static_select: at most 100 options, placeholder 150 characters, option text 75
+MAX_PICKER_OPTIONS = 100
+MAX_PLACEHOLDER = 150
 #: titles listed under a cause found on several objects; the rest are in the details
 MAX_TITLES_PER_GROUP = 5
 #: per-cause caps inside a channel message (together below Slack's 3,000 per section)
 EXPLANATION_LIMIT = 700
 STEPS_LIMIT = 1200
+FIXES_LIMIT = 400
+CONSEQUENCES_LIMIT = 500
 VERDICT_LIMIT = 1200
+#: where the rest of a cut fix list is: the buttons and menus under the section
+MORE_BELOW = "\n… (more in the buttons below)"
 #: evidence of one cause in the details message
 EVIDENCE_LIMIT = 2900
 #: sections per details message
@@ -103,8 +123,8 @@ def severity_marker(severity: str) -> str:
 
 
 def button_label(rem: Remediation) -> str:
-    values = " ".join(str(v) for _, v in sorted(rem.params.items()))
-    return L.clip(f"{rem.action} {values}".strip(), L.MAX_BUTTON_TEXT)
+    """``Restart qgpu-manager · tcs-10-29-25-5``: the catalogue's words for the action, its target."""
+    return L.clip(action_label(rem.action, rem.params), L.MAX_BUTTON_TEXT)
 
 
 def cards_summary(gpus: list[CardRow]) -> str:
@@ -131,6 +151,16 @@ def confirm_text(rem: Remediation, blast_radius: str) -> str:
     return both if len(both) <= L.MAX_CONFIRM_TEXT else radius
 
 
+def _confirm(rem: Remediation, blast_radius: str) -> dict[str, Any]:
+    return {
+        "title": plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
+        "text": plain(confirm_text(rem, blast_radius), L.MAX_CONFIRM_TEXT),
+        "confirm": plain(CONFIRM_LABEL, L.MAX_CONFIRM_BUTTON),
+        "deny": plain("Cancel", L.MAX_CONFIRM_BUTTON),
+        "style": "danger",
+    }
+
+
 def remediation_button(rem: Remediation, offer: OfferButton, index: int) -> Block:
     """A danger button carrying only the opaque offer id, behind Slack's confirmation dialog."""
     return {
@@ -139,13 +169,29 @@ def remediation_button(rem: Remediation, offer: OfferButton, index: int) -> Bloc
         "text": plain(button_label(rem), L.MAX_BUTTON_TEXT),
         "value": L.clip(offer.offer_id, L.MAX_BUTTON_VALUE, marker=""),
         "style": "danger",
-        "confirm": {
-            "title": plain(f"Run {rem.action}?", L.MAX_CONFIRM_TITLE),
-            "text": plain(confirm_text(rem, offer.blast_radius), L.MAX_CONFIRM_TEXT),
-            "confirm": plain(CONFIRM_LABEL, L.MAX_CONFIRM_BUTTON),
-            "deny": plain("Cancel", L.MAX_CONFIRM_BUTTON),
-            "style": "danger",
-        },
+        "confirm": _confirm(rem, offer.blast_radius),
+    }
+
+
+def remediation_picker(offered: list[tuple[Fix, OfferButton]], index: int) -> Block:
+    """One action offered on many targets: a menu "Restart kubelet on… (6 nodes)" whose options
+    carry one offer id each, behind the same confirmation dialog as a button (Slack shows it once
+    an option is picked). The option text is the button's label, so every target reads the same."""
+    first, offer = offered[0]
+    kinds = {"node" if "node" in f.remediation.params else "target" for f, _ in offered}
+    noun = kinds.pop() if len(kinds) == 1 else "target"
+    words = ACTION_LABELS.get(first.action, first.action)
+    options = [
+        {"text": plain(button_label(f.remediation), L.MAX_BUTTON_TEXT),
+         "value": L.clip(o.offer_id, L.MAX_BUTTON_VALUE, marker="")}
+        for f, o in offered[:MAX_PICKER_OPTIONS]
+    ]
+    return {
+        "type": "static_select",
+        "action_id": f"{REMEDIATE_ACTION}:{index}",
+        "placeholder": plain(f"{words} on… ({len(offered)} {noun}s)", MAX_PLACEHOLDER),
+        "options": options,
+        "confirm": _confirm(first.remediation, offer.blast_radius),
     }
 
 
@@ -166,6 +212,23 @@ def _title_lines(group: FindingGroup) -> str:
     return "\n".join(lines)
 
 
+def _fix_list(group: FindingGroup) -> str:
+    """The group's fixes by action, least invasive first: the first is the verdict's fix."""
+    lines = [f"{i}. {L.escape_mrkdwn(fix_text(same))}" for i, same in enumerate(group.actions(), 1)]
+    return "*Fix, least invasive first*\n" + "\n".join(lines) if lines else ""
+
+
+def _consequence_lines(group: FindingGroup) -> str:
+    """What this cause explains, one line each; their evidence is in the thread."""
+    lines = []
+    for c in group.consequences:
+        where = f" on {L.escape_mrkdwn(c.where())}" if len(c.findings) > 1 else ""
+        lines.append(f"• {severity_marker(c.severity)} `{c.code}`{where}: {L.escape_mrkdwn(c.lead.title)}")
+    if not lines:
+        return ""
+    return "*Explained by this cause* (evidence in the thread)\n" + "\n".join(lines)
+
+
 def group_blocks(
     n: int,
     group: FindingGroup,
@@ -174,36 +237,52 @@ def group_blocks(
     max_buttons: int = MAX_BUTTONS_PER_GROUP,
     why_none: str = NOT_ENABLED,
 ) -> list[Block]:
-    """One cause: its head, explanation and next steps in one section, then its fix buttons."""
+    """One cause: its head, explanation, fixes, next steps and what it explains in one section,
+    then its fix buttons."""
     text = _title_lines(group)
     if group.explanation:
-        text += "\n" + L.clip(L.escape_mrkdwn(group.explanation), EXPLANATION_LIMIT)
+        text += "\n" + L.clip_prose(L.escape_mrkdwn(group.explanation), EXPLANATION_LIMIT)
+    fixes = _fix_list(group)
+    if fixes:
+        text += "\n" + L.clip_lines(fixes, FIXES_LIMIT, marker=MORE_BELOW)
     if group.next_steps:
         steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in group.next_steps)
-        text += "\n" + L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT)
-    out = [section(L.clip_lines(text, L.MAX_SECTION_TEXT), block_id=f"finding-{n}")]
+        text += "\n" + L.clip_lines("*Next steps*\n" + steps, STEPS_LIMIT, marker="\n" + L.MORE_IN_THREAD)
+    folded = _consequence_lines(group)
+    if folded:
+        text += "\n" + L.clip_lines(folded, CONSEQUENCES_LIMIT, marker="\n" + L.MORE_IN_THREAD)
+    out = [section(L.clip_lines(text, L.MAX_SECTION_TEXT, marker="\n" + L.MORE_IN_THREAD), block_id=f"finding-{n}")]
     out.extend(_fix_blocks(n, group.fixes, offers, max_buttons, why_none))
     return out
 
 
 def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: int, why_none: str) -> list[Block]:
-    """A button per fix that was offered (in fix order), the others named in one line."""
+    """Per action, in fix order: a button for one target, a node picker for many (one actions
+    row per action); fixes without an offer are named in one line."""
     if not fixes:
         return []
     shown = fixes[:max_buttons]
     more = len(fixes) - len(shown)
-    buttons: list[Block] = []
+    by_action: dict[str, list[tuple[Fix, OfferButton]]] = {}
     unavailable = []
     for fix in shown:
         offer = offers.get(fix.key) if offers is not None else None
         if offer:
-            buttons.append(remediation_button(fix.remediation, offer, len(buttons)))
+            by_action.setdefault(fix.action, []).append((fix, offer))
         else:
             unavailable.append(f"`{L.escape_mrkdwn(button_label(fix.remediation))}`")
     out: list[Block] = []
-    for start in range(0, len(buttons), L.MAX_ACTIONS_ELEMENTS):
-        chunk = buttons[start : start + L.MAX_ACTIONS_ELEMENTS]
-        out.append({"type": "actions", "block_id": f"remediate-{n}-{start}", "elements": chunk})
+    index = 0
+    for row, offered in enumerate(by_action.values()):
+        elements: list[Block] = []
+        if len(offered) >= PICKER_FROM:
+            elements.append(remediation_picker(offered, index))
+            index += 1
+        else:
+            for fix, offer in offered:
+                elements.append(remediation_button(fix.remediation, offer, index))
+                index += 1
+        out.append({"type": "actions", "block_id": f"remediate-{n}-{row}", "elements": elements})
     if unavailable or more:
         why = why_none if offers is None else NOT_OFFERED
         note = f"Without a button: {', '.join(unavailable)} ({why})" if unavailable else ""
@@ -243,7 +322,9 @@ def verdict_block(v: Verdict) -> Block:
         extra.append(f"*Fix first:* {L.escape_mrkdwn(v.fix)}")
     if extra:
         text += "\n" + " · ".join(extra)
-    return section(L.clip(text, VERDICT_LIMIT), block_id="verdict")
+    if v.counts:
+        text += f"\n_{L.escape_mrkdwn(v.counts)}_"
+    return section(L.clip_prose(text, VERDICT_LIMIT), block_id="verdict")
 
 
 def story_block(report: Report) -> Block:
@@ -329,11 +410,8 @@ def render_details(report: Report) -> list[Rendered]:
     many messages as it takes (each inside every limit); empty when there is no evidence."""
     sections: list[Block] = []
     for group in group_findings(report.findings):
-        if not group.evidence:
-            continue
-        where = f" on {L.escape_mrkdwn(group.where())}" if group.where() else ""
-        prefix = f"{severity_marker(group.severity)} `{group.code}`{where}\n"
-        sections.append(section(L.code_block("\n".join(group.evidence), EVIDENCE_LIMIT, prefix=prefix)))
+        for member in (group, *group.consequences):
+            sections += _detail_sections(member)
     target = describe_target(report)
     pages: list[Rendered] = []
     blocks: list[Block] = []
@@ -347,6 +425,23 @@ def render_details(report: Report) -> list[Rendered]:
     return pages
 
 
+def _detail_sections(group: FindingGroup) -> list[Block]:
+    """A group's evidence for the thread, and its full explanation and steps when the report
+    message had to cut them ("… (more in the thread)" points here)."""
+    out: list[Block] = []
+    where = f" on {L.escape_mrkdwn(group.where())}" if group.where() else ""
+    why = f" (explained by `{group.explained_by}`)" if group.explained_by else ""
+    prefix = f"{severity_marker(group.severity)} `{group.code}`{where}{why}\n"
+    if group.evidence:
+        out.append(section(L.code_block("\n".join(group.evidence), EVIDENCE_LIMIT, prefix=prefix)))
+    steps = "\n".join(f"• {L.escape_mrkdwn(s)}" for s in group.next_steps)
+    cut = len(L.escape_mrkdwn(group.explanation)) > EXPLANATION_LIMIT or len("*Next steps*\n" + steps) > STEPS_LIMIT
+    if cut and not group.explained_by:
+        full = f"{prefix}{L.escape_mrkdwn(group.explanation)}\n*Next steps*\n{steps}"
+        out += [section(chunk) for chunk in L.split_chunks(full.splitlines(), 2900)]
+    return out
+
+
 def render_progress(target: str, user_id: str, command_text: str, *, queued: int | None = None) -> Rendered:
     """The placeholder posted at once: who asked what, and that the answer follows in the thread.
     ``queued``: the diagnosis waits for a free slot, at that place in line (``None``: it runs)."""
@@ -358,10 +453,8 @@ def render_progress(target: str, user_id: str, command_text: str, *, queued: int
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     """What the placeholder becomes once the answer is in: the verdict, pointing at the thread."""
-    counts: dict[str, int] = {}
-    for g in group_findings(report.findings):
-        counts[g.severity] = counts.get(g.severity, 0) + 1
-    tally = ", ".join(f"{severity_marker(s)} {n} {s}" for s, n in counts.items()) or "✅ no problem found"
+    groups = group_findings(report.findings)
+    tally = f"{severity_marker(groups[0].severity)} {counts_text(groups)}" if groups else "✅ no problem found"
     target = describe_target(report)
     found = verdict(report)
     headline = found.text() if found else "no problem found"
@@ -369,7 +462,7 @@ def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     if in_thread:
         text += " · details in the thread"
     return Rendered(
-        blocks=[section(L.clip(text, L.MAX_SECTION_TEXT))], text=L.fallback(f"{target}: {headline}")
+        blocks=[section(L.clip_prose(text, L.MAX_SECTION_TEXT))], text=L.fallback(f"{target}: {headline}")
     )
 
 

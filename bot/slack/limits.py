@@ -46,16 +46,43 @@ def clip(text: str, limit: int, *, marker: str = ELLIPSIS) -> str:
     return text[: limit - len(marker)] + marker
 
 
+#: how a message says that the rest of a cut text is in the thread under it
+MORE_IN_THREAD = "… (more in the thread)"
+
+
 def clip_lines(text: str, limit: int, *, marker: str = "\n… (cut)") -> str:
-    """Cut at a line boundary where one is close, so a half line never dangles."""
+    """Cut at a line boundary where one is close, else at a sentence or word boundary, so a
+    half line or half word never dangles."""
     if len(text) <= limit:
         return text
     room = max(limit - len(marker), 0)
     head = text[:room]
     newline = head.rfind("\n")
-    if newline >= room // 2:
-        head = head[:newline]
+    head = head[:newline] if newline >= room // 2 else _at_boundary(text, room)
     return (head + marker)[:limit]
+
+
+def clip_prose(text: str, limit: int, *, marker: str = " " + MORE_IN_THREAD) -> str:
+    """``text`` cut to ``limit`` at the end of a sentence where one is close, else between words,
+    then ``marker``: a reader sees where it stops, never a word cut in two."""
+    if len(text) <= limit:
+        return text
+    if limit <= len(marker):
+        return clip(text, limit)
+    return _at_boundary(text, limit - len(marker)) + marker
+
+
+def _at_boundary(text: str, room: int) -> str:
+    """The longest head of ``text`` within ``room`` that ends a sentence (when that keeps at least
+    half), else ends a word (when that keeps a third), else the hard cut."""
+    head = text[:room]
+    sentence = max(head.rfind(". "), head.rfind(".\n"), head.rfind("; "))
+    if sentence >= room // 2:
+        return head[: sentence + 1]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    if space >= room // 3 and not text[room : room + 1].isspace():
+        return head[:space].rstrip()
+    return head.rstrip()
 
 
 def escape_mrkdwn(text: str) -> str:
@@ -73,14 +100,14 @@ def fallback(text: str) -> str:
     Slack parses the top-level ``text`` as mrkdwn too (it is what the push notification shows),
     so it is escaped like any block: a label ``<!channel>`` must never ping from there either.
     """
-    return clip(escape_mrkdwn(text), MAX_FALLBACK_TEXT)
+    return clip_prose(escape_mrkdwn(text), MAX_FALLBACK_TEXT)
 
 
 def code_block(text: str, limit: int = MAX_SECTION_TEXT, *, prefix: str = "") -> str:
     """``prefix`` followed by ``text`` in a code fence, cut so the fence always closes."""
     body = escape_mrkdwn(text.replace(CODE_FENCE, "`\u200b``"))
     overhead = len(prefix) + 2 * len(CODE_FENCE) + 2
-    body = clip_lines(body, max(limit - overhead, 1))
+    body = clip_lines(body, max(limit - overhead, 1), marker="\n… (more lines in the full report)")
     # escaping may have cut an entity in half; drop a dangling "&am" fragment
     amp = body.rfind("&", max(len(body) - 5, 0))
     if amp != -1 and ";" not in body[amp:]:

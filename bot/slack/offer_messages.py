@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.registry import ACTION_LABELS
 from bot.remediation import Approvers, ClickOutcome, PendingAction
 from bot.slack import limits as L
 from bot.slack.blocks import REMEDIATE_ACTION, Block, context, plain, section
@@ -39,9 +40,11 @@ def _hms(ts: datetime) -> str:
 
 
 def _what(record: PendingAction | None) -> str:
+    """``*Restart kubelet* on `node/x```: the action in the catalogue's words, and its target."""
     if record is None:
         return "the action"
-    return f"*{L.escape_mrkdwn(record.action)}* on `{L.escape_mrkdwn(record.target or '-')}`"
+    words = ACTION_LABELS.get(record.action, record.action)
+    return f"*{L.escape_mrkdwn(words)}* on `{L.escape_mrkdwn(record.target or '-')}`"
 
 
 def running_text(record: PendingAction, user_id: str, at: datetime, *, dry_run: bool) -> str:
@@ -164,22 +167,46 @@ def interrupted_text(record: PendingAction) -> str:
 
 
 def is_remediate_button(element: Mapping[str, Any]) -> bool:
+    """A remediation button, or a node picker whose options are remediation offers."""
     action_id = str(element.get("action_id") or "")
-    return element.get("type") == "button" and (
+    return element.get("type") in ("button", "static_select") and (
         action_id == REMEDIATE_ACTION or action_id.startswith(REMEDIATE_ACTION + ":")
     )
 
 
+def element_offers(element: Mapping[str, Any]) -> list[str]:
+    """The offer ids a remediation element carries: a button's value, a picker's option values."""
+    if element.get("type") == "static_select":
+        options = element.get("options") or []
+        return [str(o["value"]) for o in options if isinstance(o, Mapping) and o.get("value")]
+    return [str(element["value"])] if element.get("value") else []
+
+
 def offer_ids_in(blocks: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The offer ids the message's remediation buttons carry, in order of appearance."""
+    """The offer ids the message's remediation buttons and pickers carry, in order of appearance."""
     found: list[str] = []
     for block in blocks:
         if block.get("type") != "actions":
             continue
         for element in block.get("elements") or []:
-            if isinstance(element, Mapping) and is_remediate_button(element) and element.get("value"):
-                found.append(str(element["value"]))
+            if isinstance(element, Mapping) and is_remediate_button(element):
+                found += element_offers(element)
     return found
+
+
+def _without_offer(element: Any, offer_id: str) -> Any | None:
+    """``element`` less the offer ``offer_id``: None when it was that offer's button or the last
+    option of a picker; the element itself when it does not carry it."""
+    if not (isinstance(element, Mapping) and is_remediate_button(element)):
+        return element
+    if offer_id not in element_offers(element):
+        return element
+    if element.get("type") != "static_select":
+        return None
+    options = [
+        o for o in element.get("options") or [] if not (isinstance(o, Mapping) and str(o.get("value")) == offer_id)
+    ]
+    return {**element, "options": options} if options else None
 
 
 def status_block_id(offer_id: str) -> str:
@@ -212,13 +239,10 @@ def replace_offer(blocks: Sequence[Mapping[str, Any]], offer_id: str, text: str)
         if block.get("type") != "actions":
             continue
         elements = list(block.get("elements") or [])
-        kept = [
-            e
-            for e in elements
-            if not (isinstance(e, Mapping) and is_remediate_button(e) and str(e.get("value")) == offer_id)
-        ]
-        if len(kept) == len(elements):
+        edited = [_without_offer(e, offer_id) for e in elements]
+        if all(new is old for new, old in zip(edited, elements, strict=True)):
             continue
+        kept = [e for e in edited if e is not None]
         line = status_block(offer_id, text)
         if kept and len(out) + 1 > L.MAX_BLOCKS:
             out[i] = line

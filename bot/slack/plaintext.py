@@ -21,6 +21,9 @@ def describe_target(report: Report) -> str:
         return "nodes " + ", ".join(nodes) if nodes else "all nodes"
     if target.get("topic"):
         return f"runbook {target['topic']}"
+    if report.command == "pending":
+        where = target.get("namespace") or "default"
+        return "pending GPU pods " + ("in every namespace" if where == "*" else f"in {where}")
     return report.command
 
 

@@ -23,6 +23,7 @@ This module only talks to Slack; the remediation service decides who may run wha
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -77,8 +78,17 @@ class SlackRemediation:
         thread; a live replica's runs are left alone."""
         interrupted = await self.remediation.recover()
         for record in interrupted:
-            if record.channel:
-                thread = record.thread_ts or record.message_ts
+            if not record.channel:
+                continue
+            thread = record.thread_ts or record.message_ts
+            if record.message_ts:
+                # its status line, from the blocks whoever announced the run kept in the shared state
+                # (this process may never have seen the message); without them, a thread note
+                await self.messages.update_offers(
+                    record.channel, record.message_ts, [(record.id, interrupted_text(record))],
+                    blocks=_kept_blocks(record), thread_ts=thread,
+                )
+            else:
                 await self.messages.post(record.channel, interrupted_text(record), thread_ts=thread)
         return interrupted
 
@@ -176,6 +186,9 @@ class SlackRemediation:
             await self.messages.update_offers(
                 where.channel, where.ts, [(record.id, text)], blocks=where.blocks, thread_ts=where.thread or where.ts
             )
+            shown = self.messages.remembered(where.channel, where.ts)
+            if shown:
+                await self.remediation.keep_blocks(record.id, shown)
 
         outcome = await self.remediation.click(click.offer_id, click.user_id, groups, on_running=announce)
         record = outcome.action
@@ -275,3 +288,12 @@ class _Where:
 
 
 _NOWHERE = _Where("", "", None, None)
+
+
+def _kept_blocks(record: PendingAction) -> list[dict[str, Any]] | None:
+    """The blocks of the record's message as the shared state kept them; None if none or unreadable."""
+    try:
+        blocks = json.loads(record.message_blocks) if record.message_blocks else None
+    except ValueError:
+        return None
+    return [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else None

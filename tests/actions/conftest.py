@@ -52,8 +52,18 @@ def arrived_via(sim: SimCluster) -> set[str]:
     return {r.via for r in sim.ssh.command_log}
 
 
+#: gpubot's own per-node action lock (its Lease in the release namespace): bookkeeping, not a change
+LOCK_PATH = "/apis/coordination.k8s.io/v1/namespaces/gpubot/leases"
+
+
+def cluster_writes(sim: SimCluster) -> list[Any]:
+    """Every write to the cluster but gpubot's own node locks (``WriteRecord``s)."""
+    return [w for w in sim.api.writes if not w.path.startswith(LOCK_PATH)]
+
+
 def api_writes(sim: SimCluster) -> list[tuple[str, str, Any]]:
-    return [(w.verb, w.path, w.body) for w in sim.api.writes]
+    """Every write to the cluster but gpubot's own node locks."""
+    return [(w.verb, w.path, w.body) for w in cluster_writes(sim)]
 
 
 Rig = Callable[..., AbstractAsyncContextManager[tuple[SimCluster, RemediationService]]]

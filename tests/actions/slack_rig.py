@@ -17,6 +17,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.observability import Metrics
+from bot.registry import action_label
 from bot.remediation import RemediationService
 from bot.service import Service
 from bot.settings import Settings
@@ -115,11 +116,22 @@ class SlackRig:
 
 
 def buttons(blocks: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Label -> offer ids of every remediation button, and of every option of a node picker (its
+    option text is the label a button for that target would carry)."""
     found: dict[str, list[str]] = {}
     for block in blocks:
         for element in block.get("elements") or [] if block.get("type") == "actions" else []:
-            found.setdefault(element["text"]["text"], []).append(element["value"])
+            if element.get("type") == "static_select":
+                for option in element["options"]:
+                    found.setdefault(option["text"]["text"], []).append(option["value"])
+            else:
+                found.setdefault(element["text"]["text"], []).append(element["value"])
     return found
+
+
+def button_text(action: str, node: str) -> str:
+    """The label of ``action``'s button (or picker option) for ``node``."""
+    return action_label(action, {"node": node})
 
 
 @asynccontextmanager

@@ -45,7 +45,7 @@ from tests.actions.conftest import (
     scenario,
     state_changes,
 )
-from tests.actions.slack_rig import mock_slack_server, slack_rig
+from tests.actions.slack_rig import button_text, mock_slack_server, slack_rig
 from tests.slack.mock_slack_api import MockSlackApi
 
 OTHER_NODE = "tcs-10-29-25-6"
@@ -225,7 +225,7 @@ async def test_the_slack_loop_reads_through_the_agent_and_acts_through_the_actua
     async with slack_rig(tmp_path, slack_api, node_access="agent") as rig:
         offered = await rig.command()
         assert "CHECKPOINT_ZOMBIE" in rig.last_report_text()
-        await rig.click(offered[f"checkpoint.clear {ZOMBIE_NODE}"][0])
+        await rig.click(offered[button_text("checkpoint.clear", ZOMBIE_NODE)][0])
         history = rig.sim.ssh.history(ZOMBIE_NODE)
         assert history[0] == "systemctl stop kubelet" and history[1].startswith("mv ")
         assert history[2:] == ["systemctl start kubelet"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.actions.conftest import Rig, api_writes, offer_and_click, state_changes
+from tests.actions.conftest import Rig, api_writes, cluster_writes, offer_and_click, state_changes
 
 MANAGER = ("qgpu", "qgpu-manager-7xk2p", "5a4b3c2d-0000-4000-8000-0000000000e1")
 POLICY = "tke.cloud.tencent.com/qgpu-schedule-policy"
@@ -15,7 +15,7 @@ async def test_pod_delete_is_graceful_with_the_uid_it_checked(rig: Rig) -> None:
     async with rig("zombie-checkpoint") as (sim, rem):
         out = await offer_and_click(rem, "pod.delete", {"namespace": "ai", "pod": "gpu-full-5d8c6-q7wz2"})
         assert out.status == "succeeded", out.message
-        (write,) = sim.api.writes
+        (write,) = cluster_writes(sim)
         assert (write.verb, write.path) == ("DELETE", "/api/v1/namespaces/ai/pods/gpu-full-5d8c6-q7wz2")
         assert write.grace_period_seconds == 30
         assert write.body["gracePeriodSeconds"] == 30
@@ -36,7 +36,7 @@ async def test_restart_manager_deletes_only_the_manager_pod_on_that_node(rig: Ri
     async with rig("zombie-checkpoint") as (sim, rem):
         out = await offer_and_click(rem, "qgpu.restart-manager", {"node": "tcs-10-29-25-5"})
         assert out.status == "succeeded", out.message
-        (write,) = sim.api.writes
+        (write,) = cluster_writes(sim)
         ns, name, uid = MANAGER
         assert (write.verb, write.path) == ("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}")
         assert write.grace_period_seconds == 30 and write.body["preconditions"]["uid"] == uid
@@ -56,7 +56,7 @@ async def test_rollout_restart_sets_restarted_at_on_every_qgpu_daemonset(rig: Ri
     async with rig("zombie-checkpoint") as (sim, rem):
         out = await offer_and_click(rem, "qgpu.rollout-restart", {})
         assert out.status == "succeeded", out.message
-        (write,) = sim.api.writes
+        (write,) = cluster_writes(sim)
         assert (write.verb, write.path) == ("PATCH", "/apis/apps/v1/namespaces/qgpu/daemonsets/qgpu-manager")
         assert write.content_type == "application/strategic-merge-patch+json"
         stamp = write.body["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
@@ -70,7 +70,7 @@ async def test_namespace_label_sets_the_policy_once(rig: Rig) -> None:
         params = {"namespace": "ml-team", "label": POLICY, "value": "fixed-share"}
         out = await offer_and_click(rem, "namespace.label", params)
         assert out.status == "succeeded", out.message
-        (write,) = sim.api.writes
+        (write,) = cluster_writes(sim)
         assert (write.verb, write.path, write.body) == (
             "PATCH",
             "/api/v1/namespaces/ml-team",
@@ -80,7 +80,7 @@ async def test_namespace_label_sets_the_policy_once(rig: Rig) -> None:
         assert labels[POLICY] == "fixed-share" and labels["kubernetes.io/metadata.name"] == "ml-team"
         again = await offer_and_click(rem, "namespace.label", params)
         assert again.status == "precondition_failed" and "already has" in again.message
-        assert len(sim.api.writes) == 1
+        assert len(cluster_writes(sim)) == 1
 
 
 async def test_namespace_label_copies_only_the_missing_labels(rig: Rig) -> None:
@@ -88,7 +88,7 @@ async def test_namespace_label_copies_only_the_missing_labels(rig: Rig) -> None:
         out = await offer_and_click(rem, "namespace.label", {"namespace": "ml-team", "copy_from": "ai"})
         assert out.status == "succeeded", out.message
         source = sim.api.store.find("Namespace", "ai")["metadata"]["labels"]
-        (write,) = sim.api.writes
+        (write,) = cluster_writes(sim)
         copied = write.body["metadata"]["labels"]
         assert copied == {k: v for k, v in source.items() if k != "kubernetes.io/metadata.name"}
         assert copied

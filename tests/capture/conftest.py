@@ -21,6 +21,7 @@ from bot.cli import main
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import Scenario, load_scenario
 from bot.sim.threaded import LoopThread
+from tests.exit_status import assert_answered
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -43,8 +44,8 @@ def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def diagnose(run: str, scenario: Path, access: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     """An expectation's command against a fresh simulator of ``scenario``: the JSON report."""
     code, out, err = cli([*shlex.split(run), "--scenario", str(scenario), "--json", "--node-access", access], capsys)
-    assert code == 0, err
     report: dict[str, Any] = json.loads(out)
+    assert_answered(code, report)
     return report
 
 

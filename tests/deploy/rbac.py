@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.deploy.kube_calls import Perm
+from bot.doctor.kube_calls import Perm
 
 
 def rules_of(role: dict[str, Any]) -> list[dict[str, Any]]:

@@ -60,7 +60,9 @@ def switches() -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {".".join(p): [False, True] for p in _booleans(schema(), ()) if p[-1] == "enabled"}
     props = schema()["properties"]
     out["slack.mode"] = list(props["slack"]["properties"]["mode"]["enum"])
-    out["config.node_access"] = list(props["config"]["properties"]["node_access"]["enum"])
+    # "agent" renders as "auto" does (the same mounts) except that it refuses nodeAgent.enabled:
+    # false, which the wrong-values test covers: the combinations take auto and ssh
+    out["config.node_access"] = [a for a in props["config"]["properties"]["node_access"]["enum"] if a != "agent"]
     return out
 
 
@@ -121,14 +123,34 @@ def combinations() -> list[dict[str, Any]]:
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(switches()[n] for n in names))]
 
 
+def flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (the inverse of ``nested``; lists stay values)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def presets() -> dict[str, dict[str, Any]]:
+    """The platform presets shipped beside values.yaml (``values-eks.yaml`` -> ``eks``), as flat values."""
+    return {
+        p.stem.removeprefix("values-"): flat(yaml.safe_load(p.read_text(encoding="utf-8")))
+        for p in sorted(CHART.glob("values-*.yaml"))
+    }
+
+
 def variants() -> list[dict[str, Any]]:
-    """Every combination of the switches, then each option flipped alone and with every switch on."""
+    """Every combination of the switches, then each option flipped alone and with every switch on,
+    then each platform preset (alone: a preset is what a user installs with)."""
     out = combinations()
     all_on = {name: choices[-1] for name, choices in switches().items()}
     for option in options():
         flipped = {option: not lookup(chart_defaults(), option)}
         out += [flipped, {**all_on, **flipped}]
-    return out
+    return out + list(presets().values())
 
 
 def combination_values(combo: dict[str, Any]) -> dict[str, Any]:

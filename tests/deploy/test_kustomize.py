@@ -77,7 +77,7 @@ def test_users_kustomization_sets_the_image_on_top(tmp_path: Path) -> None:
                 "kind": "Kustomization",
                 "resources": [os.path.relpath(KUSTOMIZE / "overlays" / "remediation", mine)],
                 "images": [
-                    {"name": "registry.example.com/gpubot", "newName": "registry.mycorp.com/gpubot", "newTag": "9.9.9"}
+                    {"name": "ghcr.io/gpubot/gpubot", "newName": "registry.mycorp.com/gpubot", "newTag": "9.9.9"}
                 ],
             }
         )

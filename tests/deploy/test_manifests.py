@@ -101,7 +101,7 @@ def test_settings_of_every_variant_load(all_renders: dict[str, Any], tmp_path: P
         runbooks = _volume_at(objs, settings.runbook_dir)
         assert runbooks["configMap"]["name"] == "gpubot-runbooks", name
         assert settings.namespace == "gpubot", f"{name}: the bot looks for its agents in the release namespace"
-        assert settings.node_access == values.get("config", {}).get("node_access", "agent"), name
+        assert settings.node_access == values.get("config", {}).get("node_access", "auto"), name
 
 
 def test_every_config_key_reaches_the_bot(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_secrets_are_files_from_the_user_created_secrets(all_renders: dict[str, 
             {"GPUBOT_SLACK_SIGNING_SECRET_FILE"} if mode == "http" else {"GPUBOT_SLACK_APP_TOKEN_FILE"}
         )
         assert set(files) == wanted, f"{name}: a secret file the mode does not use would fail settings loading"
-        ssh = values.get("config", {}).get("node_access", "agent") == "ssh"
+        ssh = values.get("config", {}).get("node_access", "auto") == "ssh"
         ssh_paths = [env[k] for k in ("GPUBOT_SSH_KEY_PATH", "GPUBOT_SSH_KNOWN_HOSTS") if k in env]
         assert len(ssh_paths) == (2 if ssh else 0), f"{name}: the SSH key is mounted only for node_access ssh"
         assert ssh == any(v.get("secret", {}).get("secretName") == "gpubot-ssh" for v in _mounts(objs).values()), name
@@ -355,9 +355,19 @@ def test_pod_and_object_extras_land_where_they_belong() -> None:
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
         "priorityClassName": "system-cluster-critical",
         "podAnnotations": {"team": "gpu-sre"},
+        "podLabels": {"cost-center": "gpu"},
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}
+            ]}}
+        },
+        "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"}],
         "serviceAccount": {"annotations": {"iam.example.com/role": "gpubot"}},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
-        "metrics": {"serviceMonitor": {"enabled": True, "interval": "1m", "labels": {"release": "prom"}}},
+        "metrics": {"serviceMonitor": {
+            "enabled": True, "interval": "1m", "labels": {"release": "old", "team": "sre"},
+            "additionalLabels": {"release": "prom"},
+        }},
         "slack": {"mode": "http"},
         "ingress": {"enabled": True, "host": "bot.example.com", "annotations": {"a.example.com/x": "z"}},
     }
@@ -367,10 +377,20 @@ def test_pod_and_object_extras_land_where_they_belong() -> None:
     assert pod["nodeSelector"] == values["nodeSelector"] and pod["tolerations"] == values["tolerations"]
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert template["metadata"]["annotations"]["team"] == "gpu-sre"
+    assert template["metadata"]["labels"]["cost-center"] == "gpu"
+    assert "cost-center" not in _deployment(objs)["spec"]["selector"]["matchLabels"], "never on the selector"
+    node_affinity = pod["affinity"]["nodeAffinity"]
+    assert node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] == values["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert node_affinity["preferredDuringSchedulingIgnoredDuringExecution"], "the chart's own preference stays"
+    assert pod["affinity"]["podAntiAffinity"], "and so does the replica spread"
+    assert _container(objs)["env"][-1] == values["extraEnv"][0]
     assert _container(objs)["resources"] == values["resources"]
     assert one(objs, "ServiceAccount")["metadata"]["annotations"] == {"iam.example.com/role": "gpubot"}
     monitor = one(objs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prom" and monitor["spec"]["endpoints"][0]["interval"] == "1m"
+    assert monitor["metadata"]["labels"]["team"] == "sre", "labels: the deprecated alias still applies"
     assert one(objs, "Ingress")["metadata"]["annotations"] == {"a.example.com/x": "z"}
     plain = _deployment(render())["spec"]["template"]["spec"]
     assert not {"nodeSelector", "tolerations", "priorityClassName", "imagePullSecrets"} & set(plain)

@@ -123,7 +123,7 @@ def test_the_agent_tolerates_the_gpu_taints_and_names_the_others() -> None:
     assert untolerated_taints(pod, node)
     reason = find_agents({"gpu-2": node}, [], [daemonset])["gpu-2"].reason
     assert "dedicated=ml:NoSchedule" in reason, reason
-    tolerated = {"gpuNodes": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}
+    tolerated = {"daemonsets": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}
     assert not untolerated_taints(_pod(one(render(tolerated), "DaemonSet", AGENT)), node)
 
 

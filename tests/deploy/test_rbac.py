@@ -13,11 +13,11 @@ switches (``render.variants()``), each also with ``config.identity_map`` set (im
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
-from tests.deploy.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source, scan_tree
+from bot.doctor import needs as needs_module
+from bot.doctor.kube_calls import WRITE_VERBS, Perm, Use, needed, scan_source
 from tests.deploy.rbac import grants, has_wildcard
 from tests.deploy.render import (
     NAMESPACE,
@@ -35,21 +35,13 @@ from tests.deploy.render import (
 )
 
 BOT = REPO / "bot"
-ACTIONS = BOT / "actions"
-#: the simulator serves the API; method names there are routes, not calls against a cluster
-SIM = BOT / "sim"
 EXEC_RESOURCE = ("", "pods/exec")
 BOT_SA = [{"kind": "ServiceAccount", "name": "gpubot", "namespace": NAMESPACE}]
 #: a Slack user and a group mapped to Kubernetes identities: turns impersonation on
 IDENTITY_MAP = {"U0ALICE": {"user": "alice@example.com", "groups": ["ml-team"]}, "S0GPU": {"user": "gpu-users"}}
 #: gpubot's own state on the API (config.state: kubernetes): granted in the release namespace by
 #: the gpubot-state Role, checked against these modules by tests/replicas/test_crds.py
-STATE = (
-    BOT / "coordination",
-    BOT / "leader.py",
-    BOT / "proactive" / "kube_store.py",
-    *sorted((BOT / "remediation").glob("kube_*.py")),
-)
+STATE = needs_module.STATE
 
 SYNTHETIC = '''
 """A module shaped like the real ones: calls, passed methods, a dispatch table, watch, exec."""
@@ -74,17 +66,16 @@ def act(core: client.CoreV1Api) -> None:
 '''
 
 
-@functools.cache
 def _scan(root: Path) -> tuple[tuple[Use, ...], tuple[str, ...]]:
-    uses, problems = scan_tree(root, relative_to=REPO)
-    return tuple(uses), tuple(problems)
+    assert root == BOT
+    return needs_module.scanned()
 
 
 def _reads() -> dict[Perm, list[str]]:
-    """What everything outside bot/actions (and the simulator) needs."""
-    uses = [u for u in _scan(BOT)[0] if not Path(REPO / u.path).is_relative_to(ACTIONS)]
-    uses = [u for u in uses if not any(Path(REPO / u.path).is_relative_to(s) for s in STATE)]
-    return needed([u for u in uses if not Path(REPO / u.path).is_relative_to(SIM)])
+    """What everything outside bot/actions (and the simulator, and the state modules) needs,
+    the exec into the agents included (the product's own answer: ``bot.doctor.needs``)."""
+    found = needs_module.needs()
+    return {**found.reads, **found.exec}
 
 
 def _exec_needed() -> set[Perm]:
@@ -93,7 +84,7 @@ def _exec_needed() -> set[Perm]:
 
 
 def _writes() -> dict[Perm, list[str]]:
-    return needed(list(_scan(ACTIONS)[0]))
+    return needs_module.needs().remediation
 
 
 def _readonly() -> set[Perm]:
@@ -270,7 +261,7 @@ def _check_variant(name: str, combo: dict[str, Any], objs: list[Obj]) -> None:
     assert set(cluster_roles) == expected, name
     roles = {r["metadata"]["name"]: r for r in find(objs, "Role")}
     expected_roles = {"gpubot-node-agent-exec"} if agent else set()
-    expected_roles |= {"gpubot-actuator-exec"} if on["remediation.enabled"] else set()
+    expected_roles |= {"gpubot-actuator-exec", "gpubot-node-locks"} if on["remediation.enabled"] else set()
     expected_roles |= {"gpubot-state"}  # config.state: kubernetes is the chart default
     assert set(roles) == expected_roles, name
     assert all(r["metadata"]["namespace"] == NAMESPACE for r in [*roles.values(), *find(objs, "RoleBinding")]), name
@@ -288,7 +279,10 @@ def _check_variant(name: str, combo: dict[str, Any], objs: list[Obj]) -> None:
     cluster_wide = set().union(*(grants(r) for r in cluster_roles.values()))
     state = grants(roles["gpubot-state"])  # its exact calls: tests/replicas/test_crds.py
     assert {p.group for p in state} <= {"gpubot.dev", "coordination.k8s.io"}, f"{name}: state Role beyond its objects"
-    namespaced = set().union(*(grants(r) for n, r in roles.items() if n != "gpubot-state"), set())
+    # gpubot's own objects: the state (its exact calls: tests/replicas/test_crds.py) and the node
+    # locks (test_node_actions_lock_their_node_in_the_release_namespace_whatever_the_state)
+    own = ("gpubot-state", "gpubot-node-locks")
+    namespaced = set().union(*(grants(r) for n, r in roles.items() if n not in own), set())
     assert not {p for p in cluster_wide | namespaced if p.resource == "secrets"}, f"{name}: the bot never reads Secrets"
     writes = {p for p in cluster_wide if p.verb in WRITE_VERBS}
     assert bool(writes - _exec_needed()) == on["remediation.enabled"], f"{name}: only remediation may write"
@@ -323,3 +317,23 @@ def test_impersonation_is_granted_for_exactly_the_mapped_users_and_groups() -> N
     binding = one(objs, "ClusterRoleBinding", "gpubot-impersonation")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpubot", "namespace": "gpubot"}]
     assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("alice@example.com") == 1
+
+
+NODE_LOCKS = BOT / "remediation" / "kube_node_lock.py"
+
+
+def test_node_actions_lock_their_node_in_the_release_namespace_whatever_the_state() -> None:
+    """The per-node Lease every actor takes (issue 29): granted with remediation whatever
+    config.state is, in the release namespace only, and exactly the lease calls the lock makes."""
+    uses, problems = scan_source(NODE_LOCKS.read_text(encoding="utf-8"), str(NODE_LOCKS.relative_to(REPO)))
+    assert not problems, problems
+    calls = {p for p in needed(uses) if p.group == "coordination.k8s.io"}
+    assert {p.verb for p in calls} >= {"get", "create", "update"}, calls
+    for state in ("sqlite", "kubernetes"):
+        objs = render({"remediation": {"enabled": True}, "config": {"state": state}})
+        role = one(objs, "Role", "gpubot-node-locks")
+        assert role["metadata"]["namespace"] == NAMESPACE
+        assert grants(role) == calls, _fmt(grants(role) ^ calls)
+        binding = one(objs, "RoleBinding", "gpubot-node-locks")
+        assert binding["subjects"] == BOT_SA and binding["roleRef"]["name"] == "gpubot-node-locks"
+    assert not find(render(), "Role", "gpubot-node-locks"), "without remediation nothing takes a node lock"

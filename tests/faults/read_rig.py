@@ -10,6 +10,7 @@ bot reads these kubeconfigs like any other.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -48,12 +49,26 @@ class ReadRig:
     sim: SimCluster
     workdir: Path
 
-    def config(self, name: str = "gpubot", *, server: str = "", **settings: Any) -> Path:
-        """A settings file for the simulator; with ``server``, its kubeconfig points there instead."""
+    def config(
+        self, name: str = "gpubot", *, server: str = "", credential_plugin: list[str] | None = None, **settings: Any
+    ) -> Path:
+        """A settings file for the simulator; with ``server``, its kubeconfig points there instead;
+        with ``credential_plugin`` (argv), the user's token comes from that exec plugin."""
         cluster = self.sim.cluster_config()
         kubeconfig = cluster.kubeconfig
-        if server:
-            kubeconfig = str(write_kubeconfig(self.workdir / f"{name}.kubeconfig", server, context=cluster.context))
+        if server or credential_plugin:
+            path = write_kubeconfig(self.workdir / f"{name}.kubeconfig", server or self.sim.api.url,
+                                    context=cluster.context)
+            if credential_plugin:
+                doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+                doc["users"][0]["user"] = {"exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "command": credential_plugin[0],
+                    "args": credential_plugin[1:],
+                    "interactiveMode": "Never",
+                }}
+                path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+            kubeconfig = str(path)
         data = {
             "clusters": [
                 {
@@ -115,3 +130,13 @@ def gpubot_process(config: Path, argv: list[str], *, env: dict[str, str], guard_
         env=env,
     )
     return Answer(proc.returncode, proc.stdout, proc.stderr), time.monotonic() - started
+
+
+def start_cost_s() -> float:
+    """Seconds this machine takes now to start a Python process that imports gpubot's client
+    side: the part of a command's deadline (counted from the process's start) spent before it
+    can ask anything. Tests that need reads to finish within a deadline size it from this."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import bot.cli, bot.oneshot, bot.service"], cwd=ROOT, check=True,
+                   timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return time.monotonic() - started

@@ -25,7 +25,7 @@ import pytest
 from bot.cli import main
 from bot.remediation.sqlite_store import SqlitePendingStore
 from bot.remediation.store import ClaimResult
-from tests.actions.conftest import scenario, step
+from tests.actions.conftest import cluster_writes, scenario, step
 from tests.faults.conftest import NODE, Rig, assert_truthful, checkpoint_kept, end_state, offer
 
 FULL = "database or disk is full"
@@ -87,7 +87,7 @@ async def test_a_full_disk_right_after_the_claim_runs_nothing_and_says_so(rig: R
             f"({FULL}). Nothing was changed."
         )
         assert "internal error" not in out.message
-        assert sim.ssh.history(NODE) == [] and sim.api.writes == []
+        assert sim.ssh.history(NODE) == [] and cluster_writes(sim) == []
         assert real.get(action_id).state == "running"  # type: ignore[union-attr]  # nothing could be written
 
         free_disk(real.db.path)
@@ -139,7 +139,7 @@ async def test_an_expired_offer_clicked_from_a_process_with_a_slow_clock_does_no
         rem.flow.clock = slow
         out = await rem.click(action_id, "U0BOB")
         assert out.status == "expired"
-        assert sim.ssh.history(NODE) == [] and sim.api.writes == []
+        assert sim.ssh.history(NODE) == [] and cluster_writes(sim) == []
         assert rem.flow.store.get(action_id).state == "expired"  # type: ignore[union-attr]
         assert rem.flow.audit.query(action_id=action_id)[-1].event == "expire"
 

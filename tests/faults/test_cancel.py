@@ -18,7 +18,7 @@ from bot.server import serve
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
 from tests.actions.conftest import APPROVER, scenario
-from tests.actions.slack_rig import WHY_PENDING, buttons
+from tests.actions.slack_rig import WHY_PENDING, button_text, buttons
 from tests.faults.conftest import NODE, Rig, assert_truthful, checkpoint_kept, end_state, offer
 from tests.slack.helpers import click_payload, form, interaction_form, post, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
@@ -77,7 +77,7 @@ async def test_shutdown_waits_for_a_running_action_beyond_the_diagnosis_grace(
             assert (await post(url, body, sign(body)))[0] == 200
             await slack_api.wait_for(lambda: ("C0GPU", REPORT_TS) in slack_api.messages, timeout=60)
             await slack_api.wait_for(lambda: len(server.bot.tasks) == 0, timeout=60)
-            value = buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])[f"checkpoint.clear {NODE}"][0]
+            value = buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])[button_text("checkpoint.clear", NODE)][0]
             click = interaction_form(click_payload(slack_api, value, user=APPROVER))
             assert (await post(url, click, sign(click)))[0] == 200
             await until(lambda: len(sim.ssh.history(NODE)) == 3)  # waiting for Ready now

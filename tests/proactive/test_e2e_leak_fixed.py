@@ -15,13 +15,17 @@ from pathlib import Path
 
 from bot.proactive import ProblemStore
 from bot.sim.cluster import SimCluster
-from tests.actions.slack_rig import buttons
+from tests.actions.slack_rig import button_text, buttons
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, started, stopped, watch_settings
 from tests.slack.helpers import click_payload, form, interaction_form, post, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
 APPROVER = "U0BOB"
 ASKED_IN = "C0GPU"
+
+
+#: the fix's button as the report labels it
+CLEAR = button_text("checkpoint.clear", "gpu-a")
 
 
 async def test_a_leak_is_posted_once_and_resolved_by_the_confirmed_fix(
@@ -46,12 +50,12 @@ async def test_a_leak_is_posted_once_and_resolved_by_the_confirmed_fix(
                 return [
                     ts
                     for (channel, ts), message in mock_slack.messages.items()
-                    if channel == ASKED_IN and "checkpoint.clear gpu-a" in json.dumps(message.get("blocks"))
+                    if channel == ASKED_IN and CLEAR in json.dumps(message.get("blocks"), ensure_ascii=False)
                 ]
 
             (ts, *_) = await mock_slack.wait_for(with_button, timeout=60)
             await mock_slack.wait_for(lambda: len(bot.slack.tasks) == 0, timeout=60)  # offers recorded
-            (value, *_) = buttons(mock_slack.message(ASKED_IN, ts)["blocks"])["checkpoint.clear gpu-a"]
+            (value, *_) = buttons(mock_slack.message(ASKED_IN, ts)["blocks"])[CLEAR]
             click = interaction_form(click_payload(mock_slack, value, user=APPROVER))
             assert (await post(url, click, sign(click)))[0] == 200
             done = f"offer-status-{value}"

@@ -133,7 +133,9 @@ async def test_a_node_action_cut_off_by_a_lost_replica_is_restored_by_the_other(
         assert checkpoint_kept(sim, original)
         trail = await rig.trail(offer_id)
         last = trail[-1]
-        assert (last.event, last.actor, last.outcome) == ("interrupted", "gpubot", "interrupted")
+        assert (last.event, last.actor, last.outcome) == ("interrupted", "gpubot", "interrupted"), [
+            (e.id, e.event, e.outcome, e.detail.get("step")) for e in trail
+        ]
         assert "the process running it stopped" in str(last.detail["reason"])
         assert "schedulable" in str(last.detail["restore"]) and last.detail["approved_by"] == APPROVER
         restored = [e for e in trail if e.event == "step" and "restore" in str(e.detail.get("step"))]

@@ -164,6 +164,22 @@ def test_set_message_remembers_where_the_offer_is(backend: Backend) -> None:
     assert (got.channel, got.message_ts, got.thread_ts) == ("C0OTHER", "1700000000.000100", "1700000000.0")
 
 
+def test_the_message_blocks_of_a_running_offer_are_shared_state(backend: Backend) -> None:
+    """Issue 29: whoever ends a run (another replica restoring it) edits its status line from the
+    blocks the announcing process kept in the shared state, not from that process's memory."""
+    store = backend.store
+    other, _ = backend.replica()
+    record = store.create(make())
+    store.set_message(record.id, channel="C0OTHER", message_ts="1700000000.000100")
+    blocks = '[{"type": "section", "block_id": "status-x", "text": {"type": "mrkdwn", "text": "running"}}]'
+    assert store.claim(record.id, approver="U0A", owner="replica-a:1:aa").claimed
+    store.set_blocks(record.id, blocks)
+    seen = other.get(record.id)
+    assert seen is not None and seen.message_blocks == blocks and seen.message_ts == "1700000000.000100"
+    ended = other.finish(record.id, "interrupted", "restored")
+    assert ended is not None and ended.message_blocks == blocks and ended.channel == "C0OTHER"
+
+
 def test_expire_overdue_only_touches_overdue_pending(backend: Backend) -> None:
     store, clock = backend.store, backend.clock
     old = store.create(make(ttl_s=60))

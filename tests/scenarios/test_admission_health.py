@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from tests.exit_status import assert_answered
 
 ROOT = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def report(run: str, scenario: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
-    assert main([*shlex.split(run), "--scenario", str(ROOT / scenario), "--json"]) == 0
-    findings: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["findings"]
+    code = main([*shlex.split(run), "--scenario", str(ROOT / scenario), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert_answered(code, answer)
+    findings: list[dict[str, Any]] = answer["findings"]
     return findings
 
 

@@ -16,6 +16,7 @@ import pytest
 from bot.cli import main
 from bot.registry import ACTIONS
 from bot.sim.scenario import load_scenario
+from tests.exit_status import assert_answered
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -37,8 +38,8 @@ def test_expect_block(path: Path, index: int, exp, access: str, capsys: pytest.C
     argv = shlex.split(exp.run) + ["--scenario", str(path), "--json", "--node-access", access]
     code = main(argv)
     out, err = capsys.readouterr()
-    assert code == 0, err
     report = json.loads(out)
+    assert_answered(code, report)
     assert set(report) >= {"command", "target", "findings", "skipped", "elapsed_ms"}
     codes = [f["code"] for f in report["findings"]]
     for f in report["findings"]:

@@ -22,6 +22,7 @@ from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
 from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
+from tests.exit_status import assert_answered
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -34,8 +35,8 @@ Report = dict[str, Any]
 def run_cli(capsys: pytest.CaptureFixture[str], scenario: str, *argv: str) -> Report:
     code = main([*argv, "--scenario", str(SCENARIOS / scenario), "--json"])
     out, err = capsys.readouterr()
-    assert code == 0, err
     report: Report = json.loads(out)
+    assert_answered(code, report)
     assert set(report) >= CONTRACT
     return report
 
@@ -148,7 +149,8 @@ def test_terminating_holder_cordoned_and_not_ready_nodes(capsys: pytest.CaptureF
 def test_unreachable_and_wrong_host_key_nodes_do_not_hide_the_healthy_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = run_cli(capsys, "unreachable-node.yaml", "node-status")
+    # the faults are SSH's (refused, a rebuilt host key): read over SSH, as the scenario means
+    report = run_cli(capsys, "unreachable-node.yaml", "node-status", "--node-access", "ssh")
     unreachable = {f["title"] for f in findings(report, "NODE_UNREACHABLE")}
     assert unreachable == {
         "Cannot reach node gpu-refused over SSH (refused); its physical checks were skipped",

@@ -19,13 +19,13 @@ import pytest
 
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.sim.cluster import SimCluster
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario, state_changes
-from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
+from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 
 GROUP = "S0GPUONCALL"
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 OTHER_NODE = "tcs-10-29-25-6"
 REPORT_TS, PARENT_TS = "1700000000.000002", "1700000000.000001"
 APPROVE, DENY = "approval:approve", "approval:deny"
@@ -68,24 +68,26 @@ async def test_a_non_approvers_click_asks_the_approvers_and_an_approval_runs_it_
         offered = await rig.command(user=REQUESTER)
         # one button per distinct fix, least invasive first, none for an action nobody may approve
         assert list(offered) == [
-            f"kubelet.restart {ZOMBIE_NODE}",
-            f"kubelet.restart {OTHER_NODE}",
+            button_text("kubelet.restart", ZOMBIE_NODE),
+            button_text("kubelet.restart", OTHER_NODE),
             BUTTON,
-            f"checkpoint.clear {OTHER_NODE}",
+            button_text("checkpoint.clear", OTHER_NODE),
         ]
         assert all(len(values) == 1 for values in offered.values())
         report = slack_api.message("C0GPU", REPORT_TS)
         assert len(report["blocks"]) <= 15
-        assert "qgpu.restart-manager" in json.dumps(report["blocks"])  # named, without a button
+        named = "Restart qgpu-manager · tcs-10-29-25-5"
+        assert named in json.dumps(report["blocks"], ensure_ascii=False)  # named, without a button
         value = offered[BUTTON][0]
 
         # the requester may not approve: their click becomes a request to the approver group
         await rig.click(value, user=REQUESTER)
-        assert state_changes(rig.sim) == {} and rig.sim.api.writes == []
+        assert state_changes(rig.sim) == {} and cluster_writes(rig.sim) == []
         (request,) = requests_posted(slack_api)
         assert request["thread_ts"] == PARENT_TS
         text = json.dumps(request["blocks"])
-        assert f"<!subteam^{GROUP}>" in text and f"<@{REQUESTER}> asks to run *checkpoint.clear*" in text
+        assert f"<!subteam^{GROUP}>" in text
+        assert f"<@{REQUESTER}> asks to run *Clear the device-plugin checkpoint*" in text
         assert [b["action_id"] for b in request["blocks"][-1]["elements"]] == [APPROVE, DENY]
         assert {b["value"] for b in request["blocks"][-1]["elements"]} == {value}
         assert f"asked <!subteam^{GROUP}>" in ephemerals(slack_api)[-1]
@@ -132,7 +134,7 @@ async def test_an_approver_can_deny_a_request(tmp_path: Path, slack_api: MockSla
         assert "cannot deny" in ephemerals(slack_api)[-1]
         await rig.click(value, user=APPROVER, action_id=DENY)
         assert rig.rem.flow.store.get(value).state == "refused"  # type: ignore[union-attr]
-        assert state_changes(rig.sim) == {} and rig.sim.api.writes == []
+        assert state_changes(rig.sim) == {} and cluster_writes(rig.sim) == []
         assert f"denied by <@{APPROVER}>" in status_line(slack_api, value)
         (request,) = requests_posted(slack_api)
         assert "denied" in json.dumps(request["blocks"])

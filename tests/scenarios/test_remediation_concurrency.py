@@ -18,8 +18,8 @@ import pytest
 
 from bot.sim.cluster import SimCluster
 from bot.sim.store import RESOURCE_TYPES
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario
-from tests.actions.slack_rig import SlackRig, mock_slack_server, slack_rig, started
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario
+from tests.actions.slack_rig import SlackRig, button_text, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -30,7 +30,7 @@ async def slack_api() -> AsyncIterator[MockSlackApi]:
         yield mock
 
 
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 
 
 def age_heartbeat(state: Path, action_id: str, *, seconds: float) -> None:
@@ -55,7 +55,7 @@ async def test_fifty_concurrent_clicks_execute_once(tmp_path: Path, slack_api: M
         await rig.clicks(value, 50)
         history = rig.sim.ssh.history(ZOMBIE_NODE)
         assert len(history) == 3 and history[0] == "systemctl stop kubelet"
-        assert len(rig.sim.api.writes) == 2
+        assert len(cluster_writes(rig.sim)) == 2
         entries = rig.rem.flow.audit.query(action_id=value)
         assert [e.event for e in entries].count("start") == 1
         assert [e.event for e in entries].count("result") == 1
@@ -76,7 +76,7 @@ async def test_offer_survives_a_restart_of_the_bot(tmp_path: Path, slack_api: Mo
         async with started(settings, slack_api) as bot:
             first = SlackRig(sim, bot, slack_api, settings)
             value = (await first.command())[BUTTON][0]
-        assert sim.api.writes == []
+        assert cluster_writes(sim) == []
         # a new process on the same state file
         async with started(settings, slack_api) as bot:
             second = SlackRig(sim, bot, slack_api, settings)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, state_changes
-from tests.actions.slack_rig import SlackRig, mock_slack_server, slack_rig
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, cluster_writes, state_changes
+from tests.actions.slack_rig import SlackRig, button_text, mock_slack_server, slack_rig
 from tests.slack.mock_slack_api import MockSlackApi
 
 
@@ -25,12 +25,12 @@ async def slack_api() -> AsyncIterator[MockSlackApi]:
         yield mock
 
 
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 EMPTY_CHECKPOINT = '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":1}'
 
 
 def assert_nothing_changed(rig: SlackRig) -> None:
-    assert rig.sim.api.writes == []
+    assert cluster_writes(rig.sim) == []
     assert state_changes(rig.sim) == {}
 
 
@@ -83,7 +83,7 @@ async def test_expired_offer_is_refused(tmp_path: Path, slack_api: MockSlackApi)
         assert any("expired" in r for r in refusals(rig))
         assert rig.rem.flow.store.get(value).state == "expired"  # type: ignore[union-attr]
         final = slack_api.of("chat.update")[-1].body["text"]
-        assert "expired" in final and "checkpoint.clear" in final
+        assert "expired" in final and "Clear the device-plugin checkpoint" in final
 
 
 async def test_forged_and_unknown_ids_are_refused(tmp_path: Path, slack_api: MockSlackApi) -> None:
@@ -123,5 +123,5 @@ async def test_two_person_rule_refuses_the_requester(tmp_path: Path, slack_api: 
         await rig.click(value, user=REQUESTER, action_id="approval:approve")
         assert_nothing_changed(rig)
         await rig.click(value, user=APPROVER, action_id="approval:approve")
-        assert len(rig.sim.api.writes) == 2
-        assert json.dumps(rig.sim.api.writes[0].body) == '{"spec": {"unschedulable": true}}'
+        assert len(cluster_writes(rig.sim)) == 2
+        assert json.dumps(cluster_writes(rig.sim)[0].body) == '{"spec": {"unschedulable": true}}'

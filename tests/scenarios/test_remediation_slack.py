@@ -22,8 +22,8 @@ from bot.server import serve
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
-from tests.actions.conftest import APPROVER, scenario
-from tests.actions.slack_rig import WHY_PENDING, buttons, mock_slack_server, slack_rig
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario
+from tests.actions.slack_rig import WHY_PENDING, button_text, buttons, mock_slack_server, slack_rig
 from tests.slack.helpers import click_payload, form, interaction_form, post, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -73,7 +73,7 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
         offered = await rig.command()
         assert "CHECKPOINT_ZOMBIE" in rig.last_report_text()
         for node in NODES:
-            values = offered[f"checkpoint.clear {node}"]
+            values = offered[button_text("checkpoint.clear", node)]
             await rig.click(values[0])
         timeline = build()
         for node in NODES:
@@ -90,15 +90,15 @@ async def test_zombie_checkpoint_cleared_by_an_approver_click(tmp_path: Path, sl
         updates = [c.body for c in slack_api.of("chat.update") if c.body["ts"] == report_ts]
         texts = [u["text"] for u in updates]
         running = [i for i, t in enumerate(texts) if f"approved by <@{APPROVER}> at" in t and "running" in t]
-        done = [i for i, t in enumerate(texts) if "succeeded" in t and "checkpoint.clear" in t]
+        done = [i for i, t in enumerate(texts) if "succeeded" in t and "Clear the device-plugin checkpoint" in t]
         assert len(running) == 2 and len(done) == 2 and running[0] < done[0]
         final = slack_api.message("C0GPU", report_ts)["blocks"]
         assert final[0]["type"] == "header" and "CHECKPOINT_ZOMBIE" in json.dumps(final)
         left = buttons(final)
         for node in NODES:
-            clicked, *others = offered[f"checkpoint.clear {node}"]
-            assert left.get(f"checkpoint.clear {node}", []) == others  # the same fix offered elsewhere stays
-            assert left[f"kubelet.restart {node}"] == offered[f"kubelet.restart {node}"]
+            clicked, *others = offered[button_text("checkpoint.clear", node)]
+            assert left.get(button_text("checkpoint.clear", node), []) == others  # the same fix offered elsewhere stays
+            assert left[button_text("kubelet.restart", node)] == offered[button_text("kubelet.restart", node)]
         statuses = [b for b in final if b.get("block_id", "").startswith("offer-status-")]
         assert len(statuses) == 2
         assert all("succeeded" in b["elements"][0]["text"] and APPROVER in b["elements"][0]["text"] for b in statuses)
@@ -127,19 +127,23 @@ async def test_buttons_carry_only_an_opaque_id_behind_a_danger_confirmation(
 ) -> None:
     async with slack_rig(tmp_path, slack_api) as rig:
         offered = await rig.command()
-        assert {"checkpoint.clear tcs-10-29-25-5", "kubelet.restart tcs-10-29-25-5"} <= set(offered)
+        clear, restart = button_text("checkpoint.clear", ZOMBIE_NODE), button_text("kubelet.restart", ZOMBIE_NODE)
+        assert {clear, restart} <= set(offered)
         report = [c for c in slack_api.of("chat.postMessage") if "finding-0" in json.dumps(c.body.get("blocks"))][-1]
         elements = [e for b in report.body["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        assert elements and all(e["type"] == "static_select" for e in elements)  # 2 nodes share each action
         for element in elements:
-            assert element["style"] == "danger" and element["confirm"]["style"] == "danger"
+            # a picker has no style of its own: its confirmation dialog is the danger one
+            assert element.get("style", "danger") == "danger" and element["confirm"]["style"] == "danger"
             assert len(element["confirm"]["text"]["text"]) <= 300
-            if element["text"]["text"].startswith("checkpoint.clear"):
+            if element["placeholder"]["text"].startswith("Clear the device-plugin checkpoint"):
                 assert "kubernetes#116125" in element["confirm"]["text"]["text"]  # the blast radius
-            record = rig.rem.flow.store.get(element["value"])
-            assert record is not None and record.state == "pending"
-            assert "tcs-10-29" not in element["value"]
-            assert record.requested_by == "U0ALICE" and record.finding_code
-        assert rig.sim.api.writes == []
+            for option in element["options"]:
+                record = rig.rem.flow.store.get(option["value"])
+                assert record is not None and record.state == "pending"
+                assert "tcs-10-29" not in option["value"]
+                assert record.requested_by == "U0ALICE" and record.finding_code
+        assert cluster_writes(rig.sim) == []
 
 
 async def test_gpubot_serve_wires_the_remediation_loop(tmp_path: Path, slack_api: MockSlackApi) -> None:
@@ -164,7 +168,8 @@ async def test_gpubot_serve_wires_the_remediation_loop(tmp_path: Path, slack_api
             assert (await post(url, body, sign(body)))[0] == 200
             await slack_api.wait_for(lambda: ("C0GPU", REPORT_TS) in slack_api.messages, timeout=60)
             await slack_api.wait_for(lambda: len(server.bot.tasks) == 0, timeout=60)  # offers recorded
-            value = buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])[f"checkpoint.clear {NODES[0]}"][0]
+            shown = buttons(slack_api.message("C0GPU", REPORT_TS)["blocks"])
+            value = shown[button_text("checkpoint.clear", NODES[0])][0]
             click = interaction_form(click_payload(slack_api, value, user=APPROVER))
             assert (await post(url, click, sign(click)))[0] == 200
             done = f"offer-status-{value}"

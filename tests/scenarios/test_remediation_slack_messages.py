@@ -18,13 +18,13 @@ import pytest
 
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario, state_changes
-from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
+from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import click_payload, interaction_form, post, settings_for, sign
 from tests.slack.mock_slack_api import MockSlackApi
 from tests.slack.test_blocks import assert_within_limits
 
-BUTTON = f"checkpoint.clear {ZOMBIE_NODE}"
+BUTTON = button_text("checkpoint.clear", ZOMBIE_NODE)
 OTHER_NODE = "tcs-10-29-25-6"
 REPORT_TS, PARENT_TS = "1700000000.000002", "1700000000.000001"
 GROUP = "S0ONCALL"
@@ -79,7 +79,8 @@ async def test_a_restarted_bot_edits_the_blocks_the_click_carries(tmp_path: Path
 async def test_two_offers_clicked_at_once_each_keep_their_line(tmp_path: Path, slack_api: MockSlackApi) -> None:
     async with slack_rig(tmp_path, slack_api, dry_run=True) as rig:
         offered = await rig.command()
-        first, second = offered[f"kubelet.restart {ZOMBIE_NODE}"][0], offered[f"kubelet.restart {OTHER_NODE}"][0]
+        restart, restart_other = button_text("kubelet.restart", ZOMBIE_NODE), button_text("kubelet.restart", OTHER_NODE)
+        first, second = offered[restart][0], offered[restart_other][0]
         # both clicks carry the message as it was before either was handled (as when two people
         # click at once): the second edit must still keep the first one's line
         bodies = [interaction_form(click_payload(slack_api, v, user=APPROVER)) for v in (first, second)]
@@ -91,9 +92,9 @@ async def test_two_offers_clicked_at_once_each_keep_their_line(tmp_path: Path, s
         assert set(lines) == {f"offer-status-{first}", f"offer-status-{second}"}
         assert all("succeeded" in text for text in lines.values()), lines
         left = buttons(final)
-        assert f"kubelet.restart {ZOMBIE_NODE}" not in left and f"kubelet.restart {OTHER_NODE}" not in left
+        assert restart not in left and restart_other not in left
         assert left[BUTTON] == offered[BUTTON]  # untouched offers stay clickable
-        assert rig.sim.api.writes == []  # dry run
+        assert cluster_writes(rig.sim) == []  # dry run
 
 
 async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack_api: MockSlackApi) -> None:
@@ -104,10 +105,10 @@ async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack
         value = offered[BUTTON][0]
 
         # only checkpoint.clear has approvers: the other fixes are listed without a button
-        assert set(offered) == {BUTTON, f"checkpoint.clear {OTHER_NODE}"}
+        assert set(offered) == {BUTTON, button_text("checkpoint.clear", OTHER_NODE)}
 
         await rig.click(value, user="U0MALLORY")  # not in the group: the group is asked instead
-        assert rig.sim.api.writes == [] and state_changes(rig.sim) == {}
+        assert cluster_writes(rig.sim) == [] and state_changes(rig.sim) == {}
         assert rig.rem.flow.store.get(value).state == "pending"  # type: ignore[union-attr]
         asked = [e for e in rig.rem.flow.audit.query(action_id=value) if e.event == "request"]
         assert asked and asked[-1].actor == "U0MALLORY" and asked[-1].detail["asked"] == [GROUP]
@@ -116,7 +117,7 @@ async def test_an_approver_through_a_user_group_can_run_it(tmp_path: Path, slack
 
         await rig.click(value, user="U0CAROL")
         assert rig.rem.flow.store.get(value).state == "succeeded"  # type: ignore[union-attr]
-        assert len(rig.sim.api.writes) == 2  # cordon, uncordon
+        assert len(cluster_writes(rig.sim)) == 2  # cordon, uncordon
         approved = [e for e in rig.rem.flow.audit.query(action_id=value) if e.event == "approve"]
         assert approved[-1].actor == "U0CAROL" and GROUP in str(approved[-1].detail["reason"])
         lookups = [c.body.get("usergroup") for c in slack_api.of("usergroups.users.list")]

@@ -19,8 +19,8 @@ import pytest
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
 from bot.slack.offer_messages import EXPIRED
-from tests.actions.conftest import APPROVER, ZOMBIE_NODE, scenario, state_changes
-from tests.actions.slack_rig import SlackRig, buttons, mock_slack_server, slack_rig, started
+from tests.actions.conftest import APPROVER, ZOMBIE_NODE, cluster_writes, scenario, state_changes
+from tests.actions.slack_rig import SlackRig, button_text, buttons, mock_slack_server, slack_rig, started
 from tests.slack.helpers import settings_for
 from tests.slack.mock_slack_api import MockSlackApi
 from tests.slack.test_blocks import assert_within_limits
@@ -79,7 +79,7 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
         }
         assert set(lines) == offers
         assert all("expired — run the diagnosis again" in text for text in lines.values())
-        assert f"*checkpoint.clear* on `node/{ZOMBIE_NODE}`" in " ".join(lines.values())
+        assert f"*Clear the device-plugin checkpoint* on `node/{ZOMBIE_NODE}`" in " ".join(lines.values())
         unchanged = [b for b in report if b["type"] not in ("actions", "context")]
         assert [b for b in final if b["type"] != "context"] == unchanged
         assert_within_limits(Rendered(blocks=final, text=updates[0].body["text"]))
@@ -90,8 +90,8 @@ async def test_sweep_expires_unclicked_offers_in_place(tmp_path: Path, slack_api
         # a second sweep finds nothing; a late click on the old button runs nothing
         assert await rig.bot.slack.sweep_expired() == []
         assert len(slack_api.of("chat.update")) == updates_before + 1
-        await rig.click(offered[f"checkpoint.clear {ZOMBIE_NODE}"][0], user=APPROVER)
-        assert rig.sim.api.writes == [] and state_changes(rig.sim) == {}
+        await rig.click(offered[button_text("checkpoint.clear", ZOMBIE_NODE)][0], user=APPROVER)
+        assert cluster_writes(rig.sim) == [] and state_changes(rig.sim) == {}
 
 
 async def test_after_a_restart_the_sweep_notes_expiry_in_the_thread(tmp_path: Path, slack_api: MockSlackApi) -> None:

@@ -146,7 +146,7 @@ def test_discovery_and_version(kube: SimKube) -> None:
     assert resources["pods"]["shortNames"] == ["po"] and "pods/exec" in resources
     assert resources["nodes"]["namespaced"] is False and "patch" in resources["nodes"]["verbs"]
     groups = {g["name"] for g in kube.raw_json("/apis")[1]["groups"]}
-    assert groups == {"apps", "batch", "coordination.k8s.io", "gpubot.dev"}
+    assert groups == {"apps", "batch", "coordination.k8s.io", "gpubot.dev", "node.k8s.io"}
     assert kube.raw("/openapi/v2")[0] == 404
 
 

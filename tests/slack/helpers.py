@@ -72,6 +72,7 @@ def action_payload(
     channel: str = "C0GPU",
     action_id: str = "remediate:0",
     block_id: str = "remediate-0-0",
+    picker: bool = False,
 ) -> dict[str, Any]:
     """A ``block_actions`` click as Slack sends it; ``message`` (ts, thread_ts, blocks) is the
     clicked message, by default a bare report at ts ``1700000000.000002`` without blocks."""
@@ -92,16 +93,26 @@ def action_payload(
         "channel": {"id": channel, "name": "gpu-ops"},
         "message": msg,
         "response_url": mock.response_url(f"act{n}"),
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": block_id,
-                "value": value,
-                "action_ts": f"1700000001.{n:06d}",
-                "text": {"type": "plain_text", "text": "pod.delete"},
-            }
-        ],
+        "actions": [_picked(action_id, block_id, value, n) if picker else {
+            "type": "button",
+            "action_id": action_id,
+            "block_id": block_id,
+            "value": value,
+            "action_ts": f"1700000001.{n:06d}",
+            "text": {"type": "plain_text", "text": "pod.delete"},
+        }],
+    }
+
+
+def _picked(action_id: str, block_id: str, value: str, n: int) -> dict[str, Any]:
+    """A node picker's option chosen, as Slack sends it: no value, the option picked."""
+    return {
+        "type": "static_select",
+        "action_id": action_id,
+        "block_id": block_id,
+        "selected_option": {"text": {"type": "plain_text", "text": "picked"}, "value": value},
+        "placeholder": {"type": "plain_text", "text": "pick"},
+        "action_ts": f"1700000001.{n:06d}",
     }
 
 
@@ -124,6 +135,7 @@ def click_payload(
         channel=channel,
         action_id=element["action_id"],
         block_id=block.get("block_id", ""),
+        picker=element.get("type") == "static_select",
     )
 
 
@@ -154,6 +166,7 @@ def settings_for(
             "clusters": base.clusters,
             "ssh_user": base.ssh_user,
             "state_path": base.state_path,
+            "node_access": base.node_access,
             **values,
         }
     return load_settings(env={}, **values)

@@ -50,6 +50,8 @@ class MockSlackApi:
         self.stall: dict[str, asyncio.Event] = {}
         #: user-group id -> member user ids (``usergroups.users.list``); unknown groups have none
         self.usergroup_members: dict[str, list[str]] = {}
+        #: the ``x-oauth-scopes`` header Slack sends with every Web API answer (None: not sent)
+        self.scopes: str | None = None
         #: (channel, ts) -> the message as it stands: ``blocks``, ``text``, ``ts``, ``thread_ts``
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.socket_acks: list[dict[str, Any]] = []
@@ -102,12 +104,13 @@ class MockSlackApi:
     def find_button(
         self, value: str, *, action_id: str | None = None
     ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]] | None:
-        """(channel, message, actions block, button) of the first button now carrying ``value``
-        (and, if given, that ``action_id``)."""
+        """(channel, message, actions block, button or picker) of the first button, or node
+        picker option, now carrying ``value`` (and, if given, that ``action_id``)."""
         for (channel, _), msg in self.messages.items():
             for block in msg.get("blocks") or []:
                 for element in block.get("elements") or [] if block.get("type") == "actions" else []:
-                    if element.get("value") == value and action_id in (None, element.get("action_id")):
+                    values = [o.get("value") for o in element.get("options") or []] or [element.get("value")]
+                    if value in values and action_id in (None, element.get("action_id")):
                         return channel, msg, block, element
         return None
 
@@ -145,8 +148,9 @@ class MockSlackApi:
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") or str(body.get("token", ""))
         self.calls.append(Call(method, body, token, raw=raw))
+        headers = {"x-oauth-scopes": self.scopes} if self.scopes is not None else None
         if method in self.failures:
-            return web.json_response({"ok": False, "error": self.failures[method]})
+            return web.json_response({"ok": False, "error": self.failures[method]}, headers=headers)
         if self.rate_limited.get(method, 0) > 0:
             self.rate_limited[method] -= 1
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
@@ -158,7 +162,7 @@ class MockSlackApi:
         answer = self._answer(method, body)
         if method in self.stall:
             await self.stall[method].wait()
-        return web.json_response(answer)
+        return web.json_response(answer, headers=headers)
 
     def _answer(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":

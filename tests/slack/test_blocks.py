@@ -52,8 +52,15 @@ def assert_within_limits(rendered: B.Rendered) -> None:
             action_ids = [e["action_id"] for e in block["elements"]]
             assert len(action_ids) == len(set(action_ids))
             for button in block["elements"]:
-                assert len(button["text"]["text"]) <= L.MAX_BUTTON_TEXT
-                assert len(button["value"]) <= L.MAX_BUTTON_VALUE
+                if button["type"] == "static_select":  # a node picker: one option per target
+                    assert len(button["placeholder"]["text"]) <= B.MAX_PLACEHOLDER
+                    assert 1 <= len(button["options"]) <= B.MAX_PICKER_OPTIONS
+                    for option in button["options"]:
+                        assert len(option["text"]["text"]) <= L.MAX_BUTTON_TEXT
+                        assert len(option["value"]) <= L.MAX_BUTTON_VALUE
+                else:
+                    assert len(button["text"]["text"]) <= L.MAX_BUTTON_TEXT
+                    assert len(button["value"]) <= L.MAX_BUTTON_VALUE
                 assert len(button["action_id"]) <= L.MAX_ID
                 confirm = button["confirm"]
                 assert len(confirm["title"]["text"]) <= L.MAX_CONFIRM_TITLE
@@ -66,7 +73,7 @@ def assert_within_limits(rendered: B.Rendered) -> None:
 def assert_distinct_buttons(blocks: list[dict[str, Any]]) -> None:
     """No two buttons of a message offer the same fix (nor carry the same offer)."""
     buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
-    values = [e["value"] for e in buttons]
+    values = [o["value"] for e in buttons for o in e.get("options") or [e]]
     assert len(values) == len(set(values)), values
 
 
@@ -161,7 +168,7 @@ def test_small_report_is_not_truncated_and_has_markers_and_footer() -> None:
     rendered = B.render_report(report)
     assert not rendered.truncated
     assert rendered.blocks[0]["text"]["text"] == "🟠 pod ai/p"
-    assert rendered.blocks[1]["text"]["text"] == "*Root cause:* image pull back-off"
+    assert rendered.blocks[1]["text"]["text"] == "*Root cause:* image pull back-off\n_1 warning, 1 note_"
     dumped = json.dumps(rendered.blocks, ensure_ascii=False)
     assert "🔵" in dumped and "ErrImagePull" not in dumped  # evidence goes to the details
     (details,) = B.render_details(report)
@@ -244,3 +251,30 @@ def test_clip_helpers() -> None:
     block = L.code_block("a&b\n" * 2000, 500)
     assert len(block) <= 500 and block.endswith("```") and block.count("```") == 2
     assert L.split_chunks(["a" * 10, "b" * 10, "c" * 10], 21) == ["a" * 10 + "\n" + "b" * 10, "c" * 10]
+
+
+def test_cut_text_ends_at_a_boundary_and_the_thread_has_the_rest() -> None:
+    """A long explanation and long next steps are cut between sentences or words, never inside a
+    word, say "… (more in the thread)", and the details message carries them whole."""
+    words = " ".join(f"word{i}" for i in range(250))  # no sentence end: the cut falls between words
+    steps = [f"Read the per-card breakdown in the evidence {i}: {words}" for i in range(3)]
+    explanation = " ".join(f"Sentence number {i} says one thing." for i in range(60))
+    report = Report(command="why-pending", target={"kind": "Pod", "name": "p", "namespace": "ai"}, cluster="c")
+    report.add(Finding("SCHED_QGPU_ALLOC_FAILED", "critical", "could not place ai/p", evidence=["x"],
+                       explanation=explanation, next_steps=steps))
+    rendered = B.render_report(report)
+    text = next(b["text"]["text"] for b in rendered.blocks if b.get("block_id") == "finding-0")
+    assert text.count(L.MORE_IN_THREAD) == 2  # the explanation and the steps
+    for part in text.split(L.MORE_IN_THREAD)[:-1]:
+        head = part.rstrip()
+        assert head.endswith(".") or head.split()[-1].startswith("word") and head.split()[-1][4:].isdigit(), head[-80:]
+    assert "Sentence number 59" not in text
+    details = json.dumps([b for p in B.render_details(report) for b in p.blocks], ensure_ascii=False)
+    assert "Sentence number 59 says one thing." in details and "word249" in details
+
+
+def test_clip_prose_never_cuts_a_word() -> None:
+    text = "alpha beta gamma delta epsilon"
+    assert L.clip_prose(text, 100) == text
+    assert L.clip_prose(text, 20, marker="…") == "alpha beta gamma…"
+    assert L.clip_prose("One. Two three four five six seven.", 30, marker="…") == "One. Two three four five six…"

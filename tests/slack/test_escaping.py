@@ -177,6 +177,7 @@ EXEMPT: dict[tuple[str, str], str] = {
     ("blocks", "header"): "plain_text: Slack never parses mentions or links in it",
     ("blocks", "confirm_text"): "a confirmation dialog's plain_text",
     ("blocks", "remediation_button"): "plain_text only (label, dialog); render_report shows it above",
+    ("blocks", "remediation_picker"): "plain_text only (placeholder, options, dialog); render_report shows it",
     ("offer_messages", "status_block"): "a primitive: takes a status line built by *_text above",
     ("offer_messages", "replace_offer"): "swaps in a status line built by *_text above",
     ("offer_messages", "settle_request"): "swaps in a status line built by *_text above",

@@ -301,7 +301,7 @@ async def test_buttons_carry_offer_ids_and_clicks_reach_the_hook(mock_slack: Moc
         assert buttons[0]["confirm"]["style"] == "danger"
         confirm = buttons[0]["confirm"]["text"]["text"]
         assert "backs up the checkpoint" in confirm and "Stops kubelet on the node" in confirm  # fix, then hazards
-        assert "node.cordon n1" in _texts(blocks)  # declined offer: listed without a button
+        assert "Cordon node · n1" in _texts(blocks)  # declined offer: listed without a button
 
         click = interaction_form(action_payload(mock_slack, "offer-1"))
         status, _, _ = await post(app.url + "/slack/events", click, sign(click))

@@ -84,3 +84,22 @@ def test_long_text_is_clipped_to_slack_limits() -> None:
     assert edited is not None
     line = next(b for b in edited if b.get("block_id") == STATUS_PREFIX + "offer-0")
     assert len(line["elements"][0]["text"]) <= 3000
+
+
+def test_a_picked_target_leaves_the_node_picker_with_the_others() -> None:
+    """One action on three nodes is one menu; the option picked becomes a line, the menu keeps the
+    other two targets, and the last pick takes the menu away."""
+    blocks = _blocks()
+    pickers = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert [p["type"] for p in pickers] == ["static_select"]
+    assert pickers[0]["placeholder"]["text"] == "Restart kubelet on… (3 nodes)"
+    assert [o["text"]["text"] for o in pickers[0]["options"]] == [f"Restart kubelet · n{k}" for k in range(3)]
+    edited = replace_offer(blocks, "offer-0", "running")
+    assert edited is not None and _buttons(edited) == ["offer-1", "offer-2"]
+    for offer in ("offer-1", "offer-2"):
+        edited = replace_offer(edited, offer, "done")
+        assert edited is not None
+    assert not [b for b in edited if b["type"] == "actions"]
+    assert [b["block_id"] for b in edited if b.get("block_id", "").startswith(STATUS_PREFIX)] == [
+        STATUS_PREFIX + f"offer-{k}" for k in range(3)
+    ]

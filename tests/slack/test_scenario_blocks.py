@@ -33,7 +33,8 @@ CASES = [
 
 
 def _fixes_of(blocks: list[dict[str, Any]], by_offer: dict[str, tuple[str, tuple[tuple[str, str], ...]]]) -> list[Any]:
-    return [by_offer[e["value"]] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    elements = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    return [by_offer[o["value"]] for e in elements for o in e.get("options") or [e]]
 
 
 @pytest.mark.parametrize(("path", "run"), CASES)
@@ -58,6 +59,33 @@ async def test_every_scenario_renders_within_slack_limits(path: Path, run: str, 
         assert len(rendered.blocks) <= 15
         assert report.codes().count("CHECKPOINT_ZOMBIE") == 2
         assert sum("`CHECKPOINT_ZOMBIE`" in str(b) for b in rendered.blocks) == 1
+        _reads_like_an_expert(rendered)
+
+
+def _reads_like_an_expert(rendered: B.Rendered) -> None:
+    """The zombie report: one picker per action (two nodes share each) in the catalogue's words,
+    the verdict's fix the first fix listed, the leak and the allocation failure folded under the
+    cause, and the counts saying so."""
+    verdict = next(b["text"]["text"] for b in rendered.blocks if b.get("block_id") == "verdict")
+    assert "*Fix first:* Restart qgpu-manager on tcs-10-29-25-5, tcs-10-29-25-6" in verdict
+    assert "_1 cause, 2 consequences_" in verdict
+    cause = next(b["text"]["text"] for b in rendered.blocks if b.get("block_id") == "finding-0")
+    assert "*Fix, least invasive first*\n1. Restart qgpu-manager on tcs-10-29-25-5, tcs-10-29-25-6" in cause
+    assert "*Explained by this cause*" in cause
+    assert "`LEAK_LOGICAL_NOT_PHYSICAL`" in cause and "`SCHED_QGPU_ALLOC_FAILED`" in cause
+    assert not [b for b in rendered.blocks if str(b.get("block_id", "")).startswith("finding-") and b is not None
+                and b.get("block_id") != "finding-0"]  # the consequences are no sections of their own
+    rows = [b["elements"] for b in rendered.blocks if b["type"] == "actions"]
+    assert [[e["type"] for e in row] for row in rows] == [["static_select"]] * 3
+    assert [row[0]["placeholder"]["text"] for row in rows] == [
+        "Restart qgpu-manager on… (2 nodes)",
+        "Restart kubelet on… (2 nodes)",
+        "Clear the device-plugin checkpoint on… (2 nodes)",
+    ]
+    assert [o["text"]["text"] for o in rows[0][0]["options"]] == [
+        "Restart qgpu-manager · tcs-10-29-25-5",
+        "Restart qgpu-manager · tcs-10-29-25-6",
+    ]
 
 
 def test_there_are_scenarios() -> None:

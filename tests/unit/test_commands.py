@@ -145,8 +145,8 @@ def test_prefix_and_usage_follow_the_surface() -> None:
     assert (command_prefix("cli"), command_prefix("slack")) == ("gpubot", "/gpu")
     assert usage("node-status", "slack") == "/gpu node-status [NODE ...] [--cluster NAME] [--private] [--public]"
     assert usage("node-status", "cli") == (
-        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access agent|ssh] "
-        "[--png FILE]"
+        "gpubot node-status [NODE ...] [--cluster NAME] [--scenario FILE] [--json] [--node-access auto|agent|ssh] "
+        "[--png FILE] [--kubeconfig PATH] [-o text|json|yaml|wide] [-A]"
     )
     assert usage(command("runbook"), "slack") == "/gpu runbook [NAME]"
     with pytest.raises(UsageError, match=r"usage: /gpu why-pending \(POD \| KIND/NAME\) \[-n NAMESPACE\]"):

@@ -52,6 +52,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bot.proactive": ("slack_sdk", "slack_bolt", "bot.slack", "bot.actions", "bot.remediation", "bot.service",
                       "bot.sim", *ROOTS),
     "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation"),
+    # doctor reads and asks: it never reaches what changes a cluster, nor the Slack app
+    "bot.doctor": ("bot.actions", "bot.remediation", "bot.service", "bot.slack.app", "slack_bolt", *ROOTS),
 }
 
 

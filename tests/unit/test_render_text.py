@@ -1,4 +1,5 @@
-"""The terminal text: one entry per cause, and each action offered once however many nodes share it."""
+"""The terminal text: one entry per cause, each action offered once however many nodes share it,
+the verdict's fix the first fix the entry lists, and consequences folded under their cause."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def _zombie(node: str) -> Finding:
 
 def _offers(text: str) -> list[str]:
     lines = text.splitlines()
-    return [ln.strip() for i, ln in enumerate(lines) if "=> offer" in ln or "the same for" in ln]
+    return [ln.strip() for ln in lines if ln.strip().startswith(("=>", "the same for"))]
 
 
 def test_an_action_on_many_nodes_is_one_offer_and_one_line_of_other_targets() -> None:
@@ -29,21 +30,57 @@ def test_an_action_on_many_nodes_is_one_offer_and_one_line_of_other_targets() ->
     text = render_text(Report("node-status", {}, findings=[_zombie(n) for n in nodes]))
     offers = _offers(text)
     assert [ln.split(":")[0] for ln in offers if ln.startswith("=>")] == [
-        "=> offer qgpu.restart-manager node=gpu-00",
-        "=> offer kubelet.restart node=gpu-00",
+        "=> Restart qgpu-manager · gpu-00",
+        "=> Restart kubelet · gpu-00",
     ]
     same = [ln for ln in offers if ln.startswith("the same for")]
     assert len(same) == 2  # one per action (a line of text may wrap, the list is one entry)
     joined = " ".join(text.split())
-    listed = ", ".join(f"node={n}" for n in nodes[1 : 1 + MAX_TARGETS_LISTED])
+    listed = ", ".join(nodes[1 : 1 + MAX_TARGETS_LISTED])
     assert f"the same for {listed} and {30 - 1 - MAX_TARGETS_LISTED} more" in joined
     # least invasive first: the manager restart before the kubelet restart
-    assert joined.index("qgpu.restart-manager node=gpu-00") < joined.index("kubelet.restart node=gpu-00")
+    assert joined.index("Restart qgpu-manager · gpu-00") < joined.index("Restart kubelet · gpu-00")
+    assert "run: gpubot act qgpu.restart-manager --node gpu-00" in text
 
 
 def test_one_node_has_no_same_for_line() -> None:
     text = render_text(Report("node-status", {}, findings=[_zombie("gpu-00")]))
     assert _offers(text) == [
-        "=> offer qgpu.restart-manager node=gpu-00: Restart the qgpu-manager pod on gpu-00",
-        "=> offer kubelet.restart node=gpu-00: Cordon gpu-00, restart kubelet, uncordon",
+        "=> Restart qgpu-manager · gpu-00: Restart the qgpu-manager pod on gpu-00",
+        "=> Restart kubelet · gpu-00: Cordon gpu-00, restart kubelet, uncordon",
     ]
+
+
+def test_the_verdicts_fix_is_the_first_fix_listed() -> None:
+    text = render_text(Report("node-status", {}, findings=[_zombie("gpu-00"), _zombie("gpu-01")]))
+    verdict = " ".join(text.split("\n\n")[1].split())
+    assert verdict.endswith("fix: Restart qgpu-manager on gpu-00, gpu-01 Found: 1 cause.")
+    first = text.index("Fix, least invasive first:")
+    assert text.index("=> Restart qgpu-manager · gpu-00", first) < text.index("=> Restart kubelet", first)
+
+
+def test_a_consequence_is_folded_under_its_cause_with_its_evidence() -> None:
+    leak = Finding("LEAK_LOGICAL_NOT_PHYSICAL", "critical", "GPU resources on gpu-00 are allocated but idle",
+                   evidence=["gpu-00 nvidia-smi: 0 process(es)"], explanation="A leak.", next_steps=["Restart X"],
+                   subject="node/gpu-00", explained_by="CHECKPOINT_ZOMBIE")
+    alloc = Finding("SCHED_QGPU_ALLOC_FAILED", "critical", "The qGPU scheduler could not place ai/p",
+                    evidence=["failed to allocate (100, 0, 1)"], subject="pod/ai/p", explained_by="CHECKPOINT_ZOMBIE")
+    text = render_text(Report("why-pending", {"kind": "Pod", "name": "p", "namespace": "ai"},
+                              findings=[_zombie("gpu-00"), leak, alloc]))
+    assert "Found: 1 cause, 2 consequences." in text
+    assert "\n2. " not in text  # one numbered entry: the cause
+    folded = text[text.index("1a. [CRITICAL] LEAK_LOGICAL_NOT_PHYSICAL"):]
+    assert folded.index("explained by CHECKPOINT_ZOMBIE") < folded.index("| gpu-00 nvidia-smi: 0 process(es)")
+    assert "1b. [CRITICAL] SCHED_QGPU_ALLOC_FAILED" in folded and "| failed to allocate (100, 0, 1)" in folded
+    assert "A leak." not in text  # the cause's explanation stands for its consequences
+
+
+def test_a_step_that_introduces_a_snippet_is_not_a_verdict_ending_on_a_colon() -> None:
+    snippet = "Add this toleration to the pod template (spec.tolerations):\n- key: gpu\n  operator: Exists"
+    taint = Finding("SCHED_UNTOLERATED_TAINT", "critical", "Every GPU node has a taint ai/p does not tolerate",
+                    next_steps=[snippet, "Background: gpubot runbook guide-taints-tolerations"], subject="pod/ai/p")
+    text = render_text(Report("why-pending", {"kind": "Pod", "name": "p", "namespace": "ai"}, findings=[taint]))
+    verdict = " ".join(text.split("\n\n")[1].split())
+    fix = "fix: Add this toleration to the pod template (spec.tolerations), as shown in the next steps"
+    assert fix in verdict
+    assert not verdict.split(" Found:")[0].endswith(":")

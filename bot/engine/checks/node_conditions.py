@@ -29,7 +29,9 @@ def run(facts: Facts) -> Iterator[Detection]:
             reading = facts.node_readings.get(name)
             kubelet = reading.kubelet if isinstance(reading, NodeObservation) else None
             if kubelet:
-                evidence.append(f"{name}: systemctl is-active kubelet on the node: {kubelet}")
+                from_lease = isinstance(reading, NodeObservation) and reading.kubelet_source == "lease"
+                how = "the kubelet's Lease" if from_lease else "systemctl is-active kubelet on the node"
+                evidence.append(f"{name}: {how}: {kubelet}")
             yield detect("NODE_NOT_READY", node_subject(name), node=name, reason=reason,
                          kubelet_down=kubelet in KUBELET_DOWN_STATES, evidence=evidence)
         if (node.get("spec") or {}).get("unschedulable"):

@@ -134,6 +134,7 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
     it was skipped. The node loader hands in what it has before then (per-node results).
     """
     for level in levels(base_facts(reads)):
+        sources.progress("reading " + ", ".join(LOADERS[name].label for name in level))
         with until(facts.deadline):  # the tasks copy the deadline with the context
             tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}
         timeout = None if facts.deadline is None else max(0.0, facts.deadline - time.monotonic()) + GRACE_S

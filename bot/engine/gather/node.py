@@ -1,6 +1,7 @@
 """Loader of the physical truth: nvidia-smi, compute apps, the kubelet checkpoint, /dev/nvidia*,
 kubelet state and driver on the nodes in scope, through the read-only node transport: SSH, or
-exec into the node's gpubot-node agent pod (setting ``node_access``).
+exec into the node's gpubot-node agent pod (setting ``node_access``; ``auto`` is decided once by
+``bot.probes.node_access``).
 
 A node that does not answer costs at most the per-node deadline and becomes a skipped entry
 (and, through its check, ``NODE_UNREACHABLE``); the rest of the report stands.
@@ -8,15 +9,17 @@ A node that does not answer costs at most the per-node deadline and becomes a sk
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bot.engine.facts import Facts
+from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.resources import pod_gpu_requests
 from bot.probes.kube import KubeReads
 from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
+from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport, find_agents
 from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
@@ -104,11 +107,21 @@ def agents_unlisted(names: Iterable[str], exc: GpubotError) -> dict[str, NodePro
     return {n: NodeProbeError(n, "error", why, via="agent") for n in names}
 
 
-async def _transport(facts: Facts, src: Sources, names: list[str]) -> tuple[NodeTransport, dict[str, Any]]:
-    """The configured transport, and the nodes it cannot read at all (value: the error)."""
+async def _transport(
+    facts: Facts, src: Sources, names: list[str]
+) -> tuple[NodeTransport | None, dict[str, Any]]:
+    """The transport (``node_access``, decided once for ``auto``), and the nodes it cannot read
+    at all (value: the error). None: nothing to read, or no node reads (``auto`` found neither
+    agent nor SSH key), recorded as one skipped line that says how to turn them on."""
     s, c = src.settings, src.cluster
     nodes = {n: facts.nodes.get(n) for n in names}
-    if s.node_access == "agent":
+    if not names:
+        return None, {}
+    decision = await decide(s, c, src.kube)
+    if decision.transport == "none":
+        facts.skip(f"{NODE_READ_SKIP} {len(names)} node(s)", decision.why)
+        return None, {}
+    if decision.transport == "agent":
         if src.node_exec is None:
             return AgentTransport(_no_exec, s.namespace, {}), {
                 n: NodeProbeError(n, "error", "exec is not available here", via="agent") for n in names
@@ -143,21 +156,41 @@ async def _no_exec(
     raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
 
 
+def _counting(facts: Facts, src: Sources, total: int) -> Callable[[str, Any], None]:
+    """``facts.node_answered``, also telling the progress line how many of ``total`` nodes answered."""
+    done = 0
+    src.progress(f"reading {total} node(s) ({src.settings.node_access})")
+
+    def answered(node: str, result: Any) -> None:
+        nonlocal done
+        done += 1
+        facts.node_answered(node, result)
+        src.progress(f"reading nodes: {done} of {total} answered")
+
+    return answered
+
+
 async def readings(facts: Facts, src: Sources) -> None:
     names = physical_scope(facts)
     s = src.settings
     transport, results = await _transport(facts, src, names)
+    if transport is None:
+        facts.put("node_readings", {})
+        return
+    todo = [n for n in names if n not in results]
+    answered = _counting(facts, src, len(todo))
     results.update(
         await observe_many(
             transport,
-            [n for n in names if n not in results],
+            todo,
             concurrency=s.ssh_concurrency,
             deadline=s.ssh_deadline_s,
             until=facts.deadline,
             first=_likely_slow(transport, src.slow_nodes),
-            answered=facts.node_answered,
+            answered=answered,
         )
     )
+    await kubelet_from_leases(src.kube, facts.nodes, results)
     if src.slow_nodes is not None:
         for node, result in results.items():
             if isinstance(result, NodeProbeError) and result.reason == "timeout":

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bot.engine.progress import Progress, no_progress
 from bot.probes.container import ExecFn
 from bot.probes.kube import KubeReads
 from bot.probes.node_agent import NodeExecFn
@@ -29,3 +30,5 @@ class Sources:
     #: nodes whose last read timed out (long-running bot only): the next read starts them first,
     #: so a node that costs its whole deadline costs it while the others are read, not after
     slow_nodes: set[str] | None = None
+    #: told what is being read as it happens (the CLI's progress line on a terminal)
+    progress: Progress = field(default=no_progress)

@@ -1,10 +1,23 @@
-{{/* The release's base name: the release name when it already says gpubot, else <release>-gpubot. */}}
+{{/* The release's base name: fullnameOverride; else the release name when it already says the
+     name (nameOverride, or gpubot), else <release>-<name>. 56 characters leave room for the
+     longest suffix (-actuator). Names only: labels keep the chart's name (see gpubot.labelsFor). */}}
 {{- define "gpubot.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 56 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 56 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 56 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 56 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The bot's ServiceAccount: serviceAccount.name, else the release's base name (created by the
+     chart with serviceAccount.create, else one you made); every role binds to it. */}}
+{{- define "gpubot.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default (include "gpubot.fullname" .) -}}
 {{- end -}}
 
 {{/* Labels that select the bot's pods. Never add a label that changes between chart versions:
@@ -34,7 +47,8 @@ app.kubernetes.io/part-of: gpubot
 
 {{/* Pod placement of the per-node DaemonSets: GPU nodes only (the labels bot/kube/gpu.py counts
      as GPU machines, each its own nodeSelectorTerm so any one of them selects the node, plus
-     gpuNodes.extraNodeSelectorTerms), tolerating the GPU taints of gpuNodes.tolerations.
+     gpuNodes.extraNodeSelectorTerms), tolerating the GPU taints of daemonsets.tolerations, at
+     daemonsets.priorityClassName.
      Cordoned and NotReady nodes are tolerated by the DaemonSet controller itself. */}}
 {{- define "gpubot.gpuNodePlacement" -}}
 affinity:
@@ -45,9 +59,12 @@ affinity:
         {{- with .Values.gpuNodes.extraNodeSelectorTerms }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-{{- with .Values.gpuNodes.tolerations }}
+{{- with .Values.daemonsets.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.daemonsets.priorityClassName }}
+priorityClassName: {{ . }}
 {{- end }}
 {{- end -}}
 
@@ -89,7 +106,7 @@ roleRef:
   name: {{ $name }}
 subjects:
   - kind: ServiceAccount
-    name: {{ include "gpubot.fullname" $ctx }}
+    name: {{ include "gpubot.serviceAccountName" $ctx }}
     namespace: {{ $ctx.Release.Namespace }}
 {{- end -}}
 
@@ -133,7 +150,7 @@ state: /var/lib/gpubot/state.db
 {{- .Values.persistence.existingClaim | default (printf "%s-state" (include "gpubot.fullname" .)) -}}
 {{- end -}}
 
-{{/* config.node_access as the bot reads it (its own default is ssh). */}}
+{{/* config.node_access as the bot reads it (its own default is auto). */}}
 {{- define "gpubot.nodeAccess" -}}
-{{- .Values.config.node_access | default "ssh" -}}
+{{- .Values.config.node_access | default "auto" -}}
 {{- end -}}

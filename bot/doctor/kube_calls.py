@@ -8,7 +8,9 @@ URL the client itself would send (read from the method's generated ``_serialize`
 the API group, resource and subresource; the method's prefix gives the RBAC verb. A module that
 uses ``watch.Watch`` also needs ``watch`` on everything it lists.
 
-This module only reads source files; it never imports the scanned code.
+This module only reads source files; it never imports the scanned code. The chart's RBAC tests
+(tests/deploy/test_rbac.py) check the roles against it, and ``gpubot doctor`` asks the API server
+about the very same permissions (``bot.doctor.needs``): one source for what gpubot may need.
 """
 
 from __future__ import annotations

@@ -1,0 +1,101 @@
+"""Which API permissions gpubot needs, by component, derived from its own source.
+
+``bot.doctor.kube_calls`` finds every official-client call in the package; this module sorts them
+the way the Helm chart grants them, so the chart's RBAC tests and ``gpubot doctor`` read one
+answer:
+
+- ``reads``: everything outside ``bot/actions``, the simulator and the state modules, except exec:
+  the read-only ClusterRole, checked cluster-wide;
+- ``exec``: exec into gpubot's own node agents (the Role in the release namespace), needed with
+  ``node_access: agent``;
+- ``state``: gpubot's own objects and Leases (``state: kubernetes``), in the release namespace;
+- ``remediation``: what ``bot/actions`` calls (the opt-in remediation component); its exec is into
+  the actuator in the release namespace, the rest cluster-wide.
+
+Permissions every authenticated identity holds (``system:basic-user``: asking the API server what
+one may do) are never "needed": no gpubot role grants them, and doctor needs them to ask at all.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.coordination.kube_state import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
+from bot.doctor.kube_calls import Perm, Use, needed, scan_tree
+
+#: the package root: the scan reads the installed sources, wherever gpubot is installed
+BOT = Path(__file__).resolve().parents[1]
+ACTIONS = BOT / "actions"
+#: the simulator serves the API; method names there are routes, not calls against a cluster
+SIM = BOT / "sim"
+#: gpubot's own state on the API (``state: kubernetes``): the gpubot-state Role in its namespace
+STATE: tuple[Path, ...] = (
+    BOT / "coordination",
+    BOT / "leader.py",
+    BOT / "proactive" / "kube_store.py",
+    *sorted((BOT / "remediation").glob("kube_*.py")),
+)
+EXEC_RESOURCE = ("", "pods/exec")
+#: granted to every authenticated user by the API server's own ``system:basic-user`` ClusterRole
+BASIC_USER = frozenset(
+    {
+        Perm("create", "authorization.k8s.io", "selfsubjectaccessreviews"),
+        Perm("create", "authorization.k8s.io", "selfsubjectrulesreviews"),
+    }
+)
+
+
+def _under(use: Use, *roots: Path) -> bool:
+    path = BOT.parent / use.path
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+@functools.cache
+def scanned() -> tuple[tuple[Use, ...], tuple[str, ...]]:
+    """Every official-client call in the package, and the calls the scan could not attribute."""
+    uses, problems = scan_tree(BOT, relative_to=BOT.parent)
+    return tuple(uses), tuple(problems)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """The permissions of each component, each with the places in the code that need it."""
+
+    reads: dict[Perm, list[str]]
+    exec: dict[Perm, list[str]]
+    state: dict[Perm, list[str]]
+    remediation: dict[Perm, list[str]]
+
+
+def _split_exec(perms: dict[Perm, list[str]]) -> tuple[dict[Perm, list[str]], dict[Perm, list[str]]]:
+    plain = {p: w for p, w in perms.items() if (p.group, p.resource) != EXEC_RESOURCE}
+    execs = {p: w for p, w in perms.items() if (p.group, p.resource) == EXEC_RESOURCE}
+    return plain, execs
+
+
+def _custom_objects(perms: dict[Perm, list[str]]) -> dict[Perm, list[str]]:
+    """The custom-object calls (``{group}/{plural}`` in their URL) as the state kinds they reach."""
+    out: dict[Perm, list[str]] = {}
+    for perm, where in perms.items():
+        if perm.group != "{group}":
+            out[perm] = where
+            continue
+        status = perm.resource.endswith("/status")
+        for plural in WITH_STATUS if status else PLURALS:
+            if perm.verb in ("update", "patch", "delete") and plural in APPEND_ONLY:
+                continue
+            out.setdefault(Perm(perm.verb, GROUP, plural + ("/status" if status else "")), []).extend(where)
+    return out
+
+
+@functools.cache
+def needs() -> Needs:
+    """What each component needs, from the scan of the installed sources."""
+    uses = [u for u in scanned()[0] if not _under(u, SIM)]
+    outside = [u for u in uses if not _under(u, ACTIONS, *STATE)]
+    reads, execs = _split_exec({p: w for p, w in needed(outside).items() if p not in BASIC_USER})
+    state = _custom_objects(needed([u for u in uses if _under(u, *STATE)]))
+    remediation = needed([u for u in uses if _under(u, ACTIONS)])
+    return Needs(reads=reads, exec=execs, state=state, remediation=remediation)

@@ -1,0 +1,133 @@
+"""Issue 29, point 7: Slack as people see it after a run was cut off, and while gpubot acts.
+
+Before: when the replica running a node action died and the survivor restored the node, the
+report's status line still said "running…" (only a thread warning was posted): the edit needed
+the message's blocks, which only the dead process held in memory. Now the process that announces
+a run keeps those blocks in the shared state, and the survivor edits the line from them. And the
+watch posted "node not Ready" about a node gpubot itself was restarting: now a sweep does not
+report a node whose gpubot action Lease is held, and says so in its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.sim.cluster import SimCluster
+from bot.slack.offer_messages import status_block_id
+from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario
+from tests.actions.slack_rig import WHY_PENDING, buttons
+from tests.faults.conftest import end_state
+from tests.proactive.rig import posts, started, stopped, watch_settings
+from tests.replicas.rig import replica_rig
+from tests.slack.helpers import form, post, sign, slash_payload
+from tests.slack.mock_slack_api import MockSlackApi
+
+NODE = ZOMBIE_NODE
+STOP = "systemctl stop kubelet"
+
+
+def status_line(mock: MockSlackApi, channel: str, ts: str, offer_id: str) -> str:
+    for block in mock.message(channel, ts)["blocks"]:
+        if block.get("block_id") == status_block_id(offer_id):
+            return " ".join(str(e.get("text")) for e in block.get("elements") or [])
+    return ""
+
+
+async def test_the_survivor_edits_the_status_line_of_the_run_it_restored(tmp_path: Path) -> None:
+    async with replica_rig(tmp_path) as rig:
+        sim, mock = rig.sim, rig.mock
+        sim.ssh.state(NODE).latency_ms = 400  # room to cut in
+        body = form(slash_payload(mock, WHY_PENDING))
+        status, _, _ = await post(rig.replicas[0].url + "/slack/events", body, sign(body))
+        assert status == 200
+
+        def report() -> tuple[str, str, str] | None:
+            for (channel, ts), msg in mock.messages.items():
+                found = buttons(msg.get("blocks") or []).get(f"checkpoint.clear {NODE}")
+                if found:
+                    return channel, ts, found[0]
+            return None
+
+        channel, ts, offer_id = await mock.wait_for(report, timeout=90)
+        await rig.clicks(offer_id, 1)
+
+        async def stopped_and_announced() -> bool:
+            return sim.ssh.history(NODE) == [STOP] and "running" in status_line(mock, channel, ts, offer_id)
+
+        await rig.wait_for(stopped_and_announced, timeout=60, every=0.02)
+        running_line = status_line(mock, channel, ts, offer_id)
+        record = await rig.io(rig.store.get, offer_id)
+        assert record is not None and record.state == "running" and record.message_blocks
+        runner = rig.replica_of(record.owner or "")
+        assert runner is not None
+        rig.kill(runner)
+
+        async def ended() -> bool:
+            current = await rig.io(rig.store.get, offer_id)
+            return current is not None and current.state == "interrupted"
+
+        await rig.wait_for(ended, timeout=60)
+        assert end_state(sim) == ("active", False)
+        def edited() -> str:
+            line = status_line(mock, channel, ts, offer_id)
+            return line if line != running_line else ""
+
+        line = await mock.wait_for(edited, timeout=30)
+        assert line.startswith(":warning:") and "was interrupted" in line and "was not re-run" in line, line
+        assert "schedulable, kubelet active" in line, line
+        # the rest of the report is still there
+        assert any(b.get("type") == "section" for b in mock.message(channel, ts)["blocks"])
+
+
+@pytest.fixture
+async def slack_api() -> AsyncIterator[MockSlackApi]:
+    mock = await MockSlackApi().start()
+    try:
+        yield mock
+    finally:
+        await mock.stop()
+
+
+async def test_the_watch_does_not_report_a_node_gpubot_is_acting_on(
+    tmp_path: Path, slack_api: MockSlackApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with SimCluster.from_file(scenario("zombie-checkpoint"), workdir=tmp_path / "sim", remediation=True) as sim:
+        settings = watch_settings(
+            slack_api, sim,
+            extra={"approvers": {"*": (APPROVER,)}, "state_path": str(tmp_path / "state.db"),
+                   "node_ready_timeout_s": 30.0},
+        )
+        bot = await started(settings)
+        try:
+            assert bot.remediation is not None and bot.watchers
+            rem, watcher = bot.remediation.remediation, bot.watchers[0]
+            offer = await rem.offer("kubelet.restart", {"node": NODE}, cluster="", requested_by=REQUESTER)
+            assert offer is not None
+            sim.api.lifecycle.heartbeat_delay_s[NODE] = 3600  # the restart waits for Ready until we let it
+            click = asyncio.create_task(rem.click(offer.id, APPROVER))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while "systemctl restart kubelet" not in sim.ssh.history(NODE):
+                assert loop.time() < deadline and not click.done(), "the restart never started"
+                await asyncio.sleep(0.01)
+
+            with caplog.at_level(logging.INFO, logger="gpubot.watch"):
+                during = await watcher.sweep()
+            assert during.acting, "the sweep did not see the action's Lease"
+            assert not [c for c in posts(slack_api) if NODE in str(c.body)], "it reported a node gpubot is restarting"
+            skipped = [r for r in caplog.records if "gpubot is acting on it" in r.getMessage()]
+            assert skipped and getattr(skipped[0], "node", "") == NODE, [r.getMessage() for r in caplog.records]
+
+            sim.api.lifecycle.heartbeat_delay_s.pop(NODE, None)
+            sim.api.lifecycle.heartbeat(NODE)
+            outcome = await asyncio.wait_for(click, 60)
+            assert outcome.status == "succeeded", outcome.message
+            after = await watcher.sweep()  # the action is over: the node's own problem is reported again
+            assert not after.acting and [c for c in posts(slack_api) if NODE in str(c.body)]
+        finally:
+            await stopped(bot)
