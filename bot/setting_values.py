@@ -7,6 +7,10 @@ of spellings is read: ``true/false``, ``1/0``, ``yes/no``, ``on/off`` (any case)
 decimal text for numbers. Programmatic overrides (tests, ``gpubot demo``) are read like the
 environment.
 
+Two values have a structure of their own and are read here too, so the settings check them
+without importing the watch that uses them: a route's namespace label selector and the quiet
+hours window.
+
 Errors say the key and what was expected, and describe a bad value only by its kind and length,
 never by its text: a token pasted into the wrong key must not reach a terminal or a log.
 """
@@ -14,11 +18,16 @@ never by its text: a token pasted into the wrong key must not reach a terminal o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, time
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.errors import ConfigError
+from bot.kube.selectors import LabelRequirement, SelectorError, parse_label_selector
 from bot.yaml_marks import YamlInputError, load_yaml
 
 #: the environment spellings of a boolean (compared lower-cased, stripped)
@@ -145,3 +154,63 @@ def read_yaml_file(path: str, where: str) -> Any:
         raise ConfigError(f"{where}: not UTF-8 text") from None
     except YamlInputError as exc:
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+
+
+def route_selector(text: str) -> tuple[LabelRequirement, ...]:
+    """A watch route's ``namespace_selector``: a label selector in the API's text form, read by
+    ``bot.kube.selectors``; ``ConfigError`` for text the API would refuse, or for none at all."""
+    try:
+        requirements = parse_label_selector(text)
+    except SelectorError:
+        raise ConfigError(
+            f"namespace_selector: cannot read {text.strip()[:60]!r} (use k=v, k!=v, k, !k, k in (a,b))"
+        ) from None
+    if not requirements:
+        raise ConfigError("namespace_selector: empty")
+    return requirements
+
+
+# -- quiet hours: a daily window in which the watch holds back new posts that are not critical.
+# ``"22:00-07:00"`` in a named time zone (``Europe/Berlin``; default UTC) spans midnight; a window
+# whose start equals its end is refused (all day or never is better said by ``enabled``). The
+# severity that still posts is the finding catalogue's (``runbooks/findings.yaml``): a critical
+# problem wakes people, a warning waits for the morning.
+
+_SPAN = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
+#: severities that post even in quiet hours
+LOUD = frozenset({"critical"})
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    start: time
+    end: time
+    zone: ZoneInfo
+
+    @classmethod
+    def parse(cls, span: str, zone: str = "UTC") -> QuietHours | None:
+        """``"HH:MM-HH:MM"`` in ``zone``; ``None`` for an empty span; ``ConfigError`` otherwise."""
+        if not span:
+            return None
+        match = _SPAN.match(span.strip())
+        if match is None:
+            raise ConfigError(f"quiet_hours: expected HH:MM-HH:MM, got {span[:40]!r}")
+        h1, m1, h2, m2 = (int(g) for g in match.groups())
+        if (h1, m1) == (h2, m2):
+            raise ConfigError("quiet_hours: start and end are the same time")
+        try:
+            tz = ZoneInfo(zone or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"quiet_hours_timezone: unknown time zone {zone[:60]!r}") from None
+        return cls(time(h1, m1), time(h2, m2), tz)
+
+    def active(self, at: datetime) -> bool:
+        """Whether ``at`` (an aware datetime) falls inside the window, in the window's zone."""
+        local = at.astimezone(self.zone).time().replace(tzinfo=None)
+        if self.start < self.end:
+            return self.start <= local < self.end
+        return local >= self.start or local < self.end  # spans midnight
+
+    def holds(self, severity: str, at: datetime) -> bool:
+        """A new post of ``severity`` waits at ``at``."""
+        return severity not in LOUD and self.active(at)

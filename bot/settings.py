@@ -16,7 +16,16 @@ from typing import Any, Literal, get_args
 from bot.errors import ConfigError, UsageError
 from bot.identity import Identity, parse_identity_map
 from bot.names import printable
-from bot.setting_values import as_text, as_text_list, as_text_map, coerce, describe, read_yaml_file
+from bot.setting_values import (
+    QuietHours,
+    as_text,
+    as_text_list,
+    as_text_map,
+    coerce,
+    describe,
+    read_yaml_file,
+    route_selector,
+)
 from bot.state_path import default_state_path
 from bot.yaml_marks import YamlInputError, load_yaml
 
@@ -491,8 +500,6 @@ def _check(s: Settings) -> None:
         for name in ("interval_s", "pending_check_s", "pending_max_diagnoses", "stream_poll_s"):
             if getattr(w, name) <= 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must be positive")
-        from bot.proactive.quiet import QuietHours  # here: bot.proactive imports these settings
-
         try:
             QuietHours.parse(w.quiet_hours, w.quiet_hours_timezone)  # raises on a bad span or zone
         except ConfigError as exc:
@@ -500,10 +507,8 @@ def _check(s: Settings) -> None:
         for name in ("pending_after_s", "stream_debounce_s"):
             if getattr(w, name) < 0:
                 raise ConfigError(f"setting watch[{w.cluster}].{name}: must not be negative")
-        from bot.proactive.selector import parse_selector
-
         for route in w.routes:
-            parse_selector(route.namespace_selector)  # raises on a selector it cannot read
+            route_selector(route.namespace_selector)  # raises on a selector it cannot read
             if not route.channel:
                 raise ConfigError(f"setting watch[{w.cluster}].routes: every route needs a channel")
         # one problem, one message: two watches of a cluster must not share a channel

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.kube.affinity import node_matches
-from bot.kube.pod_status import classify
+from bot.kube.pod_status import classify, keeps_failing
+from bot.kube.selectors import selector_matches
 from bot.kube.taints import taint_str, untolerated_taints
 
 Obj = Mapping[str, Any]
@@ -41,9 +42,6 @@ CONTROLLER_TOLERATIONS: tuple[dict[str, str], ...] = (
 HOST_NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
                            "effect": "NoSchedule"}
 
-#: waiting reasons that mean the container keeps failing (a crash loop or a failed start)
-CRASH_REASONS = frozenset({"CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError",
-                           "StartError", "ContainerCannotRun", "OOMKilled"})
 #: how much of a termination message is quoted (the tail: the last lines say why it died)
 QUOTE_CHARS = 400
 QUOTE_LINES = 4
@@ -189,7 +187,7 @@ def daemonset_admits(ds: Obj, node: Obj) -> Admission:
 
 
 def owned_by(pod: Obj, ds: Obj) -> bool:
-    """``pod`` belongs to ``ds``: by controller reference, else by the DaemonSet's matchLabels."""
+    """``pod`` belongs to ``ds``: by controller reference, else by the DaemonSet's selector."""
     meta = ds.get("metadata") or {}
     uid, name = meta.get("uid"), meta.get("name")
     pod_meta = pod.get("metadata") or {}
@@ -200,9 +198,8 @@ def owned_by(pod: Obj, ds: Obj) -> bool:
         # the uid first; the name as well, so a pasted or re-created object whose uids drifted
         # is not mistaken for "the DaemonSet has no pod there"
         return any(r.get("kind") == "DaemonSet" and (r.get("uid") == uid or r.get("name") == name) for r in refs)
-    wanted = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    labels = _labels(pod)
-    return bool(wanted) and all(labels.get(str(k)) == str(v) for k, v in wanted.items())
+    wanted = (ds.get("spec") or {}).get("selector")
+    return bool(wanted) and selector_matches(wanted, _labels(pod))
 
 
 def target_node(pod: Obj) -> str:
@@ -269,8 +266,7 @@ def pod_health(pod: Obj) -> PodHealth:
     cs = statuses.get(container, {})
     restarts = int(cs.get("restartCount") or 0) if cs else state.restarts
     waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason", "") if cs else ""
-    reasons = {state.reason, state.display_status.removeprefix("Init:"), str(waiting), state.last_reason or ""}
-    crashing = bool(reasons & CRASH_REASONS) or (restarts > 0 and not state.ready)
+    crashing = keeps_failing(state, waiting=str(waiting), restarts=restarts)
     initialising = state.display_status.startswith("Init:") and not crashing
     ok = state.ready and state.display_status == "Running" and not state.terminating
     message = termination_quote(cs) if cs else ""

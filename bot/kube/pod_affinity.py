@@ -23,52 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.selectors import selector_matches, selector_text
+
 Obj = Mapping[str, Any]
-
-
-def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
-    """A metav1.LabelSelector against labels: ``None`` matches nothing, ``{}`` everything."""
-    if not isinstance(selector, Mapping):
-        return False  # None (no selector) or something the API would have refused
-    match_labels = selector.get("matchLabels") or {}
-    if not isinstance(match_labels, Mapping):
-        return False
-    for key, value in match_labels.items():
-        if labels.get(str(key)) != str(value):
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        if not isinstance(expr, Mapping):
-            return False
-        key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
-        values = [str(v) for v in expr.get("values") or []]
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-    return True
-
-
-def selector_text(selector: Obj | None) -> str:
-    """A selector the way a person reads it (``app=cache, tier in (a, b)``)."""
-    if not isinstance(selector, Mapping):
-        return "(no selector: matches nothing)"
-    labels = selector.get("matchLabels") or {}
-    parts = [f"{k}={v}" for k, v in labels.items()] if isinstance(labels, Mapping) else []
-    for expr in selector.get("matchExpressions") or []:
-        if not isinstance(expr, Mapping):
-            continue
-        values = ", ".join(str(v) for v in expr.get("values") or [])
-        op = str(expr.get("operator", ""))
-        suffix = f" ({values})" if values else ""
-        parts.append(f"{expr.get('key')} {op.lower() if op in ('In', 'NotIn') else op}{suffix}")
-    return ", ".join(parts) or "(every pod)"
 
 
 def _labels(obj: Obj) -> dict[str, str]:
@@ -285,6 +242,4 @@ __all__ = [
     "TermResult",
     "evaluate",
     "required_pod_terms",
-    "selector_matches",
-    "selector_text",
 ]

@@ -15,6 +15,11 @@ from typing import Any
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 NODE_LOST = "NodeLost"
+#: the kubelet's waiting reason while it backs off restarting a container that keeps exiting
+CRASH_LOOP = "CrashLoopBackOff"
+#: reasons that mean a container keeps failing: a crash loop, a failed start, a kill
+CRASH_REASONS = frozenset({CRASH_LOOP, "Error", "RunContainerError", "CreateContainerError",
+                           "StartError", "ContainerCannotRun", "OOMKilled"})
 
 
 @dataclass(frozen=True)
@@ -229,3 +234,56 @@ def _first_unready(pod: Mapping[str, Any]) -> str | None:
         if not cs.get("ready"):
             return str(cs.get("name"))
     return None
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True (what the kubelet says once every container is ready).
+
+    Tolerates a malformed status (a pasted or hostile object): anything unreadable is not ready.
+    """
+    status = pod.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def running_ready(pod: Mapping[str, Any]) -> bool:
+    """Phase Running and Ready: a pod that serves (an agent to exec into, a replica that answers)."""
+    status = pod.get("status")
+    return isinstance(status, Mapping) and status.get("phase") == "Running" and pod_ready(pod)
+
+
+def _all_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = pod.get("status") or {}
+    return [cs for key in ("initContainerStatuses", "containerStatuses") for cs in status.get(key) or []
+            if isinstance(cs, Mapping)]
+
+
+def crash_loop_status(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The status of the first container (init or app) waiting in CrashLoopBackOff, else None.
+
+    The one test of "is this pod crash-looping" as the kubelet reports it; the caller quotes the
+    container's ``restartCount`` and last termination from what it returns.
+    """
+    for cs in _all_statuses(pod):
+        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP:
+            return cs
+    return None
+
+
+def crash_looping(pod: Mapping[str, Any]) -> bool:
+    """A container of the pod waits in CrashLoopBackOff."""
+    return crash_loop_status(pod) is not None
+
+
+def keeps_failing(state: PodState, *, waiting: str = "", restarts: int | None = None) -> bool:
+    """The pod's containers keep failing: a crash-loop or failure reason, or restarts while not ready.
+
+    Wider than ``crash_looping``: between two back-offs a crash-looping container shows ``Error``
+    or ``OOMKilled``, or runs without being ready. ``waiting`` and ``restarts`` narrow the answer to
+    one container (its waiting reason and restart count) when the caller has picked one.
+    """
+    reasons = {state.reason, state.display_status.removeprefix("Init:"), waiting, state.last_reason or ""}
+    count = state.restarts if restarts is None else restarts
+    return bool(reasons & CRASH_REASONS) or (count > 0 and not state.ready)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.kube.affinity import node_matches
-from bot.kube.pod_affinity import selector_matches, selector_text
+from bot.kube.selectors import selector_matches, selector_text
 
 Obj = Mapping[str, Any]
 TERMINAL = ("Succeeded", "Failed")

@@ -3,8 +3,8 @@
 A watch has a fallback channel (its ``channel``) and optional routes, each a namespace label
 selector and a channel: the first route whose selector matches the problem's namespace labels
 wins; a problem about no namespace (a node, the device plugin) goes to the fallback channel.
-Selectors are the equality forms of Kubernetes label selectors: ``k=v``, ``k==v``, ``k!=v``,
-``k`` (has the label), ``!k`` (has not), comma-separated (all must hold).
+Selectors are Kubernetes label selectors in their text form (``k=v``, ``k!=v``, ``k``, ``!k``,
+``k in (a,b)``, ``k notin (a,b)``, comma-separated, all must hold), read by ``bot.kube.selectors``.
 
 The owning team comes from a namespace annotation (``owner_annotation``, default
 ``gpubot.dev/owner``). Its value is cluster data anyone with namespace edit rights can set, so it
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.selectors import labels_match, parse_label_selector
 from bot.observability import log_event
-from bot.proactive.selector import parse_selector
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")
@@ -59,7 +59,8 @@ class Router:
     def __init__(self, config: WatchConfig) -> None:
         self.fallback = config.channel
         self.annotation = config.owner_annotation
-        self.routes = [(parse_selector(r.namespace_selector), r.channel) for r in config.routes]
+        # the settings refused any selector that does not parse (``bot.setting_values.route_selector``)
+        self.routes = [(parse_label_selector(r.namespace_selector), r.channel) for r in config.routes]
         #: every channel this watch may post to: the fallback first
         self.channels = tuple(dict.fromkeys([config.channel, *(r.channel for r in config.routes)]))
 
@@ -69,7 +70,7 @@ class Router:
             return Route(self.fallback)
         meta = _meta(namespace)
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-        channel = next((ch for reqs, ch in self.routes if all(r.holds(labels) for r in reqs)), self.fallback)
+        channel = next((ch for reqs, ch in self.routes if labels_match(reqs, labels)), self.fallback)
         raw = str((meta.get("annotations") or {}).get(self.annotation) or "") if self.annotation else ""
         owner = owner_of(raw)
         if raw and not owner:

@@ -33,7 +33,9 @@ from typing import Any, Protocol
 
 from bot.engine.node_rows import ready_condition
 from bot.kube.gpu_stack import plugin_daemonsets
+from bot.kube.pod_status import crash_looping
 from bot.kube.resources import node_gpu_capacity
+from bot.kube.selectors import selector_string
 
 Obj = dict[str, Any]
 
@@ -77,15 +79,8 @@ def node_state(node: Obj) -> NodeState | None:
     return NodeState(ready=ready_condition(node)[0], short=short)
 
 
-def crash_looping(pod: Obj) -> bool:
-    """A container of the pod waits in CrashLoopBackOff."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return any(((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff" for s in statuses)
-
-
 def _selector(ds: Mapping[str, Any]) -> str:
-    labels = ((ds.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return selector_string((ds.get("spec") or {}).get("selector"))
 
 
 class NodeStream:

@@ -44,13 +44,13 @@ from bot.proactive.fleet import Diagnoses, FleetReads
 from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
 from bot.proactive.posting import HOUR, Notifier, OncePoster
 from bot.proactive.problems import Problem, problems_from_report
-from bot.proactive.quiet import QuietHours
 from bot.proactive.routing import Route, Router
 from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
+from bot.setting_values import QuietHours
 from bot.settings import WatchConfig
 
 log = logging.getLogger("gpubot.watch")

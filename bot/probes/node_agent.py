@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
+from bot.kube.pod_status import crash_loop_status, running_ready
 from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, observe_with
 from bot.probes.ssh import CommandResult
 
@@ -86,10 +87,9 @@ def _why_unscheduled(node: Obj | None, template: Obj | None, name: str, installe
 def _pod_state(pod: Obj) -> AgentState:
     name = str((pod.get("metadata") or {}).get("name", ""))
     status = pod.get("status") or {}
-    for cs in status.get("containerStatuses") or []:
-        waiting = (cs.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") == "CrashLoopBackOff":
-            return AgentState(name, False, f"crash-looping: pod {name}, {cs.get('restartCount', 0)} restarts")
+    looping = crash_loop_status(pod)
+    if looping is not None:
+        return AgentState(name, False, f"crash-looping: pod {name}, {looping.get('restartCount', 0)} restarts")
     phase = status.get("phase", "")
     if phase == "Pending":
         why = next(
@@ -101,10 +101,7 @@ def _pod_state(pod: Obj) -> AgentState:
             "",
         )
         return AgentState(name, False, f"Pending: pod {name}" + (f" ({why})" if why else ""))
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
-    if phase != "Running" or not ready:
+    if not running_ready(pod):
         return AgentState(name, False, f"not Ready: pod {name} is {phase or 'in no phase'}")
     return AgentState(name, True)
 

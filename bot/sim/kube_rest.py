@@ -17,10 +17,10 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.kube.selectors import SelectorError, matcher, parse_field_selector, parse_label_selector
 from bot.sim.kube_status import not_found, status_response, success
 from bot.sim.kube_table import table, wants_table
 from bot.sim.patch import PatchError, apply_patch
-from bot.sim.selectors import SelectorError, matcher, parse_field_selector, parse_label_selector
 from bot.sim.store import GENERATION_KINDS, Key, ObjectStore, ResourceType, dumps
 
 

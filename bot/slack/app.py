@@ -19,7 +19,6 @@ import aiohttp
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.error import BoltUnhandledRequestError
-from slack_bolt.middleware.authorization.async_single_team_authorization import AsyncSingleTeamAuthorization
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
@@ -29,6 +28,7 @@ from bot.errors import ConfigError, GpubotError
 from bot.observability import Metrics, log_event
 from bot.settings import Settings
 from bot.slack.blocks import NOT_ENABLED, REMEDIATE_ACTION
+from bot.slack.bolt_adapter import warm_authorization
 from bot.slack.dedupe import RequestDedupe, SharedKeys, request_key
 from bot.slack.hooks import Click, ClickHook, ClickKind, DiagnosisService, RemediationOffers
 from bot.slack.identities import SlackIdentities
@@ -86,9 +86,7 @@ class SlackBot:
             raise ConfigError(f"Slack rejected the bot token ({error})") from None
         except aiohttp.ClientConnectorError as exc:  # no network, no DNS, a proxy in the way: not a bug
             raise ConfigError(unreachable(exc)) from None
-        for middleware in getattr(self.app, "_async_middleware_list", []):
-            if isinstance(middleware, AsyncSingleTeamAuthorization):
-                middleware.auth_test_result = result
+        warm_authorization(self.app, result)
         await self.service.start()
 
     def after_ack(

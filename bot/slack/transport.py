@@ -16,8 +16,6 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.adapter.socket_mode.async_internals import send_async_response
-from slack_bolt.adapter.socket_mode.internals import build_headers
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.socket_mode.request import SocketModeRequest
@@ -26,6 +24,7 @@ from bot.errors import ConfigError
 from bot.observability import log_event
 from bot.settings import Settings
 from bot.slack.app import AFTER_ACK, Job, SlackBot
+from bot.slack.bolt_adapter import send_socket_mode_ack, socket_mode_headers
 from bot.slack.health import add_health_routes
 from bot.slack.payloads import MalformedPayload, parse, shape_error
 
@@ -73,11 +72,11 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
             return
         jobs: list[Job] = []
         bolt_req = AsyncBoltRequest(
-            mode="socket_mode", body=req.payload, headers=build_headers(req), context={AFTER_ACK: jobs}
+            mode="socket_mode", body=req.payload, headers=socket_mode_headers(req), context={AFTER_ACK: jobs}
         )
         resp = await self.app.async_dispatch(bolt_req)
         try:
-            await send_async_response(client, req, resp, start)
+            await send_socket_mode_ack(client, req, resp)
         finally:
             # the work starts even when sending the ack failed: Slack then retries, and the retry
             # check (the first thing each job does) lets only one of them through

@@ -1,9 +1,12 @@
-"""The package boundaries of DESIGN.md, checked on the import graph (an import-linter in a test).
+"""The package boundaries of README.md ("How it is built"), checked on the import graph (an
+import-linter in a test).
 
 slack/cli → service → engine → probes; remediation → actions → probes; nothing but actions
 writes. The remediation package knows no Slack, and its decision layer (flow, policy, store,
 audit, ids) knows neither the actions nor a Kubernetes client. No module imports itself back
-through others. A module that imports across a forbidden edge fails here with the offending line.
+through others, and no package imports itself back through another package (``bot.settings``
+importing ``bot.proactive`` while ``bot.proactive`` imports ``bot.settings``). A module that
+imports across a forbidden edge fails here with the offending line.
 """
 
 from __future__ import annotations
@@ -182,3 +185,38 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _package(module: str) -> str:
+    """The unit of the package graph: ``bot.engine.checks.x`` -> ``bot.engine``; a top-level module
+    (``bot.settings``) is its own unit."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]]:
+    """Package -> packages it imports (lazy imports count), and one module edge per package edge."""
+    graph: dict[str, set[str]] = {}
+    witnesses: dict[tuple[str, str], list[str]] = {}
+    for name, path in NAMES.items():
+        source = _package(name)
+        graph.setdefault(source, set())
+        for imported in _bot_imports(path):
+            target = _package(imported)
+            if target not in (source, "bot"):
+                graph[source].add(target)
+                witnesses.setdefault((source, target), []).append(f"{name} imports {imported}")
+    return graph, witnesses
+
+
+def test_no_package_import_cycles() -> None:
+    """Packages form layers: ``bot.settings`` may not import ``bot.proactive`` (even lazily, in a
+    function) while the watch reads the settings. Each cycle is reported with one module import
+    per package edge, so the line to move is named."""
+    graph, witnesses = package_graph()
+    problems = []
+    for cycle in _cycles(graph):
+        edges = [
+            f"  {a} -> {b}: {witnesses[(a, b)][0]}" for a in cycle for b in cycle if (a, b) in witnesses
+        ]
+        problems.append(" <-> ".join(cycle) + "\n" + "\n".join(edges))
+    assert not problems, "\n".join(problems)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.kube.pod_affinity import evaluate, required_pod_terms, selector_matches, selector_text
+from bot.kube.pod_affinity import evaluate, required_pod_terms
+from bot.kube.selectors import selector_matches, selector_text
 
 
 def _node(name: str, zone: str = "z1", **labels: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Outcome, detect, node_subject
 from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
-from bot.kube.pod_status import classify
+from bot.kube.pod_status import CRASH_REASONS, classify
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
 from bot.report import Skipped
 
@@ -28,8 +28,7 @@ from bot.report import Skipped
 ROLE_OF_PLACE = {"rejected": "cause", "candidate": "cause", "bound": "", "": ""}
 #: states of a pod on its node that a broken card explains (its containers start and die, or never
 #: get their device); an image pull or a missing ConfigMap is not a card's doing
-GPU_FAILURE_STATES = frozenset({"CrashLoopBackOff", "Error", "RunContainerError", "CreateContainerError",
-                                "StartError", "ContainerCannotRun", "NotReady", "ContainerCreating"})
+GPU_FAILURE_STATES = (CRASH_REASONS - {"OOMKilled"}) | {"NotReady", "ContainerCreating"}
 
 
 def _scope(facts: Facts) -> dict[str, str]:

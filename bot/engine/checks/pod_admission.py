@@ -30,7 +30,7 @@ from bot.engine.checks._common import fmt_num
 from bot.engine.checks._gpu_health import NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.admission import Rejection
-from bot.kube.pod_status import classify
+from bot.kube.pod_status import classify, running_ready
 from bot.kube.resources import node_gpu_capacity
 
 
@@ -110,12 +110,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _running_ready(pod: Any) -> bool:
-    status = _dict(_dict(pod).get("status"))
-    raw = status.get("conditions")
-    conditions: list[Any] = raw if isinstance(raw, list) else []
-    return status.get("phase") == "Running" and any(
-        _dict(c).get("type") == "Ready" and _dict(c).get("status") == "True" for c in conditions
-    )
+    return running_ready(_dict(pod))
 
 
 def _ready_since(facts: Facts) -> str:

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
-from bot.kube.pod_affinity import AffinityResult, selector_text
+from bot.kube.pod_affinity import AffinityResult
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.scheduling import POD_AFFINITY_CATEGORIES, ParsedSchedulingMessage
+from bot.kube.selectors import selector_text
 
 _RULE_WORDS = {
     "pod_affinity": "its required pod affinity",

@@ -13,6 +13,7 @@ from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NotFoundError
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
 from bot.kube.pod_affinity import required_pod_terms
+from bot.kube.pod_status import pod_ready
 from bot.kube.selectors import selector_string
 from bot.kube.story import needs_story
 from bot.kube.topology_spread import hard_constraints
@@ -57,10 +58,8 @@ def _owned_by(obj: Obj, owner: Obj) -> bool:
 
 def _pod_priority(pod: Obj) -> tuple[int, str]:
     """The most interesting pod of a workload first: pending, then not ready, then the rest."""
-    status = pod.get("status") or {}
-    phase = status.get("phase")
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    rank = 0 if phase == "Pending" else 1 if not ready else 2
+    phase = (pod.get("status") or {}).get("phase")
+    rank = 0 if phase == "Pending" else 1 if not pod_ready(pod) else 2
     return rank, str((pod.get("metadata") or {}).get("name"))
 
 
