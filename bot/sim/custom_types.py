@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bot.sim.store import PrinterColumn, ResourceType
+from bot.sim.resource_type import PrinterColumn, ResourceType
 
 #: (group, kind) -> (plural, namespaced, short names), as the projects' CRDs declare them
 _KNOWN: dict[tuple[str, str], tuple[str, bool, tuple[str, ...]]] = {
