@@ -215,7 +215,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"cannot write {printable(png)}: {exc.strerror}") from None
         print(f"picture: {printable(png)}", file=sys.stderr)
-    return ExitCode.INCOMPLETE if not report.complete else ExitCode.OK
+    if not report.complete:
+        return ExitCode.INCOMPLETE
+    return ExitCode.FINDINGS if report.pending is not None and report.pending.stuck_pods else ExitCode.OK
 
 
 def _cmd_runbook(args: argparse.Namespace) -> int:

@@ -61,6 +61,10 @@ def _runbook(text: str) -> str:
     return validate_name(text, what="runbook name")
 
 
+def _switch(flag: str) -> bool:
+    return bool(flag)
+
+
 def _private(flag: str) -> bool:
     """``--private`` and ``--public`` share one field; the switch typed last wins."""
     return flag == "--private"
@@ -149,6 +153,8 @@ PUBLIC = Option(("--public",), "private", help="answer in the channel where the 
 NODE_ACCESS = Option(("--node-access",), "node_access", "agent|ssh",
                      "how node reads reach the nodes: exec into the gpubot-node agent, or SSH (default: settings)",
                      surfaces=CLI_ONLY)
+ALL_NAMESPACES = Option(("-A", "--all-namespaces"), "all_namespaces", help="every namespace (overrides -n)",
+                        check=_switch, default=False)
 POD = Arg("target", "POD", check=_pod, what="pod", help="the pod")
 
 COMMANDS: tuple[Command, ...] = (
@@ -156,6 +162,9 @@ COMMANDS: tuple[Command, ...] = (
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
                       help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
             options=(NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC), diagnosis=True, surfaces=BOTH),
+    Command("pending", "every GPU pod of a namespace (or, with -A, the cluster) that does not run, by cause, "
+            "worst first", options=(NAMESPACE, ALL_NAMESPACES, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC),
+            diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",
             args=(Arg("nodes", "NODE", count="any", check=_node, help="nodes (default: every GPU node)"),),
             options=(CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC,
@@ -269,11 +278,15 @@ class Invocation:
     private: bool | None = None
     #: per-user authority: the Kubernetes identity the diagnosis reads as (None: the bot's own)
     identity: Identity | None = None
+    #: ``pending -A``: every namespace
+    all_namespaces: bool = False
 
     def target(self) -> dict[str, str | list[str]]:
         """The target as reported in JSON and headers."""
         if self.command == "node-status":
             return {"nodes": list(self.nodes)}
+        if self.command == "pending":
+            return {"namespace": "" if self.all_namespaces else self.namespace, "all_namespaces": self.all_namespaces}
         spec = _BY_NAME.get(self.command)
         if spec is not None and not spec.diagnosis:
             return {"topic": self.topic} if self.topic else {}

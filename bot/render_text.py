@@ -104,6 +104,10 @@ def _offer_lines(fixes: list[Fix], width: int) -> list[str]:
 def render_text(report: Report, *, width: int = 100) -> str:
     if report.text:
         return report.text
+    if report.pending is not None:
+        from bot.pending.render import render_pending
+
+        return render_pending(report, width=width)
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
     lines = [head, "=" * min(len(head), width)]
     if report.cluster:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.errors import ApiRead, KubeApiError
+from bot.pending.model import PendingAnswer
 from bot.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
@@ -223,6 +224,8 @@ class Report:
         return not self.unreadable
     #: the target pod's own story when it is not Running and Ready (``bot.story``)
     story: PodStory | None = None
+    #: ``pending``: the stuck GPU workloads by cause (``bot.pending.model.PendingAnswer``)
+    pending: PendingAnswer | None = None
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -263,4 +266,6 @@ class Report:
             data["unreadable"] = [u.to_dict() for u in self.unreadable]
         if self.story is not None:
             data["story"] = self.story.to_dict()
+        if self.pending is not None:
+            data["pending"] = self.pending.to_dict()
         return data

@@ -24,7 +24,7 @@ from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
 from bot.report import Report
 from bot.runbook_text import help_text, runbook_report
-from bot.settings import Settings
+from bot.settings import ClusterConfig, Settings
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,11 @@ class Service:
         started = time.perf_counter()
         if deadline is None:
             deadline = time.monotonic() + self.settings.command_deadline_s
-        cluster = self.settings.cluster(inv.cluster or None)
-        clients = await self._clients(cluster.name, inv, deadline)
+        if inv.command == "pending":
+            from bot.pending.run import run_pending
+
+            return await run_pending(self, inv, deadline=deadline)
+        cluster, sources = await self.sources(inv, deadline)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
@@ -87,19 +90,6 @@ class Service:
             ssh_concurrency=self.settings.ssh_concurrency,
             deadline=deadline,
         )
-        if isinstance(clients, KubeApiError):  # no client by the deadline: every read is unknown
-            sources = Sources(kube=FailedReads(clients), settings=self.settings, cluster=cluster)
-        else:
-            sources = Sources(
-                kube=clients.reads,
-                settings=self.settings,
-                cluster=cluster,
-                exec_fn=clients.exec.run if clients.exec is not None else None,
-                exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
-                ssh_pool=self.ssh_pool,
-                node_exec=clients.exec.run_read if clients.exec is not None else None,
-                slow_nodes=self.slow_nodes,
-            )
         report = await run_diagnosis(
             runbook,
             self.runbooks,
@@ -112,6 +102,24 @@ class Service:
         report.read_as = str(inv.identity) if inv.identity is not None else ""
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
+
+    async def sources(self, inv: Invocation, deadline: float) -> tuple[ClusterConfig, Sources]:
+        """The cluster ``inv`` names and where its diagnoses read from (every read failing with
+        the client's error when no client could be built by the deadline)."""
+        cluster = self.settings.cluster(inv.cluster or None)
+        clients = await self._clients(cluster.name, inv, deadline)
+        if isinstance(clients, KubeApiError):  # no client by the deadline: every read is unknown
+            return cluster, Sources(kube=FailedReads(clients), settings=self.settings, cluster=cluster)
+        return cluster, Sources(
+            kube=clients.reads,
+            settings=self.settings,
+            cluster=cluster,
+            exec_fn=clients.exec.run if clients.exec is not None else None,
+            exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
+            ssh_pool=self.ssh_pool,
+            node_exec=clients.exec.run_read if clients.exec is not None else None,
+            slow_nodes=self.slow_nodes,
+        )
 
     async def _clients(self, cluster: str, inv: Invocation, deadline: float) -> Clients | KubeApiError:
         """The cluster's clients, built within the deadline (a kubeconfig exec plugin runs here
