@@ -188,10 +188,12 @@ def build_answer(namespace: str, stuck: Sequence[Stuck], outcomes: Sequence[_Out
     return answer
 
 
-async def run_pending(service: Service, inv: Invocation, *, deadline: float, bound: int = MAX_DIAGNOSES) -> Report:
+async def run_pending(service: Service, inv: Invocation, *, deadline: float, bound: int | None = None) -> Report:
     """``pending``: the report whose ``pending`` holds the answer and whose findings say what
-    could not be read (an answer missing reads is incomplete: exit 3)."""
+    could not be read (an answer missing reads is incomplete: exit 3). ``bound``: at most this
+    many full diagnoses (default ``MAX_DIAGNOSES``)."""
     started = time.perf_counter()
+    bound = MAX_DIAGNOSES if bound is None else bound
     cluster, sources = await service.sources(inv, deadline)
     namespace = "" if inv.all_namespaces else inv.namespace
     report = Report(command="pending", target=inv.target(), cluster=cluster.name)

@@ -53,8 +53,9 @@ class Stuck:
 
     @property
     def shown(self) -> str:
-        """As typed to why-pending: ``POD`` or ``kind/NAME``."""
-        return self.name if self.kind == "Pod" else f"{self.kind.lower()}/{self.name}"
+        """As typed to why-pending: ``POD`` or ``kind/NAME`` (the pod when its owner is gone)."""
+        kind, name = self.asked()
+        return name if kind == "Pod" else f"{kind.lower()}/{name}"
 
     def oldest(self) -> str:
         stamps = [str((p.get("metadata") or {}).get("creationTimestamp") or "") for p in self.pods]

@@ -273,6 +273,10 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     buttons); evidence goes into ``render_details``. Parts that do not fit are counted, never
     half-shown. ``private``: only the asker sees it, so fixes are named without buttons and
     nothing can be attached."""
+    if report.pending is not None:
+        from bot.slack.pending_blocks import render_pending
+
+        return render_pending(report)
     why_none = PRIVATE_NOTE if private else NOT_ENABLED
     target = describe_target(report)
     found = verdict(report)
@@ -358,6 +362,12 @@ def render_progress(target: str, user_id: str, command_text: str, *, queued: int
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     """What the placeholder becomes once the answer is in: the verdict, pointing at the thread."""
+    if report.pending is not None:
+        from bot.slack.pending_blocks import pending_summary_text
+
+        note = " · the list is in the thread" if in_thread else ""
+        line = pending_summary_text(report) + note
+        return Rendered(blocks=[section(L.clip(line, L.MAX_SECTION_TEXT))], text=L.fallback(line))
     counts: dict[str, int] = {}
     for g in group_findings(report.findings):
         counts[g.severity] = counts.get(g.severity, 0) + 1
