@@ -9,11 +9,13 @@ text passes ``limits.escape_mrkdwn``; sizes stay within ``bot.slack.limits``.
 
 from __future__ import annotations
 
+import json
+
 from bot.pending.model import PendingAnswer, PendingGroup, PendingLine
 from bot.pending.render import more_line
 from bot.report import Report
 from bot.slack import limits as L
-from bot.slack.blocks import Block, Rendered, context, header, section, severity_marker
+from bot.slack.blocks import MAX_MESSAGE_JSON, Block, Rendered, context, header, section, severity_marker
 
 #: workloads listed under one cause in the channel message
 LINES_PER_CAUSE = 5
@@ -21,6 +23,10 @@ LINES_PER_CAUSE = 5
 MAX_CAUSES = 12
 #: characters of the fix on one workload line
 FIX_CHARS = 100
+
+
+def _size(blocks: list[Block]) -> int:
+    return len(json.dumps(blocks, ensure_ascii=False))
 
 
 def _line(line: PendingLine) -> str:
@@ -69,17 +75,23 @@ def render_pending(report: Report) -> Rendered:
         blocks.append(section(f"{severity_marker(f.severity)} *{L.escape_mrkdwn(f.code)}*: "
                               f"{L.escape_mrkdwn(L.clip(f.title, 600))}{steps}"))
     blocks.append(section(L.escape_mrkdwn(answer.summary())))
-    shown = answer.groups[:MAX_CAUSES]
-    blocks += [cause_section(n, g) for n, g in enumerate(shown, 1)]
-    if len(answer.groups) > len(shown):
-        rest = answer.groups[len(shown):]
-        blocks.append(section(f"_{len(rest)} more cause(s), {sum(g.pods for g in rest)} pod(s): "
-                              "run `gpubot pending -o json` for all of them._"))
-    if answer.undiagnosed:
-        blocks.append(_undiagnosed(answer))
     foot = [f"cluster {L.escape_mrkdwn(report.cluster or '-')} · {report.elapsed_ms} ms · "
             "`/gpu why-pending KIND/NAME -n NAMESPACE` for one in full"]
-    blocks.append(context(foot))
+    tail = [_undiagnosed(answer)] if answer.undiagnosed else []
+    tail.append(context(foot))
+    budget = MAX_MESSAGE_JSON - _size(tail) - 600  # room for the "more causes" line
+    shown = 0
+    for n, g in enumerate(answer.groups[:MAX_CAUSES], 1):
+        part = cause_section(n, g)
+        if _size([*blocks, part]) > budget:
+            break
+        blocks.append(part)
+        shown = n
+    if len(answer.groups) > shown:
+        rest = answer.groups[shown:]
+        blocks.append(section(f"_{len(rest)} more cause(s), {sum(g.pods for g in rest)} pod(s): "
+                              "run `gpubot pending -o json` for all of them._"))
+    blocks += tail
     return Rendered(blocks=blocks[: L.MAX_BLOCKS], text=L.fallback(answer.summary()))
 
 

@@ -32,7 +32,8 @@ from bot.remediation.policy import Approvers
 from bot.remediation.store import PendingAction
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report, Skipped
 from bot.report_groups import fix_key
-from bot.slack import alert_messages, blocks, offer_messages, proactive_messages
+from bot.pending.model import PendingAnswer, PendingGroup, PendingLine
+from bot.slack import alert_messages, blocks, offer_messages, pending_blocks, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
 from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
@@ -69,6 +70,19 @@ def report() -> Report:
         findings=[first, second], skipped=[Skipped(HOSTILE, HOSTILE)], cluster=HOSTILE, nodes=[node],
         text=HOSTILE, read_as=HOSTILE,
     )
+
+
+def pending_report() -> Report:
+    """A ``pending`` answer with hostile text in every field the list shows (and a read failure)."""
+    line = PendingLine(namespace=HOSTILE, workload=HOSTILE, pods=2, age=HOSTILE, code=HOSTILE, fix=HOSTILE)
+    like = PendingLine(namespace=HOSTILE, workload=HOSTILE, pods=1, age="3d", code=HOSTILE, fix=HOSTILE,
+                       diagnosed=False)
+    group = PendingGroup(code=HOSTILE, severity="critical", title=HOSTILE, lines=[line] * 6 + [like])
+    answer = PendingAnswer(namespace=HOSTILE, groups=[group] * 14, undiagnosed=[line] * 7, undiagnosed_why=HOSTILE,
+                           stuck_pods=99, workloads=9, diagnoses=1, bound=1)
+    out = report()
+    out.command, out.text, out.pending = "pending", "", answer
+    return out
 
 
 def storied() -> Report:
@@ -128,6 +142,13 @@ BUILDERS: dict[tuple[str, str], Callable[[], Output]] = {
         blocks.render_report(report(), private=True),
     ],
     ("blocks", "render_details"): lambda: blocks.render_details(report()),
+    ("pending_blocks", "render_pending"): lambda: [
+        pending_blocks.render_pending(pending_report()),
+        blocks.render_report(pending_report()),
+        blocks.render_summary(pending_report(), in_thread=True),
+    ],
+    ("pending_blocks", "cause_section"): lambda: pending_blocks.cause_section(1, pending_report().pending.groups[0]),  # type: ignore[union-attr]
+    ("pending_blocks", "pending_summary_text"): lambda: pending_blocks.pending_summary_text(pending_report()),
     ("blocks", "render_summary"): lambda: blocks.render_summary(report(), in_thread=True),
     ("blocks", "render_progress"): lambda: blocks.render_progress(HOSTILE, CLICKER, HOSTILE, queued=2),
     ("blocks", "render_progress_failed"): lambda: blocks.render_progress_failed(
