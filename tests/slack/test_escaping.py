@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import bot.slack
+from bot.pending.model import PendingAnswer, PendingGroup, PendingLine
 from bot.proactive.alerts import AlertGroup, parse_payload
 from bot.proactive.problems import Problem
 from bot.remediation.outcomes import ClickOutcome
@@ -32,7 +33,6 @@ from bot.remediation.policy import Approvers
 from bot.remediation.store import PendingAction
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report, Skipped
 from bot.report_groups import fix_key
-from bot.pending.model import PendingAnswer, PendingGroup, PendingLine
 from bot.slack import alert_messages, blocks, offer_messages, pending_blocks, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
