@@ -27,6 +27,7 @@ from bot.errors import KubeApiError, NotFoundError
 from bot.pending.model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
+from bot.probes.node_memo import NodeReadMemo
 from bot.report import Finding, Report, Unreadable
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ async def run_pending(service: Service, inv: Invocation, *, deadline: float, bou
         pods = []
     shared = SharedReads(sources.kube, pods={
         (str(p["metadata"].get("namespace") or ""), str(p["metadata"].get("name") or "")): p for p in pods})
-    runner = PendingRun(service, inv, replace(sources, kube=shared), deadline, bound)
+    runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
     stuck: list[Stuck] = []
     outcomes: list[_Outcome] = []
     left: list[Stuck] = []

@@ -147,6 +147,8 @@ async def readings(facts: Facts, src: Sources) -> None:
     names = physical_scope(facts)
     s = src.settings
     transport, results = await _transport(facts, src, names)
+    if src.node_memo is not None:
+        transport = src.node_memo.wrap(transport)
     results.update(
         await observe_many(
             transport,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from bot.probes.container import ExecFn
 from bot.probes.kube import KubeReads
 from bot.probes.node_agent import NodeExecFn
+from bot.probes.node_memo import NodeReadMemo
 from bot.probes.ssh_pool import SshPool
 from bot.settings import ClusterConfig, Settings
 
@@ -29,3 +30,5 @@ class Sources:
     #: nodes whose last read timed out (long-running bot only): the next read starts them first,
     #: so a node that costs its whole deadline costs it while the others are read, not after
     slow_nodes: set[str] | None = None
+    #: node readings shared by the diagnoses of one answer (``gpubot pending``); None: read afresh
+    node_memo: NodeReadMemo | None = None
