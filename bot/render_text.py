@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from functools import partial
 
+from bot.card_state import label as card_label
+from bot.card_state import node_card_states
 from bot.report import Report, skip_lines
 from bot.report_groups import Fix, group_findings, verdict
 
@@ -50,11 +52,12 @@ def render_node_table(report: Report) -> list[str]:
                 f"    {res:<36} capacity {v.get('capacity', 0):>6g}  allocatable {v.get('allocatable', 0):>6g}"
                 f"  requested {v.get('requested', 0):>6g}"
             )
-        for g in row.gpus:
+        for g, state in zip(row.gpus, node_card_states(row), strict=False):
             lines.append(
                 f"    GPU{g.index}  util {_n(g.utilization)}%  mem {_n(g.memory_used_mib)}/"
                 f"{_n(g.memory_total_mib)} MiB  {_n(g.temperature_c)}C  {_n(g.power_w)}W"
-                f"  procs {g.processes}  -> {g.verdict}" + (f"  [{', '.join(g.pods)}]" if g.pods else "")
+                f"  procs {g.processes}  -> {g.verdict}: {card_label(state)}"
+                + (f"  [{', '.join(g.pods)}]" if g.pods else "")
             )
         lines += [f"    pod {p}" for p in row.pods]
     return lines

@@ -73,6 +73,8 @@ class CardRow:
     processes: int = 0
     verdict: str = "unknown"
     pods: list[str] = field(default_factory=list)
+    #: UIDs of pods that no longer exist whose kubelet checkpoint entry still names this card
+    gone_holders: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -97,6 +99,9 @@ class NodeRow:
     gpus: list[CardRow] = field(default_factory=list)
     pods: list[str] = field(default_factory=list)
     components: list[str] = field(default_factory=list)
+    #: UIDs of pods that no longer exist whose kubelet checkpoint entry holds devices here that
+    #: cannot be tied to one card (qGPU slices): the node's idle, unheld cards are what they hold
+    gone_holders: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -246,6 +246,8 @@ class Facts:
         for failure in other.failures:
             if failure not in self.failures:
                 self.failures.append(failure)
+        if set(DERIVED["gpu_nodes"]) <= set(names) and "gpu_nodes" in other.__dict__:
+            self.__dict__["gpu_nodes"] = other.__dict__["gpu_nodes"]  # a cached_property, worked out once
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(Skipped(what, why))

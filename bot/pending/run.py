@@ -27,6 +27,7 @@ from bot.errors import KubeApiError, NotFoundError
 from bot.pending.model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
+from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
 from bot.report import Finding, Report, Unreadable
 
@@ -76,6 +77,12 @@ def _cause(report: Report) -> Finding | None:
 
 
 async def _scope_pods(kube: Any, namespace: str) -> list[Obj]:
+    """The stuck GPU pods of the scope: one paged walk where the reader offers it (the rest of
+    the pods are dropped page by page), else one list."""
+    walk = getattr(kube, "pods_where", None)
+    if walk is not None:
+        found: list[Obj] = await walk(is_stuck_gpu_pod, namespace, field_selector=NON_TERMINAL)
+        return found
     return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
 
 
@@ -193,8 +200,12 @@ async def run_pending(service: Service, inv: Invocation, *, deadline: float, bou
     """``pending``: the report whose ``pending`` holds the answer and whose findings say what
     could not be read (an answer missing reads is incomplete: exit 3). ``bound``: at most this
     many full diagnoses (default ``MAX_DIAGNOSES``)."""
+    with until(deadline):  # every read of the answer, the scan's own included, sees the deadline
+        return await _run_pending(service, inv, deadline, MAX_DIAGNOSES if bound is None else bound)
+
+
+async def _run_pending(service: Service, inv: Invocation, deadline: float, bound: int) -> Report:
     started = time.perf_counter()
-    bound = MAX_DIAGNOSES if bound is None else bound
     cluster, sources = await service.sources(inv, deadline)
     namespace = "" if inv.all_namespaces else inv.namespace
     report = Report(command="pending", target=inv.target(), cluster=cluster.name)
@@ -228,6 +239,8 @@ async def run_pending(service: Service, inv: Invocation, *, deadline: float, bou
             s.signature = signature(s, events.get(s.namespace, {}) if isinstance(events, dict) else {})
         failures += base.failures
         report.skipped += base.skipped
+        if not base.unreadable & {"nodes", "components"}:
+            _ = base.gpu_nodes  # worked out once here, shared by every diagnosis (``Facts.share``)
         chosen, left = plan(stuck, bound)
         results = await asyncio.gather(*(runner.diagnose(base, s) for s in chosen))
         outcomes = [r for r in results if r is not None]

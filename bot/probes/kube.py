@@ -244,6 +244,25 @@ class KubeReader:
             return await self._list(_listing("pods", namespace, sel), self._core.list_namespaced_pod, namespace, **sel)
         return await self._list(_listing("pods", "", sel), self._core.list_pod_for_all_namespaces, **sel)
 
+    async def pods_where(
+        self, keep: Callable[[Obj], bool], namespace: str = "", *, field_selector: str = ""
+    ) -> list[Obj]:
+        """The pods ``keep`` accepts, walked page by page: of a cluster's 100,000 pods only one page
+        of those it drops is ever in memory (``gpubot pending`` looks for a few hundred)."""
+        sel = {"field_selector": field_selector} if field_selector else {}
+
+        def pick(pod: Obj) -> Obj | None:
+            return pod if keep(pod) else None
+
+        if namespace:
+            read = _listing("pods", namespace, sel)
+            items = await self._walk(read, pick, self._core.list_namespaced_pod, namespace,
+                                     page_size=SLIM_PAGE_SIZE, **sel)
+        else:
+            items = await self._walk(_listing("pods", "", sel), pick, self._core.list_pod_for_all_namespaces,
+                                     page_size=SLIM_PAGE_SIZE, **sel)
+        return [p for p in items if p is not None]
+
     async def slim_pods(
         self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
     ) -> list[SlimPod]:
