@@ -33,9 +33,11 @@ def gpubot_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
 
 
-def timed(argv: list[str], config: str) -> tuple[float, int, dict[str, Any]]:
+def timed(argv: list[str], config: str, deadline_s: float = 0) -> tuple[float, int, dict[str, Any]]:
     """(wall seconds from spawn to exit, exit status, the JSON it printed)."""
     env = {**os.environ, "GPUBOT_CONFIG": config, "PYTHONPATH": str(ROOT)}
+    if deadline_s:
+        env["GPUBOT_COMMAND_DEADLINE_S"] = str(deadline_s)
     t0 = time.perf_counter()
     proc = subprocess.run([*gpubot_argv(), *argv, "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -48,14 +50,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default=DEFAULT_SIZE, help="nodes:gpu_nodes:pods:pending_gpu")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--deadline", type=float, default=0, help="GPUBOT_COMMAND_DEADLINE_S for both (default: 20 s)")
     ap.add_argument("--plain", dest="realistic", action="store_false", help="the generator's tiny objects")
     args = ap.parse_args()
     nodes, gpu, pods, pending = (int(x) for x in args.size.split(":"))
     spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},pending_gpu={pending},seed=1,realistic={int(args.realistic)}"
     with sim_process(spec) as sim:
         config = sim.config_file()
-        one = [timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config) for _ in range(args.runs)]
-        many = [timed(["pending", "-A"], config) for _ in range(args.runs)]
+        one = [timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config, args.deadline)
+               for _ in range(args.runs)]
+        many = [timed(["pending", "-A"], config, args.deadline) for _ in range(args.runs)]
     answer = many[-1][2]["pending"]
     pending_s, why_s = median([w for w, _, _ in many]), median([w for w, _, _ in one])
     result = {
@@ -65,7 +69,7 @@ def main() -> None:
         "why_pending_walls_s": [w for w, _, _ in one], "ratio": pending_s / why_s,
         "stuck_pods": answer["stuck_pods"], "workloads": answer["workloads"], "diagnoses": answer["diagnoses"],
         "causes": [(c["code"], c["pods"]) for c in answer["causes"]], "summary": answer["summary"],
-        "complete": many[-1][2].get("complete"),
+        "complete": many[-1][2].get("complete"), "deadline_s": args.deadline or 20.0,
     }
     rows = [[f"{nodes}/{gpu}/{pods}", pending, result["stuck_pods"], result["workloads"], result["diagnoses"],
              pending_s, why_s, f"{result['ratio']:.2f}x"]]

@@ -87,9 +87,16 @@ def _troubled(row: NodeRow, findings: Sequence[Finding]) -> bool:
 
 
 def summary_line(report: Report, counts: dict[str, int]) -> str:
+    """``sim: 100 GPU nodes, 600 cards: 16 free, 560 busy, 24 leaked`` (states with no card left out
+    beyond free and busy)."""
     cards = sum(counts.values())
-    return (f"{report.cluster or 'cluster'}: {len(report.nodes)} GPU nodes, {cards} cards: "
-            f"{counts['free']} free, {counts['busy']} busy")
+    parts = [f"{counts[s]} {STATES[s][0]}" for s in STATES if counts[s] or s in ("free", "busy")]
+    return f"{report.cluster or 'cluster'}: {len(report.nodes)} GPU nodes, {cards} cards: " + ", ".join(parts)
+
+
+def picture_states(report: Report) -> list[list[str]]:
+    """Each node's card states as drawn: the text table's classification (``bot.card_state``)."""
+    return [node_card_states(row) for row in report.nodes]
 
 
 def _ink(colour: str) -> str:
@@ -106,7 +113,7 @@ def render_node_picture(report: Report) -> bytes:
         from PIL import Image, ImageDraw
     except ImportError:
         raise UsageError(_INSTALL_HINT) from None
-    states = [node_card_states(row) for row in report.nodes]
+    states = picture_states(report)
     counts = totals(states)
     names = [row.node if len(row.node) <= NAME_CHARS else "…" + row.node[-(NAME_CHARS - 1):] for row in report.nodes]
     lay = layout(len(report.nodes), max(len(s) for s in states), max(len(n) for n in names))

@@ -52,7 +52,10 @@ def render_node_table(report: Report) -> list[str]:
                 f"    {res:<36} capacity {v.get('capacity', 0):>6g}  allocatable {v.get('allocatable', 0):>6g}"
                 f"  requested {v.get('requested', 0):>6g}"
             )
-        for g, state in zip(row.gpus, node_card_states(row), strict=False):
+        states = node_card_states(row)
+        if states and not row.gpus:  # not read: the cards the API counts, with the picture's state
+            lines.append(f"    {len(states)} card(s): {card_label(states[0])} (count from the API's capacity)")
+        for g, state in zip(row.gpus, states, strict=False):
             lines.append(
                 f"    GPU{g.index}  util {_n(g.utilization)}%  mem {_n(g.memory_used_mib)}/"
                 f"{_n(g.memory_total_mib)} MiB  {_n(g.temperature_c)}C  {_n(g.power_w)}W"

@@ -67,6 +67,8 @@ class PendingAnswer:
     diagnoses: int = 0
     #: the bound on full diagnoses this answer ran under
     bound: int = 0
+    #: False when the pods could not be listed: nothing is known, "nothing waits" may not be said
+    scanned: bool = True
 
     @property
     def scope(self) -> str:
@@ -74,6 +76,8 @@ class PendingAnswer:
 
     def summary(self) -> str:
         """The one line on top: how much is stuck, by how many causes, how much was diagnosed."""
+        if not self.scanned:
+            return f"Could not list the pods of {self.scope}: whether GPU work waits there is not known."
         if not self.stuck_pods:
             return f"No GPU pod is waiting in {self.scope}."
         causes = len(self.groups)
@@ -93,6 +97,7 @@ class PendingAnswer:
             "namespace": self.namespace or None,
             "all_namespaces": not self.namespace,
             "summary": self.summary(),
+            "scanned": self.scanned,
             "stuck_pods": self.stuck_pods,
             "workloads": self.workloads,
             "diagnoses": self.diagnoses,

@@ -33,6 +33,12 @@ class SharedReads:
         #: how many reads went to the API (the benchmark and the tests count them)
         self.calls = 0
 
+    def know_pods(self, pods: list[Obj]) -> None:
+        """Pods the scan already holds: ``get_object("Pod")`` on them makes no call."""
+        for p in pods:
+            meta = p.get("metadata") or {}
+            self._pods[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = p
+
     async def _once(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
         found = self._memo.get(key)
         if found is None:

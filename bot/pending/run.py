@@ -81,7 +81,8 @@ async def _scope_pods(kube: Any, namespace: str) -> list[Obj]:
     the pods are dropped page by page), else one list."""
     walk = getattr(kube, "pods_where", None)
     if walk is not None:
-        found: list[Obj] = await walk(is_stuck_gpu_pod, namespace, field_selector=NON_TERMINAL)
+        # no field selector: finished pods are few, and a selector can cost the server a slower path
+        found: list[Obj] = await walk(is_stuck_gpu_pod, namespace)
         return found
     return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
 
@@ -211,24 +212,31 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
     report = Report(command="pending", target=inv.target(), cluster=cluster.name)
     report.read_as = str(inv.identity) if inv.identity is not None else ""
     failures: list[Unreadable] = []
+    shared = SharedReads(sources.kube)
+    runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
+    # the cluster-wide facts are read while the scan walks the pods (both are long at 100,000 pods);
+    # when nothing is stuck they are not needed and their read is cancelled
+    base = runner.facts(Invocation(command="node-status", cluster=inv.cluster, surface=inv.surface))
+    shared_facts = asyncio.ensure_future(gather(base, runner.sources, SHARED_FACTS))
+    scanned = True
     try:
         pods = await _scope_pods(sources.kube, namespace)
     except KubeApiError as exc:
         failures.append(Unreadable.of(exc, f"pods of {'the cluster' if not namespace else 'namespace ' + namespace}"))
         report.skip("the scan for GPU pods", exc.user_message)
-        pods = []
-    shared = SharedReads(sources.kube, pods={
-        (str(p["metadata"].get("namespace") or ""), str(p["metadata"].get("name") or "")): p for p in pods})
-    runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
+        pods, scanned = [], False
+    shared.know_pods(pods)
     stuck: list[Stuck] = []
     outcomes: list[_Outcome] = []
     left: list[Stuck] = []
     why_left = f"over the limit of {bound} diagnoses"
-    if pods:
+    if not pods:
+        shared_facts.cancel()
+        await asyncio.gather(shared_facts, return_exceptions=True)
+    else:
         namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
-        base = runner.facts(Invocation(command="node-status", cluster=inv.cluster, surface=inv.surface))
-        scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces),
-                              gather(base, runner.sources, SHARED_FACTS), return_exceptions=True)
+        scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,
+                              return_exceptions=True)
         replicasets, events, _ = await scan
         if isinstance(replicasets, KubeApiError):
             failures.append(Unreadable.of(replicasets, "replicasets"))
@@ -251,6 +259,7 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
         for o in outcomes:
             failures += o.failures
     report.pending = build_answer(namespace, stuck, outcomes, left, bound=bound, why_left=why_left)
+    report.pending.scanned = scanned
     report.unreadable = unreadable.unique(failures)
     report.findings = word(unreadable.detections(report.unreadable), service.runbooks,
                            {"gpubot": command_prefix(inv.surface)})

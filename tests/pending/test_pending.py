@@ -111,7 +111,8 @@ def test_the_pod_list_refused_is_no_answer_of_nothing_pending(lab: ReadRig) -> N
     finally:
         lab.sim.api.faults.clear()
     assert status == ExitCode.INCOMPLETE
-    assert "The answer is incomplete" in out.split("No GPU pod")[0]
+    assert "The answer is incomplete" in out and "No GPU pod is waiting" not in out
+    assert "Could not list the pods of all namespaces" in out
 
 
 @pytest.fixture(scope="module")
