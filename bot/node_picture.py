@@ -7,8 +7,9 @@ nodes; cells shrink with the fleet (the index is drawn while it fits). On top, a
 (nodes, cards, how many free and busy) and the legend with every state's count. A node that is
 NotReady, unreadable or carries a critical or warning finding has its name in red.
 
-Drawn with Pillow (the optional ``png`` extra) pixel by pixel: no plotting call per cell, so
-1,000 nodes stay well under a second. Pure function of the report; it never reads the cluster.
+Drawn with Pillow (the optional ``png`` extra; matplotlib, which brings it, also lends its DejaVu
+font): a rectangle and a short text per cell, no plotting call (1,000 nodes, 6,000 cards: 2.2 s on
+a busy 2-core machine). Pure function of the report; it never reads the cluster.
 """
 
 from __future__ import annotations
