@@ -11,7 +11,8 @@ from bot.report import CardRow, Finding, NodeRow, Report
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _card(i: int, verdict: str, pods: list[str] | None = None, procs: int = 0, gone: list[str] | None = None) -> CardRow:
+def _card(i: int, verdict: str, pods: list[str] | None = None, procs: int = 0,
+          gone: list[str] | None = None) -> CardRow:
     return CardRow(index=i, uuid=f"GPU-{i}", name="A100", verdict=verdict, pods=pods or [], processes=procs,
                    gone_holders=gone or [])
 
