@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.kube.pod_status import classify
-from bot.kube.resources import pod_gpu_requests
+from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import failed_scheduling_events
 from bot.kube.story import needs_story
 
@@ -62,9 +62,31 @@ class Stuck:
         return min((s for s in stamps if s), default="")
 
 
+def _settled(pod: Mapping[str, Any]) -> bool:
+    """Cheap first look (the scan sees every pod of the cluster): finished, being deleted, or
+    Running and Ready. Only the rest are classified in full."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    phase = status.get("phase")
+    if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+        return True
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+    return phase == "Running" and ready
+
+
+def _asks_gpu(pod: Mapping[str, Any]) -> bool:
+    """Whether any container names a GPU resource (names only: quantities are parsed later)."""
+    spec = pod.get("spec") or {}
+    for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+        res = c.get("resources") or {}
+        for part in (res.get("requests") or {}, res.get("limits") or {}):
+            if any(is_gpu_resource(k) for k in part):
+                return True
+    return False
+
+
 def is_stuck_gpu_pod(pod: Mapping[str, Any]) -> bool:
     """A GPU pod that should run and does not (pending, not ready, crash-looping)."""
-    if not pod_gpu_requests(pod):
+    if _settled(pod) or not _asks_gpu(pod) or not pod_gpu_requests(pod):
         return False
     state = classify(pod)
     if state.terminating or state.phase in ("Succeeded", "Failed"):
