@@ -46,6 +46,9 @@ SHARED_FACTS = ("nodes", "components", "namespaces", "node_pods")
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: a diagnosis is not started with less time than this before the deadline
 START_MARGIN_S = 1.0
+#: extra diagnoses (workloads like one already diagnosed) start only within this share of the time
+#: the answer has: the first of each signature is what the answer needs, extras only confirm it
+EXTRA_SHARE = 0.5
 #: the fix shown on a line, at most this long (cut at a word, saying so)
 FIX_CHARS = 72
 #: the diagnosis runbook whose engine answers
@@ -103,7 +106,9 @@ async def _events(kube: SharedReads, namespaces: Sequence[str]) -> dict[str, dic
 
 
 def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
-    """(diagnosed, not): one per distinct signature first, then the rest in order, up to ``bound``."""
+    """(diagnosed, not): one per distinct signature first, then the rest in order, up to ``bound``.
+    The ones after the firsts are extras: every signature is covered by then, so an extra left out
+    (``EXTRA_SHARE``) is still counted like a diagnosed workload."""
     chosen: list[Stuck] = []
     seen: set[tuple[str, ...]] = set()
     for s in stuck:
@@ -130,15 +135,19 @@ class PendingRun:
         self.bound = bound
         self.runbook = service.runbooks.diagnosis(RUNBOOK)
         self.gate = asyncio.Semaphore(CONCURRENT_DIAGNOSES)
+        now = time.monotonic()
+        self.extra_until = now + max(0.0, deadline - now) * EXTRA_SHARE
 
     def facts(self, inv: Invocation) -> Facts:
         return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
                      deadline=self.deadline)
 
-    async def diagnose(self, base: Facts, stuck: Stuck) -> _Outcome | None:
-        """The why-pending engine on one workload, on the shared facts; None: no time left to start."""
+    async def diagnose(self, base: Facts, stuck: Stuck, *, extra: bool = False) -> _Outcome | None:
+        """The why-pending engine on one workload, on the shared facts; None: no time left to start
+        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time)."""
         async with self.gate:
-            if time.monotonic() > self.deadline - START_MARGIN_S:
+            now = time.monotonic()
+            if now > self.deadline - START_MARGIN_S or (extra and now > self.extra_until):
                 return None
             if stuck.kind != "Pod":
                 try:
@@ -250,12 +259,16 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
         if not base.unreadable & {"nodes", "components"}:
             _ = base.gpu_nodes  # worked out once here, shared by every diagnosis (``Facts.share``)
         chosen, left = plan(stuck, bound)
-        results = await asyncio.gather(*(runner.diagnose(base, s) for s in chosen))
+        firsts = {s.signature: id(s) for s in reversed(chosen)}
+        results = await asyncio.gather(*(runner.diagnose(base, s, extra=firsts[s.signature] != id(s))
+                                         for s in chosen))
         outcomes = [r for r in results if r is not None]
         late = [s for s, r in zip(chosen, results, strict=True) if r is None]
         if late:
             left = late + left
-            why_left = "the deadline came first" if not left[len(late):] else why_left + "; some for the deadline"
+            diagnosed = {o.stuck.signature for o in outcomes}
+            if any(s.signature not in diagnosed for s in late):  # not merely extras left out
+                why_left = "the deadline came first" if not left[len(late):] else why_left + "; some for the deadline"
         for o in outcomes:
             failures += o.failures
     report.pending = build_answer(namespace, stuck, outcomes, left, bound=bound, why_left=why_left)
