@@ -29,6 +29,7 @@ from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
 from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
+from bot.probes.slim import SlimPod, slim
 from bot.report import Finding, Report, Unreadable
 
 if TYPE_CHECKING:
@@ -79,15 +80,27 @@ def _cause(report: Report) -> Finding | None:
     return report.findings[0] if report.findings else None
 
 
-async def _scope_pods(kube: Any, namespace: str) -> list[Obj]:
+def _scan_one(pod: Obj) -> tuple[SlimPod, Obj | None]:
+    return slim(pod), pod if is_stuck_gpu_pod(pod) else None
+
+
+async def _scope_pods(kube: Any, namespace: str, every: asyncio.Future[list[SlimPod]] | None) -> list[Obj]:
     """The stuck GPU pods of the scope: one paged walk where the reader offers it (the rest of
-    the pods are dropped page by page), else one list."""
-    walk = getattr(kube, "pods_where", None)
-    if walk is not None:
-        # no field selector: finished pods are few, and a selector can cost the server a slower path
-        found: list[Obj] = await walk(is_stuck_gpu_pod, namespace)
+    the pods are dropped page by page, each kept as a slim record in ``every`` for the
+    cluster-wide facts), else one list."""
+    walk = getattr(kube, "walk_pods", None)
+    if walk is None:
+        return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
+    if every is None:
+        found: list[Obj] = await walk(lambda p: p if is_stuck_gpu_pod(p) else None, namespace)
         return found
-    return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
+    try:
+        both: list[tuple[SlimPod, Obj | None]] = await walk(_scan_one, namespace)
+    except BaseException as exc:
+        every.set_exception(exc)
+        raise
+    every.set_result([s for s, _ in both])
+    return [p for _, p in both if p is not None]
 
 
 async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tuple[str, str], Obj]:
@@ -222,6 +235,11 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
     report.read_as = str(inv.identity) if inv.identity is not None else ""
     failures: list[Unreadable] = []
     shared = SharedReads(sources.kube)
+    # -A: the scan walks every pod anyway; the pods on GPU nodes come from that walk, not a second
+    every: asyncio.Future[list[SlimPod]] | None = None
+    if not namespace and hasattr(sources.kube, "walk_pods"):
+        every = asyncio.get_running_loop().create_future()
+        shared.serve_slim(every)
     runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
     # the cluster-wide facts are read while the scan walks the pods (both are long at 100,000 pods);
     # when nothing is stuck they are not needed and their read is cancelled
@@ -229,7 +247,7 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
     shared_facts = asyncio.ensure_future(gather(base, runner.sources, SHARED_FACTS))
     scanned = True
     try:
-        pods = await _scope_pods(sources.kube, namespace)
+        pods = await _scope_pods(sources.kube, namespace, every)
     except KubeApiError as exc:
         failures.append(Unreadable.of(exc, f"pods of {'the cluster' if not namespace else 'namespace ' + namespace}"))
         report.skip("the scan for GPU pods", exc.user_message)
@@ -242,6 +260,8 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
     if not pods:
         shared_facts.cancel()
         await asyncio.gather(shared_facts, return_exceptions=True)
+        if every is not None and every.done() and not every.cancelled():
+            every.exception()  # seen: the scan's own failure is reported above
     else:
         namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
         scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,
