@@ -13,6 +13,7 @@ the whole answer incomplete: it is said first, and nothing is concluded from it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from bot.service import Service
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 
 #: full diagnoses per answer; beyond it workloads are counted like a diagnosed one, or listed
 MAX_DIAGNOSES = 20
@@ -253,6 +255,8 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
         report.skip("the scan for GPU pods", exc.user_message)
         pods, scanned = [], False
     shared.know_pods(pods)
+    log.debug("pending: scan of %s done in %.2f s: %d stuck GPU pod(s)", namespace or "every namespace",
+              time.perf_counter() - started, len(pods))
     stuck: list[Stuck] = []
     outcomes: list[_Outcome] = []
     left: list[Stuck] = []
@@ -278,6 +282,8 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
         report.skipped += base.skipped
         if not base.unreadable & {"nodes", "components"}:
             _ = base.gpu_nodes  # worked out once here, shared by every diagnosis (``Facts.share``)
+        log.debug("pending: shared facts and %d namespace(s) read at %.2f s", len(namespaces),
+                  time.perf_counter() - started)
         chosen, left = plan(stuck, bound)
         firsts = {s.signature: id(s) for s in reversed(chosen)}
         results = await asyncio.gather(*(runner.diagnose(base, s, extra=firsts[s.signature] != id(s))
@@ -291,6 +297,7 @@ async def _run_pending(service: Service, inv: Invocation, deadline: float, bound
                 why_left = "the deadline came first" if not left[len(late):] else why_left + "; some for the deadline"
         for o in outcomes:
             failures += o.failures
+        log.debug("pending: %d diagnoses done at %.2f s", len(outcomes), time.perf_counter() - started)
     report.pending = build_answer(namespace, stuck, outcomes, left, bound=bound, why_left=why_left)
     report.pending.scanned = scanned
     report.unreadable = unreadable.unique(failures)
