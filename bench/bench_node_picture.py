@@ -16,8 +16,9 @@ import time
 from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
+from bot.card_state import node_card_states, totals
 from bot.commands import parse_invocation
-from bot.node_picture import card_states, render_node_picture, totals
+from bot.node_picture import render_node_picture
 from bot.service import Service
 
 TARGET_S = 2.0
@@ -31,13 +32,13 @@ async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
         diagnosis = time.perf_counter() - t
     finally:
         await service.close()
-    render_node_picture(report)  # first render: imports matplotlib and its fonts
+    render_node_picture(report)  # first render: imports Pillow and loads the fonts
     walls, size = [], 0
     for _ in range(runs):
         t = time.perf_counter()
         size = len(render_node_picture(report))
         walls.append(time.perf_counter() - t)
-    counts = totals([card_states(row, report.findings) for row in report.nodes])
+    counts = totals(node_card_states(row) for row in report.nodes)
     wall = median(walls)
     return {
         "nodes": len(report.nodes),

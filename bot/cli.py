@@ -274,6 +274,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"picture: {printable(png)}", file=sys.stderr)
     if not report.complete:  # an incomplete answer outranks what it found
         return ExitCode.INCOMPLETE
+    if report.pending is not None:  # pending: GPU work waits (4) or nothing does (0)
+        return ExitCode.FINDINGS if report.pending.stuck_pods else ExitCode.OK
     return diagnosis_status(f.severity for f in report.findings)
 
 

@@ -304,7 +304,7 @@ class Invocation:
     #: ``pending -A``: every namespace instead of ``namespace``
     all_namespaces: bool = False
 
-    def target(self) -> dict[str, str | list[str]]:
+    def target(self) -> dict[str, str | bool | list[str]]:
         """The target as reported in JSON and headers."""
         if self.command == "node-status":
             return {"nodes": list(self.nodes)}

@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from functools import partial
 
+from bot.card_state import label as card_label
+from bot.card_state import node_card_states
 from bot.report import Report, skip_lines
 from bot.report_groups import FindingGroup, Fix, group_findings, verdict
 from bot.terminal import Terminal
@@ -58,11 +60,15 @@ def render_node_table(report: Report) -> list[str]:
                 f"    {res:<36} capacity {v.get('capacity', 0):>6g}  allocatable {v.get('allocatable', 0):>6g}"
                 f"  requested {v.get('requested', 0):>6g}"
             )
-        for g in row.gpus:
+        states = node_card_states(row)
+        if states and not row.gpus:  # not read: the cards the API counts, with the picture's state
+            lines.append(f"    {len(states)} card(s): {card_label(states[0])} (count from the API's capacity)")
+        for g, state in zip(row.gpus, states, strict=False):
             lines.append(
                 f"    GPU{g.index}  util {_n(g.utilization)}%  mem {_n(g.memory_used_mib)}/"
                 f"{_n(g.memory_total_mib)} MiB  {_n(g.temperature_c)}C  {_n(g.power_w)}W"
-                f"  procs {g.processes}  -> {g.verdict}" + (f"  [{', '.join(g.pods)}]" if g.pods else "")
+                f"  procs {g.processes}  -> {g.verdict}: {card_label(state)}"
+                + (f"  [{', '.join(g.pods)}]" if g.pods else "")
             )
         lines += [f"    pod {p}" for p in row.pods]
     return lines
@@ -156,6 +162,10 @@ def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN) -> 
     verdict when it is a colour terminal (the words are the same either way)."""
     if report.text:
         return report.text
+    if report.pending is not None:
+        from bot.pending.render import render_pending
+
+        return render_pending(report, width=width)
     head = f"gpubot {report.command} {_target_text(report)}".rstrip()
     lines = [head, "=" * min(len(head), width)]
     if report.cluster:

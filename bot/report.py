@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.errors import ApiRead, KubeApiError
+from bot.pending_model import PendingAnswer
 from bot.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
@@ -77,6 +78,8 @@ class CardRow:
     processes: int = 0
     verdict: str = "unknown"
     pods: list[str] = field(default_factory=list)
+    #: UIDs of pods that no longer exist whose kubelet checkpoint entry still names this card
+    gone_holders: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -101,6 +104,9 @@ class NodeRow:
     gpus: list[CardRow] = field(default_factory=list)
     pods: list[str] = field(default_factory=list)
     components: list[str] = field(default_factory=list)
+    #: UIDs of pods that no longer exist whose kubelet checkpoint entry holds devices here that
+    #: cannot be tied to one card (qGPU slices): the node's idle, unheld cards are what they hold
+    gone_holders: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -228,6 +234,8 @@ class Report:
         return not self.unreadable
     #: the target pod's own story when it is not Running and Ready (``bot.story``)
     story: PodStory | None = None
+    #: ``pending``: the stuck GPU workloads by cause (``bot.pending_model.PendingAnswer``)
+    pending: PendingAnswer | None = None
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -268,4 +276,6 @@ class Report:
             data["unreadable"] = [u.to_dict() for u in self.unreadable]
         if self.story is not None:
             data["story"] = self.story.to_dict()
+        if self.pending is not None:
+            data["pending"] = self.pending.to_dict()
         return data

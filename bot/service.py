@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
 
 from bot.aio import in_daemon_thread
 from bot.clients import Clients, KubeClients
@@ -24,9 +23,9 @@ from bot.engine.runner import run_diagnosis
 from bot.errors import KubeApiError
 from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
-from bot.report import Report, Unreadable
+from bot.report import Report
 from bot.runbook_text import help_text, runbook_report
-from bot.settings import Settings
+from bot.settings import ClusterConfig, Settings
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +82,12 @@ class Service:
         started = time.perf_counter()
         if deadline is None:
             deadline = time.monotonic() + self.settings.command_deadline_s
-        cluster = self.settings.cluster(inv.cluster or None)
-        progress(f"connecting to cluster {cluster.name}")
-        clients = await self._clients(cluster.name, inv, deadline)
-        if inv.command == "pending":  # many why-pending diagnoses, grouped by cause (bot.pending)
-            report = await self._pending(inv, clients, deadline, progress)
-            report.cluster = cluster.name
-            report.read_as = str(inv.identity) if inv.identity is not None else ""
-            report.elapsed_ms = int((time.perf_counter() - started) * 1000)
-            return report
+        if inv.command == "pending":  # many why-pending diagnoses sharing their reads (bot.pending)
+            from bot.pending.run import run_pending
+
+            return await run_pending(self, inv, deadline=deadline, progress=progress)
+        progress("connecting to the cluster")
+        cluster, sources = await self.sources(inv, deadline, progress=progress)
         runbook = self.runbooks.diagnosis(inv.command)
         facts = Facts(
             inv,
@@ -99,20 +95,6 @@ class Service:
             ssh_concurrency=self.settings.ssh_concurrency,
             deadline=deadline,
         )
-        if isinstance(clients, KubeApiError):  # no client by the deadline: every read is unknown
-            sources = Sources(kube=FailedReads(clients), settings=self.settings, cluster=cluster)
-        else:
-            sources = Sources(
-                kube=clients.reads,
-                settings=self.settings,
-                cluster=cluster,
-                exec_fn=clients.exec.run if clients.exec is not None else None,
-                exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
-                ssh_pool=self.ssh_pool,
-                node_exec=clients.exec.run_read if clients.exec is not None else None,
-                slow_nodes=self.slow_nodes,
-                progress=progress,
-            )
         report = await run_diagnosis(
             runbook,
             self.runbooks,
@@ -125,6 +107,27 @@ class Service:
         report.read_as = str(inv.identity) if inv.identity is not None else ""
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
         return report
+
+    async def sources(
+        self, inv: Invocation, deadline: float, *, progress: Progress = no_progress
+    ) -> tuple[ClusterConfig, Sources]:
+        """The cluster ``inv`` names and where its diagnoses read from (every read failing with
+        the client's error when no client could be built by the deadline)."""
+        cluster = self.settings.cluster(inv.cluster or None)
+        clients = await self._clients(cluster.name, inv, deadline)
+        if isinstance(clients, KubeApiError):  # no client by the deadline: every read is unknown
+            return cluster, Sources(kube=FailedReads(clients), settings=self.settings, cluster=cluster)
+        return cluster, Sources(
+            kube=clients.reads,
+            settings=self.settings,
+            cluster=cluster,
+            exec_fn=clients.exec.run if clients.exec is not None else None,
+            exec_unavailable=NO_EXEC_AS_USER if inv.identity is not None else NO_EXEC,
+            ssh_pool=self.ssh_pool,
+            node_exec=clients.exec.run_read if clients.exec is not None else None,
+            slow_nodes=self.slow_nodes,
+            progress=progress,
+        )
 
     async def _clients(self, cluster: str, inv: Invocation, deadline: float) -> Clients | KubeApiError:
         """The cluster's clients, built within the deadline (a kubeconfig exec plugin runs here
@@ -142,26 +145,6 @@ class Service:
         except TimeoutError:
             detail = "the client could not be set up within the command's deadline (kubeconfig credential plugin?)"
             return KubeApiError(f"cluster {cluster}: {detail}", kind="timeout", detail=detail)
-
-    async def _pending(
-        self, inv: Invocation, clients: Clients | KubeApiError, deadline: float, progress: Progress
-    ) -> Report:
-        """``pending``: the pending GPU pods, each a why-pending within this command's deadline."""
-        from bot.pending import pending_report
-
-        def one(pod: Invocation) -> Awaitable[Report]:
-            return self.run(pod, deadline=deadline, progress=progress)
-
-        if isinstance(clients, KubeApiError):
-            report = Report(command="pending", target=inv.target())
-            report.unreadable.append(Unreadable.of(clients, "pending pods"))
-            return report
-        try:
-            return await pending_report(clients.reads, inv, one, progress=progress)
-        except KubeApiError as exc:  # the pods could not be listed: nothing is known, nothing concluded
-            report = Report(command="pending", target=inv.target())
-            report.unreadable.append(Unreadable.of(exc, "pending pods"))
-            return report
 
     def help_text(self, surface: Surface = "cli") -> str:
         return help_text(self.runbooks, surface)

@@ -75,6 +75,18 @@ def _match_card(ident: str, gpus: Sequence[GpuRow]) -> GpuRow | None:
     return prefixed[0] if len(prefixed) == 1 else None
 
 
+def gone_holders(obs: NodeObservation, live_uids: set[str]) -> dict[str, list[str]]:
+    """card UUID -> UIDs of checkpoint entries whose pod is not among ``live_uids`` (a zombie's
+    cards, where the checkpoint ties its devices to a card); where the cards of such an entry
+    cannot be told (a qGPU slice's device IDs name no card), its UID is under ""."""
+    out: dict[str, list[str]] = {}
+    entries = obs.checkpoint.entries if obs.checkpoint is not None else []
+    for uid in sorted({e.pod_uid for e in entries} - live_uids):
+        for key in [c.uuid for c in _checkpoint_cards(obs, uid)] or [""]:
+            out.setdefault(key, []).append(uid)
+    return out
+
+
 def _checkpoint_cards(obs: NodeObservation, uid: str) -> list[GpuRow]:
     """Cards the kubelet checkpoint gives a pod: NVIDIA_VISIBLE_DEVICES of its allocation, or
     device IDs that are card UUIDs (the NVIDIA device plugin's IDs)."""

@@ -13,7 +13,7 @@ the runner runs no check that rests on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -240,6 +240,20 @@ class Facts:
 
     def gathered(self, name: str) -> bool:
         return name in self._values
+
+    def share(self, other: Facts, names: Iterable[str]) -> None:
+        """Take ``other``'s base facts ``names`` as read, with what could not be read of them:
+        many diagnoses of one question (``gpubot pending``) read the cluster-wide facts once."""
+        for name in names:
+            if other.gathered(name):
+                self._values[name] = other._values[name]
+            if name in other.unreadable:
+                self.unreadable.add(name)
+        for failure in other.failures:
+            if failure not in self.failures:
+                self.failures.append(failure)
+        if set(DERIVED["gpu_nodes"]) <= set(names) and "gpu_nodes" in other.__dict__:
+            self.__dict__["gpu_nodes"] = other.__dict__["gpu_nodes"]  # a cached_property, worked out once
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(Skipped(what, why))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.engine.cards import gone_holders
 from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
@@ -81,6 +82,7 @@ def _fill_physical(row: NodeRow, facts: Facts) -> None:
     row.cuda, row.driver_path = result.cuda_version, result.driver_path
     row.notes = list(result.notes[:10]) + ([result.checkpoint_error] if result.checkpoint_error else [])
     placed = facts.card_pods.get(row.node, {})
+    gone = gone_holders(result, {p.uid for p in facts.node_pods.get(row.node, []) if p.live})
     for g, verdict in facts.card_verdicts.get(row.node, []):
         row.gpus.append(CardRow(
             index=g.index,
@@ -94,7 +96,9 @@ def _fill_physical(row: NodeRow, facts: Facts) -> None:
             processes=sum(1 for p in result.processes if p.gpu_uuid and p.gpu_uuid == g.uuid),
             verdict=verdict.state,
             pods=[p.ref for p, _ in placed.get(g.uuid, [])],
+            gone_holders=gone.get(g.uuid, []),
         ))
+    row.gone_holders = gone.get("", [])
 
 
 def build_node_rows(facts: Facts) -> list[NodeRow]:

@@ -31,7 +31,7 @@ NVIDIA = "nvidia.com/gpu"
 QGPU_CORE = "tke.cloud.tencent.com/qgpu-core"
 QGPU_MEMORY = "tke.cloud.tencent.com/qgpu-memory"
 _TS = "2026-05-07T10:00:00Z"
-_SPEC_KEYS = {"nodes", "gpu_nodes", "pods", "seed", "silent_nodes", "latency_ms", "realistic"}
+_SPEC_KEYS = {"nodes", "gpu_nodes", "pods", "seed", "silent_nodes", "latency_ms", "realistic", "pending_gpu"}
 
 
 def parse_spec(text: str) -> dict[str, int]:
@@ -147,6 +147,23 @@ def _pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+def _pending_gpu_pods(objects: list[Obj], count: int, teams: list[str], nodes: int, n_qgpu: int,
+                      nvidia_msg: str) -> int:
+    """``count`` pending GPU pods, five per ReplicaSet, the sets dealt over ``teams`` in turn: two
+    of three ask for a whole 8-GPU node (the nvidia nodes are full), one for more qGPU than is free."""
+    qgpu_msg = (f"0/{nodes} nodes are available: {n_qgpu} Insufficient {QGPU_CORE}, "
+                f"{nodes - n_qgpu} node(s) didn't match Pod's node affinity/selector.")
+    for k in range(count):
+        group = k // 5
+        team, rs = teams[group % len(teams)], f"train-{group:05d}"
+        qgpu = group % 3 == 2
+        ask = {QGPU_CORE: "300", QGPU_MEMORY: "40"} if qgpu else {NVIDIA: "8"}
+        p = _pod(f"{rs}-g{k % 5}", team, "", "Pending", ask, owner=rs, app="train")
+        objects.append(p)
+        objects.append(_event(p, qgpu_msg if qgpu else nvidia_msg, 1_000_000 + k))
+    return count
+
+
 def _event(pod: Obj, message: str, index: int) -> Obj:
     meta = pod["metadata"]
     return {
@@ -229,6 +246,7 @@ def generate_scenario(
     pending_share: float = 0.02,
     terminating_share: float = 0.005,
     realistic: int = 0,
+    pending_gpu: int = 0,
 ) -> dict[str, Any]:
     """A scenario dict: ``nodes`` nodes of which ``gpu_nodes`` carry GPUs (half qGPU, half
     ``nvidia.com/gpu`` with 8 cards), ``pods`` pods in all (the target included).
@@ -239,6 +257,8 @@ def generate_scenario(
     trip for the node-status benchmark).
     ``realistic`` dresses pods and nodes as a real API server serves them (3-8 KB a pod instead of
     0.7 KB; slower to build, so tests leave it off and benchmarks turn it on).
+    ``pending_gpu`` more pending GPU pods (of the ``pods``), five per ReplicaSet over the team
+    namespaces, with their FailedScheduling events (``gpubot pending`` at scale).
     """
     if not 0 < gpu_nodes <= nodes or pods < 1:
         raise ValueError("need 0 < gpu_nodes <= nodes and pods >= 1")
@@ -257,6 +277,7 @@ def generate_scenario(
             leaks,
             pending_share,
             terminating_share,
+            pending_gpu,
         )
         if realistic:
             dress(data["kubernetes"]["objects"], seed)
@@ -277,6 +298,7 @@ def _generate(
     leaks: int,
     pending_share: float,
     terminating_share: float,
+    pending_gpu: int = 0,
 ) -> dict[str, Any]:
     rnd = random.Random(seed)
     objects: list[Obj] = [
@@ -398,6 +420,7 @@ def _generate(
         f"are available: {nodes} No preemption victims found for incoming pod."
     )
     objects.append(_event(target, sched_msg, 0))
+    made += _pending_gpu_pods(objects, pending_gpu, teams, nodes, len(qgpu_names), sched_msg)
 
     # the bulk: CPU pods on CPU nodes, some pending (with events), some Terminating
     remaining = pods - made

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from bot.registry import ACTION_LABELS, action_label
@@ -33,13 +32,20 @@ from bot.report_groups import (
     verdict,
 )
 from bot.slack import limits as L
+from bot.slack.block_kit import (
+    MAX_MESSAGE_JSON,
+    Block,
+    Rendered,
+    context,
+    header,
+    plain,
+    section,
+    severity_marker,
+)
 from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
 from bot.slack.tables import logical_summary
 
-Block = dict[str, Any]
-
-MARKERS: dict[str, str] = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 #: prefix of every remediation button's action_id (Slack wants action_ids unique within a block)
 REMEDIATE_ACTION = "remediate"
 #: buttons shown per cause (one per distinct fix); more are listed in the attached report
@@ -63,8 +69,6 @@ MORE_BELOW = "\n… (more in the buttons below)"
 EVIDENCE_LIMIT = 2900
 #: sections per details message
 DETAILS_BLOCKS = 20
-#: total serialised size of the blocks; beyond it the rest goes to the attached file
-MAX_MESSAGE_JSON = 24000
 #: the pod's story under the verdict: events shown, characters per line and in all
 STORY_EVENTS = 4
 STORY_LINE_CHARS = 300
@@ -78,48 +82,6 @@ DETAILS_NOTE = "🔎 The evidence for each cause follows in the next message."
 
 #: a distinct fix -> its button; None means no offer hook is installed
 Offers = Mapping[FixKey, OfferButton]
-
-
-@dataclass
-class Rendered:
-    """A message ready for chat.postMessage, and whether anything was left out of it."""
-
-    blocks: list[Block]
-    text: str
-    #: findings (or table/text chunks) that did not fit; > 0 means attach the full report
-    omitted: int = 0
-
-    @property
-    def truncated(self) -> bool:
-        return self.omitted > 0
-
-
-def _mrkdwn(text: str) -> dict[str, str]:
-    return {"type": "mrkdwn", "text": L.clip(text, L.MAX_SECTION_TEXT)}
-
-
-def plain(text: str, limit: int) -> dict[str, Any]:
-    """A plain_text object cut to ``limit`` (Slack rejects an empty one, so never empty)."""
-    return {"type": "plain_text", "text": L.clip(text, limit) or " ", "emoji": True}
-
-
-def section(text: str, *, block_id: str | None = None) -> Block:
-    block: Block = {"type": "section", "text": _mrkdwn(text)}
-    if block_id:
-        block["block_id"] = L.clip(block_id, L.MAX_ID, marker="")
-    return block
-
-
-def context(texts: list[str]) -> Block:
-    return {"type": "context", "elements": [_mrkdwn(t) for t in texts[: L.MAX_CONTEXT_ELEMENTS]]}
-
-
-def header(text: str) -> Block:
-    return {"type": "header", "text": plain(text, L.MAX_HEADER)}
-
-
-def severity_marker(severity: str) -> str:
-    return MARKERS.get(severity, "⚪")
 
 
 def button_label(rem: Remediation) -> str:
@@ -354,6 +316,10 @@ def render_report(report: Report, *, offers: Offers | None = None, private: bool
     buttons); evidence goes into ``render_details``. Parts that do not fit are counted, never
     half-shown. ``private``: only the asker sees it, so fixes are named without buttons and
     nothing can be attached."""
+    if report.pending is not None:
+        from bot.slack.pending_blocks import render_pending
+
+        return render_pending(report)
     why_none = PRIVATE_NOTE if private else NOT_ENABLED
     target = describe_target(report)
     found = verdict(report)
@@ -453,6 +419,12 @@ def render_progress(target: str, user_id: str, command_text: str, *, queued: int
 
 def render_summary(report: Report, *, in_thread: bool) -> Rendered:
     """What the placeholder becomes once the answer is in: the verdict, pointing at the thread."""
+    if report.pending is not None:
+        from bot.slack.pending_blocks import pending_summary_text
+
+        note = " · the list is in the thread" if in_thread else ""
+        line = pending_summary_text(report) + note
+        return Rendered(blocks=[section(L.clip(line, L.MAX_SECTION_TEXT))], text=L.fallback(line))
     groups = group_findings(report.findings)
     tally = f"{severity_marker(groups[0].severity)} {counts_text(groups)}" if groups else "✅ no problem found"
     target = describe_target(report)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import bot.slack
+from bot.pending_model import PendingAnswer, PendingGroup, PendingLine
 from bot.proactive.alerts import AlertGroup, parse_payload
 from bot.proactive.problems import Problem
 from bot.remediation.outcomes import ClickOutcome
@@ -32,7 +33,7 @@ from bot.remediation.policy import Approvers
 from bot.remediation.store import PendingAction
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report, Skipped
 from bot.report_groups import fix_key
-from bot.slack import alert_messages, blocks, offer_messages, proactive_messages
+from bot.slack import alert_messages, blocks, offer_messages, pending_blocks, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
 from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
@@ -69,6 +70,19 @@ def report() -> Report:
         findings=[first, second], skipped=[Skipped(HOSTILE, HOSTILE)], cluster=HOSTILE, nodes=[node],
         text=HOSTILE, read_as=HOSTILE,
     )
+
+
+def pending_report() -> Report:
+    """A ``pending`` answer with hostile text in every field the list shows (and a read failure)."""
+    line = PendingLine(namespace=HOSTILE, workload=HOSTILE, pods=2, age=HOSTILE, code=HOSTILE, fix=HOSTILE)
+    like = PendingLine(namespace=HOSTILE, workload=HOSTILE, pods=1, age="3d", code=HOSTILE, fix=HOSTILE,
+                       diagnosed=False)
+    group = PendingGroup(code=HOSTILE, severity="critical", title=HOSTILE, lines=[line] * 6 + [like])
+    answer = PendingAnswer(namespace=HOSTILE, groups=[group] * 14, undiagnosed=[line] * 7, undiagnosed_why=HOSTILE,
+                           stuck_pods=99, workloads=9, diagnoses=1, bound=1)
+    out = report()
+    out.command, out.text, out.pending = "pending", "", answer
+    return out
 
 
 def storied() -> Report:
@@ -128,6 +142,13 @@ BUILDERS: dict[tuple[str, str], Callable[[], Output]] = {
         blocks.render_report(report(), private=True),
     ],
     ("blocks", "render_details"): lambda: blocks.render_details(report()),
+    ("pending_blocks", "render_pending"): lambda: [
+        pending_blocks.render_pending(pending_report()),
+        blocks.render_report(pending_report()),
+        blocks.render_summary(pending_report(), in_thread=True),
+    ],
+    ("pending_blocks", "cause_section"): lambda: pending_blocks.cause_section(1, pending_report().pending.groups[0]),  # type: ignore[union-attr]
+    ("pending_blocks", "pending_summary_text"): lambda: pending_blocks.pending_summary_text(pending_report()),
     ("blocks", "render_summary"): lambda: blocks.render_summary(report(), in_thread=True),
     ("blocks", "render_progress"): lambda: blocks.render_progress(HOSTILE, CLICKER, HOSTILE, queued=2),
     ("blocks", "render_progress_failed"): lambda: blocks.render_progress_failed(
@@ -172,9 +193,9 @@ BUILDERS: dict[tuple[str, str], Callable[[], Output]] = {
 
 #: builders that never see cluster or alert data, or take text their caller already escaped
 EXEMPT: dict[tuple[str, str], str] = {
-    ("blocks", "section"): "a Block Kit primitive: takes mrkdwn its caller escaped",
-    ("blocks", "context"): "a Block Kit primitive: takes mrkdwn its caller escaped",
-    ("blocks", "header"): "plain_text: Slack never parses mentions or links in it",
+    ("block_kit", "section"): "a Block Kit primitive: takes mrkdwn its caller escaped",
+    ("block_kit", "context"): "a Block Kit primitive: takes mrkdwn its caller escaped",
+    ("block_kit", "header"): "plain_text: Slack never parses mentions or links in it",
     ("blocks", "confirm_text"): "a confirmation dialog's plain_text",
     ("blocks", "remediation_button"): "plain_text only (label, dialog); render_report shows it above",
     ("blocks", "remediation_picker"): "plain_text only (placeholder, options, dialog); render_report shows it",

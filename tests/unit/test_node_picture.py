@@ -1,39 +1,64 @@
-"""The node-status picture: each card's state, and a PNG with one cell per card."""
+"""The node-status picture: each card's state, and a PNG with one bordered cell per card."""
 
 from __future__ import annotations
 
 import struct
 
-from bot.node_picture import card_states, render_node_picture, totals
+from bot.card_state import node_card_states, totals
+from bot.node_picture import layout, render_node_picture, summary_line
 from bot.report import CardRow, Finding, NodeRow, Report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _card(i: int, verdict: str, pods: list[str] | None = None) -> CardRow:
-    return CardRow(index=i, uuid=f"GPU-{i}", name="A100", verdict=verdict, pods=pods or [])
+def _card(i: int, verdict: str, pods: list[str] | None = None, procs: int = 0,
+          gone: list[str] | None = None) -> CardRow:
+    return CardRow(index=i, uuid=f"GPU-{i}", name="A100", verdict=verdict, pods=pods or [], processes=procs,
+                   gone_holders=gone or [])
 
 
-def _node(name: str, *cards: CardRow, ready: bool = True, ssh: str = "ok", gpus: int = 8) -> NodeRow:
-    logical = {"nvidia.com/gpu": {"capacity": gpus, "allocatable": gpus, "requested": 0}}
+def _node(name: str, *cards: CardRow, ready: bool = True, ssh: str = "ok", gpus: int = 8,
+          requested: float = 0) -> NodeRow:
+    logical = {"nvidia.com/gpu": {"capacity": gpus, "allocatable": gpus, "requested": requested}}
     return NodeRow(node=name, ready=ready, cordoned=False, ssh=ssh, logical=logical, gpus=list(cards))
 
 
 def test_every_card_gets_its_state() -> None:
-    busy_free = _node("a", _card(0, "busy"), _card(1, "idle"), _card(2, "idle", ["ai/p"]), _card(3, "unknown"))
-    assert card_states(busy_free) == ["busy", "free", "idle_allocated", "lost"]
-    zombie = _node("z", _card(0, "idle"), _card(1, "busy"))
-    finding = Finding("CHECKPOINT_ZOMBIE", "critical", "z", subject="node/z")
-    assert card_states(zombie, [finding]) == ["idle_allocated", "busy"]  # idle cards of a leaking node
-    assert card_states(zombie, [Finding("CHECKPOINT_ZOMBIE", "critical", "x", subject="node/other")])[0] == "free"
-    assert card_states(_node("n", _card(0, "busy"), ready=False)) == ["lost"]
-    assert card_states(_node("u", ssh="timeout", gpus=4)) == ["unreachable"] * 4  # cards from capacity
+    mixed = _node("a", _card(0, "busy", ["ai/p"]), _card(1, "idle"), _card(2, "idle", ["ai/q"]), _card(3, "unknown"),
+                  _card(4, "idle", gone=["uid-1"]), requested=2)
+    assert node_card_states(mixed) == ["busy", "free", "allocated_idle", "lost", "leaked"]
+    # computing while nothing on the node asks for a GPU: a leak (physical, not logical)
+    assert node_card_states(_node("p", _card(0, "busy", procs=1))) == ["leaked"]
+    # a checkpoint holding devices of a gone pod that name no card: the node's idle, unheld cards
+    zombie = _node("z", _card(0, "idle"), _card(1, "busy", ["ai/r"]), requested=1)
+    zombie.gone_holders = ["uid-2"]
+    assert node_card_states(zombie) == ["leaked", "busy"]
+    assert node_card_states(_node("n", _card(0, "busy"), ready=False)) == ["lost"]
+    assert node_card_states(_node("u", ssh="timeout", gpus=4)) == ["unreadable"] * 4  # cards from capacity
     qgpu = NodeRow(node="q", ready=True, cordoned=False, ssh="refused",
                    logical={"tke.cloud.tencent.com/qgpu-core": {"capacity": 200}})
-    assert card_states(qgpu) == ["unreachable", "unreachable"]
+    assert node_card_states(qgpu) == ["unreadable", "unreadable"]
     assert totals([["free", "busy"], ["busy"]]) == {
-        "free": 1, "busy": 2, "idle_allocated": 0, "lost": 0, "unreachable": 0
+        "free": 1, "busy": 2, "allocated_idle": 0, "leaked": 0, "lost": 0, "unreadable": 0
     }
+
+
+def test_a_finding_about_a_node_does_not_repaint_its_cards() -> None:
+    """Issue 31.6: the picture said "allocated, idle (leaked?)" for cards the text called idle."""
+    row = _node("z", _card(0, "idle"), _card(1, "idle"))
+    report = Report(command="node-status", target={"nodes": []}, nodes=[row],
+                    findings=[Finding("CHECKPOINT_ZOMBIE", "critical", "z", subject="node/z")])
+    assert node_card_states(report.nodes[0]) == ["free", "free"]
+    assert summary_line(report, totals([node_card_states(row)])) == "cluster: 1 GPU nodes, 2 cards: 2 free, 0 busy"
+
+
+def test_the_layout_stays_readable_from_ten_to_a_thousand_nodes() -> None:
+    small, mid, big = layout(10, 8, 12), layout(100, 8, 12), layout(1000, 8, 12)
+    assert small.columns == 1 and small.indices and small.cell > mid.cell > big.cell
+    assert mid.indices and not big.indices
+    for lay in (mid, big):
+        width, height = lay.columns * lay.column_w, lay.rows * lay.row_h
+        assert 0.8 < width / height < 3.2, (lay, width, height)
 
 
 def test_the_picture_is_a_png_of_every_node() -> None:

@@ -91,7 +91,7 @@ def levels(names: set[str]) -> list[list[str]]:
     done: set[str] = set()
     out: list[list[str]] = []
     while remaining:
-        ready = [n for n in remaining if all(d in done for d in LOADERS[n].needs)]
+        ready = [n for n in remaining if all(d in done or d not in names for d in LOADERS[n].needs)]
         out.append(ready)
         done.update(ready)
         remaining = [n for n in remaining if n not in done]
@@ -134,9 +134,10 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
     """Fill every base fact ``reads`` rests on, within ``facts.deadline`` when one is set.
 
     A loader still running at the deadline is cancelled; its fact stays empty and the report says
-    it was skipped. The node loader hands in what it has before then (per-node results).
+    it was skipped. The node loader hands in what it has before then (per-node results). Facts
+    already there (``Facts.share``) are not read again.
     """
-    for level in levels(base_facts(reads)):
+    for level in levels({name for name in base_facts(reads) if not facts.gathered(name)}):
         sources.progress("reading " + ", ".join(LOADERS[name].label for name in level))
         with until(facts.deadline):  # the tasks copy the deadline with the context
             tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}

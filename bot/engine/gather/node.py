@@ -179,6 +179,8 @@ async def readings(facts: Facts, src: Sources) -> None:
         return
     todo = [n for n in names if n not in results]
     answered = _counting(facts, src, len(todo))
+    if src.node_memo is not None:
+        transport = src.node_memo.wrap(transport)
     results.update(
         await observe_many(
             transport,

@@ -8,6 +8,7 @@ from bot.engine.progress import Progress, no_progress
 from bot.probes.container import ExecFn
 from bot.probes.kube import KubeReads
 from bot.probes.node_agent import NodeExecFn
+from bot.probes.node_memo import NodeReadMemo
 from bot.probes.ssh_pool import SshPool
 from bot.settings import ClusterConfig, Settings
 
@@ -32,3 +33,5 @@ class Sources:
     slow_nodes: set[str] | None = None
     #: told what is being read as it happens (the CLI's progress line on a terminal)
     progress: Progress = field(default=no_progress)
+    #: node readings shared by the diagnoses of one answer (``gpubot pending``); None: read afresh
+    node_memo: NodeReadMemo | None = None

@@ -1,0 +1,82 @@
+"""``gpubot pending -A`` at cluster scale, against one cold why-pending on the same cluster.
+
+A generated cluster (``bench.simproc``; default 5,000 nodes, 500 GPU nodes, 100,000 pods of which
+``pending_gpu`` 500 are pending GPU pods over twenty namespaces, five per ReplicaSet) runs in its
+own process. Timed from spawn to exit: the real ``gpubot pending -A --json`` process and the real
+``gpubot why-pending`` of the generator's pending target, each a few times (median; the first run
+apart). The figure is the pending wall time and its ratio to one cold why-pending: what it costs
+to ask about every stuck GPU workload instead of one.
+
+``python -m bench.bench_pending [--size 5000:500:100000:500] [--runs 3] [--plain]``
+Only reads from the simulator it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, emit, median, sim_process, table
+from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
+
+DEFAULT_SIZE = "5000:500:100000:500"
+
+
+def gpubot_argv() -> list[str]:
+    script = Path(sys.executable).with_name("gpubot")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+
+
+def timed(argv: list[str], config: str, deadline_s: float = 0) -> tuple[float, int, dict[str, Any]]:
+    """(wall seconds from spawn to exit, exit status, the JSON it printed)."""
+    env = {**os.environ, "GPUBOT_CONFIG": config, "PYTHONPATH": str(ROOT)}
+    if deadline_s:
+        env["GPUBOT_COMMAND_DEADLINE_S"] = str(deadline_s)
+    t0 = time.perf_counter()
+    proc = subprocess.run([*gpubot_argv(), *argv, "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 3, 4):
+        raise RuntimeError(f"{argv[:3]} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return wall, proc.returncode, json.loads(proc.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default=DEFAULT_SIZE, help="nodes:gpu_nodes:pods:pending_gpu")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--deadline", type=float, default=0, help="GPUBOT_COMMAND_DEADLINE_S for both (default: 20 s)")
+    ap.add_argument("--plain", dest="realistic", action="store_false", help="the generator's tiny objects")
+    args = ap.parse_args()
+    nodes, gpu, pods, pending = (int(x) for x in args.size.split(":"))
+    spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},pending_gpu={pending},seed=1,realistic={int(args.realistic)}"
+    with sim_process(spec) as sim:
+        config = sim.config_file()
+        one = [timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config, args.deadline)
+               for _ in range(args.runs)]
+        many = [timed(["pending", "-A"], config, args.deadline) for _ in range(args.runs)]
+    answer = many[-1][2]["pending"]
+    pending_s, why_s = median([w for w, _, _ in many]), median([w for w, _, _ in one])
+    result = {
+        "nodes": nodes, "gpu_nodes": gpu, "pods": pods, "pending_gpu": pending, "realistic": bool(args.realistic),
+        "pending_s": pending_s, "pending_first_s": many[0][0], "pending_walls_s": [w for w, _, _ in many],
+        "pending_exit": many[-1][1], "why_pending_s": why_s, "why_pending_first_s": one[0][0],
+        "why_pending_walls_s": [w for w, _, _ in one], "ratio": pending_s / why_s,
+        "stuck_pods": answer["stuck_pods"], "workloads": answer["workloads"], "diagnoses": answer["diagnoses"],
+        "causes": [(c["code"], c["pods"]) for c in answer["causes"]], "summary": answer["summary"],
+        "complete": many[-1][2].get("complete"), "deadline_s": args.deadline or 20.0,
+    }
+    rows = [[f"{nodes}/{gpu}/{pods}", pending, result["stuck_pods"], result["workloads"], result["diagnoses"],
+             pending_s, why_s, f"{result['ratio']:.2f}x"]]
+    headers = ["nodes/gpu/pods", "pending gpu", "stuck pods", "workloads", "diagnosed", "pending s",
+               "why-pending s", "ratio"]
+    emit("pending", table(headers, rows) + "\n" + answer["summary"], result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""One read per question for many diagnoses: a memo in front of ``KubeReads``.
+
+``gpubot pending`` runs the why-pending engine for many workloads; each diagnosis asks for the same
+lists (the namespace's ReplicaSets, the pods of a selector, a quota) and, per pod, for the events
+about it. Through this facade each distinct read is made once (concurrent askers share the one
+call), and ``list_events(ns, field_selector="involvedObject.name=X")`` is answered from one list
+of the namespace's events. A failed read is remembered as failed: every diagnosis resting on it
+says so, none retries it (the answer's deadline is shared). Reads only, like what it wraps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+from bot.probes.kube import KubeReads
+from bot.probes.slim import SlimPod
+
+Obj = dict[str, Any]
+
+#: the one field selector answered from the namespace's event list
+_BY_NAME = "involvedObject.name="
+
+
+class SharedReads:
+    """A ``KubeReads`` whose identical reads are made once per instance (one instance per answer)."""
+
+    def __init__(self, inner: KubeReads, *, pods: dict[tuple[str, str], Obj] | None = None) -> None:
+        self._inner = inner
+        self._memo: dict[Hashable, asyncio.Future[Any]] = {}
+        #: pods already listed for the scan, by (namespace, name): ``get_object("Pod")`` needs no call
+        self._pods = pods or {}
+        #: how many reads went to the API (the benchmark and the tests count them)
+        self.calls = 0
+        #: every pod of the cluster as a slim record, from the scan's walk (``serve_slim``)
+        self._slim: asyncio.Future[list[SlimPod]] | None = None
+
+    def serve_slim(self, every_pod: asyncio.Future[list[SlimPod]]) -> None:
+        """Answer ``slim_pods`` (the pods on the GPU nodes) from the scan's walk of every pod
+        instead of a second walk: at 100,000 pods a walk is most of the answer's time."""
+        self._slim = every_pod
+
+    async def slim_pods(self, *, field_selector: str = "", nodes: set[str] | None = None,
+                        all_nodes: int = 0) -> list[SlimPod]:
+        if self._slim is not None and not field_selector:
+            every = await asyncio.shield(self._slim)
+            return every if nodes is None else [p for p in every if p.node in nodes]
+        inner: Any = self._inner
+        result: list[SlimPod] = await self._once(
+            ("slim", field_selector, tuple(sorted(nodes)) if nodes is not None else None),
+            lambda: inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
+        return result
+
+    def know_pods(self, pods: list[Obj]) -> None:
+        """Pods the scan already holds: ``get_object("Pod")`` on them makes no call."""
+        for p in pods:
+            meta = p.get("metadata") or {}
+            self._pods[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = p
+
+    async def _once(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = asyncio.ensure_future(self._count(read))
+        return await asyncio.shield(found)
+
+    async def _count(self, read: Callable[[], Awaitable[Any]]) -> Any:
+        self.calls += 1
+        return await read()
+
+    async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
+        if kind == "Pod" and (namespace, name) in self._pods:
+            return self._pods[(namespace, name)]
+        result: Obj = await self._once(("get", kind, name, namespace),
+                                       lambda: self._inner.get_object(kind, name, namespace))
+        return result
+
+    async def list_pods(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "") -> list[Obj]:
+        result: list[Obj] = await self._once(
+            ("pods", namespace, label_selector, field_selector),
+            lambda: self._inner.list_pods(namespace, label_selector=label_selector, field_selector=field_selector),
+        )
+        return result
+
+    async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
+        result: list[Obj] = await self._once(("nodes", label_selector),
+                                             lambda: self._inner.list_nodes(label_selector=label_selector))
+        return result
+
+    async def list_namespaces(self) -> list[Obj]:
+        result: list[Obj] = await self._once(("namespaces",), self._inner.list_namespaces)
+        return result
+
+    async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]:
+        name = field_selector[len(_BY_NAME):] if field_selector.startswith(_BY_NAME) else ""
+        if namespace and name and "," not in name:
+            return list((await self.events_by_name(namespace)).get(name, ()))
+        result: list[Obj] = await self._once(
+            ("events", namespace, field_selector),
+            lambda: self._inner.list_events(namespace, field_selector=field_selector),
+        )
+        return result
+
+    async def events_by_name(self, namespace: str) -> dict[str, list[Obj]]:
+        """The namespace's events by the name of the object they are about, listed once."""
+        index: dict[str, list[Obj]] = await self._once(("events", namespace), lambda: self._events_of(namespace))
+        return index
+
+    async def _events_of(self, namespace: str) -> dict[str, list[Obj]]:
+        """The namespace's events once, by the name of the object they are about."""
+        index: dict[str, list[Obj]] = {}
+        for event in await self._inner.list_events(namespace):
+            index.setdefault(str((event.get("involvedObject") or {}).get("name") or ""), []).append(event)
+        return index
+
+    async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
+        result: list[Obj] = await self._once(("daemonsets", label_selector),
+                                             lambda: self._inner.list_daemonsets(label_selector=label_selector))
+        return result
+
+    async def list_deployments(self, *, label_selector: str = "") -> list[Obj]:
+        result: list[Obj] = await self._once(("deployments", label_selector),
+                                             lambda: self._inner.list_deployments(label_selector=label_selector))
+        return result
+
+    async def list_replicasets(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
+        result: list[Obj] = await self._once(
+            ("replicasets", namespace, label_selector),
+            lambda: self._inner.list_replicasets(namespace, label_selector=label_selector),
+        )
+        return result
+
+    async def list_resourcequotas(self, namespace: str) -> list[Obj]:
+        result: list[Obj] = await self._once(("quotas", namespace), lambda: self._inner.list_resourcequotas(namespace))
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        """The reader's optional fast paths (``slim_pods``, the watch cache's ``node_map``…), memoized."""
+        inner = getattr(self._inner, name)
+        if not callable(inner):
+            return inner
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            key = (name, repr(args), repr(sorted(kwargs.items())))
+            return await self._once(key, lambda: inner(*args, **kwargs))
+
+        return call

@@ -1,0 +1,332 @@
+"""Drive ``gpubot pending``: one scan, the cluster-wide facts read once, bounded diagnoses.
+
+Why this shape: a cluster can hold hundreds of stuck GPU pods, and one why-pending costs a few
+list calls plus node reads. So the scope's pods are listed once; the nodes, the GPU components,
+the namespaces and the pods on GPU nodes are gathered once (``Facts.share`` hands them to every
+diagnosis); per-pod reads share one memo (``SharedReads``: each namespace's events listed once).
+At most ``MAX_DIAGNOSES`` workloads get their own diagnosis, one per distinct signature first
+(pod state, GPU ask, the scheduler's message without its numbers); the rest are counted "like"
+the diagnosed workload with their signature, or listed as not diagnosed. A read that failed makes
+the whole answer incomplete: it is said first, and nothing is concluded from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from bot.commands import Invocation, command_prefix
+from bot.engine import unreadable
+from bot.engine.facts import Facts
+from bot.engine.gather import Sources, gather
+from bot.engine.progress import Progress, no_progress
+from bot.engine.runbooks import RunbookSet
+from bot.engine.runner import run_diagnosis, word
+from bot.errors import KubeApiError, NotFoundError
+from bot.pending.reads import SharedReads
+from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
+from bot.pending_model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
+from bot.probes.deadline import until
+from bot.probes.node_memo import NodeReadMemo
+from bot.probes.slim import SlimPod, slim
+from bot.report import Finding, Report, Unreadable
+from bot.settings import ClusterConfig, Settings
+
+
+class Service(Protocol):
+    """What ``pending`` needs of ``bot.service.Service``: its runbooks, settings and a cluster's
+    read sources. A protocol, so this package does not import the service that dispatches to it."""
+
+    @property
+    def runbooks(self) -> RunbookSet: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def sources(
+        self, inv: Invocation, deadline: float, *, progress: Progress = no_progress
+    ) -> tuple[ClusterConfig, Sources]: ...
+
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+#: full diagnoses per answer; beyond it workloads are counted like a diagnosed one, or listed
+MAX_DIAGNOSES = 20
+#: diagnoses run at once (their node reads are bounded by ``ssh_concurrency`` each)
+CONCURRENT_DIAGNOSES = 4
+#: read once for the whole answer and shared with every diagnosis
+SHARED_FACTS = ("nodes", "components", "namespaces", "node_pods")
+#: pods that may still run (the field selector of ``bot.engine.gather.kube``)
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+#: a diagnosis is not started with less time than this before the deadline
+START_MARGIN_S = 1.0
+#: extra diagnoses (workloads like one already diagnosed) start only within this share of the time
+#: the answer has: the first of each signature is what the answer needs, extras only confirm it
+EXTRA_SHARE = 0.5
+#: the fix shown on a line, at most this long (cut at a word, saying so)
+FIX_CHARS = 72
+#: the diagnosis runbook whose engine answers
+RUNBOOK = "why-pending"
+
+
+@dataclass
+class _Outcome:
+    stuck: Stuck
+    cause: Finding | None
+    failures: list[Unreadable]
+
+
+def short_fix(finding: Finding | None) -> str:
+    """The fix in a few words: the finding's first fix, else its first next step, cut at a word."""
+    if finding is None:
+        return "nothing found: run why-pending on it"
+    text = finding.remediations[0].summary if finding.remediations else (finding.next_steps or [finding.title])[0]
+    text = " ".join(text.split())
+    if len(text) <= FIX_CHARS:
+        return text
+    cut = text[: FIX_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
+def _cause(report: Report) -> Finding | None:
+    """The diagnosis's root cause: its first finding (the engine orders them)."""
+    return report.findings[0] if report.findings else None
+
+
+def _scan_one(pod: Obj) -> tuple[SlimPod, Obj | None]:
+    return slim(pod), pod if is_stuck_gpu_pod(pod) else None
+
+
+async def _scope_pods(kube: Any, namespace: str, every: asyncio.Future[list[SlimPod]] | None) -> list[Obj]:
+    """The stuck GPU pods of the scope: one paged walk where the reader offers it (the rest of
+    the pods are dropped page by page, each kept as a slim record in ``every`` for the
+    cluster-wide facts), else one list."""
+    walk = getattr(kube, "walk_pods", None)
+    if walk is None:
+        return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
+    if every is None:
+        found: list[Obj] = await walk(lambda p: p if is_stuck_gpu_pod(p) else None, namespace)
+        return found
+    try:
+        both: list[tuple[SlimPod, Obj | None]] = await walk(_scan_one, namespace)
+    except BaseException as exc:
+        every.set_exception(exc)
+        raise
+    every.set_result([s for s, _ in both])
+    return [p for _, p in both if p is not None]
+
+
+async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tuple[str, str], Obj]:
+    batches = await asyncio.gather(*(kube.list_replicasets(ns) for ns in namespaces))
+    return {
+        (ns, str((rs.get("metadata") or {}).get("name") or "")): rs
+        for ns, batch in zip(namespaces, batches, strict=True)
+        for rs in batch
+    }
+
+
+async def _events(kube: SharedReads, namespaces: Sequence[str]) -> dict[str, dict[str, list[Obj]]]:
+    """Each namespace's events by object name: the same memo the diagnoses read from."""
+    batches = await asyncio.gather(*(kube.events_by_name(ns) for ns in namespaces))
+    return dict(zip(namespaces, batches, strict=True))
+
+
+def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
+    """(diagnosed, not): one per distinct signature first, then the rest in order, up to ``bound``.
+    The ones after the firsts are extras: every signature is covered by then, so an extra left out
+    (``EXTRA_SHARE``) is still counted like a diagnosed workload."""
+    chosen: list[Stuck] = []
+    seen: set[tuple[str, ...]] = set()
+    for s in stuck:
+        if s.signature not in seen and len(chosen) < bound:
+            seen.add(s.signature)
+            chosen.append(s)
+    for s in stuck:
+        if len(chosen) >= bound:
+            break
+        if s not in chosen:
+            chosen.append(s)
+    picked = {id(s) for s in chosen}
+    return chosen, [s for s in stuck if id(s) not in picked]
+
+
+class PendingRun:
+    """One ``pending`` answer: the service's runbooks and settings, the scope, the shared facts."""
+
+    def __init__(self, service: Service, inv: Invocation, sources: Sources, deadline: float, bound: int) -> None:
+        self.service = service
+        self.inv = inv
+        self.sources = sources
+        self.deadline = deadline
+        self.bound = bound
+        self.runbook = service.runbooks.diagnosis(RUNBOOK)
+        self.gate = asyncio.Semaphore(CONCURRENT_DIAGNOSES)
+        now = time.monotonic()
+        self.extra_until = now + max(0.0, deadline - now) * EXTRA_SHARE
+
+    def facts(self, inv: Invocation) -> Facts:
+        return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
+                     deadline=self.deadline)
+
+    async def diagnose(self, base: Facts, stuck: Stuck, *, extra: bool = False) -> _Outcome | None:
+        """The why-pending engine on one workload, on the shared facts; None: no time left to start
+        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time)."""
+        async with self.gate:
+            now = time.monotonic()
+            if now > self.deadline - START_MARGIN_S or (extra and now > self.extra_until):
+                return None
+            if stuck.kind != "Pod":
+                try:
+                    await self.sources.kube.get_object(stuck.kind, stuck.name, stuck.namespace)
+                except NotFoundError:  # an owner that is gone: the pod is what is left to diagnose
+                    stuck.by_pod = True
+                except KubeApiError:
+                    pass  # the diagnosis reads it again and says it could not
+            kind, name = stuck.asked()
+            inv = Invocation(command=RUNBOOK, kind=kind, name=name, namespace=stuck.namespace,
+                             cluster=self.inv.cluster, surface=self.inv.surface, identity=self.inv.identity)
+            facts = self.facts(inv)
+            facts.share(base, SHARED_FACTS)
+            report = await run_diagnosis(self.runbook, self.service.runbooks, facts, self.sources,
+                                         command_prefix=command_prefix(self.inv.surface),
+                                         strict=self.service.settings.strict_checks)
+            return _Outcome(stuck, _cause(report), list(report.unreadable))
+
+
+def _line(stuck: Stuck, cause: Finding | None, *, diagnosed: bool) -> PendingLine:
+    return PendingLine(namespace=stuck.namespace, workload=stuck.shown, pods=len(stuck.pods),
+                       age=age(stuck.oldest()) if stuck.oldest() else "?",
+                       code=cause.code if cause is not None else NO_CAUSE, fix=short_fix(cause), diagnosed=diagnosed)
+
+
+def build_answer(namespace: str, stuck: Sequence[Stuck], outcomes: Sequence[_Outcome],
+                 left: Sequence[Stuck], *, bound: int, why_left: str) -> PendingAnswer:
+    """Group the diagnosed workloads by cause; count the rest like a diagnosed one of their signature."""
+    answer = PendingAnswer(namespace=namespace, stuck_pods=sum(len(s.pods) for s in stuck),
+                           workloads=len(stuck), diagnoses=len(outcomes), bound=bound)
+    groups: dict[str, PendingGroup] = {}
+    by_signature: dict[tuple[str, ...], Finding | None] = {}
+
+    def add(stuck_one: Stuck, cause: Finding | None, diagnosed: bool) -> None:
+        code = cause.code if cause is not None else NO_CAUSE
+        g = groups.get(code)
+        if g is None:
+            g = groups[code] = PendingGroup(
+                code=code, severity=cause.severity if cause is not None else "info",
+                title=cause.title if cause is not None else "no cause found by the engine",
+                rank=cause.rank if cause is not None else 99)
+        g.lines.append(_line(stuck_one, cause, diagnosed=diagnosed))
+
+    for o in outcomes:
+        by_signature.setdefault(o.stuck.signature, o.cause)
+        add(o.stuck, o.cause, True)
+    for s in left:
+        if s.signature in by_signature:
+            add(s, by_signature[s.signature], False)
+        else:
+            answer.undiagnosed.append(_line(s, None, diagnosed=False))
+    answer.undiagnosed_why = why_left if answer.undiagnosed else ""
+    for g in groups.values():
+        g.lines.sort(key=lambda line: (not line.diagnosed, -line.pods, line.namespace, line.workload))
+    answer.groups = sorted(groups.values(), key=PendingGroup.sort_key)
+    return answer
+
+
+async def run_pending(
+    service: Service,
+    inv: Invocation,
+    *,
+    deadline: float,
+    bound: int | None = None,
+    progress: Progress = no_progress,
+) -> Report:
+    """``pending``: the report whose ``pending`` holds the answer and whose findings say what
+    could not be read (an answer missing reads is incomplete: exit 3). ``bound``: at most this
+    many full diagnoses (default ``MAX_DIAGNOSES``)."""
+    with until(deadline):  # every read of the answer, the scan's own included, sees the deadline
+        return await _run_pending(service, inv, deadline, MAX_DIAGNOSES if bound is None else bound, progress)
+
+
+async def _run_pending(
+    service: Service, inv: Invocation, deadline: float, bound: int, progress: Progress
+) -> Report:
+    started = time.perf_counter()
+    progress("listing the pods that wait")
+    cluster, sources = await service.sources(inv, deadline, progress=progress)
+    namespace = "" if inv.all_namespaces else inv.namespace
+    report = Report(command="pending", target=inv.target(), cluster=cluster.name)
+    report.read_as = str(inv.identity) if inv.identity is not None else ""
+    failures: list[Unreadable] = []
+    shared = SharedReads(sources.kube)
+    # -A: the scan walks every pod anyway; the pods on GPU nodes come from that walk, not a second
+    every: asyncio.Future[list[SlimPod]] | None = None
+    if not namespace and hasattr(sources.kube, "walk_pods"):
+        every = asyncio.get_running_loop().create_future()
+        shared.serve_slim(every)
+    runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
+    # the cluster-wide facts are read while the scan walks the pods (both are long at 100,000 pods);
+    # when nothing is stuck they are not needed and their read is cancelled
+    base = runner.facts(Invocation(command="node-status", cluster=inv.cluster, surface=inv.surface))
+    shared_facts = asyncio.ensure_future(gather(base, runner.sources, SHARED_FACTS))
+    scanned = True
+    try:
+        pods = await _scope_pods(sources.kube, namespace, every)
+    except KubeApiError as exc:
+        failures.append(Unreadable.of(exc, f"pods of {'the cluster' if not namespace else 'namespace ' + namespace}"))
+        report.skip("the scan for GPU pods", exc.user_message)
+        pods, scanned = [], False
+    shared.know_pods(pods)
+    log.debug("pending: scan of %s done in %.2f s: %d stuck GPU pod(s)", namespace or "every namespace",
+              time.perf_counter() - started, len(pods))
+    stuck: list[Stuck] = []
+    outcomes: list[_Outcome] = []
+    left: list[Stuck] = []
+    why_left = f"over the limit of {bound} diagnoses"
+    if not pods:
+        shared_facts.cancel()
+        await asyncio.gather(shared_facts, return_exceptions=True)
+        if every is not None and every.done() and not every.cancelled():
+            every.exception()  # seen: the scan's own failure is reported above
+    else:
+        namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
+        scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,
+                              return_exceptions=True)
+        replicasets, events, _ = await scan
+        if isinstance(replicasets, KubeApiError):
+            failures.append(Unreadable.of(replicasets, "replicasets"))
+        if isinstance(events, KubeApiError):
+            failures.append(Unreadable.of(events, "events"))
+        stuck = group(pods, replicasets if isinstance(replicasets, dict) else {})
+        for s in stuck:
+            s.signature = signature(s, events.get(s.namespace, {}) if isinstance(events, dict) else {})
+        failures += base.failures
+        report.skipped += base.skipped
+        if not base.unreadable & {"nodes", "components"}:
+            _ = base.gpu_nodes  # worked out once here, shared by every diagnosis (``Facts.share``)
+        log.debug("pending: shared facts and %d namespace(s) read at %.2f s", len(namespaces),
+                  time.perf_counter() - started)
+        chosen, left = plan(stuck, bound)
+        firsts = {s.signature: id(s) for s in reversed(chosen)}
+        results = await asyncio.gather(*(runner.diagnose(base, s, extra=firsts[s.signature] != id(s))
+                                         for s in chosen))
+        outcomes = [r for r in results if r is not None]
+        late = [s for s, r in zip(chosen, results, strict=True) if r is None]
+        if late:
+            left = late + left
+            diagnosed = {o.stuck.signature for o in outcomes}
+            if any(s.signature not in diagnosed for s in late):  # not merely extras left out
+                why_left = "the deadline came first" if not left[len(late):] else why_left + "; some for the deadline"
+        for o in outcomes:
+            failures += o.failures
+        log.debug("pending: %d diagnoses done at %.2f s", len(outcomes), time.perf_counter() - started)
+    report.pending = build_answer(namespace, stuck, outcomes, left, bound=bound, why_left=why_left)
+    report.pending.scanned = scanned
+    report.unreadable = unreadable.unique(failures)
+    report.findings = word(unreadable.detections(report.unreadable), service.runbooks,
+                           {"gpubot": command_prefix(inv.surface)})
+    report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+    return report

@@ -1,0 +1,60 @@
+"""End to end: a signed ``/gpu pending -A`` runs the real service on a simulated cluster.
+
+Slack (HTTP mode, signed request, recording mock Web API), the bot, the Kubernetes API and the
+SSH nodes talk over real sockets; the answer must be the compact list: one section per cause
+with its workloads one line each, the causes the service reports, inside Slack's limits; the
+placeholder becomes the summary line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.commands import parse_invocation
+from bot.service import Service
+from bot.sim.cluster import SimCluster
+from bot.slack.blocks import Rendered
+from bot.slack.limits import escape_mrkdwn
+from tests.slack.helpers import form, post, running_app, settings_for, sign, slash_payload
+from tests.slack.mock_slack_api import MockSlackApi
+from tests.slack.test_blocks import assert_within_limits
+from tests.slack.test_escaping import pending_report
+
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "lab-mixed-k8s131.yaml"
+
+
+async def test_pending_posts_one_line_per_stuck_workload_by_cause(mock_slack: MockSlackApi, tmp_path: Path) -> None:
+    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
+        settings = settings_for(mock_slack, base=sim.settings())
+        async with running_app(settings, Service(settings)) as app:
+            body = form(slash_payload(mock_slack, "pending -A"))
+            status, ack, _ = await post(app.url + "/slack/events", body, sign(body))
+            assert (status, ack) == (200, "")
+            await mock_slack.wait_for(lambda: mock_slack.of("chat.update"), timeout=60)
+        expected_service = Service(settings)
+        try:
+            expected = await expected_service.run(parse_invocation(["pending", "-A"], surface="slack"))
+        finally:
+            await expected_service.close()
+
+    assert expected.pending is not None and expected.pending.stuck_pods == 3
+    posted = mock_slack.of("chat.postMessage")
+    answer = posted[1]
+    blocks = answer.body["blocks"]
+    assert_within_limits(Rendered(blocks=blocks, text=answer.body["text"]))
+    assert blocks[0]["type"] == "header" and "pending GPU work in all namespaces" in blocks[0]["text"]["text"]
+    text = json.dumps(blocks, ensure_ascii=False)
+    for group in expected.pending.groups:
+        assert f"`{group.code}`" in text
+        for line in group.lines:
+            assert f"`{line.namespace}/{escape_mrkdwn(line.workload)}`" in text
+    # the placeholder becomes the summary line
+    (update,) = mock_slack.of("chat.update")
+    assert expected.pending.summary().split(":")[0] in json.dumps(update.body, ensure_ascii=False)
+
+
+def test_a_long_list_stays_inside_slacks_limits() -> None:
+    from bot.slack.pending_blocks import render_pending
+
+    assert_within_limits(render_pending(pending_report()))
