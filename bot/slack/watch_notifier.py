@@ -62,7 +62,6 @@ class SlackWatchNotifier:
     async def find_posted(self, channel: str, fingerprint: str, *, opened_at: datetime) -> str | None:
         """The message posted for the problem opened at ``opened_at``, by its metadata."""
         return await find_posted(self.client, channel, PROBLEM_EVENT, post_key(fingerprint, opened_at))
-        return None
 
     async def update_open(
         self,
