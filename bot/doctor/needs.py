@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bot.coordination.kube_state import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
 from bot.doctor.kube_calls import Perm, Use, needed, scan_tree
+from bot.kube.custom_resources import CUSTOM_READS
 
 #: the package root: the scan reads the installed sources, wherever gpubot is installed
 BOT = Path(__file__).resolve().parents[1]
@@ -75,6 +76,20 @@ def _split_exec(perms: dict[Perm, list[str]]) -> tuple[dict[Perm, list[str]], di
     return plain, execs
 
 
+def _custom_reads(perms: dict[Perm, list[str]]) -> dict[Perm, list[str]]:
+    """The read facade's custom-object calls as the custom resources it may read
+    (``bot.kube.custom_resources``, which the facade enforces)."""
+    out: dict[Perm, list[str]] = {}
+    for perm, where in perms.items():
+        if perm.group != "{group}":
+            out[perm] = where
+            continue
+        for group, plurals in CUSTOM_READS.items():
+            for plural in plurals:
+                out.setdefault(Perm(perm.verb, group, plural), []).extend(where)
+    return out
+
+
 def _custom_objects(perms: dict[Perm, list[str]]) -> dict[Perm, list[str]]:
     """The custom-object calls (``{group}/{plural}`` in their URL) as the state kinds they reach."""
     out: dict[Perm, list[str]] = {}
@@ -95,7 +110,7 @@ def needs() -> Needs:
     """What each component needs, from the scan of the installed sources."""
     uses = [u for u in scanned()[0] if not _under(u, SIM)]
     outside = [u for u in uses if not _under(u, ACTIONS, *STATE)]
-    reads, execs = _split_exec({p: w for p, w in needed(outside).items() if p not in BASIC_USER})
+    reads, execs = _split_exec({p: w for p, w in _custom_reads(needed(outside)).items() if p not in BASIC_USER})
     state = _custom_objects(needed([u for u in uses if _under(u, *STATE)]))
     remediation = needed([u for u in uses if _under(u, ACTIONS)])
     return Needs(reads=reads, exec=execs, state=state, remediation=remediation)

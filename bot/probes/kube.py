@@ -23,6 +23,7 @@ import orjson
 from kubernetes import client
 
 from bot.errors import ApiRead, KubeApiError, NotFoundError
+from bot.kube.custom_resources import declared
 from bot.probes.deadline import remaining
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
@@ -149,6 +150,12 @@ _GROUPS = {
 
 def _listing(resource: str, namespace: str, sel: dict[str, str], group: str = "") -> ApiRead:
     return ApiRead("list", resource, namespace, group=group, selector=",".join(sel.values()))
+
+
+def _check_declared(group: str, plural: str) -> None:
+    """A custom read outside ``bot.kube.custom_resources`` is a bug: the chart grants no RBAC for it."""
+    if not declared(group, plural):
+        raise KubeApiError(f"{group}/{plural}: not a custom resource gpubot declares (bot.kube.custom_resources)")
 
 
 class KubeReader:
@@ -384,6 +391,7 @@ class KubeReader:
         self, group: str, version: str, plural: str, namespace: str = "", *, label_selector: str = ""
     ) -> list[Obj]:
         """Custom objects; [] when the group/version is not served (not installed is no error)."""
+        _check_declared(group, plural)
         if not await self.served(group, version):
             return []
         sel = {"label_selector": label_selector} if label_selector else {}
@@ -398,6 +406,7 @@ class KubeReader:
 
     async def get_custom(self, group: str, version: str, plural: str, name: str, namespace: str = "") -> Obj:
         """One custom object; NotFoundError when it, or its whole API, does not exist."""
+        _check_declared(group, plural)
         read = ApiRead("get", plural, namespace, name, group)
         if not await self.served(group, version):
             raise NotFoundError(f"{read.text()}: not found ({group}/{version} is not served)", read=read,
