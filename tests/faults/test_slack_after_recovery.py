@@ -20,7 +20,7 @@ import pytest
 from bot.sim.cluster import SimCluster
 from bot.slack.offer_messages import status_block_id
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario
-from tests.actions.slack_rig import WHY_PENDING, buttons
+from tests.actions.slack_rig import WHY_PENDING, button_text, buttons
 from tests.faults.conftest import end_state
 from tests.proactive.rig import posts, started, stopped, watch_settings
 from tests.replicas.rig import replica_rig
@@ -48,7 +48,7 @@ async def test_the_survivor_edits_the_status_line_of_the_run_it_restored(tmp_pat
 
         def report() -> tuple[str, str, str] | None:
             for (channel, ts), msg in mock.messages.items():
-                found = buttons(msg.get("blocks") or []).get(f"checkpoint.clear {NODE}")
+                found = buttons(msg.get("blocks") or []).get(button_text("checkpoint.clear", NODE))
                 if found:
                     return channel, ts, found[0]
             return None
