@@ -17,6 +17,7 @@ from bot.engine.checks import (
     workload_create_refused,
 )
 from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts
+from bot.engine.queue_facts import QueueFacts
 from bot.kube import create_refusal, cuda_compat, dra, image_pull, runtime_class
 from bot.kube.scheduling import parse_scheduling_message
 from bot.kube.topology_spread import evaluate
@@ -73,6 +74,7 @@ def _facts(pod: Obj | None, *, events: Sequence[Obj] = (), owner_events: Sequenc
     facts.put("namespaces", {n["metadata"]["name"]: n for n in namespaces})
     facts.put("components", GpuComponents(controllers=list(controllers)))
     facts.put("peers", list(peers))
+    facts.put("queues", QueueFacts())  # no batch system nor DRA API: what the loader finds on a plain cluster
     return facts
 
 
