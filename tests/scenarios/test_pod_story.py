@@ -22,7 +22,9 @@ from tests.scenarios.test_why_pending import SCENARIOS, Running, _config_for, _d
 
 
 def _report(scenario: object, args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], *,
-            status: int = 0) -> dict:
+            status: int | None = None) -> dict:
+    """The JSON answer; its exit status must be ``status``, else the one its report implies
+    (``tests.exit_status``: 4 with a problem found, 3 when incomplete)."""
     sim = SimCluster(scenario, workdir=tmp_path / "sim")  # type: ignore[arg-type]
     with run_in_thread(sim):
         return _diagnose(Running(sim, _config_for(sim, tmp_path / "gpubot.yaml")), args, capsys, status=status)
