@@ -37,6 +37,7 @@ from bot.commands import (
 )
 from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
+from bot.log_stream import CurrentStderrHandler
 from bot.names import printable
 from bot.scenario_files import resolve_scenario
 from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
@@ -436,7 +437,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.CRITICAL, stream=sys.stderr)
+        level = logging.DEBUG if args.verbose else logging.CRITICAL
+        logging.basicConfig(level=level, handlers=[CurrentStderrHandler()])
         spec: Command | None = args.spec
         if spec is None:
             if not args.command:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from collections.abc import Iterable
 from typing import IO, Any
@@ -25,6 +24,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from bot.log_stream import CurrentStderrHandler
 from bot.settings import Secret
 
 REDACTED = "[redacted]"
@@ -71,7 +71,7 @@ def configure_logging(
     It becomes the root logger's only handler: any other (the CLI's plain one, a library's) would
     write each line a second time, and without the redaction.
     """
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler: logging.Handler = logging.StreamHandler(stream) if stream is not None else CurrentStderrHandler()
     handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
     for old in list(root.handlers):
