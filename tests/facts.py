@@ -107,7 +107,7 @@ def check(name: str) -> Check:
     return builtin_checks()[name]
 
 
-def run(name: str, **kwargs: Any) -> list[Detection]:
+def run(name: str, /, **kwargs: Any) -> list[Detection]:
     """The detections of check ``name`` on ``facts(**kwargs)`` filled as the runner would
     (only what the check declares); each is also checked against its code's declaration."""
     c = check(name)
@@ -135,16 +135,16 @@ def declared_keys(params: type) -> tuple[set[str], set[str]]:
     return set(hints), required
 
 
-def skipped(name: str, **kwargs: Any) -> list[Skipped]:
+def skipped(name: str, /, **kwargs: Any) -> list[Skipped]:
     c = check(name)
     return [o for o in c.run(facts(only=(*c.reads, *c.refines), **kwargs)) if isinstance(o, Skipped)]
 
 
-def codes(name: str, **kwargs: Any) -> list[str]:
+def codes(name: str, /, **kwargs: Any) -> list[str]:
     return [d.code for d in run(name, **kwargs)]
 
 
-def only(name: str, **kwargs: Any) -> Detection:
+def only(name: str, /, **kwargs: Any) -> Detection:
     """The one detection check ``name`` makes (fails when it makes none or several)."""
     found = run(name, **kwargs)
     assert len(found) == 1, [(d.code, d.params) for d in found]

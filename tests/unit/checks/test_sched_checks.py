@@ -167,3 +167,81 @@ def test_events_shortage_only_on_nodes_without_the_gpu_is_not_a_shortage() -> No
 def test_events_nothing_without_events_or_for_a_placed_pod() -> None:
     assert run("sched.events", pod=pod(), nodes=[node("a")]) == []
     assert run("sched.events", pod=pod(node="a", phase="Running"), events=[event(FIT)]) == []
+
+
+# ------------------------------------------------------------------ sched.taints
+
+TAINT = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+
+
+def test_taints_every_usable_node_tainted_gives_the_toleration() -> None:
+    d = only("sched.taints", pod=pod(), nodes=[node("a", taints=[TAINT]), node("b", taints=[TAINT])])
+    assert d.code == "SCHED_UNTOLERATED_TAINT"
+    assert d.params["taint"] == "dedicated=ml:NoSchedule" and d.params["nodes"] == "a, b"
+    assert "dedicated" in d.params["toleration"]
+
+
+def test_taints_silent_when_one_node_is_free_or_the_pod_tolerates() -> None:
+    assert run("sched.taints", pod=pod(), nodes=[node("a", taints=[TAINT]), node("b")]) == []
+    tolerates = pod(spec={"tolerations": [{"key": "dedicated", "operator": "Exists"}]})
+    assert run("sched.taints", pod=tolerates, nodes=[node("a", taints=[TAINT])]) == []
+
+
+def test_taints_a_cordon_or_not_ready_taint_is_left_to_their_own_checks() -> None:
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    assert run("sched.taints", pod=pod(), nodes=[node("a", taints=[cordon])]) == []
+
+
+def test_taints_only_the_nodes_the_selector_allows_count() -> None:
+    p = pod(spec={"nodeSelector": {"pool": "ml"}})
+    nodes = [node("a", labels={"pool": "ml"}, taints=[TAINT]), node("b")]
+    d = only("sched.taints", pod=p, nodes=nodes)
+    assert d.params["nodes"] == "a" and "only nodes it can use" in d.evidence[-1]
+
+
+# ------------------------------------------------------------------ sched.pod_affinity
+
+ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "trainer"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+
+
+def test_pod_affinity_anti_affinity_against_a_pod_on_every_node() -> None:
+    p = pod(labels={"app": "trainer"}, spec={"affinity": ANTI})
+    peers = [pod("t1", node="a", phase="Running", labels={"app": "trainer"}),
+             pod("t2", node="b", phase="Running", labels={"app": "trainer"})]
+    d = only("sched.pod_affinity", pod=p, nodes=[node("a"), node("b")], peers=peers)
+    assert d.code == "SCHED_POD_AFFINITY" and d.role == ""
+    assert d.params["count"] == 2 and d.params["nodes"] == "none"
+
+
+def test_pod_affinity_a_node_left_is_partial_and_no_terms_is_silent() -> None:
+    p = pod(labels={"app": "trainer"}, spec={"affinity": ANTI})
+    peers = [pod("t1", node="a", phase="Running", labels={"app": "trainer"})]
+    d = only("sched.pod_affinity", pod=p, nodes=[node("a"), node("b")], peers=peers)
+    assert d.role == "partial" and d.params["nodes"] == "b"
+    assert run("sched.pod_affinity", pod=pod(), nodes=[node("a")]) == []
+
+
+def test_pod_affinity_trusts_the_scheduler_when_it_cannot_find_the_pods() -> None:
+    msg = "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    d = only("sched.pod_affinity", pod=pod(), nodes=[node("a"), node("b")], events=[event(msg)])
+    assert d.role == "" and "could not be identified" in d.params["reason"]
+
+
+# ------------------------------------------------------------------ sched.autoscaler
+
+NO_SCALE_UP = ("pod didn't trigger scale-up (it wouldn't fit if a new node is added): 2 Insufficient nvidia.com/gpu, "
+               "1 max node group size reached")
+
+
+def test_autoscaler_refusal_names_the_groups() -> None:
+    e = event(NO_SCALE_UP, reason="NotTriggerScaleUp", component="cluster-autoscaler", type_="Normal", count=4)
+    d = only("sched.autoscaler", pod=pod(), nodes=[node("a")], events=[e])
+    assert d.code == "AUTOSCALER_NO_SCALE_UP" and d.params["name"] == "cluster-autoscaler"
+    assert "x4" in d.evidence[0]
+
+
+def test_autoscaler_silent_without_a_refusal_or_for_a_placed_pod() -> None:
+    assert run("sched.autoscaler", pod=pod(), nodes=[node("a")], events=[event(FIT)]) == []
+    e = event(NO_SCALE_UP, reason="NotTriggerScaleUp", component="cluster-autoscaler")
+    assert run("sched.autoscaler", pod=pod(node="a", phase="Running"), nodes=[node("a")], events=[e]) == []
