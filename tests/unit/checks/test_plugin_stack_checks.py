@@ -123,7 +123,8 @@ def test_sharing_renamed_resource() -> None:
 
 
 def test_sharing_more_replicas_than_mps_allows() -> None:
-    n = node("g", gpu=40, labels={**GPU_LABEL, "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "10"})
+    mps = {"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "10"}
+    n = node("g", gpu=40, labels={**GPU_LABEL, **mps})
     assert codes("plugin.sharing", pod=pod(gpu=2), nodes=[n]) == ["SHARING_MISCONFIGURED"]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.facts import codes, event, node, only, pod, run
 
-FIT = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+FIT = ("0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are available: "
+       "2 No preemption victims found for incoming pod.")
 
 
 # ------------------------------------------------------------------ sched.affinity
@@ -63,7 +64,8 @@ def test_cordoned_cpu_nodes_are_not_candidates_for_a_gpu_pod() -> None:
 
 def test_node_health_the_only_candidate_not_ready() -> None:
     d = only("sched.node_health", pod=pod(), nodes=[node("a", ready=False, ready_reason="NodeStatusUnknown")])
-    assert (d.code, d.role, d.params) == ("NODE_NOT_READY", "only_candidate", {"node": "a", "reason": "NodeStatusUnknown"})
+    assert (d.code, d.role) == ("NODE_NOT_READY", "only_candidate")
+    assert d.params == {"node": "a", "reason": "NodeStatusUnknown"}
 
 
 def test_node_health_one_of_several_and_all_ready() -> None:

@@ -30,7 +30,8 @@ def manager(phase: str = "Running") -> dict[str, Any]:
 
 def operator(tag: str) -> dict[str, Any]:
     return {"kind": "Deployment", "metadata": {"name": "qgpu-operator", "namespace": "kube-system"},
-            "spec": {"template": {"spec": {"containers": [{"name": "op", "image": f"ccr.io/tke/qgpu-operator:{tag}"}]}}}}
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "op", "image": f"ccr.io/tke/qgpu-operator:{tag}"}]}}}}
 
 
 # ------------------------------------------------------------------ workload.quota
