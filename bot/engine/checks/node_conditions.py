@@ -75,9 +75,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             taints = ", ".join(taint_texts(node)) or "none"
             yield NODE_CORDONED.detect(
                 node_subject(name),
-                {
-                    "node": name,
-                },
+                {"node": name},
                 evidence=[f"{name}: spec.unschedulable is true; taints: {taints}"],
             )
 

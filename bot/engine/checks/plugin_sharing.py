@@ -89,7 +89,7 @@ def _refused(facts: Facts, pod: Obj) -> Iterator[Detection]:
             "resource": resource,
             "requested": fmt_num(asks.get(resource, 0)),
             "what": f"the device plugin refused {fmt_num(asks.get(resource, 0))} {resource} for {pod_ref(pod)}, "
-             "at most 1 per container",
+            "at most 1 per container",
             "strategy": strategy,
             "value": resource,
             "nodes": node or "its node",

@@ -40,11 +40,8 @@ def run(facts: Facts) -> Iterator[Detection]:
             version = tuple(int(part or 0) for part in match.groups())
             if version < MIN_OPERATOR_VERSION:
                 yield QGPU_OPERATOR_OLD.detect(
-                    f"{str(ctrl.get('kind', '')).lower()}/{meta.get('namespace')}/"
-                             f"{meta.get('name')}",
-                    {
-                        "value": ".".join(map(str, version)),
-                    },
+                    f"{str(ctrl.get('kind', '')).lower()}/{meta.get('namespace')}/{meta.get('name')}",
+                    {"value": ".".join(map(str, version))},
                     evidence=[f"{meta.get('namespace')}/{meta.get('name')}: image {image}"],
                 )
                 return

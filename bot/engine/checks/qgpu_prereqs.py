@@ -71,13 +71,11 @@ def run(facts: Facts) -> Iterator[Detection]:
         marked = [n for n, o in facts.nodes.items() if labels(o).get("qgpu-device-enable") == "enable"]
         yield QGPU_NODE_NO_CAPACITY.detect(
             subject,
-            {
-                "pod": ref,
-            },
+            {"pod": ref},
             evidence=[
-            f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
-            f"nodes reporting {QGPU_CORE}: none",
-        ],
+                f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
+                f"nodes reporting {QGPU_CORE}: none",
+            ],
         )
     namespace = facts.namespaces.get(t.namespace)
     ns_value = labels(namespace).get(POLICY_LABEL)
@@ -119,7 +117,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             "label": POLICY_LABEL,
         },
         evidence=[f"namespace {t.namespace} labels: {fmt_labels(labels(namespace))}",
-                           f"qGPU nodes with {POLICY_LABEL}: none"],
+                  f"qGPU nodes with {POLICY_LABEL}: none"],
     )
 
 

@@ -174,8 +174,8 @@ def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterat
                 "message": str(evicted.get("message") or ""),
                 **base,
             },
-            evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: "
-                                                f"{evicted.get('message')}", *_check_lines(wl)],
+            evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: {evicted.get('message')}",
+                      *_check_lines(wl)],
         )
         return
     if is_true(wl, "QuotaReserved"):
@@ -237,8 +237,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             yield KUEUE_NOT_INSTALLED.detect(
                 subject,
                 {**base},
-                evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}",
-                                                                 "the API serves no kueue.x-k8s.io group"],
+                evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}", "the API serves no kueue.x-k8s.io group"],
             )
         return
     if k.local_queue is None:
@@ -249,8 +248,7 @@ def run(facts: Facts) -> Iterator[Detection]:
                 **base,
             },
             role="local",
-            evidence=[f"LocalQueue {ns}/{k.queue_name} does not exist"]
-                     + _workload_line(k),
+            evidence=[f"LocalQueue {ns}/{k.queue_name} does not exist", *_workload_line(k)],
         )
         return
     cq_name = str((k.local_queue.get("spec") or {}).get("clusterQueue") or "")
@@ -262,8 +260,8 @@ def run(facts: Facts) -> Iterator[Detection]:
                 **base,
             },
             role="cluster",
-            evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist"]
-                     + _workload_line(k),
+            evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist",
+                      *_workload_line(k)],
         )
         return
     base["cluster_queue"] = cq_name

@@ -60,9 +60,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     yield SCHED_NO_EVENTS.detect(
         pod_subject(pod),
-        {
-            "pod": pod_ref(pod),
-        },
+        {"pod": pod_ref(pod)},
         evidence=[f"spec.schedulerName: {scheduler}", f"created: {created}", "FailedScheduling events: none"],
     )
 
