@@ -10,22 +10,14 @@ from bot.engine.checks._container import chain_evidence, explained, label, unexp
 from bot.engine.facts import Facts
 
 
-class ContainerGpuOk(TypedDict):
+class ContainerVerdict(TypedDict):
     pod: str
     container: str
     what: str
 
 
-CONTAINER_GPU_OK = Code("CONTAINER_GPU_OK", ContainerGpuOk)
-
-
-class ContainerGpuUnavailable(TypedDict):
-    pod: str
-    container: str
-    what: str
-
-
-CONTAINER_GPU_UNAVAILABLE = Code("CONTAINER_GPU_UNAVAILABLE", ContainerGpuUnavailable)
+CONTAINER_GPU_OK = Code("CONTAINER_GPU_OK", ContainerVerdict)
+CONTAINER_GPU_UNAVAILABLE = Code("CONTAINER_GPU_UNAVAILABLE", ContainerVerdict)
 
 
 def run(facts: Facts) -> Iterator[Detection]:

@@ -17,47 +17,29 @@ from bot.kube.affinity import reaches_resource_fit
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
 
 
-class SchedQgpuAllocFailed(TypedDict):
+class PodCount(TypedDict):
     pod: str
     count: int
 
 
-SCHED_QGPU_ALLOC_FAILED = Code("SCHED_QGPU_ALLOC_FAILED", SchedQgpuAllocFailed)
-
-
-class SchedUnrecognised(TypedDict):
+class PodMessage(TypedDict):
     pod: str
     message: str
 
 
-SCHED_UNRECOGNISED = Code("SCHED_UNRECOGNISED", SchedUnrecognised)
-
-
-class SchedInsufficientGpu(TypedDict):
-    pod: str
+class Insufficient(PodCount):
     resource: str
-    count: int
+
+
+class InsufficientGpu(Insufficient):
     requested: str
 
 
-SCHED_INSUFFICIENT_GPU = Code("SCHED_INSUFFICIENT_GPU", SchedInsufficientGpu)
-
-
-class SchedVolume(TypedDict):
-    pod: str
-    message: str
-
-
-SCHED_VOLUME = Code("SCHED_VOLUME", SchedVolume)
-
-
-class SchedInsufficientOther(TypedDict):
-    pod: str
-    resource: str
-    count: int
-
-
-SCHED_INSUFFICIENT_OTHER = Code("SCHED_INSUFFICIENT_OTHER", SchedInsufficientOther)
+SCHED_INSUFFICIENT_GPU = Code("SCHED_INSUFFICIENT_GPU", InsufficientGpu)
+SCHED_INSUFFICIENT_OTHER = Code("SCHED_INSUFFICIENT_OTHER", Insufficient)
+SCHED_QGPU_ALLOC_FAILED = Code("SCHED_QGPU_ALLOC_FAILED", PodCount)
+SCHED_VOLUME = Code("SCHED_VOLUME", PodMessage)
+SCHED_UNRECOGNISED = Code("SCHED_UNRECOGNISED", PodMessage)
 
 #: categories another check computes from the nodes themselves
 COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
