@@ -41,15 +41,26 @@ class Declared:
     lists: Mapping[str, frozenset[str]]
 
 
+_DECLARED: dict[type, Declared] = {}
+
+
 def declaration(code: Code[Any]) -> Declared:
     """What ``code``'s ``TypedDict`` declares: its keys, and the item keys of its list-of-mapping keys."""
-    hints = typing.get_type_hints(code.params)
+    # per TypedDict class, once: the bot validates its runbooks at every start and reload
+    found = _DECLARED.get(code.params)
+    if found is None:
+        found = _DECLARED[code.params] = _declared(code.params)
+    return found
+
+
+def _declared(params: type) -> Declared:
+    hints = typing.get_type_hints(params)
     lists: dict[str, frozenset[str]] = {}
     for name, hint in hints.items():
         args = typing.get_args(hint)
         if typing.get_origin(hint) in (list, tuple) and args and typing.is_typeddict(args[0]):
             lists[name] = frozenset(typing.get_type_hints(args[0]))
-    where = code.params.__module__.replace(".", "/") + ".py"
+    where = params.__module__.replace(".", "/") + ".py"
     return Declared(where, frozenset(hints), lists)
 
 
