@@ -141,6 +141,14 @@ def test_silence_nothing_when_the_scheduler_spoke_or_the_pod_is_gated_or_placed(
     assert run("sched.silence", pod=pod(node="a", phase="Running")) == []
 
 
+def test_silence_words_about_an_earlier_pod_of_the_same_name_are_stale() -> None:
+    old = event(FIT)
+    old["involvedObject"]["uid"] = "uid-of-an-earlier-p"
+    d = only("sched.silence", pod=pod(), events=[old])
+    assert d.code == "SCHED_EVENTS_STALE" and d.params["why"] == "about an earlier pod of the same name"
+    assert d.params["pod_name"] == "p" and d.params["namespace"] == "ml"
+
+
 # ------------------------------------------------------------------ sched.events
 
 
