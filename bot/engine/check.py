@@ -2,8 +2,9 @@
 
 A check is a module under ``bot/engine/checks/`` that defines ``CHECK = Check(...)``. It names
 the facts it reads (the runner gathers exactly those, in dependency order) and the finding codes
-it may emit (the runner refuses any other), and its ``run`` yields ``Detection``s: a code, the
-object it is about, template parameters and evidence lines. Rank, severity, wording and the
+it may emit (the runner refuses any other), each a ``Code`` with its parameters declared as a
+``TypedDict``; its ``run`` yields ``Detection``s: a code, the object it is about, those
+parameters (the catalogue's templates fill from them) and evidence lines. Rank, severity, wording and the
 offered fixes live in the runbooks, so a check never ranks, words or renders anything, and it
 never sees what another check found: the order of checks in a runbook cannot change a result.
 """
