@@ -130,3 +130,24 @@ def test_sharing_more_replicas_than_mps_allows() -> None:
 
 def test_sharing_silent_for_plain_gpus() -> None:
     assert run("plugin.sharing", pod=pod(gpu=2), nodes=[node("g", labels=GPU_LABEL)]) == []
+
+
+def test_sharing_a_kubelet_refusal_of_a_multi_replica_request() -> None:
+    refused = pod(gpu=2, node="g", phase="Failed", status={
+        "reason": "UnexpectedAdmissionError",
+        "message": "Allocate failed due to rpc error: request for 'nvidia.com/gpu: 2' too large: "
+                   "maximum request size for shared resources is 1, which is unexpected"})
+    n = node("g", gpu=40, labels={**GPU_LABEL, "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    d = only("plugin.sharing", pod=refused, nodes=[n])
+    assert d.params["nodes"] == "g" and d.params["count"] == 1 and "at most 1 per container" in d.params["what"]
+
+
+def test_operator_auxiliary_operand_failing_in_node_status() -> None:
+    ds = {stage: daemonset(name) for stage, name in (
+        ("driver", "nvidia-driver-daemonset"), ("toolkit", "nvidia-container-toolkit-daemonset"),
+        ("validator", "nvidia-operator-validator"), ("plugin", "nvidia-device-plugin-daemonset"),
+        ("gfd", "gpu-feature-discovery"))}
+    healthy = [ds_pod(d, "g") for stage, d in ds.items() if stage != "gfd"]
+    found = run("plugin.operator", command="node-status", nodes=[node("g", labels=GPU_LABEL)],
+                controllers=list(ds.values()), component_pods=[*healthy, ds_pod(ds["gfd"], "g", crashing=True)])
+    assert [(d.params["stage"], d.role) for d in found] == [("gpu-feature-discovery", "auxiliary")]
