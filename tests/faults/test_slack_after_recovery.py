@@ -84,6 +84,49 @@ async def test_the_survivor_edits_the_status_line_of_the_run_it_restored(tmp_pat
         assert any(b.get("type") == "section" for b in mock.message(channel, ts)["blocks"])
 
 
+async def test_a_replica_with_another_state_edits_the_status_line_of_a_run_it_found_on_the_lease(
+    tmp_path: Path,
+) -> None:
+    """The run's record is only in the dead bot's own SQLite file: the survivor finds the run on
+    the node's Lease alone, restores the node, and edits the report's status line from what the
+    Lease carries (where the message is, and its blocks), not only a note in the thread."""
+    async with replica_rig(tmp_path, state="sqlite") as rig:
+        sim, mock = rig.sim, rig.mock
+        runner, survivor = rig.replicas
+        sim.ssh.state(NODE).latency_ms = 400  # room to cut in
+        body = form(slash_payload(mock, WHY_PENDING))
+        status, _, _ = await post(runner.url + "/slack/events", body, sign(body))
+        assert status == 200
+
+        def report() -> tuple[str, str, str] | None:
+            for (channel, ts), msg in mock.messages.items():
+                found = buttons(msg.get("blocks") or []).get(button_text("checkpoint.clear", NODE))
+                if found:
+                    return channel, ts, found[0]
+            return None
+
+        channel, ts, offer_id = await mock.wait_for(report, timeout=90)
+        await rig.clicks(offer_id, 1)  # the first live replica: the runner, whose state has the offer
+
+        async def stopped_and_announced() -> bool:
+            return sim.ssh.history(NODE) == [STOP] and "running" in status_line(mock, channel, ts, offer_id)
+
+        await rig.wait_for(stopped_and_announced, timeout=60, every=0.02)
+        running_line = status_line(mock, channel, ts, offer_id)
+        rig.kill(runner)
+
+        def edited() -> str:
+            line = status_line(mock, channel, ts, offer_id)
+            return line if line != running_line else ""
+
+        line = await mock.wait_for(edited, timeout=60)
+        assert line.startswith(":warning:") and "was interrupted" in line and "was not re-run" in line, line
+        assert "schedulable, kubelet active" in line, line
+        assert end_state(sim) == ("active", False)
+        assert any(b.get("type") == "section" for b in mock.message(channel, ts)["blocks"])
+        assert survivor.alive()
+
+
 @pytest.fixture
 async def slack_api() -> AsyncIterator[MockSlackApi]:
     mock = await MockSlackApi().start()
