@@ -21,6 +21,7 @@ from bot.sim.cluster import SimCluster
 from bot.slack.offer_messages import status_block_id
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario
 from tests.actions.slack_rig import WHY_PENDING, button_text, buttons
+from tests.faults.cli_rig import lease_run_out
 from tests.faults.conftest import end_state
 from tests.proactive.rig import posts, started, stopped, watch_settings
 from tests.replicas.rig import replica_rig
@@ -125,6 +126,52 @@ async def test_a_replica_with_another_state_edits_the_status_line_of_a_run_it_fo
         assert end_state(sim) == ("active", False)
         assert any(b.get("type") == "section" for b in mock.message(channel, ts)["blocks"])
         assert survivor.alive()
+
+
+async def test_a_click_that_restores_a_dead_run_first_edits_that_runs_status_line_too(tmp_path: Path) -> None:
+    """No sweep comes first (its interval is an hour): a click on another report's button for the
+    same node finds the dead run's Lease run out, restores the node before acting, and the dead
+    run's status line in its own report says so, edited from what its Lease carries."""
+    async with replica_rig(tmp_path, state="sqlite", offer_sweep_interval_s=3600.0) as rig:
+        sim, mock = rig.sim, rig.mock
+        runner, survivor = rig.replicas
+        sim.ssh.state(NODE).latency_ms = 400  # room to cut in
+        reports: list[tuple[str, str, str]] = []
+        for replica in (runner, survivor):  # one report (and offer) in each replica's own state
+            body = form(slash_payload(mock, WHY_PENDING))
+            status, _, _ = await post(replica.url + "/slack/events", body, sign(body))
+            assert status == 200
+
+            def report() -> tuple[str, str, str] | None:
+                for (channel, ts), msg in mock.messages.items():
+                    found = buttons(msg.get("blocks") or []).get(button_text("checkpoint.clear", NODE))
+                    if found and all(ts != r[1] for r in reports):
+                        return channel, ts, found[0]
+                return None
+
+            reports.append(await mock.wait_for(report, timeout=90))
+        (channel, ts, dead_offer), (_, other_ts, other_offer) = reports
+        await rig.clicks(dead_offer, 1)  # the first live replica: the runner
+
+        async def stopped_and_announced() -> bool:
+            return sim.ssh.history(NODE) == [STOP] and "running" in status_line(mock, channel, ts, dead_offer)
+
+        await rig.wait_for(stopped_and_announced, timeout=60, every=0.02)
+        running_line = status_line(mock, channel, ts, dead_offer)
+        rig.kill(runner)
+        await lease_run_out(sim, [NODE])
+        assert status_line(mock, channel, ts, dead_offer) == running_line, "a sweep ran: this is not the click's path"
+        await rig.clicks(other_offer, 1)  # the survivor, the only live replica
+
+        def finished() -> str:
+            line = status_line(mock, channel, other_ts, other_offer)
+            return line if "succeeded" in line or "failed" in line else ""
+
+        other_line = await mock.wait_for(finished, timeout=90)
+        assert "succeeded" in other_line, other_line
+        line = status_line(mock, channel, ts, dead_offer)
+        assert line.startswith(":warning:") and "was interrupted" in line and "was not re-run" in line, line
+        assert end_state(sim) == ("active", False)
 
 
 @pytest.fixture
