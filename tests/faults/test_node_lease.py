@@ -53,6 +53,17 @@ async def sim(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimClus
         yield sim
 
 
+async def killed_beside_another_state(sim: SimCluster, tmp_path: Path) -> tuple[CliRun, CliRun, Kill]:
+    """A terminal on its own state file killed at the checkpoint's move, and a terminal on the
+    API state (the other transport) that has never seen that run."""
+    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
+    other = CliRun(sim, tmp_path, "agent", "kubernetes", "other").write()
+    _store, dead_audit = await asyncio.to_thread(dead.shared)
+    kill = Kill("checkpoint.clear", NODE, ": mv ")
+    await kill_all(dead, dead_audit, [kill])
+    return dead, other, kill
+
+
 @pytest.fixture
 def original(sim: SimCluster) -> str:
     """The node as the scenario has it; its zombie checkpoint."""
@@ -131,12 +142,9 @@ async def test_a_cli_beside_a_bot_is_refused_while_the_bot_acts(
 async def test_a_dead_terminal_is_restored_by_a_terminal_with_another_state_and_its_own_state_learns_it(
     sim: SimCluster, original: str, tmp_path: Path
 ) -> None:
-    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
-    other = CliRun(sim, tmp_path, "agent", "kubernetes", "other").write()
-    dead_store, dead_audit = await asyncio.to_thread(dead.shared)
+    dead, other, kill = await killed_beside_another_state(sim, tmp_path)
+    dead_store, _dead_audit = await asyncio.to_thread(dead.shared)
     other_store, other_audit = await asyncio.to_thread(other.shared)
-    kill = Kill("checkpoint.clear", NODE, ": mv ")
-    await kill_all(dead, dead_audit, [kill])
     # held until it runs out: refused by name, and told for how long (unless it ran out already)
     code, out = await other.run("act", "kubelet.restart", "--node", NODE, "--yes")
     if code != 0:
@@ -173,12 +181,8 @@ async def test_a_lock_that_runs_out_while_the_terminal_asks_is_restored_and_said
     """The race the full suite hit: the dead run's lock was still live when ``gpubot act`` looked
     for abandoned runs, and ran out before the run took the node. The run restored the node when
     it took it, silently: no "recovered:" line, and the plan shown had been read off the broken node."""
-    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
-    other = CliRun(sim, tmp_path, "agent", "kubernetes", "other").write()
-    _store, dead_audit = await asyncio.to_thread(dead.shared)
+    dead, other, kill = await killed_beside_another_state(sim, tmp_path)
     _other_store, other_audit = await asyncio.to_thread(other.shared)
-    kill = Kill("checkpoint.clear", NODE, ": mv ")
-    await kill_all(dead, dead_audit, [kill])
     async with held_for_its_holder(sim, NODE):  # live while the terminal looks and plans
         proc = await other.start("act", "kubelet.restart", "--node", NODE, stdin=asyncio.subprocess.PIPE)
         shown = await read_until(proc, "Type the target name")
