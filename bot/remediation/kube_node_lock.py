@@ -24,6 +24,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -39,6 +40,7 @@ from bot.coordination.kube_state import (
     plain_json,
 )
 from bot.errors import StateStoreError
+from bot.remediation.lease_blocks import pack, unpack
 from bot.remediation.node_guard import Adoption, NodeClaim
 from bot.remediation.store import PendingAction
 from bot.settings import Settings
@@ -132,6 +134,9 @@ ACTION_LEASE_PREFIX = "gpubot-action"
 RUN_KEY = "gpubot.dev/run"
 #: what the run has changed so far, written before each step (``NodeRun.progress``)
 PROGRESS_KEY = "gpubot.dev/progress"
+#: the blocks of the Slack message showing the run's status line (``lease_blocks``), kept when the
+#: run is announced, so whoever restores the run edits that line even without the run's own state
+BLOCKS_KEY = "gpubot.dev/message-blocks"
 #: the ids of abandoned runs restored through this Lease (newest last), so their own state's
 #: recovery knows the node is no longer theirs to touch
 RESTORED_KEY = "gpubot.dev/restored"
@@ -190,6 +195,7 @@ def run_of(annotations: Mapping[str, str] | None, owner: str | None) -> PendingA
             finding_code=str(data.get("finding_code") or "") or None,
             owner=owner,
             progress=progress,
+            message_blocks=unpack(ann.get(BLOCKS_KEY)),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -300,6 +306,7 @@ class NodeActionLeases:
                     return NodeClaim("abandoned", run)
                 continue
             ann.pop(PROGRESS_KEY, None)
+            ann.pop(BLOCKS_KEY, None)
             ann[RUN_KEY] = run_annotation(record)
             if self._write(node, lease, self._spec(holder, now, spec), ann):
                 return NodeClaim("acquired")
@@ -340,6 +347,31 @@ class NodeActionLeases:
                 return
         raise StateStoreError(f"the action lock of node {node} kept changing under this run; stopping")
 
+    def keep_blocks(self, node: str, record: PendingAction, blocks_json: str) -> None:
+        """Keep the blocks of ``record``'s message (and where it is: channel, ts, thread, when
+        ``record`` says) on its node's Lease, while the Lease still names that run; too large, or
+        the run not there any more: nothing is written."""
+        packed = pack(blocks_json)
+        if packed is None:
+            log.info("message of %s too large to keep on the node's Lease; a restore notes it in the thread", record.id)
+            return
+        for _ in range(_TRIES):
+            lease, _now, spec, ann = self._view(node)
+            run = run_of(ann, spec.holder_identity if spec is not None else None)
+            if lease is None or spec is None or not spec.holder_identity or run is None or run.id != record.id:
+                return
+            where = replace(
+                run,
+                channel=record.channel or run.channel,
+                message_ts=record.message_ts or run.message_ts,
+                thread_ts=record.thread_ts or run.thread_ts,
+            )
+            ann[RUN_KEY] = run_annotation(where)
+            ann[BLOCKS_KEY] = packed
+            if self._write(node, lease, spec, ann):
+                return
+        raise StateStoreError(f"the action lock of node {node} kept changing; its message was not kept on it")
+
     def abandoned(self) -> list[PendingAction]:
         """The runs of this namespace whose Lease has run out while it still names them."""
         found = self.state.call(
@@ -375,8 +407,8 @@ class NodeActionLeases:
             if lease is None or spec is None or spec.holder_identity != holder:
                 return
             ann = dict(lease.metadata.annotations or {})
-            ann.pop(RUN_KEY, None)
-            ann.pop(PROGRESS_KEY, None)
+            for key in (RUN_KEY, PROGRESS_KEY, BLOCKS_KEY):
+                ann.pop(key, None)
             if restored:
                 ann[RESTORED_KEY] = json.dumps([*_restored(ann), restored][-_KEEP_RESTORED:])
             spec.holder_identity = None
@@ -426,6 +458,10 @@ class ClusterNodeGuard:
 
     def release(self, record: PendingAction, holder: str, *, restored: str = "") -> None:
         self.leases(record.cluster).release(_node(record), holder, restored=restored)
+
+    def keep_blocks(self, record: PendingAction, blocks_json: str) -> None:
+        """Keep ``record``'s message blocks on its node's Lease (``NodeActionLeases.keep_blocks``)."""
+        self.leases(record.cluster).keep_blocks(_node(record), record, blocks_json)
 
     def held(self, cluster: str, node: str) -> PendingAction | None:
         """The run acting on ``node`` now (its Lease held and renewed), or None: for the watch."""

@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from kubernetes.client import ApiClient
@@ -189,13 +190,20 @@ class RemediationService:
                 out[node] = f"{run.action}, started by {run.approved_by or 'unknown'}"
         return out
 
-    async def keep_blocks(self, offer_id: str, blocks: Sequence[Mapping[str, Any]]) -> None:
-        """Keep the blocks of the message showing this offer's status line in the shared state
-        (not only in this process), so whichever process ends the run can edit that line."""
-        try:
-            await asyncio.to_thread(self.flow.store.set_blocks, offer_id, json.dumps(list(blocks)))
-        except StateStoreError as exc:
-            log.warning("message of %s not kept for a later edit: %s", offer_id, exc.user_message)
+    async def keep_blocks(self, record: PendingAction, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the blocks of the message showing this run's status line in the shared state
+        (not only in this process), so whichever process ends the run can edit that line: in the
+        store, and for a node action on its node's Lease too, where a process with another state
+        finds the run when it restores it."""
+        text = json.dumps(list(blocks))
+        writes = [partial(self.flow.store.set_blocks, record.id, text)]
+        if record.lock_key:
+            writes.append(partial(self.guard.keep_blocks, record, text))
+        for write in writes:
+            try:
+                await asyncio.to_thread(write)
+            except StateStoreError as exc:
+                log.warning("message of %s not kept for a later edit: %s", record.id, exc.user_message)
 
     async def sweep_expired(self) -> list[PendingAction]:
         """Expire every overdue offer (each expiry audited); return them for the view to update."""

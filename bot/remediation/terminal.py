@@ -94,6 +94,11 @@ async def recover_abandoned(
         )
         found = await rem.flow.reclaim_node(probe)
         recovered += [found] if found is not None else []
+    return recovered_lines(recovered)
+
+
+def recovered_lines(recovered: Sequence[PendingAction]) -> list[str]:
+    """One ``recovered: …`` line per run restored because its process had died."""
     return [
         f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}) was interrupted; "
         f"{r.result_summary or 'restored'}"
@@ -174,6 +179,11 @@ async def cli_act(
             return 1
     record = await asyncio.to_thread(rem.flow.offer, action_name, checked, ctx.cluster.name, actor)
     outcome = await rem.click(record.id, actor, dry_run=dry)
+    # a dead run's lock that ran out while this terminal planned: the click restored its node first
+    for line in recovered_lines(outcome.recovered):
+        write(line)
+    if outcome.recovered and outcome.executed:
+        write("the node was restored after the plan above was read; the run checked it again before its first step")
     for i, step in enumerate(outcome.steps, start=1):
         write(f"  step {i}: {step}")
     write(outcome.message)
