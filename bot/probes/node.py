@@ -21,9 +21,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import asyncssh
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from bot.errors import NodeProbeError
@@ -67,6 +66,9 @@ from bot.probes.ssh import (
     split_reads,
 )
 from bot.probes.ssh_pool import SshPool
+
+if TYPE_CHECKING:  # imported by bot.probes.ssh when a node is first reached
+    import asyncssh
 
 #: channels opened at once on one connection; below OpenSSH's default MaxSessions (10)
 CHANNELS_PER_NODE = 4
