@@ -650,7 +650,7 @@ def report(
         md_table(["target", "verdict", "measured"], [[t, verdict(ok), v] for t, ok, v, _ in table]),
     ]
     notes = yaml.safe_load(NOTES.read_text(encoding="utf-8"))
-    missed = [(t, notes.get(key, "no note yet")) for t, ok, _, key in table if not ok]
+    missed = [(t, notes.get(key, "no note yet")) for t, ok, _, key in table if ok is False]
     if missed:
         out += ["", "### Why missed (measured cause), and what it would take", ""]
         out += [f"- **{t}**: {note}" for t, note in missed]
