@@ -23,8 +23,6 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
 from bot.errors import NodeProbeError
 from bot.probes.checkpoint import CheckpointError, parse_checkpoint
 from bot.probes.devices import LS_DEV_NVIDIA, parse_ls
@@ -84,6 +82,9 @@ def _first_line(text: str) -> str:
 
 
 async def _connect(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
+    # imported with the first SSH connection, as asyncssh is: most commands never open one
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(TransientSshError),
         stop=stop_after_attempt(CONNECT_ATTEMPTS),
