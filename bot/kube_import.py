@@ -23,6 +23,7 @@ import importlib
 import importlib.machinery
 import re
 import sys
+import threading
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,10 @@ LAZY_PACKAGES = ("kubernetes", "kubernetes.client", "kubernetes.client.api", "ku
 _FROM_IMPORT = re.compile(r"^from ([\w.]+) import ([\w, ]+)$", re.MULTILINE)
 #: ``__version__ = "36.0.3"``
 _CONSTANT = re.compile(r"^(__\w+__) = ['\"]([^'\"]*)['\"]$", re.MULTILINE)
+
+
+#: held while a lazy package runs its real ``__init__`` (re-entrant: that code imports its own names)
+_FALLBACK = threading.RLock()
 
 
 class _LazyPackage(types.ModuleType):
@@ -52,11 +57,13 @@ class _LazyPackage(types.ModuleType):
         folder = Path(self.__path__[0])
         if (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file():
             return importlib.import_module(f"{self.__name__}.{name}")
-        if name.startswith("__") or state["loaded"]:
+        if name.startswith("__"):
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
-        # a name the generated lines do not explain: run the real __init__ (everything), once
-        state["loaded"] = True
-        self.__spec__.loader.exec_module(self)  # type: ignore[union-attr]
+        with _FALLBACK:  # two threads asking at once: the real __init__ still runs once
+            if not state["loaded"]:
+                # a name the generated lines do not explain: run the real __init__ (everything)
+                state["loaded"] = True
+                self.__spec__.loader.exec_module(self)  # type: ignore[union-attr]
         try:
             return self.__dict__[name]
         except KeyError:
