@@ -47,8 +47,13 @@ class _LazyPackage(types.ModuleType):
 
     def _lazy_attr(self, name: str) -> Any:
         state: dict[str, Any] = self.__dict__["_lazy_state"]
+        if state["names"] is None:  # read on first use: commands that never touch the client skip it
+            state["names"] = _generated_names(self.__name__, str(self.__dict__["__file__"]))
         source = state["names"].get(name)
         if source is not None:
+            if source.startswith("="):  # ``__version__ = "36.0.3"``
+                setattr(self, name, source[1:])
+                return source[1:]
             if source == self.__name__:  # ``from . import client``: the name is a submodule
                 return importlib.import_module(f"{source}.{name}")
             value = getattr(importlib.import_module(source), name)
@@ -70,6 +75,27 @@ class _LazyPackage(types.ModuleType):
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
 
 
+def _generated_names(package: str, origin: str) -> dict[str, str]:
+    """Each name the package's ``__init__`` imports, with the module it comes from (the package
+    itself for ``from . import x``: a submodule); {} where the file cannot be read or uses a form
+    the generated files do not (every name then goes to the real ``__init__``)."""
+    try:
+        source = Path(origin).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    names: dict[str, str] = {constant: f"={value}" for constant, value in _CONSTANT.findall(source)}
+    for module, listed in _FROM_IMPORT.findall(source):
+        if module == "__future__":
+            continue
+        if module.startswith(".") and module != ".":
+            return {}
+        target = package if module == "." else module
+        for item in listed.split(","):
+            if item.strip():
+                names[item.strip()] = target
+    return names
+
+
 def _lazy_package(name: str, parent_path: Sequence[str] | None) -> _LazyPackage | None:
     """The lazy stand-in for package ``name``, or None where it cannot be made (not installed,
     not a plain source package)."""
@@ -78,22 +104,6 @@ def _lazy_package(name: str, parent_path: Sequence[str] | None) -> _LazyPackage 
         return None
     if not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
         return None
-    try:
-        source = Path(spec.origin).read_text(encoding="utf-8")
-    except OSError:
-        return None
-    names: dict[str, str] = {}
-    constants: dict[str, str] = {}
-    for module, listed in _FROM_IMPORT.findall(source):
-        if module == "__future__":
-            continue
-        target = name if module == "." else module
-        if module.startswith(".") and module != ".":
-            return None  # a form the generated files do not use: keep the real package
-        for item in listed.split(","):
-            if item.strip():
-                names[item.strip()] = target
-    constants.update(_CONSTANT.findall(source))
     module = _LazyPackage(name)
     module.__dict__.update(
         __spec__=spec,
@@ -101,9 +111,8 @@ def _lazy_package(name: str, parent_path: Sequence[str] | None) -> _LazyPackage 
         __file__=spec.origin,
         __path__=list(spec.submodule_search_locations),
         __package__=name,
-        _lazy_state={"names": names, "loaded": False},
+        _lazy_state={"names": None, "loaded": False},
         __getattr__=module._lazy_attr,
-        **constants,
     )
     return module
 
