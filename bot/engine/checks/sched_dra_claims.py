@@ -11,8 +11,9 @@ DRA_DEVICES_EXHAUSTED; otherwise the claims' state is evidence of DRA_CLAIM_PEND
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NotRequired, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import DraFacts
@@ -27,10 +28,37 @@ from bot.kube.dra_devices import (
 )
 from bot.kube.pod_status import classify
 
+
+class DraClaimPending(TypedDict):
+    pod: str
+    namespace: str
+    name: str
+    what: str
+    value: str
+
+
+class DraSlices(TypedDict):
+    name: str
+    value: str
+    driver: str
+    count: NotRequired[str]
+
+
+class DraDevices(DraSlices):
+    pod: str
+    namespace: str
+
+
+DRA_CLAIM_PENDING = Code("DRA_CLAIM_PENDING", DraClaimPending)
+DRA_NO_DEVICES_PUBLISHED = Code("DRA_NO_DEVICES_PUBLISHED", DraDevices)
+DRA_DEVICES_EXHAUSTED = Code("DRA_DEVICES_EXHAUSTED", DraDevices)
+
 MAX_ROWS = 8
 
 
-def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], list[str]] | None:
+def _story(
+    dra: DraFacts, claims: list[PodClaim]
+) -> tuple[Code[DraDevices] | None, DraSlices | None, list[str]] | None:
     """(code, params, evidence) from the claims, classes and slices; None when they explain nothing more."""
     lines: list[str] = []
     for pc in claims:
@@ -49,12 +77,12 @@ def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], 
             lines += [f"DeviceClass {req.device_class} selector: {sel}" for sel in class_selectors(dc)]
             for driver in sorted(class_drivers(dc)):
                 published = devices_by_node(dra.slices, driver)
-                params = {"name": pc.claim, "value": req.device_class, "driver": driver}
+                params: DraSlices = {"name": pc.claim, "value": req.device_class, "driver": driver}
                 if not sum(published.values()):
                     lines += [f"ResourceSlice of {driver} on {node}: no devices listed" for node in sorted(published)]
                     if not published:
                         lines.append(f"no ResourceSlice from driver {driver} on any node ({len(dra.slices)} in all)")
-                    return "DRA_NO_DEVICES_PUBLISHED", params, lines
+                    return DRA_NO_DEVICES_PUBLISHED, params, lines
                 total = sum(published.values())
                 held = allocated_by(dra.all_claims, driver)
                 rows = [f"{node}: {n} device(s) published by {driver}" for node, n in sorted(published.items())]
@@ -62,8 +90,8 @@ def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], 
                 lines += [f"  allocated to claim {c}: {n}" for c, n in sorted(held.items())][:MAX_ROWS]
                 if sum(held.values()) + req.count > total:
                     params["count"] = f"{sum(held.values())} of {total} allocated, it asks {req.count}"
-                    return "DRA_DEVICES_EXHAUSTED", params, lines
-    return ("", {}, lines) if lines else None
+                    return DRA_DEVICES_EXHAUSTED, params, lines
+    return (None, None, lines) if lines else None
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -87,27 +115,28 @@ def run(facts: Facts) -> Iterator[Detection]:
             break
     dra = facts.queues.dra
     story = _story(dra, claims) if dra is not None and dra.version else None
-    if story is not None and story[0]:
-        code, params, lines = story
+    code, slices, lines = story or (None, None, [])
+    if code is not None and slices is not None:
         ns = str((pod.get("metadata") or {}).get("namespace") or "")
         evidence = [*([found[2]] if found else []), *lines]
-        yield detect(code, pod_subject(pod), pod=pod_ref(pod), namespace=ns, evidence=evidence, **params)
+        yield code.detect(pod_subject(pod), {"pod": pod_ref(pod), "namespace": ns, **slices}, evidence=evidence)
         return
     if found is None:
         return
     reason, device_class, line = found
-    evidence = [line, *(story[2] if story else [])]
+    evidence = [line, *lines]
     evidence += [f"pod claim {c.name}: {c.source}" for c in claims[:6]]
     names = ", ".join(c.claim or c.name for c in claims[:4])
-    yield detect(
-        "DRA_CLAIM_PENDING",
+    yield DRA_CLAIM_PENDING.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "namespace": str((pod.get("metadata") or {}).get("namespace") or ""),
+            "name": names,
+            "what": ", ".join(c.source for c in claims[:3]),
+            "value": device_class or "not read by gpubot (the claim's spec.devices names it)",
+        },
         role=reason,
-        pod=pod_ref(pod),
-        namespace=str((pod.get("metadata") or {}).get("namespace") or ""),
-        name=names,
-        what=", ".join(c.source for c in claims[:3]),
-        value=device_class or "not read by gpubot (the claim's spec.devices names it)",
         evidence=evidence,
     )
 
@@ -117,6 +146,6 @@ CHECK = Check(
     reads=("pod", "events"),
     # the claims, DeviceClasses and ResourceSlices sharpen the answer; without them it still stands
     refines=("queues",),
-    emits=("DRA_CLAIM_PENDING", "DRA_NO_DEVICES_PUBLISHED", "DRA_DEVICES_EXHAUSTED"),
+    emits=(DRA_CLAIM_PENDING, DRA_NO_DEVICES_PUBLISHED, DRA_DEVICES_EXHAUSTED),
     run=run,
 )
