@@ -12,15 +12,18 @@ import asyncio
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kubernetes.client import ApiClient
 
 from bot.identity import Identity
-from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
 from bot.settings import Settings
+
+if TYPE_CHECKING:  # the watch-fed cache is imported only by a process that keeps one (serve)
+    from bot.probes.cache import WatchCache
 
 #: impersonating clients kept per process (one per cluster and identity, least recently used out)
 MAX_IDENTITY_CLIENTS = 64
@@ -91,6 +94,8 @@ class KubeClients:
             reader = KubeReader(api, page_size=self.settings.page_size, timeout=self.settings.api_timeout_s)
             clients = Clients(api=api, reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
             if self.use_cache:
+                from bot.probes.cache import WatchCache
+
                 cache = WatchCache(
                     new_api_client(cluster),
                     reader,

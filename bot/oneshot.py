@@ -16,18 +16,21 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
 from bot.engine.progress import Progress, no_progress
 from bot.errors import GpubotError
-from bot.remediation.audit import AuditLog
-from bot.remediation.service import RemediationService
-from bot.remediation.store import PendingStore
-from bot.remediation.terminal import cli_act, os_actor, print_audit, recover_abandoned, running_records
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    # the remediation component (actions, stores, node locks: a quarter of a cold why-pending's
+    # modules) is imported by the commands that act or read the trail, not by every diagnosis
+    from bot.remediation.audit import AuditLog
+    from bot.remediation.store import PendingStore
 
 
 async def run_invocation(
@@ -83,6 +86,9 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
     A run the trail shows as still running whose process stopped renewing it is restored and
     recorded ``interrupted`` first (this needs the cluster; without it the trail is still printed).
     """
+    from bot.remediation.service import RemediationService
+    from bot.remediation.terminal import print_audit, recover_abandoned, running_records
+
     if settings.state != "kubernetes" and not running_records(None, settings):
         return print_audit(settings, since=since, as_json=as_json, limit=limit)
 
@@ -124,6 +130,8 @@ def run_act(
     scenario: str = "",
 ) -> int:
     """``gpubot act`` from the command line; ``scenario`` runs it on a fresh simulator of that file."""
+    from bot.remediation.terminal import cli_act, os_actor
+
     actor = os_actor()
 
     def read_line(prompt: str) -> str:

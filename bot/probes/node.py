@@ -21,10 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Protocol
-
-import asyncssh
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.errors import NodeProbeError
 from bot.probes.checkpoint import CheckpointError, parse_checkpoint
@@ -68,6 +65,9 @@ from bot.probes.ssh import (
 )
 from bot.probes.ssh_pool import SshPool
 
+if TYPE_CHECKING:  # imported by bot.probes.ssh when a node is first reached
+    import asyncssh
+
 #: channels opened at once on one connection; below OpenSSH's default MaxSessions (10)
 CHANNELS_PER_NODE = 4
 #: connection attempts when the node drops the connection (see the module docstring)
@@ -82,6 +82,9 @@ def _first_line(text: str) -> str:
 
 
 async def _connect(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
+    # imported with the first SSH connection, as asyncssh is: most commands never open one
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(TransientSshError),
         stop=stop_after_attempt(CONNECT_ATTEMPTS),
