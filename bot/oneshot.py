@@ -21,13 +21,13 @@ from bot.clients import KubeClients
 from bot.commands import Invocation
 from bot.engine.progress import Progress, no_progress
 from bot.errors import GpubotError
-from bot.remediation.audit import AuditLog
 from bot.remediation.service import RemediationService
-from bot.remediation.store import PendingStore
 from bot.remediation.terminal import cli_act, os_actor, print_audit, recover_abandoned, running_records
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.opening import open_state, state_on_cluster
 
 
 async def run_invocation(
@@ -69,12 +69,11 @@ async def run_invocation(
 
 
 def shared_remediation_state(settings: Settings, clients: KubeClients) -> tuple[PendingStore, AuditLog] | None:
-    """The replicas' store and audit trail on the API with ``state: kubernetes``; None: the state file."""
-    if settings.state != "kubernetes":
+    """The replicas' store and audit trail on the API with ``state: kubernetes``; None: the state file
+    (the service opens it)."""
+    if not state_on_cluster(settings):
         return None
-    from bot.wiring import build_state  # the Slack-side wiring: only a Kubernetes-state run needs it
-
-    return build_state(settings, clients).remediation
+    return open_state(settings, clients).actions()
 
 
 def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
@@ -83,7 +82,7 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
     A run the trail shows as still running whose process stopped renewing it is restored and
     recorded ``interrupted`` first (this needs the cluster; without it the trail is still printed).
     """
-    if settings.state != "kubernetes" and not running_records(None, settings):
+    if not state_on_cluster(settings) and not running_records(None, settings):
         return print_audit(settings, since=since, as_json=as_json, limit=limit)
 
     async def read() -> int:
@@ -91,7 +90,7 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
         try:
             clients = KubeClients(settings)
         except GpubotError as exc:
-            if settings.state == "kubernetes":
+            if state_on_cluster(settings):
                 raise
             # the trail is still worth printing; what could not be restored is said first
             notes = [f"could not restore the runs still marked running: {exc.user_message}"]

@@ -29,19 +29,11 @@ from typing import Any, Protocol
 
 from kubernetes.client import ApiClient, V1Lease, V1LeaseSpec, V1ObjectMeta
 
-from bot.coordination.kube_state import (
-    Conflict,
-    KubeState,
-    NotFound,
-    hashed_name,
-    k8s_time,
-    parse_k8s_time,
-    plain_json,
-)
-from bot.errors import StateStoreError
-from bot.remediation.node_guard import Adoption, NodeClaim
-from bot.remediation.store import PendingAction
+from bot.errors import NotFoundError, StateStoreError
 from bot.settings import Settings
+from bot.state.kube import Conflict, KubeState, hashed_name, plain_json
+from bot.state.records import Adoption, NodeClaim, PendingAction
+from bot.state.timestamps import format_ts, parse_ts
 
 _TRIES = 20
 log = logging.getLogger(__name__)
@@ -63,7 +55,7 @@ class NodeLocks:
             return self.state.call(
                 self.state.coordination.read_namespaced_lease_with_http_info, name, self.state.namespace
             )
-        except NotFound:
+        except NotFoundError:
             return None
 
     def acquire(self, lock_key: str, holder: str, running: HolderCheck) -> PendingAction | None:
@@ -103,7 +95,7 @@ class NodeLocks:
                     lease,
                 )
                 return None
-            except (Conflict, NotFound):
+            except (Conflict, NotFoundError):
                 continue
         raise StateStoreError("the node's lock kept changing hands; try again")
 
@@ -120,7 +112,7 @@ class NodeLocks:
                 self.state.namespace,
                 body={"preconditions": {"resourceVersion": lease.metadata.resource_version}},
             )
-        except (Conflict, NotFound, StateStoreError):
+        except (Conflict, NotFoundError, StateStoreError):
             return
 
 
@@ -155,8 +147,8 @@ def run_annotation(record: PendingAction) -> str:
             "cluster": record.cluster,
             "requested_by": record.requested_by,
             "approved_by": record.approved_by or "",
-            "created_at": k8s_time(record.created_at),
-            "expires_at": k8s_time(record.expires_at),
+            "created_at": format_ts(record.created_at),
+            "expires_at": format_ts(record.expires_at),
             "finding_code": record.finding_code or "",
             "channel": record.channel,
             "message_ts": record.message_ts or "",
@@ -180,8 +172,8 @@ def run_of(annotations: Mapping[str, str] | None, owner: str | None) -> PendingA
             params={str(k): str(v) for k, v in dict(data.get("params") or {}).items()},
             cluster=str(data.get("cluster") or ""),
             requested_by=str(data.get("requested_by") or ""),
-            created_at=parse_k8s_time(str(data["created_at"])),
-            expires_at=parse_k8s_time(str(data["expires_at"])),
+            created_at=parse_ts(str(data["created_at"])),
+            expires_at=parse_ts(str(data["expires_at"])),
             channel=str(data.get("channel") or ""),
             message_ts=str(data.get("message_ts") or "") or None,
             thread_ts=str(data.get("thread_ts") or "") or None,
@@ -221,7 +213,7 @@ class NodeActionLeases:
                 action_lease_name(node),
                 self.state.namespace,
             )
-        except NotFound:
+        except NotFoundError:
             return None
 
     def _spec(self, holder: str, now: datetime, old: V1LeaseSpec | None) -> V1LeaseSpec:
@@ -261,7 +253,7 @@ class NodeActionLeases:
                 return True
             except Conflict:
                 return False
-            except NotFound:
+            except NotFoundError:
                 raise StateStoreError(
                     f"node actions take a Lease per node in namespace {self.state.namespace} (setting namespace), "
                     "and it does not exist on this cluster"
@@ -276,7 +268,7 @@ class NodeActionLeases:
                 lease,
             )
             return True
-        except (Conflict, NotFound):
+        except (Conflict, NotFoundError):
             return False
 
     def _view(self, node: str) -> tuple[Any | None, datetime, V1LeaseSpec | None, dict[str, str]]:

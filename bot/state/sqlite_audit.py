@@ -1,6 +1,6 @@
 """The audit trail on the state file: INSERT and SELECT only.
 
-The table is append-only by construction (triggers in ``sqlite_db`` abort any UPDATE or DELETE);
+The table is append-only by construction (triggers in ``sqlite`` abort any UPDATE or DELETE);
 this module must never run either.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.remediation.sqlite_db import Clock, SqliteDatabase, now_utc, translated
-from bot.remediation.store import utc
+from bot.state.records import AUDIT_EVENTS, AuditEntry, utc
+from bot.state.sqlite import Clock, SqliteDatabase, translated
+from bot.state.timestamps import format_ts, now_utc, parse_ts
 
 
 class SqliteAuditLog:

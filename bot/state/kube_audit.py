@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from bot.coordination.kube_state import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
 from bot.errors import StateStoreError
 from bot.observability import log_event
-from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.remediation.ids import is_well_formed
-from bot.remediation.store import utc
+from bot.state.ids import is_well_formed
+from bot.state.kube import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
+from bot.state.records import AUDIT_EVENTS, AuditEntry, utc
+from bot.state.timestamps import format_ts, parse_ts
 
 log = logging.getLogger("gpubot.audit")
 _ACTION_LABEL = "gpubot.dev/action"

@@ -12,7 +12,7 @@ compare-and-swap on the Lease's ``resourceVersion``, so two replicas never both 
 A leader that cannot renew for two thirds of the lease (at most the lease less 1.5 s) stops
 being leader by itself (its singletons are cancelled) before anyone else may take over. ``run_while_leader`` runs a
 coroutine only while this replica leads, cancelling it when leadership is lost; ``SoleLeader``
-is the single-replica stand-in (SQLite state): always leader.
+is the single-replica stand-in (SQLite state): always leader. Both keep ``contracts.Leader``.
 """
 
 from __future__ import annotations
@@ -21,32 +21,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from kubernetes.client import V1Lease, V1LeaseSpec, V1ObjectMeta
 
-from bot.coordination.kube_state import Conflict, KubeState, NotFound
-from bot.errors import StateStoreError, error_text
+from bot.errors import NotFoundError, StateStoreError, error_text
 from bot.observability import log_event
+from bot.state.contracts import CoroFactory
+from bot.state.kube import Conflict, KubeState
 
 log = logging.getLogger("gpubot.leader")
 
 LEASE_NAME = "gpubot-leader"
-CoroFactory = Callable[[], Awaitable[object]]
-
-
-class Leader(Protocol):
-    """What the server asks: am I the leader, and run this only while I am."""
-
-    def is_leader(self) -> bool: ...
-
-    async def run_while_leader(self, coro_factory: CoroFactory) -> None: ...
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Seek and keep leadership until ``stop`` is set, then give it up."""
-        ...
 
 
 class SoleLeader:
@@ -76,7 +64,7 @@ class LeaseLock:
             return self.state.call(
                 self.state.coordination.read_namespaced_lease_with_http_info, self.name, self.state.namespace
             )
-        except NotFound:
+        except NotFoundError:
             return None
 
     def try_acquire_or_renew(self) -> bool:
@@ -105,7 +93,7 @@ class LeaseLock:
             self.state.call(
                 self.state.coordination.replace_namespaced_lease_with_http_info, self.name, self.state.namespace, lease
             )
-        except (Conflict, NotFound):
+        except (Conflict, NotFoundError):
             return False
         return True
 
@@ -116,7 +104,7 @@ class LeaseLock:
             return
         lease.spec.holder_identity = None
         lease.spec.lease_duration_seconds = 1
-        with contextlib.suppress(Conflict, NotFound):
+        with contextlib.suppress(Conflict, NotFoundError):
             self.state.call(
                 self.state.coordination.replace_namespaced_lease_with_http_info, self.name, self.state.namespace, lease
             )
