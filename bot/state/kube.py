@@ -19,7 +19,6 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -168,28 +167,14 @@ class KubeState:
 
     def replace(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT with ``metadata.resourceVersion``: ``Conflict`` if the object changed since."""
-        obj: dict[str, Any] = self.call(
-            self.custom.replace_namespaced_custom_object_with_http_info,
-            GROUP,
-            VERSION,
-            self.namespace,
-            plural,
-            body["metadata"]["name"],
-            body,
-        )
-        return obj
+        return self._put(self.custom.replace_namespaced_custom_object_with_http_info, plural, body)
 
     def replace_status(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT of the status subresource with ``metadata.resourceVersion`` (compare-and-swap)."""
-        obj: dict[str, Any] = self.call(
-            self.custom.replace_namespaced_custom_object_status_with_http_info,
-            GROUP,
-            VERSION,
-            self.namespace,
-            plural,
-            body["metadata"]["name"],
-            body,
-        )
+        return self._put(self.custom.replace_namespaced_custom_object_status_with_http_info, plural, body)
+
+    def _put(self, fn: Callable[..., Any], plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        obj: dict[str, Any] = self.call(fn, GROUP, VERSION, self.namespace, plural, body["metadata"]["name"], body)
         return obj
 
     def delete(self, plural: str, name: str, resource_version: str | None = None) -> None:
@@ -228,12 +213,6 @@ class KubeState:
             token = (data.get("metadata") or {}).get("continue") or ""
             if not token:
                 return items
-
-
-def plain_json(value: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` as JSON values (what SQLite's ``json.dumps(default=str)`` keeps), for a body."""
-    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), sort_keys=True, default=str, ensure_ascii=False))
-    return loaded
 
 
 def created_at(obj: Mapping[str, Any]) -> datetime:

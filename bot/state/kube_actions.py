@@ -29,10 +29,9 @@ from bot.state.kube import (
     action_id_of,
     created_at,
     object_name,
-    plain_json,
 )
 from bot.state.kube_locks import NodeLocks
-from bot.state.records import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction
+from bot.state.records import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction, plain_json
 from bot.state.timestamps import format_ts, parse_ts
 
 #: finished records are kept this long for ``kubectl get`` and the views, then deleted

@@ -31,14 +31,32 @@ from kubernetes.client import ApiClient, V1Lease, V1LeaseSpec, V1ObjectMeta
 
 from bot.errors import NotFoundError, StateStoreError
 from bot.settings import Settings
-from bot.state.kube import Conflict, KubeState, hashed_name, plain_json
-from bot.state.records import Adoption, NodeClaim, PendingAction
+from bot.state.kube import Conflict, KubeState, hashed_name
+from bot.state.records import Adoption, NodeClaim, PendingAction, plain_json
 from bot.state.timestamps import format_ts, parse_ts
 
 _TRIES = 20
 log = logging.getLogger(__name__)
 #: the running record holding a lock, or None when it is not running any more
 HolderCheck = Callable[[str], PendingAction | None]
+
+
+def read_lease(state: KubeState, name: str) -> Any | None:
+    """The Lease ``name`` in the state's namespace, or None when there is none (every Lease gpubot
+    holds: the node locks here, the leader's in ``leadership``)."""
+    try:
+        return state.call(state.coordination.read_namespaced_lease_with_http_info, name, state.namespace)
+    except NotFoundError:
+        return None
+
+
+def create_lease(state: KubeState, body: V1Lease) -> bool:
+    """Create the Lease ``body``; False when it exists already (another holder came first)."""
+    try:
+        state.call(state.coordination.create_namespaced_lease_with_http_info, state.namespace, body)
+        return True
+    except Conflict:
+        return False
 
 
 class NodeLocks:
@@ -51,12 +69,7 @@ class NodeLocks:
         return hashed_name("gpubot-node", lock_key)
 
     def _read(self, name: str) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info, name, self.state.namespace
-            )
-        except NotFoundError:
-            return None
+        return read_lease(self.state, name)
 
     def acquire(self, lock_key: str, holder: str, running: HolderCheck) -> PendingAction | None:
         """Take the node for ``holder``; None when taken, else the running record that holds it."""
@@ -71,13 +84,9 @@ class NodeLocks:
                     ),
                     spec=V1LeaseSpec(holder_identity=holder),
                 )
-                try:
-                    self.state.call(
-                        self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                    )
+                if create_lease(self.state, body):
                     return None
-                except Conflict:
-                    continue
+                continue
             current = lease.spec.holder_identity if lease.spec is not None else None
             if current == holder:
                 return None
@@ -207,14 +216,7 @@ class NodeActionLeases:
         self.lease_s = lease_s
 
     def _read(self, node: str) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info,
-                action_lease_name(node),
-                self.state.namespace,
-            )
-        except NotFoundError:
-            return None
+        return read_lease(self.state, action_lease_name(node))
 
     def _spec(self, holder: str, now: datetime, old: V1LeaseSpec | None) -> V1LeaseSpec:
         same = old is not None and old.holder_identity == holder
@@ -247,12 +249,7 @@ class NodeActionLeases:
                 spec=spec,
             )
             try:
-                self.state.call(
-                    self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                )
-                return True
-            except Conflict:
-                return False
+                return create_lease(self.state, body)
             except NotFoundError:
                 raise StateStoreError(
                     f"node actions take a Lease per node in namespace {self.state.namespace} (setting namespace), "

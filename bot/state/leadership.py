@@ -31,6 +31,7 @@ from bot.errors import NotFoundError, StateStoreError, error_text
 from bot.observability import log_event
 from bot.state.contracts import CoroFactory
 from bot.state.kube import Conflict, KubeState
+from bot.state.kube_locks import create_lease, read_lease
 
 log = logging.getLogger("gpubot.leader")
 
@@ -60,12 +61,7 @@ class LeaseLock:
         self.lease_s = lease_s
 
     def _read(self) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info, self.name, self.state.namespace
-            )
-        except NotFoundError:
-            return None
+        return read_lease(self.state, self.name)
 
     def try_acquire_or_renew(self) -> bool:
         """True when this replica holds the Lease now (taken or renewed in this call)."""
@@ -73,13 +69,7 @@ class LeaseLock:
         now = self.state.server_time()
         if lease is None:
             body = V1Lease(metadata=V1ObjectMeta(name=self.name), spec=self._spec(now, now, 0))
-            try:
-                self.state.call(
-                    self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                )
-                return True
-            except Conflict:
-                return False
+            return create_lease(self.state, body)
         spec = lease.spec or V1LeaseSpec()
         holder = spec.holder_identity or ""
         if holder == self.identity:

@@ -13,6 +13,7 @@ about them are ``bot.state.contracts``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import socket
@@ -33,6 +34,12 @@ STATES: frozenset[str] = frozenset(
 FINISH_STATES: frozenset[str] = frozenset({"succeeded", "failed", "refused", "interrupted"})
 
 ClaimStatus = Literal["claimed", "already_taken", "expired", "busy", "unknown"]
+
+
+def plain_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as plain JSON values (anything else as its ``str``): what every backend stores."""
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), sort_keys=True, default=str, ensure_ascii=False))
+    return loaded
 
 
 def process_owner() -> str:

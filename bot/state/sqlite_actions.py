@@ -20,9 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.errors import StateStoreError
-from bot.state.records import FINISH_STATES, STATES, ClaimResult, PendingAction, utc
-from bot.state.sqlite import Clock, SqliteDatabase, translated
-from bot.state.timestamps import format_ts, now_utc, parse_ts
+from bot.state.records import FINISH_STATES, STATES, ClaimResult, PendingAction
+from bot.state.sqlite import SqliteDatabase, translated
+from bot.state.timestamps import format_ts, parse_ts
 
 
 def _ts(text: str | None) -> datetime | None:
@@ -54,14 +54,13 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
 
 
 class SqlitePendingStore:
-    """``PendingStore`` on SQLite; ``clock`` replaces this host's clock (tests)."""
+    """``PendingStore`` on SQLite, on the file's clock (``SqliteDatabase.now``)."""
 
-    def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
+    def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
-        self.clock = clock
 
     def now(self) -> datetime:
-        return utc(self.clock()) if self.clock is not None else now_utc()
+        return self.db.now()
 
     @translated
     def create(self, action: PendingAction) -> PendingAction:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.state.sqlite import Clock, SqliteDatabase, translated
-from bot.state.timestamps import format_ts, now_utc
+from bot.state.sqlite import SqliteDatabase, translated
+from bot.state.timestamps import format_ts
 
 
 class SqliteSeenRequests:
@@ -18,14 +18,13 @@ class SqliteSeenRequests:
     forgotten. It writes through the file's one connection policy (``bot.state.sqlite``).
     """
 
-    def __init__(self, db: SqliteDatabase, *, ttl_s: float = 600.0, clock: Clock | None = None) -> None:
+    def __init__(self, db: SqliteDatabase, *, ttl_s: float = 600.0) -> None:
         self.db = db
         self.ttl_s = ttl_s
-        self.clock = clock
 
     @translated
     def first(self, key: str) -> bool:
-        now = self.clock() if self.clock is not None else now_utc()
+        now = self.db.now()
         with self.db.transaction() as conn:
             conn.execute(
                 "DELETE FROM seen_requests WHERE seen_at < ?", (format_ts(now - timedelta(seconds=self.ttl_s)),)
