@@ -5,7 +5,7 @@ For several replicas: every state change is a compare-and-swap on the object's
 fifty clicks reach two replicas at once, exactly one PUT moves ``pending`` → ``running`` and the
 others get 409 Conflict, read again and see it taken. Expiry is ``creationTimestamp + ttl``
 against the API server's clock (``KubeState``), never a replica's. "One running action per node"
-is a coordination.k8s.io Lease per node (``kube_node_lock``), taken only by a record that is
+is a coordination.k8s.io Lease per node (``kube_locks``), taken only by a record that is
 already ``running``; the claim gives the record back (``pending``) when the node is busy.
 
 ``spec`` is the offer (immutable but for where its message is); ``status`` is the state machine.

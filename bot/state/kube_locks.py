@@ -125,7 +125,7 @@ class NodeLocks:
             return
 
 
-# -- the node's action lock on the cluster, for every actor (kube_node_lock.ClusterNodeGuard) --------
+# -- the node's action lock on the cluster, for every actor (ClusterNodeGuard) ------------------------
 
 #: the Lease of node N is ``gpubot-action-N`` (hashed when N is too long for a name)
 ACTION_LEASE_PREFIX = "gpubot-action"

@@ -1,4 +1,4 @@
-"""The watch's memory on the Kubernetes API (``state: kubernetes``): ``ProblemStore``'s methods
+"""The watch's memory on the Kubernetes API (``state: kubernetes``): ``ProblemStore`` and ``AlertGroups``
 on ``GpuWatchRecord`` objects, so a new leader knows every problem the old one posted.
 
 Without it, a replica taking over the watch would find its own empty SQLite file and post every
