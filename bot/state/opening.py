@@ -68,11 +68,11 @@ class Stores:
 
 def open_sqlite(path: str | Path, *, clock: Clock | None = None) -> Stores:
     """Every store on the SQLite file at ``path`` (migrated when older), on one clock."""
-    db = SqliteDatabase(path, clock=clock)
+    db = SqliteDatabase(path)
     return Stores(
-        store=SqlitePendingStore(db),
-        audit=SqliteAuditLog(db),
-        seen=SqliteSeenRequests(db),
+        store=SqlitePendingStore(db, clock=clock),
+        audit=SqliteAuditLog(db, clock=clock),
+        seen=SqliteSeenRequests(db, clock=clock),
         problems=SqliteProblemStore(db),
         alert_groups=SqliteAlertGroups(db),
         close=db.close,

@@ -153,13 +153,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+class FileClock:
+    """The clock of a store on the file: this host's (whoever holds the file), never a caller's;
+    ``clock`` replaces it (tests)."""
+
+    clock: Clock | None = None
+
+    def now(self) -> datetime:
+        return utc(self.clock()) if self.clock is not None else now_utc()
+
+
 class SqliteDatabase:
     """One SQLite file, one connection per thread, the schema migrated on open."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 15.0, clock: Clock | None = None) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 15.0) -> None:
         self.path = str(path)
-        #: replaces this host's clock (tests); every store on the file reads ``now`` from here
-        self.clock = clock
         if self.path in ("", ":memory:") or self.path.startswith("file::memory:"):
             # Each thread's connection would get its own empty database.
             raise ConfigError("setting state_path: must be a file, not an in-memory database")
@@ -182,10 +190,6 @@ class SqliteDatabase:
         except (sqlite3.Error, OSError) as exc:
             self.close()
             raise ConfigError(f"state file {self.path}: cannot open ({exc})") from None
-
-    def now(self) -> datetime:
-        """The file's clock: this host's (whoever holds the file), never a caller's."""
-        return utc(self.clock()) if self.clock is not None else now_utc()
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

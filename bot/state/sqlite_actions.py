@@ -21,7 +21,7 @@ from typing import Any
 
 from bot.errors import StateStoreError
 from bot.state.records import FINISH_STATES, STATES, ClaimResult, PendingAction
-from bot.state.sqlite import SqliteDatabase, translated
+from bot.state.sqlite import Clock, FileClock, SqliteDatabase, translated
 from bot.state.timestamps import format_ts, parse_ts
 
 
@@ -53,14 +53,12 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
     )
 
 
-class SqlitePendingStore:
-    """``PendingStore`` on SQLite, on the file's clock (``SqliteDatabase.now``)."""
+class SqlitePendingStore(FileClock):
+    """``PendingStore`` on SQLite, on the file's clock (``FileClock``)."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
         self.db = db
-
-    def now(self) -> datetime:
-        return self.db.now()
+        self.clock = clock
 
     @translated
     def create(self, action: PendingAction) -> PendingAction:

@@ -13,18 +13,16 @@ from typing import Any
 
 from bot.state.audit_log import AppendOnlyLog
 from bot.state.records import AuditEntry, utc
-from bot.state.sqlite import SqliteDatabase, translated
+from bot.state.sqlite import Clock, FileClock, SqliteDatabase, translated
 from bot.state.timestamps import format_ts, parse_ts
 
 
-class SqliteAuditLog(AppendOnlyLog):
+class SqliteAuditLog(FileClock, AppendOnlyLog):
     """``AuditLog`` on SQLite: INSERT and SELECT only."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
         self.db = db
-
-    def now(self) -> datetime:
-        return self.db.now()
+        self.clock = clock
 
     @translated
     def write(self, entry: AuditEntry) -> AuditEntry:

@@ -7,24 +7,25 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.state.sqlite import SqliteDatabase, translated
+from bot.state.sqlite import Clock, FileClock, SqliteDatabase, translated
 from bot.state.timestamps import format_ts
 
 
-class SqliteSeenRequests:
+class SqliteSeenRequests(FileClock):
     """``SeenRequests`` on the state file, shared by every process on it (retry de-duplication).
 
     ``first(key)`` inserts the key and says whether it was new; keys older than ``ttl_s`` are
     forgotten. It writes through the file's one connection policy (``bot.state.sqlite``).
     """
 
-    def __init__(self, db: SqliteDatabase, *, ttl_s: float = 600.0) -> None:
+    def __init__(self, db: SqliteDatabase, *, ttl_s: float = 600.0, clock: Clock | None = None) -> None:
         self.db = db
         self.ttl_s = ttl_s
+        self.clock = clock
 
     @translated
     def first(self, key: str) -> bool:
-        now = self.db.now()
+        now = self.now()
         with self.db.transaction() as conn:
             conn.execute(
                 "DELETE FROM seen_requests WHERE seen_at < ?", (format_ts(now - timedelta(seconds=self.ttl_s)),)

@@ -220,8 +220,8 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
 
 
 def test_seen_requests_are_shared_by_every_process_on_the_file(db_path: Path, clock: Clock) -> None:
-    one = SqliteSeenRequests(SqliteDatabase(db_path, clock=clock), ttl_s=600)
-    two = SqliteSeenRequests(SqliteDatabase(db_path, clock=clock), ttl_s=600)
+    one = SqliteSeenRequests(SqliteDatabase(db_path), ttl_s=600, clock=clock)
+    two = SqliteSeenRequests(SqliteDatabase(db_path), ttl_s=600, clock=clock)
     try:
         assert one.first("command:trigger_id:1.2.3")
         assert not two.first("command:trigger_id:1.2.3")  # the retry reached the other replica
