@@ -45,13 +45,14 @@ from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups
 from bot.proactive.posting import HOUR, Notifier, OncePoster
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.routing import Route, Router
-from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
 from bot.setting_values import QuietHours
 from bot.settings import WatchConfig
+from bot.state.contracts import ProblemStore
+from bot.state.records import OpenProblem
 
 log = logging.getLogger("gpubot.watch")
 

@@ -1,22 +1,23 @@
 """The audit trail on the state file: INSERT and SELECT only.
 
-The table is append-only by construction (triggers in ``sqlite_db`` abort any UPDATE or DELETE);
+The table is append-only by construction (triggers in ``sqlite`` abort any UPDATE or DELETE);
 this module must never run either.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.remediation.sqlite_db import Clock, SqliteDatabase, now_utc, translated
-from bot.remediation.store import utc
+from bot.state.audit_log import AppendOnlyLog
+from bot.state.records import AuditEntry, utc
+from bot.state.sqlite import Clock, FileClock, SqliteDatabase, translated
+from bot.state.timestamps import format_ts, parse_ts
 
 
-class SqliteAuditLog:
+class SqliteAuditLog(FileClock, AppendOnlyLog):
     """``AuditLog`` on SQLite: INSERT and SELECT only."""
 
     def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
@@ -24,41 +25,15 @@ class SqliteAuditLog:
         self.clock = clock
 
     @translated
-    def append(
-        self,
-        event: str,
-        *,
-        action_id: str = "",
-        action: str = "",
-        actor: str = "",
-        cluster: str = "",
-        target: str = "",
-        detail: Mapping[str, Any] | None = None,
-        outcome: str = "",
-        ts: datetime | None = None,
-    ) -> AuditEntry:
-        if event not in AUDIT_EVENTS:
-            raise ValueError(f"unknown audit event {event!r}")
-        when = utc(ts or (self.clock() if self.clock is not None else now_utc()))
-        detail_dict = dict(detail or {})
-        detail_json = json.dumps(detail_dict, sort_keys=True, default=str, ensure_ascii=False)
+    def write(self, entry: AuditEntry) -> AuditEntry:
+        e = entry
+        detail_json = json.dumps(dict(e.detail), sort_keys=True, default=str, ensure_ascii=False)
         cur = self.db.connection().execute(
             "INSERT INTO audit (ts, event, action_id, action, actor, cluster, target, detail, outcome) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (format_ts(when), event, action_id, action, actor, cluster, target, detail_json, outcome),
+            (format_ts(e.ts), e.event, e.action_id, e.action, e.actor, e.cluster, e.target, detail_json, e.outcome),
         )
-        return AuditEntry(
-            id=int(cur.lastrowid or 0),
-            ts=when,
-            event=event,
-            action_id=action_id,
-            action=action,
-            actor=actor,
-            cluster=cluster,
-            target=target,
-            detail=json.loads(detail_json),
-            outcome=outcome,
-        )
+        return replace(e, id=int(cur.lastrowid or 0))
 
     @translated
     def query(

@@ -1,11 +1,23 @@
-"""The SQLite file under the embedded state: connections, schema and its migration, errors, clock.
+"""The SQLite file under the embedded state (``state: sqlite``): the one connection setup, the
+one migration list, errors.
 
-One file in WAL mode, one connection per thread (``SqliteDatabase``); every state change runs
-inside ``BEGIN IMMEDIATE``, which takes SQLite's single write lock, so a read-then-write is one
-atomic step across threads and processes. Times are stored as fixed-width UTC text, so text
-comparison is time comparison. The state's clock is this host's (the clock of whoever holds the
-file), never a time a caller passes in. Every SQLite error leaves the store modules as
-``StateStoreError`` with a one-line reason ("database or disk is full").
+Every SQLite store (``sqlite_actions``, ``sqlite_audit``, ``sqlite_requests``, ``sqlite_watch``)
+works on one ``SqliteDatabase``, so there is one PRAGMA policy for the whole file:
+
+- WAL journal, one connection per thread, ``busy_timeout`` 15 s: readers never block the writer,
+  and a second process (another terminal, ``gpubot audit``) waits instead of failing;
+- every state change runs inside ``BEGIN IMMEDIATE``, which takes SQLite's single write lock, so a
+  read-then-write (a claim) is one atomic step across threads and processes;
+- ``synchronous = FULL`` on every connection: an approval, a claim or a result that was reported
+  to a person must survive a power cut, and the file holds the action records. ``NORMAL`` would
+  save an fsync per Slack request or watch row, but a second policy on the same file is a second
+  thing to reason about when the one that matters (the action records) is the durable one.
+
+Times are stored with ``bot.state.timestamps`` (fixed-width UTC text, so text comparison is time
+comparison). The state's clock is this host's (the clock of whoever holds the file), never a time
+a caller passes in. Every SQLite error leaves the store modules as ``StateStoreError`` with a
+one-line reason ("database or disk is full"). ``MIGRATIONS`` is the schema's whole history: a
+file of any earlier version is brought up to date when it is opened.
 
 This module must never hand a connection out beyond the store modules.
 """
@@ -17,21 +29,22 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from bot.errors import ConfigError, StateStoreError
-from bot.remediation.store import STATES
+from bot.state.records import STATES, utc
+from bot.state.timestamps import now_utc
 from bot.state_path import ensure_state_dir
 
-SCHEMA_VERSION = 3
 #: replaces this host's clock (tests)
 Clock = Callable[[], datetime]
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _STATE_LIST = ", ".join(f"'{s}'" for s in sorted(STATES))
-_SCHEMA = (
+#: version 0 -> 1: pending actions and the append-only audit trail
+_SCHEMA_V1 = (
     f"""CREATE TABLE IF NOT EXISTS pending_actions (
         id TEXT PRIMARY KEY,
         action TEXT NOT NULL,
@@ -86,13 +99,72 @@ _SCHEMA_V2 = (
 #: ends the run (a survivor restoring it) can edit that line in place
 _SCHEMA_V3 = ("ALTER TABLE pending_actions ADD COLUMN message_blocks TEXT",)
 
+#: version 3 -> 4: the watch's memory, which earlier versions created on first use outside the
+#: versioned schema (hence ``IF NOT EXISTS``: a file of version 3 may already hold these tables)
+_SCHEMA_V4 = (
+    """CREATE TABLE IF NOT EXISTS watch_problems (
+        fingerprint TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        cluster TEXT NOT NULL,
+        code TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        title TEXT NOT NULL,
+        evidence TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        message_ts TEXT NOT NULL,
+        opened_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        resolved_at TEXT,
+        state TEXT NOT NULL CHECK (state IN ('open', 'resolved'))
+    )""",
+    # at most one open row per problem and channel: the "one message per open problem" rule
+    """CREATE UNIQUE INDEX IF NOT EXISTS watch_problems_open
+        ON watch_problems (fingerprint, channel) WHERE state = 'open'""",
+    "CREATE INDEX IF NOT EXISTS watch_problems_by_channel ON watch_problems (cluster, channel, state)",
+    # a snooze silences one problem in one channel: until a time, or (until NULL) until it resolves
+    """CREATE TABLE IF NOT EXISTS watch_snoozes (
+        fingerprint TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        until TEXT,
+        snoozed_by TEXT NOT NULL,
+        snoozed_at TEXT NOT NULL,
+        PRIMARY KEY (fingerprint, channel)
+    )""",
+    # the one rate-limit summary message per channel and hour, edited while problems wait
+    """CREATE TABLE IF NOT EXISTS watch_summaries (
+        channel TEXT PRIMARY KEY,
+        message_ts TEXT NOT NULL,
+        window_start TEXT NOT NULL,
+        digest TEXT NOT NULL
+    )""",
+    # the message of each Alertmanager group per channel (``bot.proactive.alerts``)
+    """CREATE TABLE IF NOT EXISTS watch_alert_groups (
+        group_key TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        message_ts TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        PRIMARY KEY (group_key, channel)
+    )""",
+)
 
-def now_utc() -> datetime:
-    return datetime.now(UTC)
+#: the schema's history: ``MIGRATIONS[n]`` takes a file from version n to n + 1 (``PRAGMA user_version``)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3, _SCHEMA_V4)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class FileClock:
+    """The clock of a store on the file: this host's (whoever holds the file), never a caller's;
+    ``clock`` replaces it (tests)."""
+
+    clock: Clock | None = None
+
+    def now(self) -> datetime:
+        return utc(self.clock()) if self.clock is not None else now_utc()
 
 
 class SqliteDatabase:
-    """One SQLite file, one connection per thread, the schema ensured on open."""
+    """One SQLite file, one connection per thread, the schema migrated on open."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 15.0) -> None:
         self.path = str(path)
@@ -111,13 +183,8 @@ class SqliteDatabase:
                     raise ConfigError(
                         f"state file {self.path}: schema version {version} is newer than this gpubot"
                     )
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                if version < 2:
-                    for statement in _SCHEMA_V2:
-                        conn.execute(statement)
-                if version < 3:
-                    for statement in _SCHEMA_V3:
+                for migration in MIGRATIONS[version:]:
+                    for statement in migration:
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, OSError) as exc:

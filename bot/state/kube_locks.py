@@ -30,25 +30,35 @@ from typing import Any, Protocol
 
 from kubernetes.client import ApiClient, V1Lease, V1LeaseSpec, V1ObjectMeta
 
-from bot.coordination.kube_state import (
-    Conflict,
-    KubeState,
-    NotFound,
-    hashed_name,
-    k8s_time,
-    parse_k8s_time,
-    plain_json,
-)
-from bot.errors import StateStoreError
-from bot.remediation.lease_blocks import pack, unpack
-from bot.remediation.node_guard import Adoption, NodeClaim
-from bot.remediation.store import PendingAction
+from bot.errors import NotFoundError, StateStoreError
 from bot.settings import Settings
+from bot.state.kube import Conflict, KubeState, hashed_name
+from bot.state.lease_blocks import pack, unpack
+from bot.state.records import Adoption, NodeClaim, PendingAction, plain_json
+from bot.state.timestamps import format_ts, parse_ts
 
 _TRIES = 20
 log = logging.getLogger(__name__)
 #: the running record holding a lock, or None when it is not running any more
 HolderCheck = Callable[[str], PendingAction | None]
+
+
+def read_lease(state: KubeState, name: str) -> Any | None:
+    """The Lease ``name`` in the state's namespace, or None when there is none (every Lease gpubot
+    holds: the node locks here, the leader's in ``leadership``)."""
+    try:
+        return state.call(state.coordination.read_namespaced_lease_with_http_info, name, state.namespace)
+    except NotFoundError:
+        return None
+
+
+def create_lease(state: KubeState, body: V1Lease) -> bool:
+    """Create the Lease ``body``; False when it exists already (another holder came first)."""
+    try:
+        state.call(state.coordination.create_namespaced_lease_with_http_info, state.namespace, body)
+        return True
+    except Conflict:
+        return False
 
 
 class NodeLocks:
@@ -61,12 +71,7 @@ class NodeLocks:
         return hashed_name("gpubot-node", lock_key)
 
     def _read(self, name: str) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info, name, self.state.namespace
-            )
-        except NotFound:
-            return None
+        return read_lease(self.state, name)
 
     def acquire(self, lock_key: str, holder: str, running: HolderCheck) -> PendingAction | None:
         """Take the node for ``holder``; None when taken, else the running record that holds it."""
@@ -81,13 +86,9 @@ class NodeLocks:
                     ),
                     spec=V1LeaseSpec(holder_identity=holder),
                 )
-                try:
-                    self.state.call(
-                        self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                    )
+                if create_lease(self.state, body):
                     return None
-                except Conflict:
-                    continue
+                continue
             current = lease.spec.holder_identity if lease.spec is not None else None
             if current == holder:
                 return None
@@ -105,7 +106,7 @@ class NodeLocks:
                     lease,
                 )
                 return None
-            except (Conflict, NotFound):
+            except (Conflict, NotFoundError):
                 continue
         raise StateStoreError("the node's lock kept changing hands; try again")
 
@@ -122,11 +123,11 @@ class NodeLocks:
                 self.state.namespace,
                 body={"preconditions": {"resourceVersion": lease.metadata.resource_version}},
             )
-        except (Conflict, NotFound, StateStoreError):
+        except (Conflict, NotFoundError, StateStoreError):
             return
 
 
-# -- the node's action lock on the cluster, for every actor (kube_node_lock.ClusterNodeGuard) --------
+# -- the node's action lock on the cluster, for every actor (ClusterNodeGuard) ------------------------
 
 #: the Lease of node N is ``gpubot-action-N`` (hashed when N is too long for a name)
 ACTION_LEASE_PREFIX = "gpubot-action"
@@ -160,8 +161,8 @@ def run_annotation(record: PendingAction) -> str:
             "cluster": record.cluster,
             "requested_by": record.requested_by,
             "approved_by": record.approved_by or "",
-            "created_at": k8s_time(record.created_at),
-            "expires_at": k8s_time(record.expires_at),
+            "created_at": format_ts(record.created_at),
+            "expires_at": format_ts(record.expires_at),
             "finding_code": record.finding_code or "",
             "channel": record.channel,
             "message_ts": record.message_ts or "",
@@ -185,8 +186,8 @@ def run_of(annotations: Mapping[str, str] | None, owner: str | None) -> PendingA
             params={str(k): str(v) for k, v in dict(data.get("params") or {}).items()},
             cluster=str(data.get("cluster") or ""),
             requested_by=str(data.get("requested_by") or ""),
-            created_at=parse_k8s_time(str(data["created_at"])),
-            expires_at=parse_k8s_time(str(data["expires_at"])),
+            created_at=parse_ts(str(data["created_at"])),
+            expires_at=parse_ts(str(data["expires_at"])),
             channel=str(data.get("channel") or ""),
             message_ts=str(data.get("message_ts") or "") or None,
             thread_ts=str(data.get("thread_ts") or "") or None,
@@ -221,14 +222,7 @@ class NodeActionLeases:
         self.lease_s = lease_s
 
     def _read(self, node: str) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info,
-                action_lease_name(node),
-                self.state.namespace,
-            )
-        except NotFound:
-            return None
+        return read_lease(self.state, action_lease_name(node))
 
     def _spec(self, holder: str, now: datetime, old: V1LeaseSpec | None) -> V1LeaseSpec:
         same = old is not None and old.holder_identity == holder
@@ -261,13 +255,8 @@ class NodeActionLeases:
                 spec=spec,
             )
             try:
-                self.state.call(
-                    self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                )
-                return True
-            except Conflict:
-                return False
-            except NotFound:
+                return create_lease(self.state, body)
+            except NotFoundError:
                 raise StateStoreError(
                     f"node actions take a Lease per node in namespace {self.state.namespace} (setting namespace), "
                     "and it does not exist on this cluster"
@@ -282,7 +271,7 @@ class NodeActionLeases:
                 lease,
             )
             return True
-        except (Conflict, NotFound):
+        except (Conflict, NotFoundError):
             return False
 
     def _view(self, node: str) -> tuple[Any | None, datetime, V1LeaseSpec | None, dict[str, str]]:

@@ -1,11 +1,11 @@
-"""The embedded default store of pending actions, on the state file (``sqlite_db``).
+"""The embedded default store of pending actions, on the state file (``sqlite``).
 
 Safe from many threads and from several processes on the same file (two replicas on a shared
 volume): the claim's checks (pending, not expired by the store's clock, its node free) and its
 ``UPDATE`` run in one ``BEGIN IMMEDIATE`` transaction, and a partial unique index makes "one
-running action per node" a fact of the file, not only of the code. ``open_state`` gives the store
-and the audit trail (``sqlite_audit``) on one file and one clock; the seen Slack requests live in
-the same file (``sqlite_requests``).
+running action per node" a fact of the file, not only of the code. ``open_sqlite``
+(``bot.state.opening``) gives it with the audit trail (``sqlite_audit``) and the other stores on
+one file and one clock.
 
 This module must never touch the ``audit`` table, and never hand a connection out.
 """
@@ -17,17 +17,12 @@ import json
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from bot.errors import StateStoreError
-from bot.remediation.audit import format_ts, parse_ts
-from bot.remediation.sqlite_audit import SqliteAuditLog
-from bot.remediation.sqlite_db import Clock, SqliteDatabase, now_utc, translated
-from bot.remediation.sqlite_requests import SqliteSeenRequests
-from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, PendingAction, utc
-
-__all__ = ["SqliteAuditLog", "SqliteDatabase", "SqlitePendingStore", "SqliteSeenRequests", "open_state"]
+from bot.state.records import FINISH_STATES, STATES, ClaimResult, PendingAction
+from bot.state.sqlite import Clock, FileClock, SqliteDatabase, translated
+from bot.state.timestamps import format_ts, parse_ts
 
 
 def _ts(text: str | None) -> datetime | None:
@@ -58,15 +53,12 @@ def _row_to_action(row: sqlite3.Row) -> PendingAction:
     )
 
 
-class SqlitePendingStore:
-    """``PendingStore`` on SQLite; ``clock`` replaces this host's clock (tests)."""
+class SqlitePendingStore(FileClock):
+    """``PendingStore`` on SQLite, on the file's clock (``FileClock``)."""
 
     def __init__(self, db: SqliteDatabase, *, clock: Clock | None = None) -> None:
         self.db = db
         self.clock = clock
-
-    def now(self) -> datetime:
-        return utc(self.clock()) if self.clock is not None else now_utc()
 
     @translated
     def create(self, action: PendingAction) -> PendingAction:
@@ -247,8 +239,3 @@ class SqlitePendingStore:
         args.append(max(0, limit))
         return [_row_to_action(r) for r in self.db.connection().execute(sql, args)]
 
-
-def open_state(path: str | Path, *, clock: Clock | None = None) -> tuple[SqlitePendingStore, SqliteAuditLog]:
-    """The store and the audit log on one SQLite file (``settings.state_path``), on one clock."""
-    db = SqliteDatabase(path)
-    return SqlitePendingStore(db, clock=clock), SqliteAuditLog(db, clock=clock)

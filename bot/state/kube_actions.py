@@ -5,7 +5,7 @@ For several replicas: every state change is a compare-and-swap on the object's
 fifty clicks reach two replicas at once, exactly one PUT moves ``pending`` → ``running`` and the
 others get 409 Conflict, read again and see it taken. Expiry is ``creationTimestamp + ttl``
 against the API server's clock (``KubeState``), never a replica's. "One running action per node"
-is a coordination.k8s.io Lease per node (``kube_node_lock``), taken only by a record that is
+is a coordination.k8s.io Lease per node (``kube_locks``), taken only by a record that is
 already ``running``; the claim gives the record back (``pending``) when the node is busy.
 
 ``spec`` is the offer (immutable but for where its message is); ``status`` is the state machine.
@@ -20,22 +20,19 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.coordination.kube_state import (
+from bot.errors import NotFoundError, StateStoreError
+from bot.state.kube import (
     API_VERSION,
     REMEDIATIONS,
     Conflict,
     KubeState,
-    NotFound,
     action_id_of,
     created_at,
-    k8s_time,
     object_name,
-    parse_k8s_time,
-    plain_json,
 )
-from bot.errors import StateStoreError
-from bot.remediation.kube_node_lock import NodeLocks
-from bot.remediation.store import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction
+from bot.state.kube_locks import NodeLocks
+from bot.state.records import FINISH_STATES, STATES, ClaimResult, ClaimStatus, PendingAction, plain_json
+from bot.state.timestamps import format_ts, parse_ts
 
 #: finished records are kept this long for ``kubectl get`` and the views, then deleted
 DEFAULT_RETENTION = timedelta(days=7)
@@ -44,7 +41,7 @@ _CAS_TRIES = 20
 
 
 def _time(text: Any) -> datetime | None:
-    return parse_k8s_time(str(text)) if text else None
+    return parse_ts(str(text)) if text else None
 
 
 def to_action(obj: Mapping[str, Any]) -> PendingAction:
@@ -131,7 +128,7 @@ class KubePendingStore:
     def _read(self, action_id: str) -> dict[str, Any] | None:
         try:
             return self.state.get(REMEDIATIONS, object_name(action_id))
-        except NotFound:
+        except NotFoundError:
             return None
 
     def get(self, action_id: str) -> PendingAction | None:
@@ -156,7 +153,7 @@ class KubePendingStore:
                 return self.state.replace_status(REMEDIATIONS, {**obj, "status": status}), True
             except Conflict:
                 continue
-            except NotFound:
+            except NotFoundError:
                 return None, False
         raise StateStoreError("the pending action kept changing under this write; try again")
 
@@ -176,7 +173,7 @@ class KubePendingStore:
                 "state": "running",
                 "approvedBy": approver,
                 "owner": owner or None,
-                "heartbeatAt": k8s_time(now) if owner else None,
+                "heartbeatAt": format_ts(now) if owner else None,
                 "progress": {},
             }
 
@@ -215,7 +212,7 @@ class KubePendingStore:
         def renew(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:
             if status.get("state") != "running" or status.get("owner") != owner:
                 return None
-            return {**status, "heartbeatAt": k8s_time(now)}
+            return {**status, "heartbeatAt": format_ts(now)}
 
         _obj, won = self._swap(action_id, renew)
         return won
@@ -226,7 +223,7 @@ class KubePendingStore:
         def write(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:
             if status.get("state") != "running" or (status.get("owner") or "") != (owner or ""):
                 return None
-            return {**status, "progress": plain, "heartbeatAt": k8s_time(now)}
+            return {**status, "progress": plain, "heartbeatAt": format_ts(now)}
 
         _obj, won = self._swap(action_id, write)
         if not won:
@@ -239,7 +236,7 @@ class KubePendingStore:
         def end(status: dict[str, Any], now: datetime) -> dict[str, Any] | None:
             if status.get("state") != "running":
                 return None
-            return {**status, "state": state, "resultSummary": summary, "finishedAt": k8s_time(now)}
+            return {**status, "state": state, "resultSummary": summary, "finishedAt": format_ts(now)}
 
         obj, won = self._swap(action_id, end)
         if not won or obj is None:
@@ -305,7 +302,7 @@ class KubePendingStore:
                 stale = not status.get("owner") or beat is None or beat < now - timedelta(seconds=lease_s)
                 if status.get("state") != "running" or not stale:
                     return None
-                return {**status, "owner": owner, "heartbeatAt": k8s_time(now)}
+                return {**status, "owner": owner, "heartbeatAt": format_ts(now)}
 
             after, won = self._swap(record.id, take)
             if won and after is not None:
@@ -328,7 +325,7 @@ class KubePendingStore:
 def _expired(now: datetime) -> dict[str, Any]:
     return {
         "state": "expired",
-        "finishedAt": k8s_time(now),
+        "finishedAt": format_ts(now),
         "resultSummary": "expired before anyone approved it",
     }
 

@@ -1,29 +1,28 @@
-"""What a store of pending actions must do, independent of where the records live.
+"""The records gpubot's state keeps, whatever the backend: plain values, no I/O.
 
-SQLite (``sqlite_store``) is the embedded default. A store on Kubernetes objects (one object per
-pending action, optimistic concurrency on ``resourceVersion``, a coordination.k8s.io Lease per
-node) must be able to replace it when several replicas run, so this interface speaks only of
-records and state transitions, never of SQL, files or connections. The hard promises every
-implementation keeps, whoever calls it, from however many threads, processes or replicas:
+    PendingAction, ClaimResult   an offered remediation from offer to end state, a claim's answer
+    AuditEntry                   one line of the append-only audit trail
+    NodeClaim, Adoption          answers of the per-node action lock on the cluster
+    Problem, OpenProblem         a problem the watch posts about, and the post that shows it
 
-- ``claim`` moves a record from ``pending`` to ``running`` at most once;
-- at most one record per node (``lock_key``) is ``running`` at a time: a claim on a busy node is
-  refused and names the action that holds it;
-- time is the store's: expiry and heartbeats are decided by the store's clock (``now``), never
-  by the caller's, so a replica with a slow clock cannot run an expired offer;
-- a running record belongs to one owner (a process), which renews its ``heartbeat_at``; only a
-  record whose heartbeat is older than the lease is taken over by another process.
-
-This module must never perform I/O; it only holds the record type and the contract.
+They live below every feature (remediation, the watch, Slack) so the stores (``bot.state``) need
+nothing from those features and the features share one definition. The promises a store keeps
+about them are ``bot.state.contracts``.
 """
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Collection, Iterable, Mapping
+import hashlib
+import json
+import os
+import secrets
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
+
+from bot.state.timestamps import format_ts
 
 State = Literal["pending", "running", "succeeded", "failed", "refused", "expired", "interrupted"]
 
@@ -35,6 +34,18 @@ STATES: frozenset[str] = frozenset(
 FINISH_STATES: frozenset[str] = frozenset({"succeeded", "failed", "refused", "interrupted"})
 
 ClaimStatus = Literal["claimed", "already_taken", "expired", "busy", "unknown"]
+
+
+def plain_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as plain JSON values (anything else as its ``str``): what every backend stores."""
+    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), sort_keys=True, default=str, ensure_ascii=False))
+    return loaded
+
+
+def process_owner() -> str:
+    """This process's name on the records it runs and the Leases it holds: host, pid and a random
+    suffix (never reused)."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def utc(ts: datetime) -> datetime:
@@ -148,73 +159,106 @@ class ClaimResult:
         return self.status == "claimed"
 
 
-class PendingStore(Protocol):
-    """Where pending actions live. Every method is safe to call from many threads at once.
+AuditEvent = Literal[
+    "offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"
+]
+AUDIT_EVENTS: frozenset[str] = frozenset(
+    {"offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"}
+)
 
-    Every method may raise ``StateStoreError`` when the store cannot be read or written.
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One line of the trail. ``id`` grows with every append; ``ts`` is UTC."""
+
+    id: int
+    ts: datetime
+    event: str
+    action_id: str = ""
+    action: str = ""
+    #: who did it: a Slack user id, ``cli:<user>`` or ``gpubot`` for the bot itself
+    actor: str = ""
+    cluster: str = ""
+    #: what the action changes, e.g. ``node/gpu-1``
+    target: str = ""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    #: offered, approved, refused, started, ok, failed, expired, interrupted, …
+    outcome: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "ts": format_ts(self.ts),
+            "event": self.event,
+            "action_id": self.action_id,
+            "action": self.action,
+            "actor": self.actor,
+            "cluster": self.cluster,
+            "target": self.target,
+            "outcome": self.outcome,
+            "detail": dict(self.detail),
+        }
+
+
+NodeClaimStatus = Literal["acquired", "busy", "abandoned"]
+#: how a stale record's node lock stands: "ours" (the lock is now the caller's: restore from the
+#: record), "elsewhere" (another process already restored the node, or acts on it now: do not
+#: touch it), "live" (its holder still renews the lock: leave it alone)
+Adoption = Literal["ours", "elsewhere", "live"]
+
+
+@dataclass(frozen=True)
+class NodeClaim:
+    """The answer of ``NodeGuard.acquire``.
+
+    ``acquired``: the caller holds the node. ``busy``: ``holder`` (a live run) does; its lock runs
+    out in ``expires_in_s`` unless renewed. ``abandoned``: ``holder`` stopped renewing; the caller
+    now holds the lock *for restoring it* (``holder.progress`` says what it changed) and must
+    ``release(..., restored=holder.id)`` before it acquires the node for its own run.
     """
 
-    def now(self) -> datetime:
-        """The store's clock: what expiry, heartbeats and offer times are measured against."""
-        ...
+    status: NodeClaimStatus
+    holder: PendingAction | None = None
+    expires_in_s: float = 0.0
 
-    def create(self, action: PendingAction) -> PendingAction:
-        """Store a new ``pending`` record; an existing id is an error (ids are never reused)."""
-        ...
 
-    def get(self, action_id: str) -> PendingAction | None: ...
+@dataclass(frozen=True)
+class Problem:
+    """One finding the watch posts about."""
 
-    def claim(self, action_id: str, *, approver: str, owner: str = "") -> ClaimResult:
-        """Atomically ``pending`` → ``running`` (setting ``approved_by``, ``owner`` and a first
-        heartbeat) if pending, not expired by the store's clock and its node is free.
+    fingerprint: str
+    cluster: str
+    code: str
+    severity: str
+    #: ``node/NAME`` or, for a finding about no single node, its title with numbers masked
+    subject: str
+    title: str
+    evidence: tuple[str, ...]
 
-        A pending record past ``expires_at`` is moved to ``expired`` in the same step. ``owner``
-        empty: nobody renews it (a record that any recovery may take over at once).
-        """
-        ...
+    @property
+    def digest(self) -> str:
+        """Changes when what the post shows changes (title or evidence)."""
+        text = "\n".join((self.title, *self.evidence))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def heartbeat(self, action_id: str, owner: str) -> bool:
-        """Renew ``owner``'s claim on a running record; False if it is no longer running or ours."""
-        ...
 
-    def save_progress(self, action_id: str, owner: str, progress: Mapping[str, Any]) -> None:
-        """Write the action's state machine (renewing the heartbeat) before a step runs.
+#: the ``message_ts`` of a problem whose post is decided but not yet confirmed by Slack
+POSTING = ""
 
-        Raises ``StateStoreError`` if it cannot be written or the record is no longer ``owner``'s:
-        then the step must not run.
-        """
-        ...
 
-    def finish(self, action_id: str, state: str, summary: str) -> PendingAction | None:
-        """``running`` → ``state`` (one of ``FINISH_STATES``), freeing its node; ``None`` if the
-        record was not running."""
-        ...
+@dataclass(frozen=True)
+class OpenProblem:
+    """A problem as the store remembers it, with the message that shows it."""
 
-    def set_message(
-        self, action_id: str, *, channel: str, message_ts: str, thread_ts: str | None = None
-    ) -> None:
-        """Remember where the offer was posted, once Slack has answered with its ``ts``."""
-        ...
+    problem: Problem
+    channel: str
+    message_ts: str
+    opened_at: datetime
+    updated_at: datetime
+    digest: str
+    resolved_at: datetime | None = None
 
-    def set_blocks(self, action_id: str, blocks: str) -> None:
-        """Remember the blocks (JSON) of the message that shows this offer's status line."""
-        ...
-
-    def expire_overdue(self) -> builtins.list[PendingAction]:
-        """Move every pending record past its expiry (store clock) to ``expired``; return those."""
-        ...
-
-    def take_over_stale(
-        self, owner: str, *, lease_s: float, skip: Collection[str] = ()
-    ) -> builtins.list[PendingAction]:
-        """Make ``owner`` the owner of every running record whose heartbeat is older than
-        ``lease_s`` (or that nobody renews), but those in ``skip``, and return them for recovery.
-
-        A record whose owner still renews it is left alone: another live process is running it
-        (``skip``: the ones whose node lock on the cluster is still renewed, whatever this store says).
-        """
-        ...
-
-    def list(self, *, states: Iterable[str] | None = None, limit: int = 100) -> builtins.list[PendingAction]:
-        """Newest first, optionally only in ``states``."""
-        ...
+    @property
+    def posting(self) -> bool:
+        """Its post was decided but its ts never recorded: the process may have stopped mid-post."""
+        return not self.message_ts

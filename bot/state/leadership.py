@@ -12,7 +12,7 @@ compare-and-swap on the Lease's ``resourceVersion``, so two replicas never both 
 A leader that cannot renew for two thirds of the lease (at most the lease less 1.5 s) stops
 being leader by itself (its singletons are cancelled) before anyone else may take over. ``run_while_leader`` runs a
 coroutine only while this replica leads, cancelling it when leadership is lost; ``SoleLeader``
-is the single-replica stand-in (SQLite state): always leader.
+is the single-replica stand-in (SQLite state): always leader. Both keep ``contracts.Leader``.
 """
 
 from __future__ import annotations
@@ -21,32 +21,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from kubernetes.client import V1Lease, V1LeaseSpec, V1ObjectMeta
 
-from bot.coordination.kube_state import Conflict, KubeState, NotFound
-from bot.errors import StateStoreError, error_text
+from bot.errors import NotFoundError, StateStoreError, error_text
 from bot.observability import log_event
+from bot.state.contracts import CoroFactory
+from bot.state.kube import Conflict, KubeState
+from bot.state.kube_locks import create_lease, read_lease
 
 log = logging.getLogger("gpubot.leader")
 
 LEASE_NAME = "gpubot-leader"
-CoroFactory = Callable[[], Awaitable[object]]
-
-
-class Leader(Protocol):
-    """What the server asks: am I the leader, and run this only while I am."""
-
-    def is_leader(self) -> bool: ...
-
-    async def run_while_leader(self, coro_factory: CoroFactory) -> None: ...
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Seek and keep leadership until ``stop`` is set, then give it up."""
-        ...
 
 
 class SoleLeader:
@@ -72,12 +61,7 @@ class LeaseLock:
         self.lease_s = lease_s
 
     def _read(self) -> Any | None:
-        try:
-            return self.state.call(
-                self.state.coordination.read_namespaced_lease_with_http_info, self.name, self.state.namespace
-            )
-        except NotFound:
-            return None
+        return read_lease(self.state, self.name)
 
     def try_acquire_or_renew(self) -> bool:
         """True when this replica holds the Lease now (taken or renewed in this call)."""
@@ -85,13 +69,7 @@ class LeaseLock:
         now = self.state.server_time()
         if lease is None:
             body = V1Lease(metadata=V1ObjectMeta(name=self.name), spec=self._spec(now, now, 0))
-            try:
-                self.state.call(
-                    self.state.coordination.create_namespaced_lease_with_http_info, self.state.namespace, body
-                )
-                return True
-            except Conflict:
-                return False
+            return create_lease(self.state, body)
         spec = lease.spec or V1LeaseSpec()
         holder = spec.holder_identity or ""
         if holder == self.identity:
@@ -105,7 +83,7 @@ class LeaseLock:
             self.state.call(
                 self.state.coordination.replace_namespaced_lease_with_http_info, self.name, self.state.namespace, lease
             )
-        except (Conflict, NotFound):
+        except (Conflict, NotFoundError):
             return False
         return True
 
@@ -116,7 +94,7 @@ class LeaseLock:
             return
         lease.spec.holder_identity = None
         lease.spec.lease_duration_seconds = 1
-        with contextlib.suppress(Conflict, NotFound):
+        with contextlib.suppress(Conflict, NotFoundError):
             self.state.call(
                 self.state.coordination.replace_namespaced_lease_with_http_info, self.name, self.state.namespace, lease
             )

@@ -1,4 +1,4 @@
-"""The watch's memory on the Kubernetes API (``state: kubernetes``): ``ProblemStore``'s methods
+"""The watch's memory on the Kubernetes API (``state: kubernetes``): ``ProblemStore`` and ``AlertGroups``
 on ``GpuWatchRecord`` objects, so a new leader knows every problem the old one posted.
 
 Without it, a replica taking over the watch would find its own empty SQLite file and post every
@@ -18,18 +18,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.coordination.kube_state import (
-    API_VERSION,
-    WATCH_RECORDS,
-    Conflict,
-    KubeState,
-    NotFound,
-    hashed_name,
-    k8s_time,
-    parse_k8s_time,
-)
-from bot.proactive.problems import Problem
-from bot.proactive.store import POSTING, OpenProblem
+from bot.errors import NotFoundError
+from bot.state.kube import API_VERSION, WATCH_RECORDS, Conflict, KubeState, hashed_name
+from bot.state.records import POSTING, OpenProblem, Problem
+from bot.state.timestamps import format_ts, parse_ts
 
 _TYPE = "gpubot.dev/watch-type"
 _CHANNEL = "gpubot.dev/channel"
@@ -58,10 +50,10 @@ def _open_problem(obj: Mapping[str, Any]) -> OpenProblem:
         ),
         channel=spec["channel"],
         message_ts=spec["messageTs"],
-        opened_at=parse_k8s_time(spec["openedAt"]),
-        updated_at=parse_k8s_time(spec["updatedAt"]),
+        opened_at=parse_ts(spec["openedAt"]),
+        updated_at=parse_ts(spec["updatedAt"]),
         digest=spec["digest"],
-        resolved_at=parse_k8s_time(resolved) if resolved else None,
+        resolved_at=parse_ts(resolved) if resolved else None,
     )
 
 
@@ -87,7 +79,7 @@ class KubeProblemStore:
     def _get(self, name: str) -> dict[str, Any] | None:
         try:
             return self.state.get(WATCH_RECORDS, name)
-        except NotFound:
+        except NotFoundError:
             return None
 
     def _put(self, body: dict[str, Any]) -> None:
@@ -101,7 +93,7 @@ class KubeProblemStore:
                     meta = {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
                     self.state.replace(WATCH_RECORDS, {**body, "metadata": meta})
                 return
-            except (Conflict, NotFound):
+            except (Conflict, NotFoundError):
                 continue
 
     def _list(self, kind: str, **labels: str) -> list[dict[str, Any]]:
@@ -134,8 +126,8 @@ class KubeProblemStore:
             "evidence": list(problem.evidence),
             "digest": problem.digest,
             "messageTs": message_ts,
-            "openedAt": k8s_time(at),
-            "updatedAt": k8s_time(at),
+            "openedAt": format_ts(at),
+            "updatedAt": format_ts(at),
             "state": "open",
         }
         labels = {_CHANNEL: _label(channel), _FINGERPRINT: _label(problem.fingerprint), _STATE: "open"}
@@ -160,7 +152,7 @@ class KubeProblemStore:
                 "title": problem.title,
                 "evidence": list(problem.evidence),
                 "digest": problem.digest,
-                "updatedAt": k8s_time(at),
+                "updatedAt": format_ts(at),
             },
         )
 
@@ -172,14 +164,14 @@ class KubeProblemStore:
             try:
                 self.state.replace(WATCH_RECORDS, {**current, "spec": {**current["spec"], **changes}})
                 return
-            except (Conflict, NotFound):
+            except (Conflict, NotFoundError):
                 continue
 
     def resolved(self, fingerprint: str, *, channel: str, at: datetime) -> None:
         current = self._get(self._open_name(fingerprint, channel))
         if current is None:
             return
-        spec = {**current["spec"], "state": "resolved", "resolvedAt": k8s_time(at), "updatedAt": k8s_time(at)}
+        spec = {**current["spec"], "state": "resolved", "resolvedAt": format_ts(at), "updatedAt": format_ts(at)}
         labels = {**current["metadata"]["labels"], _STATE: "resolved"}
         name = f"r-{at.astimezone(UTC):%Y%m%d%H%M%S}-{secrets.token_hex(6)}"
         self.state.create(WATCH_RECORDS, {**current, "metadata": {"name": name, "labels": labels}, "spec": spec})
@@ -194,9 +186,9 @@ class KubeProblemStore:
         spec = {
             "fingerprint": fingerprint,
             "channel": channel,
-            "until": k8s_time(until) if until is not None else None,
+            "until": format_ts(until) if until is not None else None,
             "snoozedBy": by,
-            "snoozedAt": k8s_time(at),
+            "snoozedAt": format_ts(at),
         }
         labels = {_CHANNEL: _label(channel), _FINGERPRINT: _label(fingerprint)}
         self._put(self._body(hashed_name("s", f"{fingerprint}\n{channel}"), "snooze", labels, spec))
@@ -206,7 +198,7 @@ class KubeProblemStore:
         if found is None:
             return False
         until = found["spec"].get("until")
-        return until is None or parse_k8s_time(until) > now
+        return until is None or parse_ts(until) > now
 
     def end_snoozes_until_resolved(self, fingerprint: str, *, channel: str) -> None:
         found = self._get(hashed_name("s", f"{fingerprint}\n{channel}"))
@@ -219,10 +211,10 @@ class KubeProblemStore:
         if found is None:
             return None
         spec = found["spec"]
-        return str(spec["messageTs"]), parse_k8s_time(spec["windowStart"]), str(spec["digest"])
+        return str(spec["messageTs"]), parse_ts(spec["windowStart"]), str(spec["digest"])
 
     def summarised(self, channel: str, *, message_ts: str, window_start: datetime, digest: str) -> None:
-        spec = {"channel": channel, "messageTs": message_ts, "windowStart": k8s_time(window_start), "digest": digest}
+        spec = {"channel": channel, "messageTs": message_ts, "windowStart": format_ts(window_start), "digest": digest}
         self._put(self._body(hashed_name("m", channel), "summary", {_CHANNEL: _label(channel)}, spec))
 
     # -- Alertmanager groups ---------------------------------------------------------------------
@@ -239,7 +231,7 @@ class KubeProblemStore:
             "channel": channel,
             "messageTs": message_ts,
             "digest": digest,
-            "updatedAt": k8s_time(self.state.now()),
+            "updatedAt": format_ts(self.state.now()),
         }
         self._put(self._body(hashed_name("a", f"{group_key}\n{channel}"), "alert", {_CHANNEL: _label(channel)}, spec))
 
@@ -250,18 +242,18 @@ class KubeProblemStore:
         gone = 0
         for obj in self._list("alert"):
             updated = obj["spec"].get("updatedAt")
-            if updated and parse_k8s_time(updated) + self.retention < now:
-                with contextlib.suppress(Conflict, NotFound):
+            if updated and parse_ts(updated) + self.retention < now:
+                with contextlib.suppress(Conflict, NotFoundError):
                     self.state.delete(WATCH_RECORDS, obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
                     gone += 1
         for obj in self._list("problem", **{_STATE: "resolved"}):
             resolved = obj["spec"].get("resolvedAt")
-            if resolved and parse_k8s_time(resolved) + self.retention < now:
+            if resolved and parse_ts(resolved) + self.retention < now:
                 self.state.delete(WATCH_RECORDS, obj["metadata"]["name"])
                 gone += 1
         for obj in self._list("snooze"):
             until = obj["spec"].get("until")
-            if until and parse_k8s_time(until) <= now:
+            if until and parse_ts(until) <= now:
                 with contextlib.suppress(Conflict):
                     self.state.delete(WATCH_RECORDS, obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
                     gone += 1

@@ -5,11 +5,12 @@ about time (an offer's expiry, a stale heartbeat, a key's TTL) is taken against 
 header of a response the server just sent, never against this replica's clock, which may be
 minutes off. ``KubeState.call`` makes one request through the official client, remembers the
 server's time from its ``Date`` header and turns a failure into ``Conflict`` (409: someone else
-wrote first), ``NotFound`` (404) or a one-line ``StateStoreError``.
+wrote first), ``bot.errors.NotFoundError`` (404) or a one-line ``StateStoreError``.
 
 The objects live in one namespace (``settings.namespace``) as the custom resources of
 ``deploy/helm/gpubot/crds/``; names are derived from ids so a lookup is one GET. This module
-holds no record logic (``kube_store``, ``kube_audit``, ``kube_keys`` do) and never logs a body.
+holds no record logic (``kube_actions``, ``kube_audit``, ``kube_keys``, ``kube_watch``, ``kube_locks``,
+``leadership`` do) and never logs a body. Times in the objects' own fields are ``bot.state.timestamps``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -30,7 +30,8 @@ from kubernetes.client import ApiClient, CoordinationV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from bot.errors import StateStoreError
+from bot.errors import NotFoundError, StateStoreError
+from bot.state.timestamps import parse_ts
 
 GROUP = "gpubot.dev"
 VERSION = "v1alpha1"
@@ -49,20 +50,6 @@ WITH_STATUS = frozenset({REMEDIATIONS})
 
 class Conflict(Exception):
     """409: the object changed since it was read (or already exists); someone else won."""
-
-
-class NotFound(Exception):
-    """404: no such object."""
-
-
-def parse_k8s_time(text: str) -> datetime:
-    """``2026-11-30T10:00:00Z`` (or with fractions) as an aware UTC datetime."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
-def k8s_time(ts: datetime) -> str:
-    """Microsecond RFC 3339 in UTC (our own time fields; the server's own are whole seconds)."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def object_name(action_id: str) -> str:
@@ -136,7 +123,7 @@ class KubeState:
             if exc.status == 409:
                 raise Conflict() from None
             if exc.status == 404:
-                raise NotFound() from None
+                raise NotFoundError("no such state object in the Kubernetes API") from None
             raise StateStoreError(
                 f"the Kubernetes API refused a state request ({exc.status} {exc.reason or ''})".strip()
             ) from None
@@ -180,34 +167,20 @@ class KubeState:
 
     def replace(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT with ``metadata.resourceVersion``: ``Conflict`` if the object changed since."""
-        obj: dict[str, Any] = self.call(
-            self.custom.replace_namespaced_custom_object_with_http_info,
-            GROUP,
-            VERSION,
-            self.namespace,
-            plural,
-            body["metadata"]["name"],
-            body,
-        )
-        return obj
+        return self._put(self.custom.replace_namespaced_custom_object_with_http_info, plural, body)
 
     def replace_status(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT of the status subresource with ``metadata.resourceVersion`` (compare-and-swap)."""
-        obj: dict[str, Any] = self.call(
-            self.custom.replace_namespaced_custom_object_status_with_http_info,
-            GROUP,
-            VERSION,
-            self.namespace,
-            plural,
-            body["metadata"]["name"],
-            body,
-        )
+        return self._put(self.custom.replace_namespaced_custom_object_status_with_http_info, plural, body)
+
+    def _put(self, fn: Callable[..., Any], plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        obj: dict[str, Any] = self.call(fn, GROUP, VERSION, self.namespace, plural, body["metadata"]["name"], body)
         return obj
 
     def delete(self, plural: str, name: str, resource_version: str | None = None) -> None:
         """Delete ``name`` (only at ``resource_version`` when given); gone already is fine."""
         body = {"preconditions": {"resourceVersion": resource_version}} if resource_version else None
-        with contextlib.suppress(NotFound):
+        with contextlib.suppress(NotFoundError):
             self.call(
                 self.custom.delete_namespaced_custom_object_with_http_info,
                 GROUP,
@@ -242,11 +215,5 @@ class KubeState:
                 return items
 
 
-def plain_json(value: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` as JSON values (what SQLite's ``json.dumps(default=str)`` keeps), for a body."""
-    loaded: dict[str, Any] = json.loads(json.dumps(dict(value), sort_keys=True, default=str, ensure_ascii=False))
-    return loaded
-
-
 def created_at(obj: Mapping[str, Any]) -> datetime:
-    return parse_k8s_time(str(obj["metadata"]["creationTimestamp"]))
+    return parse_ts(str(obj["metadata"]["creationTimestamp"]))

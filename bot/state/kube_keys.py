@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.coordination.kube_state import API_VERSION, KEYS, Conflict, KubeState, NotFound, created_at, hashed_name
+from bot.errors import NotFoundError
+from bot.state.kube import API_VERSION, KEYS, Conflict, KubeState, created_at, hashed_name
 
 _KIND_LABEL = "gpubot.dev/key-kind"
 
@@ -47,7 +48,7 @@ class KubeKeys:
                 pass
             try:
                 existing = self.state.get(KEYS, name)
-            except NotFound:
+            except NotFoundError:
                 continue  # swept in between: try the create again
             if not self._expired(existing):
                 return False

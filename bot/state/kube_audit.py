@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from bot.coordination.kube_state import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name, plain_json
 from bot.errors import StateStoreError
 from bot.observability import log_event
-from bot.remediation.audit import AUDIT_EVENTS, AuditEntry, format_ts, parse_ts
-from bot.remediation.ids import is_well_formed
-from bot.remediation.store import utc
+from bot.state.audit_log import AppendOnlyLog
+from bot.state.ids import is_well_formed
+from bot.state.kube import API_VERSION, AUDIT_RECORDS, Conflict, KubeState, object_name
+from bot.state.records import AuditEntry, utc
+from bot.state.timestamps import format_ts, parse_ts
 
 log = logging.getLogger("gpubot.audit")
 _ACTION_LABEL = "gpubot.dev/action"
@@ -47,46 +48,33 @@ def _entry(obj: Mapping[str, Any]) -> AuditEntry:
     )
 
 
-class KubeAuditLog:
+class KubeAuditLog(AppendOnlyLog):
     """``AuditLog`` on ``GpuAuditRecord`` objects: create and list only."""
 
     def __init__(self, state: KubeState) -> None:
         self.state = state
 
-    def append(
-        self,
-        event: str,
-        *,
-        action_id: str = "",
-        action: str = "",
-        actor: str = "",
-        cluster: str = "",
-        target: str = "",
-        detail: Mapping[str, Any] | None = None,
-        outcome: str = "",
-        ts: datetime | None = None,
-    ) -> AuditEntry:
-        if event not in AUDIT_EVENTS:
-            raise ValueError(f"unknown audit event {event!r}")
-        when = utc(ts) if ts is not None else self.state.server_time()
-        labels = {"app.kubernetes.io/managed-by": "gpubot", "gpubot.dev/event": event}
-        if is_well_formed(action_id):
-            labels[_ACTION_LABEL] = object_name(action_id)[:63]
+    def now(self) -> datetime:
+        return self.state.server_time()
+
+    def write(self, entry: AuditEntry) -> AuditEntry:
+        labels = {"app.kubernetes.io/managed-by": "gpubot", "gpubot.dev/event": entry.event}
+        if is_well_formed(entry.action_id):
+            labels[_ACTION_LABEL] = object_name(entry.action_id)[:63]
         spec = {
-            "ts": format_ts(when),
-            "event": event,
-            "actionId": action_id,
-            "action": action,
-            "actor": actor,
-            "cluster": cluster,
-            "target": target,
-            "detail": plain_json(detail or {}),
-            "outcome": outcome,
+            "ts": format_ts(entry.ts),
+            "event": entry.event,
+            "actionId": entry.action_id,
+            "action": entry.action,
+            "actor": entry.actor,
+            "cluster": entry.cluster,
+            "target": entry.target,
+            "detail": dict(entry.detail),
+            "outcome": entry.outcome,
         }
-        obj = self._create(when, labels, spec)
-        entry = _entry(obj)
-        log_event(log, "audit", **{k: v for k, v in entry.to_dict().items() if k != "id"})
-        return entry
+        stored = _entry(self._create(entry.ts, labels, spec))
+        log_event(log, "audit", **{k: v for k, v in stored.to_dict().items() if k != "id"})
+        return stored
 
     def _create(self, when: datetime, labels: Mapping[str, str], spec: Mapping[str, Any]) -> dict[str, Any]:
         """Create the record under a time-ordered name (``kubectl get gpuauditrecords`` lists them in
