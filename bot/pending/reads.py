@@ -33,19 +33,9 @@ class SharedReads:
         self._pods = pods or {}
         #: how many reads went to the API (the benchmark and the tests count them)
         self.calls = 0
-        #: every pod of the cluster as a slim record, from the scan's walk (``serve_slim``)
-        self._slim: asyncio.Future[list[SlimPod]] | None = None
-
-    def serve_slim(self, every_pod: asyncio.Future[list[SlimPod]]) -> None:
-        """Answer ``slim_pods`` (the pods on the GPU nodes) from the scan's walk of every pod
-        instead of a second walk: at 100,000 pods a walk is most of the answer's time."""
-        self._slim = every_pod
 
     async def slim_pods(self, *, field_selector: str = "", nodes: set[str] | None = None,
                         all_nodes: int = 0) -> list[SlimPod]:
-        if self._slim is not None and not field_selector:
-            every = await asyncio.shield(self._slim)
-            return every if nodes is None else [p for p in every if p.node in nodes]
         inner: Any = self._inner
         result: list[SlimPod] = await self._once(
             ("slim", field_selector, tuple(sorted(nodes)) if nodes is not None else None),

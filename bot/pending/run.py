@@ -32,7 +32,6 @@ from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
 from bot.pending_model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
-from bot.probes.slim import SlimPod, slim
 from bot.report import Finding, Report, Unreadable
 from bot.settings import ClusterConfig, Settings
 
@@ -62,6 +61,10 @@ CONCURRENT_DIAGNOSES = 4
 SHARED_FACTS = ("nodes", "components", "namespaces", "node_pods")
 #: pods that may still run (the field selector of ``bot.engine.gather.kube``)
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+#: pods that may still run and do not (Pending, Unknown): the cluster-wide scan's field selector
+NOT_RUNNING = "status.phase!=Running," + NON_TERMINAL
+#: full reads at once of GPU pods that run but are not ready
+UNREADY_READS = 8
 #: a diagnosis is not started with less time than this before the deadline
 START_MARGIN_S = 1.0
 #: extra diagnoses (workloads like one already diagnosed) start only within this share of the time
@@ -97,27 +100,53 @@ def _cause(report: Report) -> Finding | None:
     return report.findings[0] if report.findings else None
 
 
-def _scan_one(pod: Obj) -> tuple[SlimPod, Obj | None]:
-    return slim(pod), pod if is_stuck_gpu_pod(pod) else None
+async def _waiting_pods(kube: SharedReads, namespace: str) -> list[Obj]:
+    """The scope's GPU pods that do not run and are not finished. One namespace: its pods that may
+    still run, in full. Every namespace: only the pods the API reports not running (Pending,
+    Unknown), field-selected server-side, so a cluster's 100,000 running pods are never sent; the
+    ones that run but are not ready are found by ``_unready_running`` instead."""
+    selector = NON_TERMINAL if namespace else NOT_RUNNING
+    return [p for p in await kube.list_pods(namespace, field_selector=selector) if is_stuck_gpu_pod(p)]
 
 
-async def _scope_pods(kube: Any, namespace: str, every: asyncio.Future[list[SlimPod]] | None) -> list[Obj]:
-    """The stuck GPU pods of the scope: one paged walk where the reader offers it (the rest of
-    the pods are dropped page by page, each kept as a slim record in ``every`` for the
-    cluster-wide facts), else one list."""
-    walk = getattr(kube, "walk_pods", None)
-    if walk is None:
-        return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
-    if every is None:
-        found: list[Obj] = await walk(lambda p: p if is_stuck_gpu_pod(p) else None, namespace)
-        return found
+async def _unready_running(kube: SharedReads, base: Facts) -> list[Obj]:
+    """GPU pods that run but are not ready (a crash loop, a failing probe), cluster-wide: the
+    candidates come from the slim records of the pods on GPU nodes (the shared ``node_pods`` fact
+    every diagnosis reads anyway), and only those are read in full. A GPU pod is bound to a node
+    that offers its GPU resource, which is a GPU node (``bot.kube.gpu.is_gpu_node``)."""
+    wanted = sorted({(p.namespace, p.name) for pods in base.node_pods.values() for p in pods
+                     if p.gpu and p.phase == "Running" and p.ready is False and not p.terminating})
+    gate = asyncio.Semaphore(UNREADY_READS)
+
+    async def read(namespace: str, name: str) -> Obj | None:
+        async with gate:
+            try:
+                return await kube.get_object("Pod", name, namespace)
+            except NotFoundError:
+                return None  # gone since: nothing waits
+
+    found = await asyncio.gather(*(read(ns, name) for ns, name in wanted))
+    return [p for p in found if p is not None and is_stuck_gpu_pod(p)]
+
+
+def _key(pod: Obj) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+async def _unready_scan(kube: SharedReads, base: Facts, report: Report, failures: list[Unreadable],
+                        known: set[tuple[str, str]]) -> list[Obj]:
+    """``_unready_running`` on the shared facts; what it could not read is said, never concluded."""
+    what = "GPU pods that run but are not ready"
+    if "node_pods" in base.unreadable:
+        report.skip(what, "the pods on GPU nodes could not be read")
+        return []
     try:
-        both: list[tuple[SlimPod, Obj | None]] = await walk(_scan_one, namespace)
-    except BaseException as exc:
-        every.set_exception(exc)
-        raise
-    every.set_result([s for s, _ in both])
-    return [p for _, p in both if p is not None]
+        return [p for p in await _unready_running(kube, base) if _key(p) not in known]
+    except KubeApiError as exc:
+        failures.append(Unreadable.of(exc, what))
+        report.skip(what, exc.user_message)
+        return []
 
 
 async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tuple[str, str], Obj]:
@@ -262,23 +291,21 @@ async def _run_pending(
     report.read_as = str(inv.identity) if inv.identity is not None else ""
     failures: list[Unreadable] = []
     shared = SharedReads(sources.kube)
-    # -A: the scan walks every pod anyway; the pods on GPU nodes come from that walk, not a second
-    every: asyncio.Future[list[SlimPod]] | None = None
-    if not namespace and hasattr(sources.kube, "walk_pods"):
-        every = asyncio.get_running_loop().create_future()
-        shared.serve_slim(every)
     runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
-    # the cluster-wide facts are read while the scan walks the pods (both are long at 100,000 pods);
-    # when nothing is stuck they are not needed and their read is cancelled
+    # the cluster-wide facts are read while the scan lists the pods that wait; with one namespace
+    # and nothing stuck in it they are not needed and their read is cancelled
     base = runner.facts(Invocation(command="node-status", cluster=inv.cluster, surface=inv.surface))
     shared_facts = asyncio.ensure_future(gather(base, runner.sources, SHARED_FACTS))
     scanned = True
     try:
-        pods = await _scope_pods(sources.kube, namespace, every)
+        pods = await _waiting_pods(shared, namespace)
     except KubeApiError as exc:
         failures.append(Unreadable.of(exc, f"pods of {'the cluster' if not namespace else 'namespace ' + namespace}"))
         report.skip("the scan for GPU pods", exc.user_message)
         pods, scanned = [], False
+    if not namespace and scanned:
+        await shared_facts
+        pods += await _unready_scan(shared, base, report, failures, {_key(p) for p in pods})
     shared.know_pods(pods)
     log.debug("pending: scan of %s done in %.2f s: %d stuck GPU pod(s)", namespace or "every namespace",
               time.perf_counter() - started, len(pods))
@@ -287,10 +314,11 @@ async def _run_pending(
     left: list[Stuck] = []
     why_left = f"over the limit of {bound} diagnoses"
     if not pods:
+        if shared_facts.done() and not shared_facts.cancelled():
+            failures += base.failures  # read for the scan itself (-A): what it missed is said
+            report.skipped += base.skipped
         shared_facts.cancel()
         await asyncio.gather(shared_facts, return_exceptions=True)
-        if every is not None and every.done() and not every.cancelled():
-            every.exception()  # seen: the scan's own failure is reported above
     else:
         namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
         scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,

@@ -63,6 +63,7 @@ def slim_record(pod: Obj) -> SlimPod:
         owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
         created=s.created,
+        ready=s.ready,
     )
 
 
