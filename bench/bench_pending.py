@@ -3,9 +3,10 @@
 A generated cluster (``bench.simproc``; default 5,000 nodes, 500 GPU nodes, 100,000 pods of which
 ``pending_gpu`` 500 are pending GPU pods over twenty namespaces, five per ReplicaSet) runs in its
 own process. Timed from spawn to exit: the real ``gpubot pending -A --json`` process and the real
-``gpubot why-pending`` of the generator's pending target, each a few times (median; the first run
-apart). The figure is the pending wall time and its ratio to one cold why-pending: what it costs
-to ask about every stuck GPU workload instead of one.
+``gpubot why-pending`` of the generator's pending target, each a few times, interleaved (median;
+the first run apart), with the machine's load average around each pair. The figure is the pending
+wall time and its ratio to one cold why-pending: what it costs to ask about every stuck GPU
+workload instead of one.
 
 ``python -m bench.bench_pending [--size 5000:500:100000:500] [--runs 3] [--plain]``
 Only reads from the simulator it started.
@@ -57,9 +58,14 @@ def main() -> None:
     spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},pending_gpu={pending},seed=1,realistic={int(args.realistic)}"
     with sim_process(spec) as sim:
         config = sim.config_file()
-        one = [timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config, args.deadline)
-               for _ in range(args.runs)]
-        many = [timed(["pending", "-A"], config, args.deadline) for _ in range(args.runs)]
+        # interleaved, so a load that comes and goes on a shared machine weighs on both alike
+        one: list[tuple[float, int, dict[str, Any]]] = []
+        many: list[tuple[float, int, dict[str, Any]]] = []
+        loads = [os.getloadavg()[0]]
+        for _ in range(args.runs):
+            one.append(timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config, args.deadline))
+            many.append(timed(["pending", "-A"], config, args.deadline))
+            loads.append(os.getloadavg()[0])
     answer = many[-1][2]["pending"]
     pending_s, why_s = median([w for w, _, _ in many]), median([w for w, _, _ in one])
     result = {
@@ -70,12 +76,14 @@ def main() -> None:
         "stuck_pods": answer["stuck_pods"], "workloads": answer["workloads"], "diagnoses": answer["diagnoses"],
         "causes": [(c["code"], c["pods"]) for c in answer["causes"]], "summary": answer["summary"],
         "complete": many[-1][2].get("complete"), "deadline_s": args.deadline or 20.0,
+        "load_1m": [round(x, 2) for x in loads],
     }
     rows = [[f"{nodes}/{gpu}/{pods}", pending, result["stuck_pods"], result["workloads"], result["diagnoses"],
              pending_s, why_s, f"{result['ratio']:.2f}x"]]
     headers = ["nodes/gpu/pods", "pending gpu", "stuck pods", "workloads", "diagnosed", "pending s",
                "why-pending s", "ratio"]
-    emit("pending", table(headers, rows) + "\n" + answer["summary"], result)
+    loadavg = "load average (1 min) before and after each pair: " + ", ".join(f"{x:.1f}" for x in loads)
+    emit("pending", table(headers, rows) + "\n" + answer["summary"] + "\n" + loadavg, result)
 
 
 if __name__ == "__main__":
