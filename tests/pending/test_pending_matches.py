@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from bot.pending.scan import is_stuck_gpu_pod
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.generate import generate_scenario
+from bot.sim.scenario import ApiFault
 from bot.sim.threaded import run_in_thread
 from tests.faults.read_rig import ROOT, ReadRig
 
@@ -109,3 +111,25 @@ def test_pending_does_not_read_every_pod(generated: ReadRig) -> None:
     read, report = _bytes_of(generated, ["pending", "-A"])
     assert report["pending"]["stuck_pods"] >= 20 and report["complete"] is True
     assert read < every / 2, (read, every)
+
+
+async def _many_lists_at_once(rig: ReadRig, count: int) -> None:
+    service = Service(rig.sim.settings())
+    try:
+        reads = service.clients.for_cluster("").reads
+        await asyncio.gather(*(reads.list_events(f"team-{i:02d}") for i in range(count)))
+    finally:
+        await service.close()
+
+
+def test_many_reads_at_once_keep_their_connections_quietly(generated: ReadRig,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """``pending`` reads every namespace's events and ReplicaSets at once: each read thread keeps
+    its connection, so nothing is thrown away with a "Connection pool is full" line on stderr."""
+    generated.sim.api.faults.add(ApiFault(match="/events", verb="GET", delay_s=0.5))  # all in flight at once
+    try:
+        with caplog.at_level(logging.WARNING, logger="urllib3"):
+            asyncio.run(_many_lists_at_once(generated, 24))
+    finally:
+        generated.sim.api.faults.clear()
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")]
