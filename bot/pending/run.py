@@ -1,9 +1,11 @@
 """Drive ``gpubot pending``: one scan, the cluster-wide facts read once, bounded diagnoses.
 
 Why this shape: a cluster can hold hundreds of stuck GPU pods, and one why-pending costs a few
-list calls plus node reads. So the scope's pods are listed once; the nodes, the GPU components,
-the namespaces and the pods on GPU nodes are gathered once (``Facts.share`` hands them to every
-diagnosis); per-pod reads share one memo (``SharedReads``: each namespace's events listed once).
+list calls plus node reads. So the nodes, the GPU components, the namespaces and the pods on GPU
+nodes are gathered once (``Facts.share`` hands them to every diagnosis); the pods that wait are
+listed once (every namespace: only those the API reports not running, and the GPU pods on GPU
+nodes that run but are not ready, found in that shared fact); per-pod reads share one memo
+(``SharedReads``: each namespace's events listed once).
 At most ``MAX_DIAGNOSES`` workloads get their own diagnosis, one per distinct signature first
 (pod state, GPU ask, the scheduler's message without its numbers); the rest are counted "like"
 the diagnosed workload with their signature, or listed as not diagnosed. A read that failed makes
@@ -70,6 +72,13 @@ START_MARGIN_S = 1.0
 #: extra diagnoses (workloads like one already diagnosed) start only within this share of the time
 #: the answer has: the first of each signature is what the answer needs, extras only confirm it
 EXTRA_SHARE = 0.5
+#: and only while the answer has taken less than this many times what it took to have every
+#: signature diagnosed once (the reads and the firsts, a why-pending's worth of work): at 5,000
+#: nodes each confirmation costs a diagnosis's checks over every node, and twenty of them cost
+#: more than the answer itself
+EXTRA_COST = 1.5
+#: ... or for at least this long after the firsts (on a small cluster a confirmation costs little)
+EXTRA_MIN_S = 1.0
 #: the fix shown on a line, at most this long (cut at a word, saying so)
 FIX_CHARS = 72
 #: the diagnosis runbook whose engine answers
@@ -167,7 +176,7 @@ async def _events(kube: SharedReads, namespaces: Sequence[str]) -> dict[str, dic
 def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
     """(diagnosed, not): one per distinct signature first, then the rest in order, up to ``bound``.
     The ones after the firsts are extras: every signature is covered by then, so an extra left out
-    (``EXTRA_SHARE``) is still counted like a diagnosed workload."""
+    (``EXTRA_SHARE``, ``EXTRA_COST``) is still counted like a diagnosed workload."""
     chosen: list[Stuck] = []
     seen: set[tuple[str, ...]] = set()
     for s in stuck:
@@ -197,13 +206,18 @@ class PendingRun:
         now = time.monotonic()
         self.extra_until = now + max(0.0, deadline - now) * EXTRA_SHARE
 
+    def bound_extras(self, took: float) -> None:
+        """Every signature is diagnosed once, ``took`` seconds into the answer: extras start only
+        until the answer has taken ``EXTRA_COST`` times that (``EXTRA_MIN_S`` at least)."""
+        self.extra_until = min(self.extra_until, time.monotonic() + max(EXTRA_MIN_S, took * (EXTRA_COST - 1.0)))
+
     def facts(self, inv: Invocation) -> Facts:
         return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
                      deadline=self.deadline)
 
     async def diagnose(self, base: Facts, stuck: Stuck, *, extra: bool = False) -> _Outcome | None:
         """The why-pending engine on one workload, on the shared facts; None: no time left to start
-        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time)."""
+        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time or ``EXTRA_COST``)."""
         async with self.gate:
             now = time.monotonic()
             if now > self.deadline - START_MARGIN_S or (extra and now > self.extra_until):
@@ -339,8 +353,13 @@ async def _run_pending(
                   time.perf_counter() - started)
         chosen, left = plan(stuck, bound)
         firsts = {s.signature: id(s) for s in reversed(chosen)}
-        results = await asyncio.gather(*(runner.diagnose(base, s, extra=firsts[s.signature] != id(s))
-                                         for s in chosen))
+        wave = [s for s in chosen if firsts[s.signature] == id(s)]
+        done = dict(zip(map(id, wave), await asyncio.gather(*(runner.diagnose(base, s) for s in wave)), strict=True))
+        runner.bound_extras(time.perf_counter() - started)
+        extras = [s for s in chosen if id(s) not in done]
+        done.update(zip(map(id, extras), await asyncio.gather(*(runner.diagnose(base, s, extra=True)
+                                                                 for s in extras)), strict=True))
+        results = [done[id(s)] for s in chosen]
         outcomes = [r for r in results if r is not None]
         late = [s for s, r in zip(chosen, results, strict=True) if r is None]
         if late:
