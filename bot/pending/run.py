@@ -192,6 +192,13 @@ def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
     return chosen, [s for s in stuck if id(s) not in picked]
 
 
+def extras_until(now: float, took: float, until: float) -> float:
+    """When extras stop starting, ``took`` seconds into the answer with every signature diagnosed
+    (``now``), given the limit so far (``until``): ``EXTRA_COST`` times ``took`` in all, at least
+    ``EXTRA_MIN_S`` more, never past ``until``."""
+    return min(until, now + max(EXTRA_MIN_S, took * (EXTRA_COST - 1.0)))
+
+
 class PendingRun:
     """One ``pending`` answer: the service's runbooks and settings, the scope, the shared facts."""
 
@@ -209,7 +216,7 @@ class PendingRun:
     def bound_extras(self, took: float) -> None:
         """Every signature is diagnosed once, ``took`` seconds into the answer: extras start only
         until the answer has taken ``EXTRA_COST`` times that (``EXTRA_MIN_S`` at least)."""
-        self.extra_until = min(self.extra_until, time.monotonic() + max(EXTRA_MIN_S, took * (EXTRA_COST - 1.0)))
+        self.extra_until = extras_until(time.monotonic(), took, self.extra_until)
 
     def facts(self, inv: Invocation) -> Facts:
         return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
