@@ -134,8 +134,11 @@ async def _unready_running(kube: SharedReads, base: Facts) -> list[Obj]:
             except NotFoundError:
                 return None  # gone since: nothing waits
 
-    found = await asyncio.gather(*(read(ns, name) for ns, name in wanted))
-    return [p for p in found if p is not None and is_stuck_gpu_pod(p)]
+    found = await asyncio.gather(*(read(ns, name) for ns, name in wanted), return_exceptions=True)
+    failed = next((r for r in found if isinstance(r, BaseException)), None)
+    if failed is not None:
+        raise failed  # every read has ended: none is left running behind the answer
+    return [p for p in found if isinstance(p, dict) and is_stuck_gpu_pod(p)]
 
 
 def _key(pod: Obj) -> tuple[str, str]:

@@ -142,3 +142,16 @@ def test_confirmations_cost_at_most_half_again_what_the_answer_needed() -> None:
     assert pending_run.extras_until(100.0, took=8.0, until=200.0) == 104.0
     assert pending_run.extras_until(100.0, took=0.2, until=200.0) == 100.0 + pending_run.EXTRA_MIN_S
     assert pending_run.extras_until(100.0, took=8.0, until=102.0) == 102.0
+
+
+def test_pods_on_gpu_nodes_unread_leave_the_answer_incomplete(generated: ReadRig) -> None:
+    """Without the pods on GPU nodes, whether a GPU pod runs and is not ready is not known: the
+    answer says so (exit 3) instead of listing only the pending ones as if that were all."""
+    generated.sim.api.faults.add(ApiFault(match="spec.nodeName", verb="GET", status=500))
+    try:
+        status, report = gpubot(["--config", str(generated.config()), "pending", "-A"])
+    finally:
+        generated.sim.api.faults.clear()
+    assert status == ExitCode.INCOMPLETE
+    assert report["complete"] is False
+    assert any("not ready" in s["what"] for s in report["skipped"]), report["skipped"]
