@@ -68,6 +68,11 @@ SUITE: dict[str, dict[str, list[str]]] = {
     },
     "bench.bench_loop": {"full": [], "quick": ["--events", "5000"], "tiny": ["--events", "50", "--commands", "5"]},
     "bench.bench_light": {"full": [], "quick": ["--runs", "3"], "tiny": ["--runs", "1"]},
+    "bench.bench_pending": {
+        "full": [],
+        "quick": ["--size", "500:50:10000:50", "--runs", "2"],
+        "tiny": ["--size", "12:4:60:5", "--runs", "1", "--plain"],
+    },
     "bench.bench_watch_sweep": {
         "full": [],
         "quick": ["--sizes", "100", "--runs", "2"],
@@ -472,6 +477,43 @@ def targets(
     return out
 
 
+#: ``gpubot pending -A`` against one cold why-pending on the same cluster (issue 34)
+PENDING_RATIO = 2.0
+
+
+def pending_target(pd: dict[str, Any]) -> tuple[str, bool, str, str]:
+    """The pending target's row: its wall ratio to one cold why-pending, with the CPU ratio and
+    the load beside it (a shared machine moves the wall times)."""
+    at = f"{pd['nodes']} nodes / {pd['pods']} pods, {pd['pending_gpu']} pending GPU pods"
+    return (
+        f"`gpubot pending -A` ≤ {PENDING_RATIO:g}× one cold why-pending at {at}",
+        pd["ratio"] <= PENDING_RATIO and bool(pd.get("complete")),
+        f"{pd['ratio']:.2f}× ({pd['pending_s']:.2f} s vs {pd['why_pending_s']:.2f} s; CPU "
+        f"{pd['pending_cpu_s']:.2f} s vs {pd['why_pending_cpu_s']:.2f} s; {pd['diagnoses']} of {pd['workloads']} "
+        f"workloads diagnosed{'' if pd.get('complete') else '; answer INCOMPLETE'}; load "
+        f"{', '.join(f'{x:.1f}' for x in pd.get('load_1m', []))})",
+        "pending",
+    )
+
+
+def pending_section(pd: dict[str, Any]) -> list[str]:
+    return [
+        "## pending -A (bench/bench_pending.py)",
+        "",
+        md_table(
+            ["nodes/gpu/pods", "pending GPU pods", "stuck pods", "workloads", "diagnosed", "pending s",
+             "why-pending s", "ratio", "CPU s pending / why-pending", "complete"],
+            [[f"{pd['nodes']}/{pd['gpu_nodes']}/{pd['pods']}", pd["pending_gpu"], pd["stuck_pods"], pd["workloads"],
+              pd["diagnoses"], f"{pd['pending_s']:.2f}", f"{pd['why_pending_s']:.2f}", f"{pd['ratio']:.2f}×",
+              f"{pd['pending_cpu_s']:.2f} / {pd['why_pending_cpu_s']:.2f}", pd.get("complete")]],
+        ),
+        "",
+        f"{pd['summary']} Fresh processes, interleaved, median of {len(pd['pending_walls_s'])} each; load average "
+        f"(1 min) around each pair: {', '.join(f'{x:.1f}' for x in pd.get('load_1m', []))}.",
+        "",
+    ]
+
+
 def sim_loop() -> str:
     """The event loop the simulator process serves on (bench/simproc.py takes uvloop where installed)."""
     return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio's default loop"
@@ -510,6 +552,8 @@ def report(
         "",
     ]
     table = targets(wp, ns, ack, loop, sw)
+    if "pending" in results:
+        table.append(pending_target(results["pending"]))
     out += [
         "## Targets (issue 18)",
         "",
@@ -523,6 +567,8 @@ def report(
     out.append("")
     out += sizes_section(wp) + why_pending_section(wp) + node_status_section(ns) + ack_section(ack, loop)
     out += sweep_section(sw)
+    if "pending" in results:
+        out += pending_section(results["pending"])
     if "light" in results:
         out += light_section(results["light"])
     out += ["## Raw results", "", "```json", json.dumps(results, indent=1), "```", ""]
