@@ -4,8 +4,8 @@ Why this shape: a cluster can hold hundreds of stuck GPU pods, and one why-pendi
 list calls plus node reads. So the nodes, the GPU components, the namespaces and the pods on GPU
 nodes are gathered once (``Facts.share`` hands them to every diagnosis); the pods that wait are
 listed once (every namespace: only those the API reports not running, and the GPU pods on GPU
-nodes that run but are not ready, found in that shared fact); per-pod reads share one memo
-(``SharedReads``: each namespace's events listed once).
+nodes that run but are not ready, found in that shared fact), and the schedulers' events about
+pods once; per-pod reads share one memo (``SharedReads``).
 At most ``MAX_DIAGNOSES`` workloads get their own diagnosis, one per distinct signature first
 (pod state, GPU ask, the scheduler's message without its numbers); the rest are counted "like"
 the diagnosed workload with their signature, or listed as not diagnosed. A read that failed makes
@@ -65,6 +65,8 @@ SHARED_FACTS = ("nodes", "components", "namespaces", "node_pods")
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 #: pods that may still run and do not (Pending, Unknown): the cluster-wide scan's field selector
 NOT_RUNNING = "status.phase!=Running," + NON_TERMINAL
+#: the events the signatures read: the schedulers' words about pods that wait
+SCHEDULING_EVENTS = "reason=FailedScheduling,involvedObject.kind=Pod"
 #: full reads at once of GPU pods that run but are not ready
 UNREADY_READS = 8
 #: a diagnosis is not started with less time than this before the deadline
@@ -170,10 +172,16 @@ async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tup
     }
 
 
-async def _events(kube: SharedReads, namespaces: Sequence[str]) -> dict[str, dict[str, list[Obj]]]:
-    """Each namespace's events by object name: the same memo the diagnoses read from."""
-    batches = await asyncio.gather(*(kube.events_by_name(ns) for ns in namespaces))
-    return dict(zip(namespaces, batches, strict=True))
+async def _scheduling_events(kube: SharedReads, namespace: str) -> dict[str, dict[str, list[Obj]]]:
+    """The scope's FailedScheduling events about pods, by namespace and pod name: one
+    field-selected list, whose size follows the pods that wait rather than the namespaces' event
+    volume. The signatures read them; each diagnosis reads its own pod's events as why-pending does."""
+    index: dict[str, dict[str, list[Obj]]] = {}
+    for event in await kube.list_events(namespace, field_selector=SCHEDULING_EVENTS):
+        about = event.get("involvedObject") or {}
+        ns = str(about.get("namespace") or (event.get("metadata") or {}).get("namespace") or "")
+        index.setdefault(ns, {}).setdefault(str(about.get("name") or ""), []).append(event)
+    return index
 
 
 def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
@@ -345,7 +353,7 @@ async def _run_pending(
         await asyncio.gather(shared_facts, return_exceptions=True)
     else:
         namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
-        scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,
+        scan = asyncio.gather(_replicasets(shared, namespaces), _scheduling_events(shared, namespace), shared_facts,
                               return_exceptions=True)
         replicasets, events, _ = await scan
         if isinstance(replicasets, KubeApiError):
