@@ -83,7 +83,7 @@ class SharedReads:
             ("events", namespace, field_selector),
             lambda: self._inner.list_events(namespace, field_selector=field_selector),
         )
-        return result
+        return list(result)  # each diagnosis ages and orders its own list of a pod's events
 
     async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
         result: list[Obj] = await self._once(("daemonsets", label_selector),
