@@ -114,6 +114,16 @@ def test_pending_does_not_read_every_pod(generated: ReadRig) -> None:
     assert read < every / 2, (read, every)
 
 
+@contextlib.contextmanager
+def faulted(rig: ReadRig, fault: ApiFault) -> Iterator[None]:
+    """The simulator answers with ``fault`` while the block runs."""
+    rig.sim.api.faults.add(fault)
+    try:
+        yield
+    finally:
+        rig.sim.api.faults.clear()
+
+
 async def _many_lists_at_once(rig: ReadRig, count: int) -> None:
     service = Service(rig.sim.settings())
     try:
@@ -127,12 +137,9 @@ def test_many_reads_at_once_keep_their_connections_quietly(generated: ReadRig,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     """``pending`` reads every namespace's events and ReplicaSets at once: each read thread keeps
     its connection, so nothing is thrown away with a "Connection pool is full" line on stderr."""
-    generated.sim.api.faults.add(ApiFault(match="/events", verb="GET", delay_s=0.5))  # all in flight at once
-    try:
-        with caplog.at_level(logging.WARNING, logger="urllib3"):
-            asyncio.run(_many_lists_at_once(generated, 24))
-    finally:
-        generated.sim.api.faults.clear()
+    slow = ApiFault(match="/events", verb="GET", delay_s=0.5)  # all in flight at once
+    with faulted(generated, slow), caplog.at_level(logging.WARNING, logger="urllib3"):
+        asyncio.run(_many_lists_at_once(generated, 24))
     assert not [r for r in caplog.records if r.name.startswith("urllib3")]
 
 
@@ -147,11 +154,8 @@ def test_confirmations_cost_at_most_half_again_what_the_answer_needed() -> None:
 def test_pods_on_gpu_nodes_unread_leave_the_answer_incomplete(generated: ReadRig) -> None:
     """Without the pods on GPU nodes, whether a GPU pod runs and is not ready is not known: the
     answer says so (exit 3) instead of listing only the pending ones as if that were all."""
-    generated.sim.api.faults.add(ApiFault(match="spec.nodeName", verb="GET", status=500))
-    try:
+    with faulted(generated, ApiFault(match="spec.nodeName", verb="GET", status=500)):
         status, report = gpubot(["--config", str(generated.config()), "pending", "-A"])
-    finally:
-        generated.sim.api.faults.clear()
     assert status == ExitCode.INCOMPLETE
     assert report["complete"] is False
     assert any("not ready" in s["what"] for s in report["skipped"]), report["skipped"]
