@@ -84,6 +84,8 @@ def degraded(obs: NodeObservation) -> list[str]:
 
 
 def _smi_source(obs: NodeObservation, via: str) -> str:
+    if obs.nvidia_smi_from:
+        return obs.nvidia_smi_from
     if obs.driver_path == "operator":
         return "GPU Operator's driver root (/run/nvidia/driver)"
     return "agent's RuntimeClass" if "agent" in via else "host's PATH"

@@ -16,6 +16,8 @@ from __future__ import annotations
 from bot.probes.gpu_health import ECC_QUERY
 from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
 
+#: where the GPU Operator's driver container keeps the driver's root on the host
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 #: the agent's entry point (the image's Python, first on the agent's PATH)
 AGENT_MODULE = "python -m bot.agent"
 AGENT_KERNEL_LOG = f"{AGENT_MODULE} kernel-log"

@@ -37,6 +37,9 @@ class NodeObservation:
     cuda_version: str = ""
     #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root
     driver_path: Literal["host", "operator"] = "host"
+    #: where the agent found nvidia-smi when its PATH had none (``bot.agent.driver``'s ``where``:
+    #: "host /home/kubernetes/bin/nvidia (bin/nvidia-smi, lib64)"); "" = on PATH, or over SSH
+    nvidia_smi_from: str = ""
     #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
     nvidia_smi_error: str = ""
     #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
@@ -49,7 +52,8 @@ class NodeObservation:
     #: NVRM Xid lines and fallen-off-the-bus / init-failure lines of the kernel log
     xids: list[XidEvent] = field(default_factory=list)
     kernel_errors: list[KernelGpuError] = field(default_factory=list)
-    #: where the kernel log came from: "journal", "dmesg", or "" (could not be read)
+    #: where the kernel log came from: "journal", "dmesg", the agent's "journal-files" or
+    #: "log-files" (``bot.agent.kernel_log``), or "" (could not be read)
     kernel_log: str = ""
     #: anything odd worth showing beside the facts (unreadable lines, failed commands)
     notes: list[str] = field(default_factory=list)
