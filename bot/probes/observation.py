@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Literal
 
 from bot.probes.checkpoint import Checkpoint
+from bot.probes.dcgm import DcgmReading
 from bot.probes.devices import DevEntry, device_time_skew
 from bot.probes.gpu_health import EccReading, KernelGpuError, LostGpu, TableGpu, XidEvent
 from bot.probes.nvidia_smi import GpuRow, ProcRow
@@ -55,6 +56,8 @@ class NodeObservation:
     #: where the kernel log came from: "journal", "dmesg", the agent's "journal-files" or
     #: "log-files" (``bot.agent.kernel_log``), or "" (could not be read)
     kernel_log: str = ""
+    #: dcgm-exporter's answer for this node, where one runs there (``bot.engine.gather.dcgm``)
+    dcgm: DcgmReading | None = None
     #: anything odd worth showing beside the facts (unreadable lines, failed commands)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
