@@ -94,9 +94,9 @@ def _with_exporter(port: int, **facts: Any) -> dict[str, Any]:
     return data
 
 
-async def _node_status(data: dict[str, Any]) -> tuple[Report, NodeRow]:
+async def _node_status(data: dict[str, Any], **settings: Any) -> tuple[Report, NodeRow]:
     async with SimCluster(scenario_from_dict(data, source="dcgm-exporter")) as sim:
-        service = Service(sim.settings(node_access="agent", ssh_deadline_s=5.0))
+        service = Service(sim.settings(node_access="agent", ssh_deadline_s=5.0, **settings))
         try:
             report = await service.run(parse_invocation(["node-status"]))
         finally:
@@ -135,3 +135,9 @@ async def test_an_exporter_that_does_not_answer_is_a_note() -> None:
                for n in row.notes), row.notes
     (finding,) = [f for f in report.findings if f.code == "GPU_UNHEALTHY"]
     assert not any("Xid 94" in e for e in finding.evidence)
+
+
+async def test_switched_off_the_exporter_is_never_asked(exporter: tuple[int, list[str]]) -> None:
+    port, asked = exporter
+    _, row = await _node_status(_with_exporter(port, agent_kernel_log="none"), dcgm_exporter=False)
+    assert asked == [] and not any("dcgm-exporter" in n for n in row.notes)

@@ -199,7 +199,9 @@ async def readings(facts: Facts, src: Sources) -> None:
     )
     await kubelet_from_leases(src.kube, facts.nodes, results)
     left = facts.deadline - time.monotonic() if facts.deadline else DCGM_TIMEOUT_S
-    await dcgm_for_readings(facts.components, results, timeout=max(0.1, min(s.ssh_deadline_s, DCGM_TIMEOUT_S, left)))
+    if s.dcgm_exporter:
+        await dcgm_for_readings(facts.components, results,
+                                timeout=max(0.1, min(s.ssh_deadline_s, DCGM_TIMEOUT_S, left)))
     if src.slow_nodes is not None:
         for node, result in results.items():
             if isinstance(result, NodeProbeError) and result.reason == "timeout":
