@@ -131,11 +131,8 @@ def read_kernel_log(sources: Iterable[tuple[str, str]], proc: Path = Path("/proc
     for kind, path in sources:
         try:
             read = _from_journal(Path(path), proc) if kind == "journal" else _from_file(Path(path))
-        except OSError as exc:
-            unreadable.append(f"{kind} {path}: {exc.strerror or exc}")
-            continue
-        except Unreadable as exc:
-            unreadable.append(f"{kind} {path}: {exc}")
+        except (OSError, Unreadable) as exc:
+            unreadable.append(f"{kind} {path}: {getattr(exc, 'strerror', None) or exc}")
             continue
         read.unreadable = unreadable
         return read

@@ -96,8 +96,9 @@ def test_the_docs_name_every_read() -> None:
 
 
 #: a GKE-like agent with a second driver root (the GPU Operator's), as deploy/README.md shows
+_OPERATOR_ROOT = {"path": "/run/nvidia/driver", "bin": "usr/bin", "lib": "usr/lib64"}
 _DRIVERS = {"nodeAgent": {"runtimeClassName": "", "hostDriver": {
-    "path": "/home/kubernetes/bin/nvidia", "roots": [{"path": "/run/nvidia/driver", "bin": "usr/bin", "lib": "usr/lib64"}]}}}
+    "path": "/home/kubernetes/bin/nvidia", "roots": [_OPERATOR_ROOT]}}}
 
 
 def test_the_agents_own_reads_read_only_what_the_chart_mounts_for_them() -> None:
