@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.agent.kernel_log import JOURNAL_FILES, LOG_FILES
+from bot.engine.gather.dcgm import SOURCE as DCGM_SOURCE
 from bot.errors import NodeProbeError
 from bot.probes.agent_reads import AGENT_KERNEL_LOG
 from bot.probes.checkpoint import CHECKPOINT_PATH
@@ -132,8 +133,9 @@ def _gpus(obs: NodeObservation, notes: list[str]) -> list[Obj]:
     return out
 
 
-#: kernel-log sources the simulator replays as another (its node facts know journal and dmesg)
-_AS_REPLAYED = {JOURNAL_FILES: "journal", LOG_FILES: "journal"}
+#: kernel-log sources the simulator replays as another (its node facts know journal and dmesg);
+#: dcgm-exporter's last Xid stood in for a kernel log that was not readable
+_AS_REPLAYED = {JOURNAL_FILES: "journal", LOG_FILES: "journal", DCGM_SOURCE: "none"}
 
 
 def _kernel_lines(obs: NodeObservation, raw: dict[str, CommandResult]) -> list[Obj]:
