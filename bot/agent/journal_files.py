@@ -191,7 +191,7 @@ def journal_files(directory: Path) -> list[Path]:
 
 def read_directory(
     directory: Path, *, pattern: bytes = b"NVRM", boot_id: str | None = None, since_us: int = 0,
-    byte_budget: int = 2 << 30,
+    byte_budget: int = 512 << 20,
 ) -> JournalRead:
     """Kernel messages containing ``pattern`` from every system journal file under ``directory``,
     oldest first. Files whose last entry is older than ``since_us`` (the boot) are skipped unread;

@@ -81,3 +81,18 @@ def test_on_path_wins(no_smi_on_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     out = io.StringIO()
     assert driver.run("where", out, io.StringIO()) == 0
     assert out.getvalue() == f"PATH {runtime['mount']}/bin/nvidia-smi\n"
+
+
+def test_the_agent_says_at_start_up_what_this_node_offers(no_smi_on_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.agent.__main__ import main
+    from bot.agent.kernel_log import ENV as LOG_ENV
+
+    monkeypatch.setenv(driver.ENV, json.dumps([_root(no_smi_on_path, "cos", "bin", "lib64")]))
+    monkeypatch.setenv(LOG_ENV, f"journal={no_smi_on_path}/nojournal")
+    assert main(["startup"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "gpubot-node: nvidia-smi: host /host/cos (bin/nvidia-smi, lib64)",
+        "gpubot-node: kernel log: none",
+        f"gpubot-node: kernel log: journal {no_smi_on_path}/nojournal: No such file or directory",
+    ]
