@@ -9,6 +9,7 @@ came from; an exporter that does not answer is a note and changes nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +20,9 @@ import yaml
 from aiohttp import web
 
 from bot.commands import parse_invocation
+from bot.engine.facts import GpuComponents
+from bot.engine.gather import dcgm
+from bot.probes.observation import NodeObservation
 from bot.report import NodeRow, Report
 from bot.service import Service
 from bot.sim.cluster import SimCluster
@@ -141,3 +145,37 @@ async def test_switched_off_the_exporter_is_never_asked(exporter: tuple[int, lis
     port, asked = exporter
     _, row = await _node_status(_with_exporter(port, agent_kernel_log="none"), dcgm_exporter=False)
     assert asked == [] and not any("dcgm-exporter" in n for n in row.notes)
+
+
+async def test_an_exporter_that_lets_a_read_time_out_is_not_asked_again_at_once() -> None:
+    """Where the bot's traffic to the exporter is dropped, every report would wait out the timeout:
+    after one timeout the exporter is skipped (said) until ``SILENT_FOR_S`` has passed."""
+    never = asyncio.Event()
+    asked: list[str] = []
+
+    async def hang(request: web.Request) -> web.Response:
+        asked.append(request.path)
+        await never.wait()
+        return web.Response(text="")
+
+    app = web.Application()
+    app.router.add_get("/metrics", hang)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    pod = _with_exporter(port)["kubernetes"]["objects"][-1]
+    components = GpuComponents(pods=[pod])
+    try:
+        first, second = NodeObservation(node=NODE), NodeObservation(node=NODE)
+        await dcgm.dcgm_for_readings(components, {NODE: first}, timeout=0.2)
+        await dcgm.dcgm_for_readings(components, {NODE: second}, timeout=0.2)
+    finally:
+        never.set()
+        await runner.cleanup()
+        dcgm._SILENT.clear()
+    assert asked == ["/metrics"], "asked once"
+    assert first.notes == [f"dcgm-exporter gpu-operator/nvidia-dcgm-exporter-7xk2p not readable at 127.0.0.1:{port}: "
+                           "no answer within 0.2s"]
+    assert second.notes[0].startswith("dcgm-exporter gpu-operator/nvidia-dcgm-exporter-7xk2p not asked: it did not "
+                                      f"answer at 127.0.0.1:{port} within the timeout on an earlier read")

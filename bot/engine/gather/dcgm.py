@@ -7,12 +7,15 @@ exporter pod's IP and port (``bot.probes.dcgm``; the pods come from the GPU-stac
 already listed), bounded by the node deadline, and adds it to the node's reading: a note per node,
 and, where the kernel log could not be read, the last Xid of each card as that card's Xid event
 (its PCI address from nvidia-smi's table), so ``GPU_UNHEALTHY`` does not rest on a log it could
-not read. An exporter that does not answer is a note; nothing is concluded from it.
+not read. An exporter that does not answer is a note; nothing is concluded from it, and one that
+let a read time out is not asked again for ``SILENT_FOR_S`` (where traffic to it is dropped, every
+report would wait on it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +31,11 @@ Obj = dict[str, Any]
 EXPORTER_LABELS = (("app", "nvidia-dcgm-exporter"), ("app.kubernetes.io/name", "dcgm-exporter"))
 #: exporter reads in flight at once
 CONCURRENCY = 16
+#: seconds an exporter that let a read time out is not asked again: where the bot's traffic to it
+#: is dropped, every report would otherwise wait the whole timeout on it
+SILENT_FOR_S = 600.0
+#: (pod IP, port) -> ``time.monotonic()`` until which it is not asked
+_SILENT: dict[tuple[str, int], float] = {}
 #: the source name a reading's ``kernel_log`` gets when dcgm-exporter's last Xid stands in for it
 SOURCE = "dcgm-exporter"
 
@@ -96,13 +104,21 @@ async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(obs: NodeObservation, pod: str, ip: str, port: int) -> None:
+        if _SILENT.get((ip, port), 0.0) > time.monotonic():
+            obs.notes.append(f"dcgm-exporter {pod} not asked: it did not answer at {ip}:{port} within the "
+                             f"timeout on an earlier read (asked again {SILENT_FOR_S / 60:g} minutes after that)")
+            return
         async with gate:
             try:
                 text = await fetch_metrics(ip, port, timeout=timeout)
             except (OSError, aiohttp.ClientError, TimeoutError) as exc:
-                why = "no answer in time" if isinstance(exc, TimeoutError) else (str(exc) or type(exc).__name__)
+                if isinstance(exc, TimeoutError):
+                    _SILENT[(ip, port)] = time.monotonic() + SILENT_FOR_S
+                why = f"no answer within {timeout:g}s" if isinstance(exc, TimeoutError) else (
+                    str(exc) or type(exc).__name__)
                 obs.notes.append(f"dcgm-exporter {pod} not readable at {ip}:{port}: {why}"[:300])
                 return
+            _SILENT.pop((ip, port), None)
         apply(obs, parse_metrics(text), pod)
 
     todo = []

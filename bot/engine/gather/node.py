@@ -29,7 +29,7 @@ from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
 
 #: the longest one dcgm-exporter answer may take (it serves a cached scrape, in milliseconds)
-DCGM_TIMEOUT_S = 5.0
+DCGM_TIMEOUT_S = 3.0
 
 
 def _allocated_share(pods: list[SlimPod]) -> float:
