@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from bot.agent.kernel_log import JOURNAL_FILES, LOG_FILES, KernelLogRead, journal_line, render
-from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE
+from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE, OPERATOR_DRIVER_ROOT
 from bot.probes.gpu_health import KERNEL_LOG, KERNEL_LOG_DMESG
 from bot.sim.nvidia_smi import render as render_smi
 from bot.sim.scenario import NodeFacts
@@ -58,6 +58,9 @@ def agent_read(
     if command == AGENT_SMI_WHERE:
         if facts.agent_driver == "none":
             return "", f"nvidia-smi not found: looked on PATH, {SIM_DRIVER_ROOT}/bin\n", 127
+        if facts.driver_install == "operator":
+            # the GPU Operator's driver root, mounted as the OpenShift preset does (hostDriver.path)
+            return f"host {OPERATOR_DRIVER_ROOT} (usr/bin/nvidia-smi, usr/lib64)\n", "", 0
         found = "PATH /usr/bin/nvidia-smi" if facts.agent_driver == "runtime" else (
             f"host {SIM_DRIVER_ROOT} (bin/nvidia-smi, lib64)")
         return found + "\n", "", 0
