@@ -100,3 +100,15 @@ async def test_doctor_names_the_kernel_log_source_and_the_driver_directory(tmp_p
     (reads,) = [c for c in report.checks if c.name == "node-reads"]
     assert "kernel log via journal-files" in reads.text, reads
     assert "nvidia-smi from the host /home/kubernetes/bin/nvidia" in reads.text, reads
+
+
+async def test_doctor_says_why_no_kernel_log_was_readable_and_how_to_give_the_agent_one(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(_data(agent_kernel_log="none")))
+    settings = load_settings(env={}, node_access="agent", dry_run=True, ssh_deadline_s=5.0)
+    report = await run_doctor_on_scenario(settings, str(path))
+    (reads,) = [c for c in report.checks if c.name == "node-reads"]
+    assert reads.status == "warn"
+    assert ("kernel log not readable (Xid and fallen-off-the-bus lines are not seen): journal /var/log/journal: "
+            "No such file or directory") in reads.text, reads
+    assert "nodeAgent.kernelLog" in reads.fix, reads
