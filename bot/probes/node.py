@@ -286,9 +286,14 @@ async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> Node
     started = time.monotonic()
     obs = NodeObservation(node=node)
     results = await _first_reads(run)
-    kernel, source, tried = await _kernel_log(run, results[KERNEL_LOG], agent, obs)
-    if results[GPU_QUERY].exit_status == NOT_FOUND:
-        await _nvidia_smi_elsewhere(run, results, agent, obs)
+
+    async def smi_elsewhere() -> None:
+        if results[GPU_QUERY].exit_status == NOT_FOUND:
+            await _nvidia_smi_elsewhere(run, results, agent, obs)
+
+    # the two fallbacks are independent: one round trip for both where both are needed
+    (kernel, source, tried), _ = await asyncio.gather(_kernel_log(run, results[KERNEL_LOG], agent, obs),
+                                                      smi_elsewhere())
     _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
     _read_health(obs, results[ECC_QUERY], kernel, source, tried)
     _read_rest(obs, results)
