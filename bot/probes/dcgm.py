@@ -20,9 +20,6 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
-
 #: the fields read, by what they tell
 FB_USED = "DCGM_FI_DEV_FB_USED"
 FB_FREE = "DCGM_FI_DEV_FB_FREE"
@@ -91,6 +88,8 @@ def _index(text: str) -> int | None:
 def parse_metrics(text: str) -> DcgmReading:
     """The cards of a dcgm-exporter ``/metrics`` answer; other metrics are ignored, MIG
     instances (``GPU_I_ID``) are skipped, a text that is not the format is one problem."""
+    from prometheus_client.parser import text_string_to_metric_families  # only where an exporter answered
+
     reading = DcgmReading()
     try:
         families = list(text_string_to_metric_families(text))
@@ -130,6 +129,8 @@ def parse_metrics(text: str) -> DcgmReading:
 async def fetch_metrics(host: str, port: int, *, timeout: float) -> str:
     """GET ``http://host:port/metrics`` (the exporter's pod IP) within ``timeout`` seconds;
     ``OSError`` / ``aiohttp.ClientError`` / ``TimeoutError`` for the caller to word."""
+    import aiohttp  # only where an exporter runs: a diagnosis without one never loads it
+
     url = f"http://{host}:{port}/metrics" if ":" not in host else f"http://[{host}]:{port}/metrics"
     async with asyncio.timeout(timeout), aiohttp.ClientSession() as session, session.get(url) as response:
         response.raise_for_status()

@@ -19,8 +19,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
-
 from bot.engine.facts import GpuComponents
 from bot.probes.dcgm import DEFAULT_PORT, DcgmCard, DcgmReading, fetch_metrics, parse_metrics
 from bot.probes.gpu_health import XidEvent
@@ -101,6 +99,8 @@ def apply(obs: NodeObservation, reading: DcgmReading, pod: str) -> None:
 
 async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any], *, timeout: float) -> None:
     """Ask each read node's exporter (if one runs there) and add its answer to the reading."""
+    import aiohttp  # its error type; loaded only when a node has an exporter to ask
+
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(obs: NodeObservation, pod: str, ip: str, port: int) -> None:
