@@ -17,6 +17,7 @@ from typing import Any
 from bot.engine.check import Check, Detection, detect
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import KueueFacts
+from bot.kube.batch_workloads import display, suspended
 from bot.kube.kueue import (
     Shortfall,
     cohort_lendable,
@@ -40,14 +41,14 @@ def _subject(facts: Facts) -> tuple[str, str]:
     """(subject, what the user reads: ``job/train``)."""
     t = facts.target
     obj = t.workload or t.pod or {}
-    kind = str(obj.get("kind") or t.kind or "pod").lower()
+    kind = display(obj, t.kind)
     name = str((obj.get("metadata") or {}).get("name") or t.name)
     return f"{kind}/{t.namespace}/{name}", f"{kind}/{name}"
 
 
 def _suspended(facts: Facts) -> bool:
     t = facts.target
-    if t.workload is not None and ((t.workload.get("spec") or {}).get("suspend") is True):
+    if suspended(t.workload):  # spec.suspend, or an MPIJob's spec.runPolicy.suspend
         return True
     gates = ((t.pod or {}).get("spec") or {}).get("schedulingGates") or []
     return any(str(g.get("name", "")).startswith("kueue.x-k8s.io/") for g in gates)

@@ -15,6 +15,7 @@ from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
 from bot.engine.queue_facts import DraFacts, GangFacts, KueueFacts, QueueFacts
 from bot.errors import NotFoundError
+from bot.kube.batch_workloads import kind_of
 from bot.kube.dra import pod_claims
 from bot.probes.kube import KubeReads
 
@@ -123,10 +124,38 @@ async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
     return out
 
 
+async def _job_group(facts: Facts, kube: KubeReads) -> GangFacts | None:
+    """A Volcano Job with no pod yet: its PodGroup, found by the owner reference to the Job (Volcano
+    names it ``<job>-<uid>`` in newer releases, ``<job>`` in older ones: the reference holds in both).
+    Volcano's job controller creates the pods only once the PodGroup is enqueued, so a Job its queue
+    holds has none to start from."""
+    job = facts.target.workload
+    batch = kind_of(job)
+    if job is None or batch is None or batch.key != "VcJob":
+        return None
+    spec = job.get("spec") or {}
+    out = GangFacts(system="volcano", group_name="")
+    version = await _version(kube, VOLCANO, VOLCANO_VERSIONS)
+    if not version:
+        out.installed = False
+        return out
+    ns = facts.target.namespace
+    uid = str(_meta(job).get("uid") or "")
+    groups = await kube.list_custom(VOLCANO, version, "podgroups", ns)
+    out.pod_group = next((g for g in groups if _owned_by_any(g, {uid})), None)
+    out.group_name = str(_meta(out.pod_group).get("name") or "")
+    if out.pod_group is not None:
+        out.events = await kube.list_events(ns, field_selector=f"involvedObject.name={out.group_name}")
+    queue = str(((out.pod_group or {}).get("spec") or {}).get("queue") or spec.get("queue") or "default")
+    out.queue_name = queue
+    out.queue = await _get(kube, VOLCANO, version, "queues", queue)
+    return out
+
+
 async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     pod = facts.target.pod
     if pod is None:
-        return None
+        return await _job_group(facts, kube) if system == "volcano" else None
     meta, spec = _meta(pod), pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     scheduler = str(spec.get("schedulerName") or "")
