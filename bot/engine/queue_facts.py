@@ -59,6 +59,11 @@ class DraFacts:
     slices: list[Obj] = field(default_factory=list)
     #: every ResourceClaim in the cluster (who holds the matching devices)
     all_claims: list[Obj] = field(default_factory=list)
+    #: allocated claim (namespace/name) -> the pods its status.reservedFor names that no longer
+    #: exist (by name, or by uid: a pod recreated under the same name is another pod)
+    gone_reservations: dict[str, list[str]] = field(default_factory=dict)
+    #: claim (namespace/name) -> why its reserving pods could not be read (nothing concluded)
+    unchecked_reservations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -4,8 +4,11 @@ Read from what is cheap and always there: the pod's ``spec.resourceClaims`` and
 ``status.resourceClaimStatuses``, and the scheduler's or kubelet's words. Where the cluster serves
 resource.k8s.io, the claims, DeviceClasses and ResourceSlices (``facts.queues.dra``) sharpen it:
 no ResourceSlice from the class's driver (its kubelet plugin runs nowhere) is
-DRA_NO_DEVICES_PUBLISHED, every matching device allocated to other claims is
-DRA_DEVICES_EXHAUSTED; otherwise the claims' state is evidence of DRA_CLAIM_PENDING.
+DRA_NO_DEVICES_PUBLISHED; the class's and the request's CEL selectors are evaluated against every
+published device (``bot.kube.dra_cel``, or "could not evaluate this selector", never a guess):
+none matching is DRA_SELECTOR_NO_MATCH; every matching device allocated to other claims is
+DRA_DEVICES_EXHAUSTED, or DRA_CLAIM_STALE_RESERVATION when a holder is reserved for a pod that is
+gone; otherwise the claims' state is evidence of DRA_CLAIM_PENDING.
 """
 
 from __future__ import annotations
@@ -18,16 +21,23 @@ from bot.engine.facts import Facts
 from bot.engine.queue_facts import DraFacts
 from bot.kube.dra import PodClaim, pod_claims, why
 from bot.kube.dra_devices import (
+    ClaimRequest,
     allocated_by,
+    allocated_devices,
     claim_requests,
     class_drivers,
     class_selectors,
     devices_by_node,
     is_allocated,
+    select,
 )
 from bot.kube.pod_status import classify
 
 MAX_ROWS = 8
+
+
+def _one_line(expression: str) -> str:
+    return " ".join(expression.split())
 
 
 def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], list[str]] | None:
@@ -46,24 +56,81 @@ def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], 
             dc = dra.device_classes.get(req.device_class)
             if dc is None:
                 continue
-            lines += [f"DeviceClass {req.device_class} selector: {sel}" for sel in class_selectors(dc)]
-            for driver in sorted(class_drivers(dc)):
+            lines += [f"DeviceClass {req.device_class} selector: {_one_line(sel)}" for sel in class_selectors(dc)]
+            lines += [f"request {req.name} selector: {_one_line(sel)}" for sel in req.selectors]
+            drivers = class_drivers(dc)
+            for driver in sorted(drivers):
                 published = devices_by_node(dra.slices, driver)
-                params = {"name": pc.claim, "value": req.device_class, "driver": driver}
                 if not sum(published.values()):
                     lines += [f"ResourceSlice of {driver} on {node}: no devices listed" for node in sorted(published)]
                     if not published:
                         lines.append(f"no ResourceSlice from driver {driver} on any node ({len(dra.slices)} in all)")
+                    params = {"name": pc.claim, "value": req.device_class, "driver": driver}
                     return "DRA_NO_DEVICES_PUBLISHED", params, lines
-                total = sum(published.values())
-                held = allocated_by(dra.all_claims, driver)
-                rows = [f"{node}: {n} device(s) published by {driver}" for node, n in sorted(published.items())]
-                lines += rows[:MAX_ROWS]
-                lines += [f"  allocated to claim {c}: {n}" for c, n in sorted(held.items())][:MAX_ROWS]
-                if sum(held.values()) + req.count > total:
-                    params["count"] = f"{sum(held.values())} of {total} allocated, it asks {req.count}"
-                    return "DRA_DEVICES_EXHAUSTED", params, lines
+            found = _devices(dra, pc.claim, req, drivers, [*class_selectors(dc), *req.selectors], lines)
+            if found is not None:
+                return found
     return ("", {}, lines) if lines else None
+
+
+def _devices(
+    dra: DraFacts, claim: str, req: ClaimRequest, drivers: set[str], selectors: list[str], lines: list[str]
+) -> tuple[str, dict[str, str], list[str]] | None:
+    """What the selectors leave of the published devices, and who holds those: the finding, or None
+    (lines gain the evidence either way)."""
+    driver = ", ".join(sorted(drivers)) or "any driver"
+    params = {"name": claim, "value": req.device_class, "driver": driver}
+    chosen = select(dra.slices, drivers, selectors)
+    if chosen.unevaluated:
+        # never guess: count the driver's devices as before, and say the selector was not evaluated
+        lines += [f"could not evaluate this selector: {_one_line(e)} ({why}); the counts below are every device "
+                  f"of {driver}"
+                  for e, why in chosen.unevaluated]
+        return _exhausted_by_driver(dra, req, drivers, params, lines)
+    total = sum(len(devs) for devs in select(dra.slices, drivers, []).by_node.values())
+    rows = [f"{node}: {len(devs)} device(s) match the selectors" for node, devs in sorted(chosen.by_node.items())]
+    lines += rows[:MAX_ROWS]
+    if chosen.count == 0 and total:
+        lines += [f"selector alone lets {n} of {total} device(s) through: {_one_line(e)}"
+                  for e, n in chosen.passing.items()]
+        lines += [f"devices published: {seen}" for seen in chosen.seen[:4]]
+        rejecting = [e for e, n in chosen.passing.items() if n == 0] or list(chosen.passing)
+        return "DRA_SELECTOR_NO_MATCH", {**params, "selector": _one_line(rejecting[0]), "count": str(total)}, lines
+    held = allocated_devices(dra.all_claims)
+    mine = [k for devs in chosen.by_node.values() for k in devs]
+    holders: dict[str, int] = {}
+    for key in mine:
+        if key in held:
+            holders[held[key]] = holders.get(held[key], 0) + 1
+    lines += [f"  allocated to claim {c}: {n}" for c, n in sorted(holders.items())][:MAX_ROWS]
+    free = len(mine) - sum(holders.values())
+    if not mine or free >= req.count:
+        return None
+    count = f"{sum(holders.values())} of {len(mine)} matching allocated, it asks {req.count}"
+    stale = sorted(c for c in holders if c in dra.gone_reservations)
+    lines += [f"  could not check who reserves {c}: {why}" for c, why in sorted(dra.unchecked_reservations.items())
+              if c in holders][:MAX_ROWS]
+    if stale:
+        gone = ", ".join(dra.gone_reservations[stale[0]])
+        lines += [f"ResourceClaim {c} is reserved for pod(s) that no longer exist: "
+                  f"{', '.join(dra.gone_reservations[c])}" for c in stale]
+        return "DRA_CLAIM_STALE_RESERVATION", {**params, "count": count, "holder": stale[0], "gone": gone}, lines
+    return "DRA_DEVICES_EXHAUSTED", {**params, "count": count}, lines
+
+
+def _exhausted_by_driver(
+    dra: DraFacts, req: ClaimRequest, drivers: set[str], params: dict[str, str], lines: list[str]
+) -> tuple[str, dict[str, str], list[str]] | None:
+    for driver in sorted(drivers):
+        published = devices_by_node(dra.slices, driver)
+        total = sum(published.values())
+        held = allocated_by(dra.all_claims, driver)
+        lines += [f"{node}: {n} device(s) published by {driver}" for node, n in sorted(published.items())][:MAX_ROWS]
+        lines += [f"  allocated to claim {c}: {n}" for c, n in sorted(held.items())][:MAX_ROWS]
+        if total and sum(held.values()) + req.count > total:
+            count = f"{sum(held.values())} of {total} allocated, it asks {req.count}"
+            return "DRA_DEVICES_EXHAUSTED", {**params, "driver": driver, "count": count}, lines
+    return None
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -117,6 +184,7 @@ CHECK = Check(
     reads=("pod", "events"),
     # the claims, DeviceClasses and ResourceSlices sharpen the answer; without them it still stands
     refines=("queues",),
-    emits=("DRA_CLAIM_PENDING", "DRA_NO_DEVICES_PUBLISHED", "DRA_DEVICES_EXHAUSTED"),
+    emits=("DRA_CLAIM_PENDING", "DRA_NO_DEVICES_PUBLISHED", "DRA_DEVICES_EXHAUSTED", "DRA_SELECTOR_NO_MATCH",
+           "DRA_CLAIM_STALE_RESERVATION"),
     run=run,
 )

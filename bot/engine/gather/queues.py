@@ -9,14 +9,16 @@ gatherer marks the fact unreadable, and no check concludes from it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
 from bot.engine.queue_facts import DraFacts, GangFacts, KueueFacts, QueueFacts
-from bot.errors import NotFoundError
+from bot.errors import KubeApiError, NotFoundError
 from bot.kube.batch_workloads import kind_of
 from bot.kube.dra import pod_claims
+from bot.kube.dra_devices import is_allocated, reserving_pods
 from bot.probes.kube import KubeReads
 
 Obj = dict[str, Any]
@@ -37,6 +39,8 @@ KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
 DRA = "resource.k8s.io"
 #: newest first: v1 from Kubernetes 1.34, v1beta2 in 1.33, v1beta1 in 1.32
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+#: reserving pods read to tell a stale reservation (one get each, at most this many per diagnosis)
+MAX_RESERVATION_READS = 32
 
 
 def _meta(obj: Obj | None) -> Obj:
@@ -208,7 +212,38 @@ async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
     out.device_classes = {str(_meta(c).get("name")): c for c in classes}
     out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
     out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
+    await _reservations(kube, out, own=set(out.claims))
     return out
+
+
+async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
+    """Which allocated claims are reserved for pods that are gone: such a claim keeps its devices
+    from everyone until the resourceclaim controller (kube-controller-manager) drops the entry."""
+    reads: list[tuple[str, str, str, str]] = []
+    for claim in out.all_claims:
+        meta = _meta(claim)
+        if not is_allocated(claim) or str(meta.get("name")) in own:
+            continue
+        ns = str(meta.get("namespace") or "")
+        reads += [(f"{ns}/{meta.get('name')}", ns, name, uid) for name, uid in reserving_pods(claim)]
+
+    async def gone(ns: str, name: str, uid: str) -> bool | str:
+        try:
+            pod = await kube.get_object("Pod", name, ns)
+        except NotFoundError:
+            return True
+        except KubeApiError as exc:
+            return exc.user_message
+        return bool(uid) and str(_meta(pod).get("uid") or "") != uid
+
+    answers = await asyncio.gather(*(gone(ns, name, uid) for _, ns, name, uid in reads[:MAX_RESERVATION_READS]))
+    for (key, _, name, _), answer in zip(reads, answers, strict=False):
+        if isinstance(answer, str):
+            out.unchecked_reservations[key] = answer
+        elif answer:
+            out.gone_reservations.setdefault(key, []).append(name)
+    for key, *_ in reads[MAX_RESERVATION_READS:]:
+        out.unchecked_reservations.setdefault(key, "not read (too many reservations to check)")
 
 
 async def queues(facts: Facts, src: Sources) -> None:
