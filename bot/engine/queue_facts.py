@@ -64,6 +64,10 @@ class DraFacts:
     gone_reservations: dict[str, list[str]] = field(default_factory=dict)
     #: claim (namespace/name) -> why its reserving pods could not be read (nothing concluded)
     unchecked_reservations: dict[str, str] = field(default_factory=dict)
+    #: DaemonSets that run a DRA driver's kubelet plugin (``bot.kube.dra_plugins``)
+    plugin_sets: list[Obj] = field(default_factory=list)
+    #: "namespace/name" of each of those DaemonSets -> its pods
+    plugin_pods: dict[str, list[Obj]] = field(default_factory=dict)
 
 
 @dataclass

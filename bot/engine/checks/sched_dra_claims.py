@@ -14,6 +14,7 @@ gone; otherwise the claims' state is evidence of DRA_CLAIM_PENDING.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from bot.engine.check import Check, Detection, detect, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
@@ -31,9 +32,54 @@ from bot.kube.dra_devices import (
     is_allocated,
     select,
 )
+from bot.kube.dra_plugins import allocated_drivers, allocated_nodes, for_driver, state_on, unregistered_driver
 from bot.kube.pod_status import classify
 
+Obj = dict[str, Any]
 MAX_ROWS = 8
+
+
+def _plugin_down(
+    dra: DraFacts, pod: Obj, claims: list[PodClaim], event: str, story: tuple[str, dict[str, str], list[str]] | None
+) -> tuple[dict[str, str], list[str]] | None:
+    """The kubelet plugin of the driver a claim needs, missing or not ready where it is needed: on
+    the node the pod is bound to (or its claims are allocated on), or, when the driver publishes
+    no device at all, on every node it should run on."""
+    nodes, drivers = set(), set()
+    if (pod.get("spec") or {}).get("nodeName"):
+        nodes.add(str(pod["spec"]["nodeName"]))
+    for pc in claims:
+        claim = dra.claims.get(pc.claim)
+        if claim is not None:
+            nodes |= allocated_nodes(claim)
+            drivers |= allocated_drivers(claim)
+    if unregistered_driver(event):
+        drivers = {unregistered_driver(event)}
+    unpublished = story is not None and story[0] == "DRA_NO_DEVICES_PUBLISHED"
+    if unpublished and story is not None:
+        drivers = {story[1]["driver"]}
+    elif not nodes:
+        return None
+    names = ", ".join(c.claim or c.name for c in claims[:4])
+    for driver in sorted(drivers):
+        for ds in for_driver(dra.plugin_sets, driver):
+            meta = ds.get("metadata") or {}
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            pods = dra.plugin_pods.get(key, [])
+            status = ds.get("status") or {}
+            line = (f"DaemonSet {key}: {status.get('numberReady', 0)} of {status.get('desiredNumberScheduled', 0)} "
+                    "pods ready")
+            params = {"driver": driver, "plugin": key, "name": names}
+            for node in sorted(nodes):
+                state, detail = state_on(pods, node)
+                if state != "ready":
+                    return {**params, "node": node, "state": state}, [line, f"on {node}: {detail}"]
+            if unpublished and not any(state_on(pods, str((p.get("spec") or {}).get("nodeName")))[0] == "ready"
+                                       for p in pods):
+                shown = "; ".join(state_on(pods, str((p.get("spec") or {}).get("nodeName")))[1] for p in pods[:4])
+                state = "not ready on any node" if pods else "missing (the DaemonSet has no pod)"
+                return {**params, "node": "any node", "state": state}, [line, shown or state]
+    return None
 
 
 def _one_line(expression: str) -> str:
@@ -154,6 +200,15 @@ def run(facts: Facts) -> Iterator[Detection]:
             break
     dra = facts.queues.dra
     story = _story(dra, claims) if dra is not None and dra.version else None
+    if dra is not None and dra.version:
+        down = _plugin_down(dra, pod, claims, found[2] if found else "", story)
+        if down is not None:
+            params, lines = down
+            ns = str((pod.get("metadata") or {}).get("namespace") or "")
+            evidence = [*([found[2]] if found else []), *lines, *(story[2] if story else [])]
+            yield detect("DRA_DRIVER_PLUGIN_NOT_READY", pod_subject(pod), pod=pod_ref(pod), namespace=ns,
+                         evidence=evidence, **params)
+            return
     if story is not None and story[0]:
         code, params, lines = story
         ns = str((pod.get("metadata") or {}).get("namespace") or "")
@@ -185,6 +240,6 @@ CHECK = Check(
     # the claims, DeviceClasses and ResourceSlices sharpen the answer; without them it still stands
     refines=("queues",),
     emits=("DRA_CLAIM_PENDING", "DRA_NO_DEVICES_PUBLISHED", "DRA_DEVICES_EXHAUSTED", "DRA_SELECTOR_NO_MATCH",
-           "DRA_CLAIM_STALE_RESERVATION"),
+           "DRA_CLAIM_STALE_RESERVATION", "DRA_DRIVER_PLUGIN_NOT_READY"),
     run=run,
 )

@@ -19,6 +19,8 @@ from bot.errors import KubeApiError, NotFoundError
 from bot.kube.batch_workloads import kind_of
 from bot.kube.dra import pod_claims
 from bot.kube.dra_devices import is_allocated, reserving_pods
+from bot.kube.dra_plugins import is_plugin_daemonset
+from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads
 
 Obj = dict[str, Any]
@@ -213,7 +215,20 @@ async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
     out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
     out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
     await _reservations(kube, out, own=set(out.claims))
+    await _plugins(kube, out)
     return out
+
+
+async def _plugins(kube: KubeReads, out: DraFacts) -> None:
+    """The DRA drivers' kubelet-plugin DaemonSets and their pods: a claim is prepared, and a node's
+    devices published, only by the plugin pod on that node."""
+    out.plugin_sets = [ds for ds in await kube.list_daemonsets() if is_plugin_daemonset(ds)]
+    for ds in out.plugin_sets:
+        meta = _meta(ds)
+        selector = selector_string((ds.get("spec") or {}).get("selector"))
+        ns = str(meta.get("namespace") or "")
+        pods = await kube.list_pods(ns, label_selector=selector) if selector else []
+        out.plugin_pods[f"{ns}/{meta.get('name')}"] = pods
 
 
 async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
