@@ -152,7 +152,7 @@ def _devices(
     free = len(mine) - sum(holders.values())
     if not mine or free >= req.count:
         return None
-    count = f"{sum(holders.values())} of {len(mine)} matching allocated, it asks {req.count}"
+    count = f"{sum(holders.values())} of {len(mine)} allocated, it asks {req.count}"
     stale = sorted(c for c in holders if c in dra.gone_reservations)
     lines += [f"  could not check who reserves {c}: {why}" for c, why in sorted(dra.unchecked_reservations.items())
               if c in holders][:MAX_ROWS]
