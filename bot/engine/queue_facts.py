@@ -45,6 +45,10 @@ class GangFacts:
     pods: list[Obj] = field(default_factory=list)
     #: the scheduler's events about the PodGroup itself (Volcano records "Unschedulable" there)
     events: list[Obj] = field(default_factory=list)
+    #: KAI's hierarchy: the queue's parent, its parent, ... (nearest first)
+    parents: list[Obj] = field(default_factory=list)
+    #: a parentQueue named in the chain that does not exist ("" when none is missing)
+    missing_parent: str = ""
 
 
 @dataclass

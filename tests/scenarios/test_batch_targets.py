@@ -96,3 +96,12 @@ def test_the_plugin_on_the_claims_node_leads(running: Running, capsys: pytest.Ca
     first = report["findings"][0]
     assert first["code"] == "DRA_DRIVER_PLUGIN_NOT_READY"
     assert "gpu-node-1" in first["title"] and "CrashLoopBackOff" in first["title"], first["title"]
+
+
+@pytest.mark.parametrize("running", ["kai-parent-queue-gpu-limit-k8s130"], indirect=True)
+def test_a_full_kai_parent_holds_its_child_back(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    report = _diagnose(running, ["why-pending", "sweep-7", "-n", "ai"], capsys)
+    first = report["findings"][0]
+    assert first["code"] == "KAI_PARENT_QUEUE_OVER_LIMIT"
+    assert "parent queue default (above team-b)" in first["title"], first["title"]
+    assert "8 of its GPU limit 8 allocated, the gang asks 2 more" in first["title"]

@@ -38,6 +38,8 @@ KAI_GROUP_VERSIONS = ("v2alpha2",)
 KAI_QUEUE_VERSIONS = ("v2",)
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
+#: ancestors of a KAI queue read at most (real hierarchies are two or three levels deep)
+MAX_QUEUE_DEPTH = 4
 DRA = "resource.k8s.io"
 #: newest first: v1 from Kubernetes 1.34, v1beta2 in 1.33, v1beta1 in 1.32
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
@@ -158,6 +160,21 @@ async def _job_group(facts: Facts, kube: KubeReads) -> GangFacts | None:
     return out
 
 
+async def _parents(kube: KubeReads, out: GangFacts, group: str, version: str) -> None:
+    """KAI's queues are hierarchical: a parent's limit binds its children, so each ancestor is read
+    (one get each, at most ``MAX_QUEUE_DEPTH``; a cycle stops the walk)."""
+    seen = {out.queue_name}
+    parent = str(((out.queue or {}).get("spec") or {}).get("parentQueue") or "")
+    while parent and parent not in seen and len(out.parents) < MAX_QUEUE_DEPTH:
+        found = await _get(kube, group, version, "queues", parent)
+        if found is None:
+            out.missing_parent = parent
+            return
+        out.parents.append(found)
+        seen.add(parent)
+        parent = str((found.get("spec") or {}).get("parentQueue") or "")
+
+
 async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     pod = facts.target.pod
     if pod is None:
@@ -192,6 +209,8 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     queue_version = await _version(kube, group, queue_versions)
     if queue and queue_version:
         out.queue = await _get(kube, group, queue_version, "queues", queue)
+        if system == "kai":
+            await _parents(kube, out, group, queue_version)
     pods = await kube.list_pods(ns)
     out.pods = [p for p in pods if (_meta(p).get("annotations") or {}).get(group_key) == name]
     return out
