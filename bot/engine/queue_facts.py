@@ -72,6 +72,8 @@ class DraFacts:
     plugin_sets: list[Obj] = field(default_factory=list)
     #: "namespace/name" of each of those DaemonSets -> its pods
     plugin_pods: dict[str, list[Obj]] = field(default_factory=dict)
+    #: why the kubelet-plugin DaemonSets or pods could not be read ("" when they were)
+    plugins_unread: str = ""
 
 
 @dataclass

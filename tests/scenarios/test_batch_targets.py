@@ -105,3 +105,13 @@ def test_a_full_kai_parent_holds_its_child_back(running: Running, capsys: pytest
     assert first["code"] == "KAI_PARENT_QUEUE_OVER_LIMIT"
     assert "parent queue default (above team-b)" in first["title"], first["title"]
     assert "8 of its GPU limit 8 allocated, the gang asks 2 more" in first["title"]
+
+
+@pytest.mark.parametrize("running", ["dra-kubelet-plugin-crashloop-k8s134"], indirect=True)
+def test_unreadable_plugin_pods_are_said_not_concluded(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    running.sim.api.faults.add(ApiFault(match="/api/v1/namespaces/nvidia-dra-driver-gpu/pods", status=403))
+    report = _diagnose(running, ["why-pending", "nccl-test-worker-0", "-n", "ai"], capsys)
+    codes = [f["code"] for f in report["findings"]]
+    assert "DRA_DRIVER_PLUGIN_NOT_READY" not in codes, codes
+    dra = [f for f in report["findings"] if f["code"].startswith("DRA_")]
+    assert dra and any("could not read the DRA drivers' kubelet-plugin pods" in e for e in dra[0]["evidence"])

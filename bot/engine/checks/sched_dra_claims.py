@@ -200,6 +200,8 @@ def run(facts: Facts) -> Iterator[Detection]:
             break
     dra = facts.queues.dra
     story = _story(dra, claims) if dra is not None and dra.version else None
+    if story is not None and dra is not None and dra.plugins_unread:
+        story[2].append(f"could not read the DRA drivers' kubelet-plugin pods: {dra.plugins_unread}")
     if dra is not None and dra.version:
         down = _plugin_down(dra, pod, claims, found[2] if found else "", story)
         if down is not None:

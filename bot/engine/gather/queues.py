@@ -241,13 +241,17 @@ async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
 async def _plugins(kube: KubeReads, out: DraFacts) -> None:
     """The DRA drivers' kubelet-plugin DaemonSets and their pods: a claim is prepared, and a node's
     devices published, only by the plugin pod on that node."""
-    out.plugin_sets = [ds for ds in await kube.list_daemonsets() if is_plugin_daemonset(ds)]
-    for ds in out.plugin_sets:
-        meta = _meta(ds)
-        selector = selector_string((ds.get("spec") or {}).get("selector"))
-        ns = str(meta.get("namespace") or "")
-        pods = await kube.list_pods(ns, label_selector=selector) if selector else []
-        out.plugin_pods[f"{ns}/{meta.get('name')}"] = pods
+    try:
+        out.plugin_sets = [ds for ds in await kube.list_daemonsets() if is_plugin_daemonset(ds)]
+        for ds in out.plugin_sets:
+            meta = _meta(ds)
+            selector = selector_string((ds.get("spec") or {}).get("selector"))
+            ns = str(meta.get("namespace") or "")
+            pods = await kube.list_pods(ns, label_selector=selector) if selector else []
+            out.plugin_pods[f"{ns}/{meta.get('name')}"] = pods
+    except KubeApiError as exc:
+        # the claims' story stands without them; only the plugin's state is not concluded
+        out.plugin_sets, out.plugin_pods, out.plugins_unread = [], {}, exc.user_message
 
 
 async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
