@@ -11,6 +11,7 @@ by which admitted workloads, whether borrowing could help, and what would admit 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -176,6 +177,13 @@ def run(facts: Facts) -> Iterator[Detection]:
     ns = facts.target.namespace
     base = {"ref": ref, "namespace": ns, "queue": k.queue_name}
     if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
+        held = _still_suspended(facts, k.workload)
+        if held is not None:
+            yield detect("KUEUE_ADMITTED_STILL_SUSPENDED", subject, name=held, workload=held.partition("/")[2],
+                         cluster_queue=_admitted_in(k.workload),
+                         evidence=[*_admitted(k, subject, base).evidence,
+                                   f"{held}: spec.suspend is still true"], **base)
+            return
         # admitted: the pods' own story (scheduler, kubelet) is the one to tell; this is context
         yield _admitted(k, subject, base)
         return
@@ -217,6 +225,35 @@ def run(facts: Facts) -> Iterator[Detection]:
                          **base)
         return
     yield from _not_admitted(facts, k, subject, ref)
+
+
+#: how long after admission a job may still be suspended before it is a problem (Kueue unsuspends
+#: it within seconds; a slow API server or a busy controller takes a little longer)
+UNSUSPEND_GRACE_S = 120
+
+
+def _admitted_in(workload: Obj) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "?")
+
+
+def _still_suspended(facts: Facts, workload: Obj) -> str | None:
+    """``kind/name`` of the object Kueue manages for an admitted Workload when it is still
+    suspended well after admission (Kueue's job reconciler should have unsuspended it)."""
+    owner = next((o for o in (workload.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+                 None)
+    t = facts.target
+    managed = next((o for o in (t.workload, *t.owners) if o is not None and owner is not None
+                    and (o.get("metadata") or {}).get("uid") == owner.get("uid")), None)
+    if managed is None or not suspended(managed):
+        return None
+    since = str((condition(workload, "Admitted") or {}).get("lastTransitionTime") or "")
+    try:
+        admitted_at = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if (datetime.now(UTC) - admitted_at).total_seconds() < UNSUSPEND_GRACE_S:
+        return None
+    return f"{display(managed)}/{(managed.get('metadata') or {}).get('name')}"
 
 
 def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:
@@ -263,6 +300,7 @@ CHECK = Check(
         "KUEUE_NOT_ADMITTED",
         "KUEUE_EVICTED",
         "KUEUE_ADMITTED",
+        "KUEUE_ADMITTED_STILL_SUSPENDED",
     ),
     run=run,
 )
