@@ -241,10 +241,17 @@ def _still_suspended(facts: Facts, workload: Obj) -> str | None:
     suspended well after admission (Kueue's job reconciler should have unsuspended it)."""
     owner = next((o for o in (workload.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
                  None)
-    t = facts.target
-    managed = next((o for o in (t.workload, *t.owners) if o is not None and owner is not None
-                    and (o.get("metadata") or {}).get("uid") == owner.get("uid")), None)
-    if managed is None or not suspended(managed):
+    chain: list[Obj] = []  # the target and its owners, nearest first, each once
+    for obj in (facts.target.workload, *facts.target.owners):
+        if obj is not None and all(obj is not seen for seen in chain):
+            chain.append(obj)
+    uids = [str((o.get("metadata") or {}).get("uid") or "") for o in chain]
+    if owner is None or str(owner.get("uid") or "") not in uids:
+        return None
+    # the managed job itself, what lies between it and the target, or what it made (a RayJob's RayCluster)
+    below = [*facts.target.made, *chain[: uids.index(str(owner.get("uid"))) + 1]]
+    held = next((o for o in below if suspended(o)), None)
+    if held is None:
         return None
     since = str((condition(workload, "Admitted") or {}).get("lastTransitionTime") or "")
     try:
@@ -253,7 +260,7 @@ def _still_suspended(facts: Facts, workload: Obj) -> str | None:
         return None
     if (datetime.now(UTC) - admitted_at).total_seconds() < UNSUSPEND_GRACE_S:
         return None
-    return f"{display(managed)}/{(managed.get('metadata') or {}).get('name')}"
+    return f"{display(held)}/{(held.get('metadata') or {}).get('name')}"
 
 
 def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:

@@ -111,6 +111,18 @@ async def _batch_pods(kube: KubeReads, batch: BatchKind, workload: Obj, namespac
     return await kube.list_pods(namespace, label_selector=f"{batch.pod_label}={value}") if value else []
 
 
+async def _batch_children(kube: KubeReads, batch: BatchKind, workload: Obj, namespace: str) -> list[Obj]:
+    """A RayJob's RayCluster (``status.rayClusterName``): it, not the RayJob, owns the pods and can
+    stay suspended after Kueue admits the RayJob. None for the other kinds, or before it exists."""
+    name = str((workload.get("status") or {}).get("rayClusterName") or "")
+    if batch.key != "RayJob" or not name:
+        return []
+    try:
+        return [await _read_batch(kube, BY_KEY["RayCluster"], name, namespace)]
+    except NotFoundError:
+        return []
+
+
 async def _suggest(facts: Facts, kube: KubeReads, t: TargetFacts) -> None:
     """Close names, so a typo gets 'did you mean'; without them the answer stands, said to be
     incomplete."""
@@ -164,6 +176,7 @@ async def target(facts: Facts, src: Sources) -> None:
     workload = t.workload
     t.owners = [workload, *await _owner_chain(facts, kube, workload)]
     if batch is not None:
+        t.made = await _batch_children(kube, batch, workload, inv.namespace)
         t.pods = await _batch_pods(kube, batch, workload, inv.namespace)
         t.pods.sort(key=_pod_priority)
         t.pod = t.pods[0] if t.pods else None
