@@ -2,8 +2,9 @@
 
 A check is a module under ``bot/engine/checks/`` that defines ``CHECK = Check(...)``. It names
 the facts it reads (the runner gathers exactly those, in dependency order) and the finding codes
-it may emit (the runner refuses any other), and its ``run`` yields ``Detection``s: a code, the
-object it is about, template parameters and evidence lines. Rank, severity, wording and the
+it may emit (the runner refuses any other), each a ``Code`` with its parameters declared as a
+``TypedDict``; its ``run`` yields ``Detection``s: a code, the object it is about, those
+parameters (the catalogue's templates fill from them) and evidence lines. Rank, severity, wording and the
 offered fixes live in the runbooks, so a check never ranks, words or renders anything, and it
 never sees what another check found: the order of checks in a runbook cannot change a result.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bot.report import Skipped
 
@@ -36,6 +37,33 @@ class Detection:
     role: str = ""
 
 
+#: the declared parameters of one finding code: a ``TypedDict``
+P = TypeVar("P", bound=Mapping[str, Any])
+
+
+class Code(str, Generic[P]):
+    """A finding code with the parameters its detections carry, declared once beside the check.
+
+    ``TERMINATING = Code("TERMINATING_HOLDS_GPU", TerminatingHolds)``, where ``TerminatingHolds``
+    is a ``TypedDict``: mypy checks every ``TERMINATING.detect(subject, {...})`` against it (a
+    misspelt or missing parameter is a type error in the check), and ``gpubot runbooks validate``
+    checks every placeholder, ``when``/``each`` binding and offer parameter of the code's
+    catalogue entry against the same declaration. It is a ``str``, so it compares, hashes and
+    serialises as the bare code.
+    """
+
+    params: type[P]
+
+    def __new__(cls, code: str, params: type[P]) -> Code[P]:
+        self = super().__new__(cls, code)
+        self.params = params
+        return self
+
+    def detect(self, subject: str, params: P, *, evidence: Iterable[str] = (), role: str = "") -> Detection:
+        """A detection of this code about ``subject`` (``pod/ns/name``, ``node/NAME``)."""
+        return Detection(str(self), subject, dict(params), tuple(str(e) for e in evidence), role)
+
+
 #: what a check may yield: a detection, or a note that part of it could not be decided
 Outcome = Detection | Skipped
 RunFn = Callable[["Facts"], Iterable[Outcome]]
@@ -48,8 +76,9 @@ class Check:
     name: str
     #: ``Facts`` accessors it reads; the runner gathers them (and what they need) first
     reads: tuple[str, ...]
-    #: finding codes it may emit; anything else is a bug the runner reports
-    emits: tuple[str, ...]
+    #: finding codes it may emit, each with its declared parameters; anything else is a bug the
+    #: runner reports
+    emits: tuple[Code[Any], ...]
     run: RunFn
     #: runbook tables it reads through ``facts.table(name)``
     tables: tuple[str, ...] = ()
@@ -60,11 +89,6 @@ class Check:
     @property
     def doc(self) -> str:
         return (self.run.__doc__ or "").strip()
-
-
-def detect(code: str, subject: str, *, evidence: Iterable[str] = (), role: str = "", **params: Any) -> Detection:
-    """A ``Detection`` with keyword parameters: the short form checks use."""
-    return Detection(code, subject, dict(params), tuple(str(e) for e in evidence), role)
 
 
 def pod_subject(pod: Mapping[str, Any]) -> str:

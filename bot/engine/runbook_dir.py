@@ -2,7 +2,8 @@
 
 Each file is parsed with line marks and checked on its own (``runbook_schema``); this module adds
 what only the whole set can tell: exactly one catalogue, unique names and commands, checks whose
-codes exist, and ``docs``/``see_also`` references that name a real guide. It
+codes exist, templates that use only the parameters each code declares (``runbook_params``),
+and ``docs``/``see_also`` references that name a real guide. It
 must never execute or import anything a runbook names.
 
 Where the files come from: the built-in set ships inside the package (``setup.py`` installs the
@@ -23,6 +24,7 @@ import bot
 from bot.engine.check import Check
 from bot.engine.checks import builtin_checks
 from bot.engine.runbook_model import FindingTemplate, Runbook, RunbookSet
+from bot.engine.runbook_params import check_codes, check_params, declarations
 from bot.engine.runbook_schema import (
     KINDS,
     Doc,
@@ -214,6 +216,8 @@ def _cross_check(
                 if ref not in rs.guides:
                     doc.err((key, i), f"no guidance runbook named '{ref}'{suggest(ref, rs.guides)}")
     if catalogue_doc is not None:
+        findings = cast(dict[str, object], catalogue_doc.parsed.value).get("findings")
+        check_params(catalogue_doc, findings, declarations(check_codes(checks)), rs.placeholders)
         for template in rs.catalogue.values():
             _check_causes(catalogue_doc, template, rs.catalogue)
             if template.docs and template.docs not in rs.guides:

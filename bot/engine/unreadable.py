@@ -11,21 +11,33 @@ the catalogue's (runbooks/findings.yaml); these findings never offer a fix.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from bot.engine.check import Detection, detect
+from bot.engine.check import Code, Detection
 from bot.report import Unreadable
 
+
+class ReadsFailed(TypedDict):
+    reads: str
+    server: str
+    error: str
+    count: int
+    rbac: NotRequired[str]
+
+
+API_UNREACHABLE = Code("API_UNREACHABLE", ReadsFailed)
+READ_FORBIDDEN = Code("READ_FORBIDDEN", ReadsFailed)
+READ_FAILED = Code("READ_FAILED", ReadsFailed)
 #: failure class -> finding code
-CODE_OF: dict[str, str] = {
-    "unreachable": "API_UNREACHABLE",
-    "tls": "API_UNREACHABLE",
-    "timeout": "API_UNREACHABLE",
-    "forbidden": "READ_FORBIDDEN",
-    "unauthorized": "READ_FAILED",
+CODE_OF: dict[str, Code[ReadsFailed]] = {
+    "unreachable": API_UNREACHABLE,
+    "tls": API_UNREACHABLE,
+    "timeout": API_UNREACHABLE,
+    "forbidden": READ_FORBIDDEN,
+    "unauthorized": READ_FAILED,
 }
 #: every code this module emits (the views put their verdict first)
-CODES: frozenset[str] = frozenset({"API_UNREACHABLE", "READ_FORBIDDEN", "READ_FAILED"})
+CODES: tuple[Code[ReadsFailed], ...] = (API_UNREACHABLE, READ_FORBIDDEN, READ_FAILED)
 #: how a class of failure reads when its reads failed with different details
 _KIND_WORDS = {
     "unreachable": "unreachable",
@@ -39,8 +51,8 @@ _KIND_WORDS = {
 }
 
 
-def code_of(kind: str) -> str:
-    return CODE_OF.get(kind, "READ_FAILED")
+def code_of(kind: str) -> Code[ReadsFailed]:
+    return CODE_OF.get(kind, READ_FAILED)
 
 
 def unique(failures: Iterable[Unreadable]) -> list[Unreadable]:
@@ -97,13 +109,13 @@ def rbac_rules(failures: Iterable[Unreadable]) -> str:
 
 def detections(failures: Iterable[Unreadable]) -> list[Detection]:
     """One finding per code and class of failure (and server), naming every read it affected."""
-    groups: dict[tuple[str, str, str], list[Unreadable]] = {}
+    groups: dict[tuple[Code[ReadsFailed], str, str], list[Unreadable]] = {}
     for f in unique(failures):
         groups.setdefault((code_of(f.error), f.error, f.server), []).append(f)
     out: list[Detection] = []
     for (code, kind, server), members in groups.items():
         evidence = [f"{f.read}: {f.detail}" for f in members]
-        params: dict[str, Any] = {
+        params: ReadsFailed = {
             "reads": what_failed(members),
             "server": server or "the API server",
             "error": _error(members),
@@ -111,7 +123,7 @@ def detections(failures: Iterable[Unreadable]) -> list[Detection]:
         }
         if kind == "forbidden":
             params["rbac"] = rbac_rules(members) or "# (the refused reads are in the evidence)"
-        out.append(detect(code, f"api/{server or 'cluster'}", evidence=evidence, **params))
+        out.append(code.detect(f"api/{server or 'cluster'}", params, evidence=evidence))
     return out
 
 

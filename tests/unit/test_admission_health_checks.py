@@ -6,13 +6,14 @@ from typing import Any
 
 from bot.commands import Invocation
 from bot.engine.checks import health_gpus, pod_admission
-from bot.engine.facts import Facts, GpuComponents, TargetFacts
+from bot.engine.facts import Facts, TargetFacts
 from bot.engine.runbooks import load_runbooks
 from bot.errors import NodeProbeError
 from bot.probes.gpu_health import EccReading, LostGpu, XidEvent
 from bot.probes.node import NodeObservation
 from bot.probes.nvidia_smi import GpuRow
 from bot.probes.slim import SlimPod
+from tests.facts import facts as make_facts
 
 RUNBOOKS = load_runbooks()
 
@@ -21,17 +22,9 @@ def facts_for(command: str, *, pods: list[dict[str, Any]], nodes: dict[str, Any]
               workload: bool = True, components: list[dict[str, Any]] | None = None,
               node_pods: dict[str, list[SlimPod]] | None = None) -> Facts:
     kind = "Deployment" if workload else ("Pod" if command == "why-pending" else "")
-    inv = Invocation(command, kind=kind, name="app" if kind else "", namespace="ml")
-    facts = Facts(inv, tables=RUNBOOKS.diagnosis(command).tables)
-    target = TargetFacts(kind, "app" if kind else "", "ml", pods=pods, pod=pods[0] if pods else None,
-                         workload={"metadata": {"name": "app"}} if workload else None)
-    facts.put("target", target)
-    facts.put("nodes", nodes)
-    facts.put("node_pods", node_pods or {})
-    facts.put("node_readings", readings)
-    facts.put("components", GpuComponents(pods=components or []))
-    facts.put("events", __import__("bot.engine.facts", fromlist=["EventFacts"]).EventFacts())
-    return facts
+    return make_facts(command, kind=kind, name="app" if kind else "", pods=pods, pod=pods[0] if pods else None,
+                      workload={"metadata": {"name": "app"}} if workload else None, nodes=nodes,
+                      node_pods=node_pods, readings=readings, component_pods=components or [])
 
 
 def gpu_node(name: str, cap: int, alloc: int) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.commands import Invocation
 from bot.engine.checks import (
     pod_cuda_driver,
     pod_image_pull,
@@ -16,11 +15,11 @@ from bot.engine.checks import (
     sched_topology_spread,
     workload_create_refused,
 )
-from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts
-from bot.engine.queue_facts import QueueFacts
+from bot.engine.facts import Facts
 from bot.kube import create_refusal, cuda_compat, dra, image_pull, runtime_class
 from bot.kube.scheduling import parse_scheduling_message
 from bot.kube.topology_spread import evaluate
+from tests.facts import facts as make_facts
 
 Obj = dict[str, Any]
 NS = "ml"
@@ -66,16 +65,10 @@ def _facts(pod: Obj | None, *, events: Sequence[Obj] = (), owner_events: Sequenc
            workload: Obj | None = None, nodes: Sequence[Obj] = (), namespaces: Sequence[Obj] = (),
            controllers: Sequence[Obj] = (), peers: Sequence[Obj] = (), tables: dict[str, Any] | None = None,
            kind: str = "Pod", name: str = "p") -> Facts:
-    facts = Facts(Invocation("why-pending", kind=kind, name=name, namespace=NS), tables=tables)
-    facts.put("target", TargetFacts(kind, name, NS, pod=pod, pods=[pod] if pod else [], workload=workload,
-                                    owners=list(owners)))
-    facts.put("events", EventFacts(pod=list(events), owners=list(owner_events)))
-    facts.put("nodes", {n["metadata"]["name"]: n for n in nodes})
-    facts.put("namespaces", {n["metadata"]["name"]: n for n in namespaces})
-    facts.put("components", GpuComponents(controllers=list(controllers)))
-    facts.put("peers", list(peers))
-    facts.put("queues", QueueFacts())  # no batch system nor DRA API: what the loader finds on a plain cluster
-    return facts
+    # no batch system nor DRA API (the builder's default): what the loader finds on a plain cluster
+    return make_facts(kind=kind, name=name, pod=pod, workload=workload, owners=owners, events=events,
+                      owner_events=owner_events, nodes=nodes, namespaces=namespaces, controllers=controllers,
+                      peers=peers, tables=tables or {})
 
 
 # ------------------------------------------------------------------ image pull

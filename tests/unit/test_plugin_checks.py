@@ -14,7 +14,8 @@ import pytest
 from bot.commands import Invocation
 from bot.engine.check import Check
 from bot.engine.checks import builtin_checks
-from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts
+from bot.engine.facts import Facts
+from tests.facts import facts as make_facts
 
 PLUGIN_CHECKS = sorted(name for name in builtin_checks() if name.startswith("plugin."))
 
@@ -64,16 +65,9 @@ ODD_NODES = {
 
 
 def facts_for(inv: Invocation, pod: dict[str, Any] | None) -> Facts:
-    facts = Facts(inv)
-    facts.put("target", TargetFacts(kind=inv.kind, name=inv.name, namespace=inv.namespace, pod=pod,
-                                    pods=[pod] if pod else []))
-    facts.put("events", EventFacts(pod=[{"message": None}, {"message": "Allocate failed: something else"}]))
-    facts.put("nodes", ODD_NODES)
-    facts.put("components", GpuComponents(controllers=ODD_CONTROLLERS, pods=ODD_PODS))
-    facts.put("node_readings", {})
-    facts.put("namespaces", {})
-    facts.put("node_pods", {})
-    return facts
+    return make_facts(inv.command, kind=inv.kind, name=inv.name, namespace=inv.namespace, pod=pod,
+                      events=[{"message": None}, {"message": "Allocate failed: something else"}], nodes=ODD_NODES,
+                      controllers=ODD_CONTROLLERS, component_pods=ODD_PODS, tables={})
 
 
 @pytest.mark.parametrize("name", PLUGIN_CHECKS)

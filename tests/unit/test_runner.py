@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from bot.commands import parse_invocation
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
+from bot.engine.checks.node_reachability import NODE_UNREACHABLE
 from bot.engine.facts import Facts
 from bot.engine.runbooks import load_runbooks
 from bot.engine.runner import UndeclaredCode, run_checks
@@ -21,7 +22,7 @@ from tests.scenarios.test_expect import ROOT
 
 
 def _stray(facts: Facts) -> Iterator[Detection]:
-    yield detect("NODE_UNREACHABLE", "node/x", node="x", reason="timeout")
+    yield NODE_UNREACHABLE.detect("node/x", {"node": "x", "reason": "timeout", "via": "ssh"})
 
 
 def _boom(facts: Facts) -> Iterator[Detection]:

@@ -5,22 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.commands import Invocation
 from bot.engine.checks import sched_vgpu_bypass, sched_vgpu_registration
-from bot.engine.facts import EventFacts, Facts, GpuComponents, TargetFacts
+from bot.engine.facts import Facts
+from tests.facts import facts as make_facts
 
 Obj = dict[str, Any]
 
 
 def _facts(pod: Obj, *, nodes: Sequence[Obj], controllers: Sequence[Obj] = (), pods: Sequence[Obj] = (),
            namespaces: Sequence[Obj] = (), events: Sequence[Obj] = ()) -> Facts:
-    facts = Facts(Invocation("why-pending", kind="Pod", name=pod["metadata"]["name"], namespace="ml"))
-    facts.put("target", TargetFacts("Pod", pod["metadata"]["name"], "ml", pod=pod, pods=[pod]))
-    facts.put("events", EventFacts(pod=list(events)))
-    facts.put("nodes", {n["metadata"]["name"]: n for n in nodes})
-    facts.put("namespaces", {n["metadata"]["name"]: n for n in namespaces})
-    facts.put("components", GpuComponents(controllers=list(controllers), pods=list(pods)))
-    return facts
+    return make_facts(pod=pod, events=events, nodes=nodes, namespaces=namespaces, controllers=controllers,
+                      component_pods=pods)
 
 
 def _pod(limits: Obj, *, scheduler: str | None = None, node: str | None = None, labels: Obj | None = None,

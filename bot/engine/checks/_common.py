@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from bot.kube.resources import QGPU_CORE, QGPU_MEMORY, pod_gpu_requests
 
 Obj = dict[str, Any]
 
-__all__ = ["QGPU_CORE", "QGPU_MEMORY", "asks_qgpu", "fmt_num", "pod_ref"]
+__all__ = ["QGPU_CORE", "QGPU_MEMORY", "NodeItem", "PodItem", "asks_qgpu", "fmt_num", "pod_ref"]
+
+
+class PodItem(TypedDict):
+    """A pod in a list parameter that an offer repeats over (``each:``); its keys fill the offer."""
+
+    namespace: str
+    name: str
+    ref: str
+
+
+class NodeItem(TypedDict):
+    """A node in a list parameter that an offer repeats over (``each:``)."""
+
+    node: str
 
 
 def pod_ref(pod: Obj) -> str:

@@ -7,9 +7,9 @@ the system reads its queue, then hands the group here (``bot.kube.gang`` does th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from bot.engine.check import Detection, detect, pod_subject
+from bot.engine.check import Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
@@ -21,9 +21,33 @@ Obj = dict[str, Any]
 MAX_ROWS = 12
 
 
+class GangMember(TypedDict):
+    """What every finding about a waiting member of a gang says: the pod, its group and queue."""
+
+    pod: str
+    namespace: str
+    group: str
+    queue: str
+
+
+class _GangSize(GangMember):
+    min_member: str
+    count: str
+
+
+class GangUnschedulable(_GangSize):
+    what: str
+    placed: str
+    resource: NotRequired[str]
+
+
+KAI_GANG_UNSCHEDULABLE = Code("KAI_GANG_UNSCHEDULABLE", GangUnschedulable)
+VOLCANO_GANG_UNSCHEDULABLE = Code("VOLCANO_GANG_UNSCHEDULABLE", GangUnschedulable)
+
+
 def waiting_member(
     g: GangFacts | None, pod: Obj | None, workload: Obj | None = None
-) -> tuple[str, dict[str, str]] | None:
+) -> tuple[str, GangMember] | None:
     """(subject, base parameters) for a pod of a group its scheduler's API serves that still
     waits, or for the job itself when it has no pod yet (a Volcano Job its queue holds); None
     for a running or finished pod, or one no such system manages."""
@@ -34,12 +58,13 @@ def waiting_member(
             return None
         meta = workload.get("metadata") or {}
         ns, ref = str(meta.get("namespace") or ""), f"{display(workload)}/{meta.get('name')}"
-        base = {"pod": ref, "namespace": ns, "group": g.group_name or "(none)", "queue": g.queue_name or "(none)"}
-        return f"{display(workload)}/{ns}/{meta.get('name')}", base
+        job: GangMember = {"pod": ref, "namespace": ns, "group": g.group_name or "(none)",
+                           "queue": g.queue_name or "(none)"}
+        return f"{display(workload)}/{ns}/{meta.get('name')}", job
     if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
         return None
     ns = str((pod.get("metadata") or {}).get("namespace") or "")
-    base = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name or "(none)"}
+    base: GangMember = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name or "(none)"}
     return pod_subject(pod), base
 
 
@@ -81,7 +106,7 @@ def _free(facts: Facts) -> dict[str, dict[str, float]]:
 
 
 def gang_story(
-    facts: Facts, g: GangFacts, code: str, subject: str, base: dict[str, str], queue: list[str]
+    facts: Facts, g: GangFacts, code: Code[GangUnschedulable], subject: str, base: GangMember, queue: list[str]
 ) -> Iterator[Detection]:
     """``code`` for a group fewer than minMember of whose tasks can be placed, with the placement."""
     pg = g.pod_group or {}
@@ -91,14 +116,15 @@ def gang_story(
     bound = [p for p in g.pods if (p.get("spec") or {}).get("nodeName")
              and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     evidence = group_lines(g) + queue
-    params = {**base, "min_member": str(min_member), "count": str(len(g.pods))}
+    params: _GangSize = {**base, "min_member": str(min_member), "count": str(len(g.pods))}
     if len(g.pods) < min_member:
         what = f"only {len(g.pods)} pod(s) of the gang exist and it needs {min_member} (minMember)"
         if not g.pods and str((pg.get("status") or {}).get("phase") or "Pending") == "Pending":
             # Volcano's job controller creates a Job's pods only once its PodGroup is enqueued
             what = (f"PodGroup {g.group_name} is still Pending (not enqueued), so none of its {min_member} "
                     "pods has been created yet")
-        yield detect(code, subject, role="short", what=what, placed=str(len(g.pods)), evidence=evidence, **params)
+        yield code.detect(subject, {"what": what, "placed": str(len(g.pods)), **params}, role="short",
+                          evidence=evidence)
         return
     if not waiting:
         return
@@ -119,15 +145,32 @@ def gang_story(
         lines += [f"  would place {p} on {n}" for p, n in plan.placed[:MAX_ROWS]]
         for p, a in plan.unplaced:
             lines.append(f"  cannot place {p}: asks {res_text({r: fmt_num(v) for r, v in a.items()})}")
-        yield detect(code, subject, role="gpu", what=what, placed=str(can),
-                     resource=res, evidence=lines, **params)
+        yield code.detect(
+            subject,
+            {
+                "what": what,
+                "placed": str(can),
+                "resource": res,
+                **params,
+            },
+            role="gpu",
+            evidence=lines,
+        )
         return
     status = pg.get("status") or {}
     conds = [*(status.get("conditions") or []), *(status.get("schedulingConditions") or [])]
     cond = next((c for c in conds if "Unschedulable" in str(c.get("type")) and c.get("status", "True") == "True"), None)
     if cond is not None:
         what = f"the GPUs fit, but the scheduler says: {cond.get('message')}"
-        yield detect(code, subject, role="other", what=what, placed=str(can),
-                     evidence=[*evidence, *table[:MAX_ROWS]], **params)
+        yield code.detect(
+            subject,
+            {
+                "what": what,
+                "placed": str(can),
+                **params,
+            },
+            role="other",
+            evidence=[*evidence, *table[:MAX_ROWS]],
+        )
 
 

@@ -11,14 +11,26 @@ ever offer; allocatable is shown beside it (cards withdrawn as unhealthy are ano
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import blocking_taints
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
 from bot.kube.resources import container_gpu_resources, node_gpu_capacity, pod_node_gpu_requests
+
+
+class RequestExceedsNode(TypedDict):
+    pod: str
+    resource: str
+    requested: str
+    node: str
+    value: str
+    count: int
+
+
+REQUEST_EXCEEDS_NODE = Code("REQUEST_EXCEEDS_NODE", RequestExceedsNode)
 
 Obj = dict[str, Any]
 
@@ -66,9 +78,18 @@ def run(facts: Facts) -> Iterator[Detection]:
             + ", ".join(f"{n}={fmt_num(v[0])}" for n, v in sorted(offering.items())[:10])
             + (f" and {len(offering) - 10} more" if len(offering) > 10 else ""),
         ]
-        yield detect("REQUEST_EXCEEDS_NODE", pod_subject(pod), pod=pod_ref(pod), resource=resource,
-                     requested=fmt_num(want), node=largest, value=fmt_num(capacity), count=len(offering),
-                     evidence=evidence)
+        yield REQUEST_EXCEEDS_NODE.detect(
+            pod_subject(pod),
+            {
+                "pod": pod_ref(pod),
+                "resource": resource,
+                "requested": fmt_num(want),
+                "node": largest,
+                "value": fmt_num(capacity),
+                "count": len(offering),
+            },
+            evidence=evidence,
+        )
 
 
-CHECK = Check(name="capacity.exceeds", reads=("pending_pod", "nodes"), emits=("REQUEST_EXCEEDS_NODE",), run=run)
+CHECK = Check(name="capacity.exceeds", reads=("pending_pod", "nodes"), emits=(REQUEST_EXCEEDS_NODE,), run=run)

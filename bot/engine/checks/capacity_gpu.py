@@ -7,12 +7,21 @@ notebooks reads differently from one of busy training jobs.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._holders import holder_lines
 from bot.engine.facts import Facts
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
+
+
+class CapacityExhausted(TypedDict):
+    pod: str
+    resource: str
+
+
+CAPACITY_EXHAUSTED = Code("CAPACITY_EXHAUSTED", CapacityExhausted)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -45,8 +54,14 @@ def run(facts: Facts) -> Iterator[Detection]:
     if rows and not fits_somewhere:
         # who holds the cards, most idle first (nvidia-smi from the node reads, and age)
         held = holder_lines(facts, sorted(facts.candidates)) if facts.gathered("node_readings") else []
-        yield detect("CAPACITY_EXHAUSTED", pod_subject(pod), pod=pod_ref(pod), resource=", ".join(sorted(short)),
-                     evidence=[*rows[:26], *held])
+        yield CAPACITY_EXHAUSTED.detect(
+            pod_subject(pod),
+            {
+                "pod": pod_ref(pod),
+                "resource": ", ".join(sorted(short)),
+            },
+            evidence=[*rows[:26], *held],
+        )
 
 
 CHECK = Check(
@@ -54,6 +69,6 @@ CHECK = Check(
     reads=("pending_pod", "candidates", "node_pods"),
     # the holders' card readings sharpen the table; without them the table still stands
     refines=("observations", "card_pods"),
-    emits=("CAPACITY_EXHAUSTED",),
+    emits=(CAPACITY_EXHAUSTED,),
     run=run,
 )

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Code, Detection, node_subject
 from bot.engine.checks._common import QGPU_CORE, fmt_num
 from bot.engine.facts import Facts
 from bot.engine.working import card_label
+
+
+class QgpuCoreOverQuota(TypedDict):
+    node: str
+    pod: str
+    utilization: str
+    core_quota: str
+
+
+QGPU_CORE_OVER_QUOTA = Code("QGPU_CORE_OVER_QUOTA", QgpuCoreOverQuota)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -31,13 +42,14 @@ def run(facts: Facts) -> Iterator[Detection]:
             if over > float_points:
                 continue
             refs = ", ".join(p.ref for p, _ in holders)
-            yield detect(
-                "QGPU_CORE_OVER_QUOTA",
+            yield QGPU_CORE_OVER_QUOTA.detect(
                 node_subject(node),
-                node=node,
-                pod=refs,
-                utilization=fmt_num(util),
-                core_quota=fmt_num(quota),
+                {
+                    "node": node,
+                    "pod": refs,
+                    "utilization": fmt_num(util),
+                    "core_quota": fmt_num(quota),
+                },
                 evidence=[
                     f"{node} {card_label(g)}: utilisation {fmt_num(util)}% against qgpu-core quota "
                     f"{fmt_num(quota)}% of {refs} (+{fmt_num(over)} points; normal float up to "
@@ -50,7 +62,7 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="card.qgpu_over_quota",
     reads=("card_pods", "observations"),
-    emits=("QGPU_CORE_OVER_QUOTA",),
+    emits=(QGPU_CORE_OVER_QUOTA,),
     run=run,
     tables=("qgpu_quota",),
 )

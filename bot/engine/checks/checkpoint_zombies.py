@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Code, Detection, node_subject
 from bot.engine.facts import Facts
+
+
+class CheckpointZombie(TypedDict):
+    node: str
+    count: int
+    uids: str
+    devices: int
+    qgpu: bool
+
+
+CHECKPOINT_ZOMBIE = Code("CHECKPOINT_ZOMBIE", CheckpointZombie)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -28,16 +40,17 @@ def run(facts: Facts) -> Iterator[Detection]:
             f"{node}: no pod with these UIDs is bound to the node "
             f"(checked {len(live_uids)} pods); checkpoint format {obs.checkpoint.format}"
         )
-        yield detect(
-            "CHECKPOINT_ZOMBIE",
+        yield CHECKPOINT_ZOMBIE.detect(
             node_subject(node),
-            node=node,
-            count=len(uids),
-            uids=", ".join(uids[:5]),
-            devices=sum(len(e.device_ids) for e in dead),
-            qgpu=any(e.resource.startswith("tke.cloud.tencent.com/") for e in dead),
+            {
+                "node": node,
+                "count": len(uids),
+                "uids": ", ".join(uids[:5]),
+                "devices": sum(len(e.device_ids) for e in dead),
+                "qgpu": any(e.resource.startswith("tke.cloud.tencent.com/") for e in dead),
+            },
             evidence=evidence,
         )
 
 
-CHECK = Check(name="checkpoint.zombies", reads=("observations", "node_pods"), emits=("CHECKPOINT_ZOMBIE",), run=run)
+CHECK = Check(name="checkpoint.zombies", reads=("observations", "node_pods"), emits=(CHECKPOINT_ZOMBIE,), run=run)

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._container import (
     NVML_UNKNOWN,
     chain_evidence,
@@ -17,6 +18,18 @@ from bot.engine.checks._container import (
 )
 from bot.engine.facts import Facts
 from bot.probes.devices import device_time_skew
+
+
+class NvmlCgroupLost(TypedDict):
+    pod: str
+    namespace: str
+    pod_name: str
+    container: str
+    skew: str
+    owned: bool
+
+
+NVML_CGROUP_LOST = Code("NVML_CGROUP_LOST", NvmlCgroupLost)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -43,8 +56,18 @@ def run(facts: Facts) -> Iterator[Detection]:
         if view.driver_version:
             evidence.append(f"/proc/driver/nvidia/version still reads driver {view.driver_version}")
         evidence += [e for e in chain_evidence(facts, ex, view) if e not in evidence]
-        yield detect("NVML_CGROUP_LOST", pod_subject(pod), pod=label(ex, view), namespace=ex.namespace,
-                     pod_name=ex.pod, container=view.container, skew=skew_text, owned=owned, evidence=evidence)
+        yield NVML_CGROUP_LOST.detect(
+            pod_subject(pod),
+            {
+                "pod": label(ex, view),
+                "namespace": ex.namespace,
+                "pod_name": ex.pod,
+                "container": view.container,
+                "skew": skew_text,
+                "owned": owned,
+            },
+            evidence=evidence,
+        )
 
 
-CHECK = Check(name="container.nvml", reads=("containers", "pod"), emits=("NVML_CGROUP_LOST",), run=run)
+CHECK = Check(name="container.nvml", reads=("containers", "pod"), emits=(NVML_CGROUP_LOST,), run=run)

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._container import chain_evidence, label, torch_cpu_build
 from bot.engine.facts import Facts
+
+
+class TorchCpuBuild(TypedDict):
+    pod: str
+    container: str
+
+
+TORCH_CPU_BUILD = Code("TORCH_CPU_BUILD", TorchCpuBuild)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -20,8 +29,14 @@ def run(facts: Facts) -> Iterator[Detection]:
             continue
         first = (f"{view.container}: torch {t.version}, torch.version.cuda None, "
                  f"cuda.is_available() {t.available}, device_count {t.device_count}")
-        yield detect("TORCH_CPU_BUILD", f"pod/{ex.namespace}/{ex.pod}", pod=label(ex, view), container=view.container,
-                     evidence=[first, *chain_evidence(facts, ex, view)])
+        yield TORCH_CPU_BUILD.detect(
+            f"pod/{ex.namespace}/{ex.pod}",
+            {
+                "pod": label(ex, view),
+                "container": view.container,
+            },
+            evidence=[first, *chain_evidence(facts, ex, view)],
+        )
 
 
-CHECK = Check(name="container.torch_build", reads=("containers",), emits=("TORCH_CPU_BUILD",), run=run)
+CHECK = Check(name="container.torch_build", reads=("containers",), emits=(TORCH_CPU_BUILD,), run=run)

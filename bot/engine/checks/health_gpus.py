@@ -16,13 +16,41 @@ allocatable does not explain the wait).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Outcome, detect, node_subject
+from bot.engine.check import Check, Code, Outcome, node_subject
 from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.pod_status import CRASH_REASONS, classify
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
 from bot.report import Skipped
+
+
+class GpuUnhealthy(TypedDict):
+    node: str
+    count: int
+    cards: str
+    what: str
+    withdrawn: str
+    restart_plugin: bool
+    plugin_namespace: str
+    plugin_pod: str
+    cordon: bool
+
+
+GPU_UNHEALTHY = Code("GPU_UNHEALTHY", GpuUnhealthy)
+
+
+class GpuLost(TypedDict):
+    node: str
+    count: int
+    cards: str
+    what: str
+    withdrawn: str
+    cordoned: bool
+
+
+GPU_LOST = Code("GPU_LOST", GpuLost)
 
 #: how a node relates to the question -> the finding's role (why-pending weighs by it)
 ROLE_OF_PLACE = {"rejected": "cause", "candidate": "cause", "bound": "", "": ""}
@@ -137,16 +165,17 @@ def run(facts: Facts) -> Iterator[Outcome]:
             role_for_pod = "cause"  # the pod fails on a node whose card is broken: the card, not the container
         cordoned = _cordoned(facts, name)
         if lost:
-            yield detect(
-                "GPU_LOST",
+            yield GPU_LOST.detect(
                 node_subject(name),
+                {
+                    "node": name,
+                    "count": len(lost),
+                    "cards": ", ".join(c.label for c in lost[:8]),
+                    "what": _summary(lost),
+                    "withdrawn": health.withdrawn_text() or "none yet",
+                    "cordoned": cordoned,
+                },
                 role=role_for_pod,
-                node=name,
-                count=len(lost),
-                cards=", ".join(c.label for c in lost[:8]),
-                what=_summary(lost),
-                withdrawn=health.withdrawn_text() or "none yet",
-                cordoned=cordoned,
                 evidence=_evidence(health, lost, facts),
             )
         if not sick and not (health.withdrawn and withdrawn_left):
@@ -164,19 +193,20 @@ def run(facts: Facts) -> Iterator[Outcome]:
                 role = "cause"
             what = _summary(sick)
         meta = (plugin or {}).get("metadata") or {}
-        yield detect(
-            "GPU_UNHEALTHY",
+        yield GPU_UNHEALTHY.detect(
             node_subject(name),
+            {
+                "node": name,
+                "count": len(sick) or health.withdrawn_count,
+                "cards": ", ".join(c.label for c in sick[:8]) or "the withdrawn card(s)",
+                "what": what,
+                "withdrawn": health.withdrawn_text() or "none",
+                "restart_plugin": restart_plugin,
+                "plugin_namespace": str(meta.get("namespace") or ""),
+                "plugin_pod": str(meta.get("name") or ""),
+                "cordon": bool(sick) and any(c.cls == "reset" for c in sick) and not cordoned,
+            },
             role=role,
-            node=name,
-            count=len(sick) or health.withdrawn_count,
-            cards=", ".join(c.label for c in sick[:8]) or "the withdrawn card(s)",
-            what=what,
-            withdrawn=health.withdrawn_text() or "none",
-            restart_plugin=restart_plugin,
-            plugin_namespace=str(meta.get("namespace") or ""),
-            plugin_pod=str(meta.get("name") or ""),
-            cordon=bool(sick) and any(c.cls == "reset" for c in sick) and not cordoned,
             evidence=_evidence(health, sick, facts),
         )
 
@@ -187,7 +217,7 @@ CHECK = Check(
         "nodes", "scope_nodes", "node_readings", "node_pods", "components", "pod", "pending_pod",
         "candidates", "admission_rejected", "events",
     ),
-    emits=("GPU_LOST", "GPU_UNHEALTHY"),
+    emits=(GPU_LOST, GPU_UNHEALTHY),
     run=run,
     tables=("xid_codes",),
 )

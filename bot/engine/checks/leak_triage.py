@@ -9,11 +9,28 @@ was observed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Code, Detection, node_subject
 from bot.engine.checks._common import QGPU_CORE
 from bot.engine.facts import Facts
 from bot.probes.observation import NodeObservation
+
+
+class LeakLogicalNotPhysical(TypedDict):
+    node: str
+    qgpu: bool
+
+
+LEAK_LOGICAL_NOT_PHYSICAL = Code("LEAK_LOGICAL_NOT_PHYSICAL", LeakLogicalNotPhysical)
+
+
+class AllocationReal(TypedDict):
+    node: str
+    pod: str
+
+
+ALLOCATION_REAL = Code("ALLOCATION_REAL", AllocationReal)
 
 #: memory a card uses with no process (driver/context overhead), MiB
 IDLE_MEMORY_MIB = 64
@@ -59,20 +76,22 @@ def run(facts: Facts) -> Iterator[Detection]:
             f"GPU{g.index}={g.memory_used_mib or 0:g}MiB" for g in obs.gpus
         )
         if _idle(obs) and not running and not starting:
-            yield detect(
-                "LEAK_LOGICAL_NOT_PHYSICAL",
+            yield LEAK_LOGICAL_NOT_PHYSICAL.detect(
                 node_subject(node),
-                node=node,
-                qgpu=any(QGPU_CORE in p.gpu for p in pods) or bool(zombie_uids),
+                {
+                    "node": node,
+                    "qgpu": any(QGPU_CORE in p.gpu for p in pods) or bool(zombie_uids),
+                },
                 evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}",
                           f"{node}: running GPU pods: none"],
             )
         elif obs.processes and allocated:
-            yield detect(
-                "ALLOCATION_REAL",
+            yield ALLOCATION_REAL.detect(
                 node_subject(node),
-                node=node,
-                pod=", ".join(p.ref for p in running[:5]) or "unknown (no running pod)",
+                {
+                    "node": node,
+                    "pod": ", ".join(p.ref for p in running[:5]) or "unknown (no running pod)",
+                },
                 evidence=[f"{node} API allocation: {alloc_text}", f"{node} nvidia-smi: {physical}"]
                 + [f"pid {q.pid} {q.process_name} {q.used_memory_mib or 0:g}MiB on {q.gpu_uuid}"
                    for q in obs.processes[:10]],
@@ -82,6 +101,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="leak.triage",
     reads=("observations", "node_pods", "pending_pod", "events"),
-    emits=("LEAK_LOGICAL_NOT_PHYSICAL", "ALLOCATION_REAL"),
+    emits=(LEAK_LOGICAL_NOT_PHYSICAL, ALLOCATION_REAL),
     run=run,
 )

@@ -9,10 +9,19 @@ driver, the devices published and how many are allocated, so node-status shows b
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.facts import Facts
+
+
+class NodeDraDevices(TypedDict):
+    count: str
+    nodes: str
+    driver: str
+
+
+NODE_DRA_DEVICES = Code("NODE_DRA_DEVICES", NodeDraDevices)
 
 
 def _allocated(claims: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -45,8 +54,15 @@ def run(facts: Facts) -> Iterator[Detection]:
     ]
     nodes = sorted({node for node, _, _ in published})
     drivers = sorted({driver for _, driver, _ in published})
-    yield detect("NODE_DRA_DEVICES", "cluster", count=str(sum(published.values())), nodes=", ".join(nodes[:8]),
-                 driver=", ".join(drivers), evidence=rows[:40])
+    yield NODE_DRA_DEVICES.detect(
+        "cluster",
+        {
+            "count": str(sum(published.values())),
+            "nodes": ", ".join(nodes[:8]),
+            "driver": ", ".join(drivers),
+        },
+        evidence=rows[:40],
+    )
 
 
-CHECK = Check(name="node.dra_devices", reads=("dra_inventory",), emits=("NODE_DRA_DEVICES",), run=run)
+CHECK = Check(name="node.dra_devices", reads=("dra_inventory",), emits=(NODE_DRA_DEVICES,), run=run)

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Code, Detection, node_subject
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
+
+
+class NodeUnreachable(TypedDict):
+    node: str
+    reason: str
+    via: str
+
+
+NODE_UNREACHABLE = Code("NODE_UNREACHABLE", NodeUnreachable)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -15,8 +25,15 @@ def run(facts: Facts) -> Iterator[Detection]:
         # a node without a working agent pod is NODE_AGENT_MISSING (node_agent), not unreachable
         if isinstance(result, NodeProbeError) and result.reason != "agent-missing":
             via = "SSH" if result.via == "ssh" else "exec into its gpubot-node agent"
-            yield detect("NODE_UNREACHABLE", node_subject(node), node=node, reason=result.reason, via=via,
-                         evidence=[result.user_message])
+            yield NODE_UNREACHABLE.detect(
+                node_subject(node),
+                {
+                    "node": node,
+                    "reason": result.reason,
+                    "via": via,
+                },
+                evidence=[result.user_message],
+            )
 
 
-CHECK = Check(name="node.reachability", reads=("node_readings",), emits=("NODE_UNREACHABLE",), run=run)
+CHECK = Check(name="node.reachability", reads=("node_readings",), emits=(NODE_UNREACHABLE,), run=run)

@@ -4,11 +4,23 @@ qGPU pods there are not scheduled. Diffed against a namespace where GPU pods do 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import asks_qgpu
 from bot.engine.checks._qgpu import DEFAULT_NS_LABEL, POLICY_LABEL, fmt_labels, labels
 from bot.engine.facts import Facts
+
+
+class NsSystemClassified(TypedDict):
+    namespace: str
+    good_namespace: str
+    copy_from: str
+    count: int
+    missing_labels: str
+
+
+NS_SYSTEM_CLASSIFIED = Code("NS_SYSTEM_CLASSIFIED", NsSystemClassified)
 
 #: namespaces Kubernetes itself creates; they are System by design
 BUILTIN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "default"}
@@ -41,14 +53,15 @@ def run(facts: Facts) -> Iterator[Detection]:
     if good:
         evidence.append(f"{good} (GPU pods run here): {fmt_labels(good_labels)}")
         evidence += [f"+ {k}={v}" for k, v in sorted(missing.items())]
-    yield detect(
-        "NS_SYSTEM_CLASSIFIED",
+    yield NS_SYSTEM_CLASSIFIED.detect(
         f"namespace/{t.namespace}",
-        namespace=t.namespace,
-        good_namespace=good or "(none found)",
-        copy_from=good if missing else "",
-        count=len(missing),
-        missing_labels=", ".join(f"{k}={v}" for k, v in sorted(missing.items())) or "(unknown)",
+        {
+            "namespace": t.namespace,
+            "good_namespace": good or "(none found)",
+            "copy_from": good if missing else "",
+            "count": len(missing),
+            "missing_labels": ", ".join(f"{k}={v}" for k, v in sorted(missing.items())) or "(unknown)",
+        },
         evidence=evidence,
     )
 
@@ -56,6 +69,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="ns.system_classified",
     reads=("target", "pod", "nodes", "namespaces", "node_pods"),
-    emits=("NS_SYSTEM_CLASSIFIED",),
+    emits=(NS_SYSTEM_CLASSIFIED,),
     run=run,
 )

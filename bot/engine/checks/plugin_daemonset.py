@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
-from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.check import Check, Code, Detection, node_subject, pod_subject
+from bot.engine.checks._common import PodItem, fmt_num, pod_ref
 from bot.engine.checks._plugin import (
     blocking_taints,
     eligible_nodes,
@@ -56,6 +56,31 @@ from bot.kube.gpu_stack import (
 from bot.kube.resources import gpu_family, pod_gpu_requests
 from bot.kube.taints import taint_str
 
+
+class CrashingPod(PodItem):
+    """A crash-looping plugin pod: the restart offer repeats over these."""
+
+    node: str
+
+
+class DevicePluginNotRunning(TypedDict):
+    fix: str
+    plugin: str
+    name: str
+    namespace: str
+    status: str
+    nodes: str
+    node: str
+    count: int
+    message: str
+    label: str
+    crashing: list[CrashingPod]
+    pod: str
+    resource: str
+
+
+DEVICE_PLUGIN_NOT_RUNNING = Code("DEVICE_PLUGIN_NOT_RUNNING", DevicePluginNotRunning)
+
 Obj = Mapping[str, Any]
 
 
@@ -70,7 +95,7 @@ class Problem:
     lines: list[str] = field(default_factory=list)
     message: str = ""
     labels: set[str] = field(default_factory=set)
-    crashing: list[dict[str, str]] = field(default_factory=list)
+    crashing: list[CrashingPod] = field(default_factory=list)
     #: the fix when the runtime gives the plugin pod no sandbox ("" otherwise)
     sandbox: str = ""
 
@@ -200,29 +225,31 @@ def _first_fix(prob: Problem, namespace: str, name: str) -> str:
 
 
 def _detections(
-    problems: dict[tuple[str, str], Problem], subject: str, lead: list[str], **extra: Any
+    problems: dict[tuple[str, str], Problem], subject: str, lead: list[str], pod: str, resource: str
 ) -> Iterator[Detection]:
     for prob in problems.values():
         meta = (prob.ds or {}).get("metadata") or {}
         evidence = [f"{meta.get('namespace')}/{meta.get('name')}: {counts(prob.ds).text()}"] if prob.ds else []
         evidence += [line for line in lead if line.split(":", 1)[0] in prob.nodes]
         evidence += prob.lines[:20]
-        yield detect(
-            "DEVICE_PLUGIN_NOT_RUNNING",
+        yield DEVICE_PLUGIN_NOT_RUNNING.detect(
             subject if subject else node_subject(prob.nodes[0]),
-            fix=_first_fix(prob, str(meta.get("namespace") or "NAMESPACE"), str(meta.get("name") or "")),
-            plugin=prob.plugin,
-            name=str(meta.get("name") or "(none installed)"),
-            namespace=str(meta.get("namespace") or "(any)"),
-            status=prob.status,
-            nodes=nodes_text(prob.nodes),
-            node=prob.nodes[0],
-            count=len(prob.nodes),
-            message=prob.message,
-            label=", ".join(sorted(prob.labels)) or "none",
-            crashing=prob.crashing,
+            {
+                "fix": _first_fix(prob, str(meta.get("namespace") or "NAMESPACE"), str(meta.get("name") or "")),
+                "plugin": prob.plugin,
+                "name": str(meta.get("name") or "(none installed)"),
+                "namespace": str(meta.get("namespace") or "(any)"),
+                "status": prob.status,
+                "nodes": nodes_text(prob.nodes),
+                "node": prob.nodes[0],
+                "count": len(prob.nodes),
+                "message": prob.message,
+                "label": ", ".join(sorted(prob.labels)) or "none",
+                "crashing": prob.crashing,
+                "pod": pod,
+                "resource": resource,
+            },
             evidence=evidence,
-            **extra,
         )
 
 
@@ -269,6 +296,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="plugin.daemonset",
     reads=("pending_pod", "nodes", "components", "scope_nodes"),
-    emits=("DEVICE_PLUGIN_NOT_RUNNING",),
+    emits=(DEVICE_PLUGIN_NOT_RUNNING,),
     run=run,
 )

@@ -12,8 +12,9 @@ is still being applied (pending, rebooting) or could not be (failed).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
+from bot.engine.check import Check, Code, Detection, node_subject, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import eligible_nodes, gpu_machines, nodes_text
 from bot.engine.facts import Facts
@@ -31,6 +32,23 @@ from bot.kube.gpu_stack import (
     operator_operands,
 )
 from bot.kube.resources import pod_gpu_requests
+
+
+class MigStrategyMismatch(TypedDict):
+    namespace: str
+    pod: str
+    resource: str
+    requested: str
+    what: str
+    value: str
+    strategy: str
+    nodes: str
+    node: str
+    count: int
+    state: str
+
+
+MIG_STRATEGY_MISMATCH = Code("MIG_STRATEGY_MISMATCH", MigStrategyMismatch)
 
 
 def _offers(facts: Facts, names: list[str]) -> str:
@@ -94,21 +112,22 @@ def _pending(facts: Facts) -> Iterator[Detection]:
             continue
         nodes = sorted(set(nodes) | set(stuck))
         evidence = [f"{ref} asks {resource}: {fmt_num(want)}", *(_node_line(facts, n) for n in nodes[:20])]
-        yield detect(
-            "MIG_STRATEGY_MISMATCH",
+        yield MIG_STRATEGY_MISMATCH.detect(
             pod_subject(pod),
-            namespace=_mig_manager_namespace(facts),
-            pod=ref,
-            resource=resource,
-            requested=fmt_num(want),
-            what=what,
-            value=_offers(facts, nodes),
-            strategy=_strategy(facts, nodes),
-            nodes=nodes_text(nodes),
-            node=nodes[0],
-            count=len(nodes),
-            state=", ".join(sorted({mig_labels(facts.nodes[n]).get(MIG_CONFIG_STATE, "") for n in nodes} - {""}))
+            {
+                "namespace": _mig_manager_namespace(facts),
+                "pod": ref,
+                "resource": resource,
+                "requested": fmt_num(want),
+                "what": what,
+                "value": _offers(facts, nodes),
+                "strategy": _strategy(facts, nodes),
+                "nodes": nodes_text(nodes),
+                "node": nodes[0],
+                "count": len(nodes),
+                "state": ", ".join(sorted({mig_labels(facts.nodes[n]).get(MIG_CONFIG_STATE, "") for n in nodes} - {""}))
             or "not labelled",
+            },
             evidence=evidence,
         )
 
@@ -117,20 +136,21 @@ def _nodes(facts: Facts) -> Iterator[Detection]:
     for name in _bad_state(facts, gpu_machines(facts, facts.scope_nodes)):
         labels = mig_labels(facts.nodes[name])
         config, state = labels.get(MIG_CONFIG, "(none)"), labels.get(MIG_CONFIG_STATE, "")
-        yield detect(
-            "MIG_STRATEGY_MISMATCH",
+        yield MIG_STRATEGY_MISMATCH.detect(
             node_subject(name),
-            pod="",
-            resource="nvidia.com/mig-*",
-            requested="",
-            what=f"{MIG_CONFIG}={config} not applied, {MIG_CONFIG_STATE} is {state}",
-            value=_offers(facts, [name]),
-            strategy=_strategy(facts, [name]),
-            nodes=name,
-            node=name,
-            count=1,
-            state=state,
-            namespace=_mig_manager_namespace(facts),
+            {
+                "pod": "",
+                "resource": "nvidia.com/mig-*",
+                "requested": "",
+                "what": f"{MIG_CONFIG}={config} not applied, {MIG_CONFIG_STATE} is {state}",
+                "value": _offers(facts, [name]),
+                "strategy": _strategy(facts, [name]),
+                "nodes": name,
+                "node": name,
+                "count": 1,
+                "state": state,
+                "namespace": _mig_manager_namespace(facts),
+            },
             evidence=[_node_line(facts, name)],
         )
 
@@ -143,6 +163,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="plugin.mig",
     reads=("pending_pod", "nodes", "components", "scope_nodes"),
-    emits=("MIG_STRATEGY_MISMATCH",),
+    emits=(MIG_STRATEGY_MISMATCH,),
     run=run,
 )

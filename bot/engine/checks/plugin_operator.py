@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, node_subject, pod_subject
+from bot.engine.check import Check, Code, Detection, node_subject, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.checks._plugin import (
     eligible_nodes,
@@ -45,6 +45,25 @@ from bot.kube.gpu_stack import (
 )
 from bot.kube.resources import gpu_family, pod_gpu_requests
 from bot.probes.observation import NodeObservation
+
+
+class GpuOperatorNotReady(TypedDict):
+    stage: str
+    name: str
+    namespace: str
+    status: str
+    message: str
+    fix: str
+    nodes: str
+    node: str
+    count: int
+    label: str
+    waiting: str
+    driver: str
+    pod: str
+
+
+GPU_OPERATOR_NOT_READY = Code("GPU_OPERATOR_NOT_READY", GpuOperatorNotReady)
 
 Obj = dict[str, Any]
 
@@ -149,23 +168,24 @@ def run(facts: Facts) -> Iterator[Detection]:
         s, p = prob.state, prob.state.placement
         ds = operands[s.stage]
         evidence = [f"{p.namespace}/{p.daemonset}: {counts(ds).text()}", *prob.lines[:20]]
-        yield detect(
-            "GPU_OPERATOR_NOT_READY",
+        yield GPU_OPERATOR_NOT_READY.detect(
             subject or node_subject(prob.nodes[0]),
+            {
+                "stage": s.stage,
+                "name": p.daemonset,
+                "namespace": p.namespace,
+                "status": prob.status,
+                "message": _message(facts, p),
+                "fix": _fix(facts, p),
+                "nodes": nodes_text(prob.nodes),
+                "node": prob.nodes[0],
+                "count": len(prob.nodes),
+                "label": ", ".join(sorted(prob.labels)) or DEPLOY_LABELS.get(s.stage, "none"),
+                "waiting": ", ".join(t for t in CORE_STAGES if t in prob.waiting) or "nothing",
+                "driver": prob.host_driver or "none",
+                "pod": ref,
+            },
             role="" if s.stage in CORE_STAGES else "auxiliary",
-            stage=s.stage,
-            name=p.daemonset,
-            namespace=p.namespace,
-            status=prob.status,
-            message=_message(facts, p),
-            fix=_fix(facts, p),
-            nodes=nodes_text(prob.nodes),
-            node=prob.nodes[0],
-            count=len(prob.nodes),
-            label=", ".join(sorted(prob.labels)) or DEPLOY_LABELS.get(s.stage, "none"),
-            waiting=", ".join(t for t in CORE_STAGES if t in prob.waiting) or "nothing",
-            driver=prob.host_driver or "none",
-            pod=ref,
             evidence=evidence,
         )
 
@@ -173,6 +193,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="plugin.operator",
     reads=("pending_pod", "nodes", "components", "scope_nodes", "node_readings"),
-    emits=("GPU_OPERATOR_NOT_READY",),
+    emits=(GPU_OPERATOR_NOT_READY,),
     run=run,
 )

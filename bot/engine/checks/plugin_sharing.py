@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import eligible_nodes, nodes_text
 from bot.engine.facts import Facts
@@ -28,6 +28,24 @@ from bot.kube.gpu_stack import (
     sharing,
 )
 from bot.kube.resources import gpu_family, pod_gpu_requests
+
+
+class SharingAsk(TypedDict):
+    pod: str
+    resource: str
+    requested: str
+
+
+class SharingMisconfigured(SharingAsk):
+    what: str
+    strategy: str
+    value: str
+    nodes: str
+    count: int
+    message: str
+
+
+SHARING_MISCONFIGURED = Code("SHARING_MISCONFIGURED", SharingMisconfigured)
 
 Obj = dict[str, Any]
 _QUOTED_RESOURCE = re.compile(r"""["'](?P<res>[a-z0-9.\-]+/[a-z0-9.\-]+)["':]""")
@@ -64,19 +82,20 @@ def _refused(facts: Facts, pod: Obj) -> Iterator[Detection]:
     if node in facts.nodes:
         evidence.append(_node_line(facts, node))
     strategy = sharing(facts.nodes[node])[0] if node in facts.nodes else "time-slicing or MPS"
-    yield detect(
-        "SHARING_MISCONFIGURED",
+    yield SHARING_MISCONFIGURED.detect(
         pod_subject(pod),
-        pod=pod_ref(pod),
-        resource=resource,
-        requested=fmt_num(asks.get(resource, 0)),
-        what=f"the device plugin refused {fmt_num(asks.get(resource, 0))} {resource} for {pod_ref(pod)}, "
-             "at most 1 per container",
-        strategy=strategy,
-        value=resource,
-        nodes=node or "its node",
-        count=1,
-        message=text[:300],
+        {
+            "pod": pod_ref(pod),
+            "resource": resource,
+            "requested": fmt_num(asks.get(resource, 0)),
+            "what": f"the device plugin refused {fmt_num(asks.get(resource, 0))} {resource} for {pod_ref(pod)}, "
+            "at most 1 per container",
+            "strategy": strategy,
+            "value": resource,
+            "nodes": node or "its node",
+            "count": 1,
+            "message": text[:300],
+        },
         evidence=evidence,
     )
 
@@ -89,23 +108,24 @@ def _pending(facts: Facts, pod: Obj) -> Iterator[Detection]:
             continue
         have = [n for n in eligible if allocatable(facts.nodes[n], resource) > 0]
         twin = shared_twin(resource)
-        common: dict[str, Any] = {"pod": ref, "resource": resource, "requested": fmt_num(want)}
+        common: SharingAsk = {"pod": ref, "resource": resource, "requested": fmt_num(want)}
         if not have and twin:
             renamed = [n for n in eligible if allocatable(facts.nodes[n], twin) > 0]
             if renamed:
                 why = "renameByDefault is on" if twin.endswith(".shared") else "renameByDefault is off"
-                yield detect(
-                    "SHARING_MISCONFIGURED",
+                yield SHARING_MISCONFIGURED.detect(
                     pod_subject(pod),
-                    what=f"{resource} asked, the nodes advertise {twin} ({why})",
-                    strategy=", ".join(sorted({sharing(facts.nodes[n])[0] for n in renamed})),
-                    value=twin,
-                    nodes=nodes_text(renamed),
-                    count=len(renamed),
-                    message="",
+                    {
+                        "what": f"{resource} asked, the nodes advertise {twin} ({why})",
+                        "strategy": ", ".join(sorted({sharing(facts.nodes[n])[0] for n in renamed})),
+                        "value": twin,
+                        "nodes": nodes_text(renamed),
+                        "count": len(renamed),
+                        "message": "",
+                        **common,
+                    },
                     evidence=[f"{ref} asks {resource}: {fmt_num(want)}",
                               *(_node_line(facts, n) for n in renamed[:20])],
-                    **common,
                 )
             continue
         shared = [n for n in have if is_shared(facts.nodes[n], resource)]
@@ -121,18 +141,19 @@ def _pending(facts: Facts, pod: Obj) -> Iterator[Detection]:
         else:
             what, role = (f"{fmt_num(want)} replicas of a time-sliced {resource} asked: slots, not extra GPUs"
                           ), "replicas"
-        yield detect(
-            "SHARING_MISCONFIGURED",
+        yield SHARING_MISCONFIGURED.detect(
             pod_subject(pod),
+            {
+                "what": what,
+                "strategy": ", ".join(strategies),
+                "value": resource,
+                "nodes": nodes_text(shared),
+                "count": len(shared),
+                "message": "",
+                **common,
+            },
             role=role,
-            what=what,
-            strategy=", ".join(strategies),
-            value=resource,
-            nodes=nodes_text(shared),
-            count=len(shared),
-            message="",
             evidence=evidence,
-            **common,
         )
 
 
@@ -152,6 +173,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="plugin.sharing",
     reads=("pod", "pending_pod", "events", "nodes", "components"),
-    emits=("SHARING_MISCONFIGURED",),
+    emits=(SHARING_MISCONFIGURED,),
     run=run,
 )

@@ -23,15 +23,36 @@ The words for each case are the ``admission_causes`` table of the runbook.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import fmt_num
 from bot.engine.checks._gpu_health import NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.admission import Rejection
 from bot.kube.pod_status import classify, running_ready
 from bot.kube.resources import node_gpu_capacity
+
+
+class DeviceAdmissionFailed(TypedDict):
+    pod: str
+    namespace: str
+    what: str
+    count: int
+    node: str
+    reason: str
+    message: str
+    resource: str
+    meaning: str
+    look_at: str
+    stale: bool
+    cordon: bool
+    restart_plugin: bool
+    plugin_namespace: str
+    plugin_pod: str
+
+
+DEVICE_ADMISSION_FAILED = Code("DEVICE_ADMISSION_FAILED", DeviceAdmissionFailed)
 
 
 def _free(facts: Facts, node: str, resource: str) -> tuple[float, float, float] | None:
@@ -159,27 +180,27 @@ def run(facts: Facts) -> Iterator[Detection]:
         if past:
             evidence.append(f"a pod of the workload created at {recovered} runs and is Ready: "
                             "these rejections are past")
-        yield detect(
-            "DEVICE_ADMISSION_FAILED",
+        yield DEVICE_ADMISSION_FAILED.detect(
             f"pod/{newest.ref}",
-            role="past" if past else cause,
-            pod=newest.ref,
-            namespace=newest.namespace,
-            what=what,
-            count=len(pods),
-            node=node,
-            reason=reason,
-            message=newest.message[:500],
-            resource=newest.resource or "the requested device",
-            meaning=str(row.get("meaning", "")),
-            look_at=str(row.get("look_at", "")),
-            stale=cause == "stale" and not past,
-            # the health check offers the cordon where it reports the card; only here otherwise
-            cordon=cause == "lost" and not past and not (health.cards or health.withdrawn)
+            {
+                "pod": newest.ref,
+                "namespace": newest.namespace,
+                "what": what,
+                "count": len(pods),
+                "node": node,
+                "reason": reason,
+                "message": newest.message[:500],
+                "resource": newest.resource or "the requested device",
+                "meaning": str(row.get("meaning", "")),
+                "look_at": str(row.get("look_at", "")),
+                "stale": cause == "stale" and not past,
+                "cordon": cause == "lost" and not past and not (health.cards or health.withdrawn)
             and not (facts.nodes.get(node, {}).get("spec") or {}).get("unschedulable"),
-            restart_plugin=cause in ("plugin", "unregistered") and steady and not past,
-            plugin_namespace=str(meta.get("namespace") or ""),
-            plugin_pod=str(meta.get("name") or ""),
+                "restart_plugin": cause in ("plugin", "unregistered") and steady and not past,
+                "plugin_namespace": str(meta.get("namespace") or ""),
+                "plugin_pod": str(meta.get("name") or ""),
+            },
+            role="past" if past else cause,
             evidence=evidence,
         )
 
@@ -187,7 +208,7 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="pod.admission",
     reads=("target", "admission_rejected", "nodes", "node_pods", "node_readings", "components"),
-    emits=("DEVICE_ADMISSION_FAILED",),
+    emits=(DEVICE_ADMISSION_FAILED,),
     run=run,
     tables=("admission_causes", "xid_codes"),
 )

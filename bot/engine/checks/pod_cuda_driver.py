@@ -11,9 +11,9 @@ inside a running container.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.checks._container import older, version_tuple
 from bot.engine.facts import Facts
@@ -21,6 +21,18 @@ from bot.kube.cuda_compat import CudaMessage, env_cuda, image_cuda, node_label_c
 from bot.kube.pod_status import classify
 from bot.kube.resources import pod_gpu_requests
 from bot.probes.observation import NodeObservation
+
+
+class DriverTooOld(TypedDict):
+    pod: str
+    container: str
+    node: str
+    driver: str
+    driver_cuda: str
+    container_cuda: str | None
+
+
+DRIVER_TOO_OLD = Code("DRIVER_TOO_OLD", DriverTooOld)
 
 Obj = dict[str, Any]
 
@@ -91,16 +103,17 @@ def run(facts: Facts) -> Iterator[Detection]:
     if driver_cuda:
         evidence.append(f"node {node}: driver {driver or '?'} supports CUDA up to {driver_cuda} "
                         f"({read_at or 'from the message'})")
-    yield detect(
-        "DRIVER_TOO_OLD",
+    yield DRIVER_TOO_OLD.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "container": state.container or "",
+            "node": node,
+            "driver": driver or f"on {node}",
+            "driver_cuda": driver_cuda or "(version not read)",
+            "container_cuda": asks or (f"(not named, newer than {driver_cuda})" if driver_cuda else "(not named)"),
+        },
         role=role,
-        pod=pod_ref(pod),
-        container=state.container or "",
-        node=node,
-        driver=driver or f"on {node}",
-        driver_cuda=driver_cuda or "(version not read)",
-        container_cuda=asks or (f"(not named, newer than {driver_cuda})" if driver_cuda else "(not named)"),
         evidence=evidence,
     )
 
@@ -110,6 +123,6 @@ CHECK = Check(
     reads=("pod", "events", "nodes"),
     # the driver's CUDA as nvidia-smi prints it on the node; without it, the node's labels
     refines=("node_readings",),
-    emits=("DRIVER_TOO_OLD",),
+    emits=(DRIVER_TOO_OLD,),
     run=run,
 )

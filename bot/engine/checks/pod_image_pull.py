@@ -9,13 +9,29 @@ cause, and the kubelet's own message (from the newest ``Failed to pull image`` e
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.cuda_compat import image_cuda
 from bot.kube.image_pull import pull_failures
 from bot.kube.resources import pod_gpu_requests
+
+
+class ImagePullFailed(TypedDict):
+    pod: str
+    container: str
+    image: str
+    reason: str
+    what: str
+    meaning: str
+    look_at: str
+    node: str
+    namespace: str
+
+
+IMAGE_PULL_FAILED = Code("IMAGE_PULL_FAILED", ImagePullFailed)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -42,24 +58,25 @@ def run(facts: Facts) -> Iterator[Detection]:
                         "exists and that the node driver supports")
     if node and pod_gpu_requests(pod):
         evidence.append(f"scheduled on {node}: the pod holds its GPU request there while nothing runs")
-    yield detect(
-        "IMAGE_PULL_FAILED",
+    yield IMAGE_PULL_FAILED.detect(
         pod_subject(pod),
+        {
+            "pod": ref,
+            "container": first.container,
+            "image": first.image,
+            "reason": first.reason,
+            "what": str(row.get("short", first.cause)),
+            "meaning": str(row.get("meaning", "")),
+            "look_at": str(row.get("look_at", "")),
+            "node": node or "?",
+            "namespace": str((pod.get("metadata") or {}).get("namespace") or ""),
+        },
         role=first.cause,
-        pod=ref,
-        container=first.container,
-        image=first.image,
-        reason=first.reason,
-        what=str(row.get("short", first.cause)),
-        meaning=str(row.get("meaning", "")),
-        look_at=str(row.get("look_at", "")),
-        node=node or "?",
-        namespace=str((pod.get("metadata") or {}).get("namespace") or ""),
         evidence=evidence,
     )
 
 
 CHECK = Check(
-    name="pod.image_pull", reads=("pod", "events"), emits=("IMAGE_PULL_FAILED",), run=run,
+    name="pod.image_pull", reads=("pod", "events"), emits=(IMAGE_PULL_FAILED,), run=run,
     tables=("image_pull_causes",),
 )

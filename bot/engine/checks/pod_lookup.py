@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.facts import Facts
+
+
+class PodNotFound(TypedDict):
+    what: str
+    pod: str
+    namespace: str
+
+
+POD_NOT_FOUND = Code("POD_NOT_FOUND", PodNotFound)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -15,8 +25,15 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     what = f"namespace {t.namespace}" if not t.namespace_exists else f"{t.kind.lower()} {t.namespace}/{t.name}"
     evidence = [f"did you mean: {', '.join(t.suggestions)}"] if t.suggestions else []
-    yield detect("POD_NOT_FOUND", f"{t.kind.lower()}/{t.namespace}/{t.name}", what=what, pod=t.name,
-                 namespace=t.namespace, evidence=evidence)
+    yield POD_NOT_FOUND.detect(
+        f"{t.kind.lower()}/{t.namespace}/{t.name}",
+        {
+            "what": what,
+            "pod": t.name,
+            "namespace": t.namespace,
+        },
+        evidence=evidence,
+    )
 
 
-CHECK = Check(name="pod.lookup", reads=("target",), emits=("POD_NOT_FOUND",), run=run)
+CHECK = Check(name="pod.lookup", reads=("target",), emits=(POD_NOT_FOUND,), run=run)

@@ -7,12 +7,21 @@ nvidia-smi shows no load. The evidence is read on the pod's own node.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
 from bot.kube.pod_status import classify
+
+
+class PodRunning(TypedDict):
+    pod: str
+    node: str
+
+
+POD_RUNNING = Code("POD_RUNNING", PodRunning)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -37,7 +46,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence += [
             f"{node} pid {p.pid} {p.process_name} {p.used_memory_mib} MiB on {p.gpu_uuid}" for p in result.processes
         ]
-    yield detect("POD_RUNNING", pod_subject(pod), pod=ref, node=node, evidence=evidence)
+    yield POD_RUNNING.detect(pod_subject(pod), {"pod": ref, "node": node}, evidence=evidence)
 
 
-CHECK = Check(name="pod.running", reads=("pod", "node_readings"), emits=("POD_RUNNING",), run=run)
+CHECK = Check(name="pod.running", reads=("pod", "node_readings"), emits=(POD_RUNNING,), run=run)

@@ -10,15 +10,27 @@ none and its container finds no driver.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import event_time
 from bot.engine.facts import Facts
 from bot.kube.pod_status import classify
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.runtime_class import NO_DRIVER, RuntimeRefusal, parse, stack_runtime_class
 from bot.kube.workload import replica_failure
+
+
+class RuntimeProblem(TypedDict):
+    pod: str
+    runtime: str
+    node: str
+    namespace: str
+
+
+RUNTIME_HANDLER_MISSING = Code("RUNTIME_HANDLER_MISSING", RuntimeProblem)
+RUNTIME_CLASS_MISSING = Code("RUNTIME_CLASS_MISSING", RuntimeProblem)
+RUNTIME_CLASS_NOT_SET = Code("RUNTIME_CLASS_NOT_SET", RuntimeProblem)
 
 Obj = dict[str, Any]
 
@@ -79,9 +91,17 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence = [line]
         if asked:
             evidence.append(f"{where} asks for runtimeClassName {asked}")
-        code = "RUNTIME_HANDLER_MISSING" if refusal.kind == "handler" else "RUNTIME_CLASS_MISSING"
-        yield detect(code, subject, pod=where, runtime=refusal.name, node=node or "?", namespace=t.namespace,
-                     evidence=evidence)
+        code = RUNTIME_HANDLER_MISSING if refusal.kind == "handler" else RUNTIME_CLASS_MISSING
+        yield code.detect(
+            subject,
+            {
+                "pod": where,
+                "runtime": refusal.name,
+                "node": node or "?",
+                "namespace": t.namespace,
+            },
+            evidence=evidence,
+        )
         return
     if pod is None or asked or not pod_gpu_requests(pod):
         return
@@ -93,13 +113,21 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     evidence = [f"container {c}: {m[:500]}" for c, m in lost[:3]]
     evidence.append(f"{stack} runs its pods with runtimeClassName {runtime}; {where} sets no runtimeClassName")
-    yield detect("RUNTIME_CLASS_NOT_SET", subject, pod=where, runtime=runtime, node=node or "?",
-                 namespace=t.namespace, evidence=evidence)
+    yield RUNTIME_CLASS_NOT_SET.detect(
+        subject,
+        {
+            "pod": where,
+            "runtime": runtime,
+            "node": node or "?",
+            "namespace": t.namespace,
+        },
+        evidence=evidence,
+    )
 
 
 CHECK = Check(
     name="pod.runtime_handler",
     reads=("target", "events", "components"),
-    emits=("RUNTIME_HANDLER_MISSING", "RUNTIME_CLASS_MISSING", "RUNTIME_CLASS_NOT_SET"),
+    emits=(RUNTIME_HANDLER_MISSING, RUNTIME_CLASS_MISSING, RUNTIME_CLASS_NOT_SET),
     run=run,
 )

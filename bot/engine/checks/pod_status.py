@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.pod_status import classify
+
+
+class PodStatus(TypedDict):
+    pod: str
+    status: str
+    reason: str
+    container: str
+    meaning: str
+    look_at: str
+
+
+POD_STATUS = Code("POD_STATUS", PodStatus)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -34,17 +47,18 @@ def run(facts: Facts) -> Iterator[Detection]:
     evidence = [f"{ref}: {state.display_status}" + (f" ({extra})" if extra else "")]
     if state.detail:
         evidence.append(state.detail[:500])
-    yield detect(
-        "POD_STATUS",
+    yield POD_STATUS.detect(
         pod_subject(pod),
-        pod=ref,
-        status=key,
-        reason=state.reason or "",
-        container=state.container or "",
-        meaning=str(row.get("meaning", "")),
-        look_at=str(row.get("look_at", "")),
+        {
+            "pod": ref,
+            "status": key,
+            "reason": state.reason or "",
+            "container": state.container or "",
+            "meaning": str(row.get("meaning", "")),
+            "look_at": str(row.get("look_at", "")),
+        },
         evidence=evidence,
     )
 
 
-CHECK = Check(name="pod.status", reads=("pod",), emits=("POD_STATUS",), run=run, tables=("pod_status",))
+CHECK = Check(name="pod.status", reads=("pod",), emits=(POD_STATUS,), run=run, tables=("pod_status",))

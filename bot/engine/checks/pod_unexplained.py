@@ -9,13 +9,24 @@ the user knows where to look next.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import event_time
 from bot.engine.facts import Facts
 from bot.kube.pod_status import classify
 from bot.kube.workload import replica_failure, workload_status
+
+
+class PodNotRunningUnexplained(TypedDict):
+    pod: str
+    status: str
+    checked: str
+    unchecked: str
+    namespace: str
+
+
+POD_NOT_RUNNING_UNEXPLAINED = Code("POD_NOT_RUNNING_UNEXPLAINED", PodNotRunningUnexplained)
 
 Obj = dict[str, Any]
 
@@ -97,17 +108,18 @@ def run(facts: Facts) -> Iterator[Detection]:
     else:
         shown = pod_state.display_status if pod_state is not None else "not running"
     target = f"{t.namespace}/{t.name}" if t.workload is None else f"{t.kind.lower()} {t.namespace}/{t.name}"
-    yield detect(
-        "POD_NOT_RUNNING_UNEXPLAINED",
+    yield POD_NOT_RUNNING_UNEXPLAINED.detect(
         f"{t.kind.lower()}/{t.namespace}/{t.name}",
-        pod=target,
-        status=shown,
-        checked=CHECKED,
-        unchecked=UNCHECKED,
-        namespace=t.namespace,
+        {
+            "pod": target,
+            "status": shown,
+            "checked": CHECKED,
+            "unchecked": UNCHECKED,
+            "namespace": t.namespace,
+        },
         evidence=evidence,
     )
 
 
-CHECK = Check(name="pod.unexplained", reads=("target", "events", "story"), emits=("POD_NOT_RUNNING_UNEXPLAINED",),
+CHECK = Check(name="pod.unexplained", reads=("target", "events", "story"), emits=(POD_NOT_RUNNING_UNEXPLAINED,),
               run=run)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import asks_qgpu
 from bot.engine.checks._qgpu import is_qgpu
 from bot.engine.facts import Facts
+
+
+class QgpuOperatorOld(TypedDict):
+    value: str
+
+
+QGPU_OPERATOR_OLD = Code("QGPU_OPERATOR_OLD", QgpuOperatorOld)
 
 MIN_OPERATOR_VERSION = (3, 0, 2)
 _VERSION = re.compile(r":v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -31,10 +39,12 @@ def run(facts: Facts) -> Iterator[Detection]:
                 continue
             version = tuple(int(part or 0) for part in match.groups())
             if version < MIN_OPERATOR_VERSION:
-                yield detect("QGPU_OPERATOR_OLD", f"{str(ctrl.get('kind', '')).lower()}/{meta.get('namespace')}/"
-                             f"{meta.get('name')}", value=".".join(map(str, version)),
-                             evidence=[f"{meta.get('namespace')}/{meta.get('name')}: image {image}"])
+                yield QGPU_OPERATOR_OLD.detect(
+                    f"{str(ctrl.get('kind', '')).lower()}/{meta.get('namespace')}/{meta.get('name')}",
+                    {"value": ".".join(map(str, version))},
+                    evidence=[f"{meta.get('namespace')}/{meta.get('name')}: image {image}"],
+                )
                 return
 
 
-CHECK = Check(name="qgpu.operator_version", reads=("pod", "components"), emits=("QGPU_OPERATOR_OLD",), run=run)
+CHECK = Check(name="qgpu.operator_version", reads=("pod", "components"), emits=(QGPU_OPERATOR_OLD,), run=run)

@@ -4,11 +4,45 @@ qGPU capacity, and the scheduling policy label is set (on the namespace, or TKE-
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import QGPU_CORE, asks_qgpu, pod_ref
 from bot.engine.checks._qgpu import POLICIES, POLICY_LABEL, fmt_labels, is_qgpu, labels
 from bot.engine.facts import Facts
+
+
+class QgpuNsPolicyMissing(TypedDict):
+    namespace: str
+    pod: str
+    label: str
+
+
+QGPU_NS_POLICY_MISSING = Code("QGPU_NS_POLICY_MISSING", QgpuNsPolicyMissing)
+
+
+class QgpuOperatorMissing(TypedDict):
+    pod: str
+
+
+QGPU_OPERATOR_MISSING = Code("QGPU_OPERATOR_MISSING", QgpuOperatorMissing)
+
+
+class QgpuNodeNoCapacity(TypedDict):
+    pod: str
+
+
+QGPU_NODE_NO_CAPACITY = Code("QGPU_NODE_NO_CAPACITY", QgpuNodeNoCapacity)
+
+
+class QgpuNsPolicyInvalid(TypedDict):
+    namespace: str
+    value: str
+    label: str
+    on_namespace: bool
+
+
+QGPU_NS_POLICY_INVALID = Code("QGPU_NS_POLICY_INVALID", QgpuNsPolicyInvalid)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -28,44 +62,68 @@ def run(facts: Facts) -> Iterator[Detection]:
             f"{c['metadata'].get('namespace')}/{c['metadata'].get('name')}" for c in comps.controllers if is_qgpu(c)
         ]
         evidence = ["qGPU controllers found: " + (", ".join(found) or "none"), "running qgpu-manager pods: 0"]
-        yield detect("QGPU_OPERATOR_MISSING", subject, pod=ref, evidence=evidence)
+        yield QGPU_OPERATOR_MISSING.detect(subject, {"pod": ref}, evidence=evidence)
     qgpu_nodes = {
         n: o for n, o in facts.nodes.items()
         if float(((o.get("status") or {}).get("capacity") or {}).get(QGPU_CORE, 0) or 0) > 0
     }
     if not qgpu_nodes:
         marked = [n for n, o in facts.nodes.items() if labels(o).get("qgpu-device-enable") == "enable"]
-        yield detect("QGPU_NODE_NO_CAPACITY", subject, pod=ref, evidence=[
-            f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
-            f"nodes reporting {QGPU_CORE}: none",
-        ])
+        yield QGPU_NODE_NO_CAPACITY.detect(
+            subject,
+            {"pod": ref},
+            evidence=[
+                f"nodes labelled qgpu-device-enable=enable: {', '.join(marked) or 'none'}",
+                f"nodes reporting {QGPU_CORE}: none",
+            ],
+        )
     namespace = facts.namespaces.get(t.namespace)
     ns_value = labels(namespace).get(POLICY_LABEL)
     node_values = {n: labels(o).get(POLICY_LABEL) for n, o in qgpu_nodes.items()}
     ns_subject = f"namespace/{t.namespace}"
     if ns_value is not None:
         if ns_value not in POLICIES:
-            yield detect("QGPU_NS_POLICY_INVALID", ns_subject, namespace=t.namespace, value=ns_value,
-                         label=POLICY_LABEL, on_namespace=True,
-                         evidence=[f"namespace {t.namespace}: {POLICY_LABEL}={ns_value}"])
+            yield QGPU_NS_POLICY_INVALID.detect(
+                ns_subject,
+                {
+                    "namespace": t.namespace,
+                    "value": ns_value,
+                    "label": POLICY_LABEL,
+                    "on_namespace": True,
+                },
+                evidence=[f"namespace {t.namespace}: {POLICY_LABEL}={ns_value}"],
+            )
         return
     bad_nodes = {n: v for n, v in node_values.items() if v is not None and v not in POLICIES}
     if bad_nodes:
-        yield detect("QGPU_NS_POLICY_INVALID", ns_subject, namespace=t.namespace,
-                     value=", ".join(sorted({str(v) for v in bad_nodes.values()})), label=POLICY_LABEL,
-                     on_namespace=False,
-                     evidence=[f"node {n}: {POLICY_LABEL}={v}" for n, v in sorted(bad_nodes.items())])
+        yield QGPU_NS_POLICY_INVALID.detect(
+            ns_subject,
+            {
+                "namespace": t.namespace,
+                "value": ", ".join(sorted({str(v) for v in bad_nodes.values()})),
+                "label": POLICY_LABEL,
+                "on_namespace": False,
+            },
+            evidence=[f"node {n}: {POLICY_LABEL}={v}" for n, v in sorted(bad_nodes.items())],
+        )
         return
     if any(v is not None for v in node_values.values()):
         return  # TKE style: the policy sits on the node pool
-    yield detect("QGPU_NS_POLICY_MISSING", ns_subject, namespace=t.namespace, pod=ref, label=POLICY_LABEL,
-                 evidence=[f"namespace {t.namespace} labels: {fmt_labels(labels(namespace))}",
-                           f"qGPU nodes with {POLICY_LABEL}: none"])
+    yield QGPU_NS_POLICY_MISSING.detect(
+        ns_subject,
+        {
+            "namespace": t.namespace,
+            "pod": ref,
+            "label": POLICY_LABEL,
+        },
+        evidence=[f"namespace {t.namespace} labels: {fmt_labels(labels(namespace))}",
+                  f"qGPU nodes with {POLICY_LABEL}: none"],
+    )
 
 
 CHECK = Check(
     name="qgpu.prereqs",
     reads=("target", "pod", "nodes", "namespaces", "components"),
-    emits=("QGPU_OPERATOR_MISSING", "QGPU_NODE_NO_CAPACITY", "QGPU_NS_POLICY_INVALID", "QGPU_NS_POLICY_MISSING"),
+    emits=(QGPU_OPERATOR_MISSING, QGPU_NODE_NO_CAPACITY, QGPU_NS_POLICY_INVALID, QGPU_NS_POLICY_MISSING),
     run=run,
 )

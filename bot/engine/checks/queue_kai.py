@@ -14,11 +14,27 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from bot.engine.check import Check, Detection, detect
-from bot.engine.checks._gang import gang_story, group_lines, waiting_member
+from bot.engine.check import Check, Code, Detection
+from bot.engine.checks._gang import KAI_GANG_UNSCHEDULABLE, GangMember, gang_story, group_lines, waiting_member
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.resources import pod_node_gpu_requests, quantity_or_none
+
+KAI_QUEUE_MISSING = Code("KAI_QUEUE_MISSING", GangMember)
+
+
+class KaiQueueOverLimit(GangMember):
+    what: str
+
+
+KAI_QUEUE_OVER_LIMIT = Code("KAI_QUEUE_OVER_LIMIT", KaiQueueOverLimit)
+
+
+class KaiParentQueueOverLimit(KaiQueueOverLimit):
+    parent: str
+
+
+KAI_PARENT_QUEUE_OVER_LIMIT = Code("KAI_PARENT_QUEUE_OVER_LIMIT", KaiParentQueueOverLimit)
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -107,27 +123,27 @@ def run(facts: Facts) -> Iterator[Detection]:
     if g.queue is None:
         lines = group_lines(g) if g.pod_group else []
         lines.append(f"Queue {g.queue_name or '(none)'} does not exist")
-        yield detect("KAI_QUEUE_MISSING", subject, evidence=lines, **base)
+        yield KAI_QUEUE_MISSING.detect(subject, {**base}, evidence=lines)
         return
     room = _room(g)
     if room is not None:
         role, what = room
-        yield detect("KAI_QUEUE_OVER_LIMIT", subject, role=role, what=what,
-                     evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g), **base)
+        yield KAI_QUEUE_OVER_LIMIT.detect(subject, {"what": what, **base}, role=role,
+                                          evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g))
         return
     above = _parent_room(g)
     if above is not None:
         parent, role, what = above
-        yield detect("KAI_PARENT_QUEUE_OVER_LIMIT", subject, role=role, what=what, parent=parent,
-                     evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g), **base)
+        yield KAI_PARENT_QUEUE_OVER_LIMIT.detect(subject, {"what": what, "parent": parent, **base}, role=role,
+                                                 evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g))
         return
     if g.pod_group is not None:
-        yield from gang_story(facts, g, "KAI_GANG_UNSCHEDULABLE", subject, base, _queue_lines(g) + _parent_lines(g))
+        yield from gang_story(facts, g, KAI_GANG_UNSCHEDULABLE, subject, base, _queue_lines(g) + _parent_lines(g))
 
 
 CHECK = Check(
     name="queue.kai",
     reads=("target", "queues", "nodes", "node_pods"),
-    emits=("KAI_QUEUE_MISSING", "KAI_QUEUE_OVER_LIMIT", "KAI_PARENT_QUEUE_OVER_LIMIT", "KAI_GANG_UNSCHEDULABLE"),
+    emits=(KAI_QUEUE_MISSING, KAI_QUEUE_OVER_LIMIT, KAI_PARENT_QUEUE_OVER_LIMIT, KAI_GANG_UNSCHEDULABLE),
     run=run,
 )

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import KueueFacts
 from bot.kube.batch_workloads import display, suspended
@@ -33,6 +33,59 @@ from bot.kube.kueue import (
 )
 from bot.kube.quota import fmt_quantity
 from bot.kube.resources import quantity_or_none
+
+
+class KueueBase(TypedDict):
+    """What every KUEUE_* finding names: the target, its namespace and queues."""
+
+    ref: str
+    namespace: str
+    queue: str
+    cluster_queue: NotRequired[str]
+
+
+class _KueueWorkload(KueueBase):
+    name: str
+
+
+class KueueNotAdmitted(_KueueWorkload):
+    what: str
+    admit: str
+
+
+class KueueEvicted(_KueueWorkload):
+    reason: str
+    message: str
+
+
+class KueueNamed(KueueBase):
+    name: str
+
+
+class KueueStopped(KueueNamed):
+    value: str
+    what: str
+
+
+class KueueAdmitted(KueueNamed):
+    what: str
+
+
+KUEUE_NOT_INSTALLED = Code("KUEUE_NOT_INSTALLED", KueueBase)
+KUEUE_QUEUE_MISSING = Code("KUEUE_QUEUE_MISSING", KueueNamed)
+KUEUE_CLUSTERQUEUE_STOPPED = Code("KUEUE_CLUSTERQUEUE_STOPPED", KueueStopped)
+KUEUE_WORKLOAD_MISSING = Code("KUEUE_WORKLOAD_MISSING", KueueBase)
+KUEUE_NOT_ADMITTED = Code("KUEUE_NOT_ADMITTED", KueueNotAdmitted)
+KUEUE_EVICTED = Code("KUEUE_EVICTED", KueueEvicted)
+KUEUE_ADMITTED = Code("KUEUE_ADMITTED", KueueAdmitted)
+
+
+class KueueStillSuspended(KueueNamed):
+    #: the suspended object's name alone, for grepping the controller's log
+    workload: str
+
+
+KUEUE_ADMITTED_STILL_SUSPENDED = Code("KUEUE_ADMITTED_STILL_SUSPENDED", KueueStillSuspended)
 
 Obj = dict[str, Any]
 MAX_HOLDERS = 6
@@ -122,24 +175,33 @@ def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterat
     ns = facts.target.namespace
     evicted = condition(wl, "Evicted")
     wl_name = str((wl.get("metadata") or {}).get("name") or "?")
-    base = {"ref": ref, "namespace": ns, "name": wl_name, "queue": k.queue_name, "cluster_queue": cq}
+    base: _KueueWorkload = {"ref": ref, "namespace": ns, "name": wl_name, "queue": k.queue_name, "cluster_queue": cq}
     if evicted is not None and evicted.get("status") == "True":
-        yield detect(
-            "KUEUE_EVICTED", subject, evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: "
-                                                f"{evicted.get('message')}", *_check_lines(wl)],
-            reason=str(evicted.get("reason") or "?"), message=str(evicted.get("message") or ""), **base,
+        yield KUEUE_EVICTED.detect(
+            subject,
+            {
+                "reason": str(evicted.get("reason") or "?"),
+                "message": str(evicted.get("message") or ""),
+                **base,
+            },
+            evidence=[f"Workload {name_of(wl)} Evicted: {evicted.get('reason')}: {evicted.get('message')}",
+                      *_check_lines(wl)],
         )
         return
     if is_true(wl, "QuotaReserved"):
         admitted = condition(wl, "Admitted") or {}
         checks = ((wl.get("status") or {}).get("admissionChecks")) or []
         lines = _check_lines(wl)
-        yield detect(
-            "KUEUE_NOT_ADMITTED", subject, role="checks",
-            what=f"quota is reserved in {cq} but admission checks have not passed: "
+        yield KUEUE_NOT_ADMITTED.detect(
+            subject,
+            {
+                "what": f"quota is reserved in {cq} but admission checks have not passed: "
             + (", ".join(f"{c.get('name')} {c.get('state')}" for c in checks) or str(admitted.get("message") or "")),
-            admit="the admission checks (for a ProvisioningRequest: the nodes it asks for) to be Ready",
-            evidence=lines or [f"Admitted: {admitted.get('reason')}: {admitted.get('message')}"], **base,
+                "admit": "the admission checks (for a ProvisioningRequest: the nodes it asks for) to be Ready",
+                **base,
+            },
+            role="checks",
+            evidence=lines or [f"Admitted: {admitted.get('reason')}: {admitted.get('message')}"],
         )
         return
     reserved = condition(wl, "QuotaReserved") or {}
@@ -165,7 +227,7 @@ def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterat
         f"ClusterQueue {cq}: {status.get('pendingWorkloads', '?')} pending, "
         f"{status.get('admittedWorkloads', '?')} admitted; preemption {preemption or 'none'}"
     )
-    yield detect("KUEUE_NOT_ADMITTED", subject, role=role, what=what, admit=admit, evidence=evidence, **base)
+    yield KUEUE_NOT_ADMITTED.detect(subject, {"what": what, "admit": admit, **base}, role=role, evidence=evidence)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -175,54 +237,89 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     subject, ref = _subject(facts)
     ns = facts.target.namespace
-    base = {"ref": ref, "namespace": ns, "queue": k.queue_name}
+    base: KueueBase = {"ref": ref, "namespace": ns, "queue": k.queue_name}
     if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
         held = _still_suspended(facts, k.workload)
         if held is not None:
-            yield detect("KUEUE_ADMITTED_STILL_SUSPENDED", subject, name=held, workload=held.partition("/")[2],
-                         cluster_queue=_admitted_in(k.workload),
-                         evidence=[*_admitted(k, subject, base).evidence,
-                                   f"{held}: spec.suspend is still true"], **base)
+            yield KUEUE_ADMITTED_STILL_SUSPENDED.detect(
+                subject,
+                {"name": held, "workload": held.partition("/")[2], **base, "cluster_queue": _admitted_in(k.workload)},
+                evidence=[*_admitted(k, subject, base).evidence, f"{held}: spec.suspend is still true"],
+            )
             return
         # admitted: the pods' own story (scheduler, kubelet) is the one to tell; this is context
         yield _admitted(k, subject, base)
         return
     if not k.installed:
         if _suspended(facts):
-            yield detect("KUEUE_NOT_INSTALLED", subject, evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}",
-                                                                 "the API serves no kueue.x-k8s.io group"], **base)
+            yield KUEUE_NOT_INSTALLED.detect(
+                subject,
+                {**base},
+                evidence=[f"label kueue.x-k8s.io/queue-name={k.queue_name}", "the API serves no kueue.x-k8s.io group"],
+            )
         return
     if k.local_queue is None:
-        yield detect("KUEUE_QUEUE_MISSING", subject, role="local", name=k.queue_name,
-                     evidence=[f"LocalQueue {ns}/{k.queue_name} does not exist"]
-                     + _workload_line(k), **base)
+        yield KUEUE_QUEUE_MISSING.detect(
+            subject,
+            {
+                "name": k.queue_name,
+                **base,
+            },
+            role="local",
+            evidence=[f"LocalQueue {ns}/{k.queue_name} does not exist", *_workload_line(k)],
+        )
         return
     cq_name = str((k.local_queue.get("spec") or {}).get("clusterQueue") or "")
     if k.cluster_queue is None:
-        yield detect("KUEUE_QUEUE_MISSING", subject, role="cluster", name=cq_name,
-                     evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist"]
-                     + _workload_line(k), **base)
+        yield KUEUE_QUEUE_MISSING.detect(
+            subject,
+            {
+                "name": cq_name,
+                **base,
+            },
+            role="cluster",
+            evidence=[f"LocalQueue {ns}/{k.queue_name} points at ClusterQueue {cq_name}, which does not exist",
+                      *_workload_line(k)],
+        )
         return
     base["cluster_queue"] = cq_name
     stopped = [(f"LocalQueue {ns}/{k.queue_name}", k.local_queue), (f"ClusterQueue {cq_name}", k.cluster_queue)]
     for label, obj in stopped:
         policy = str((obj.get("spec") or {}).get("stopPolicy") or "None")
         if policy != "None":
-            yield detect("KUEUE_CLUSTERQUEUE_STOPPED", subject, role="stopped", name=label, value=policy,
-                         what=f"stopPolicy {policy}", evidence=[f"{label}: spec.stopPolicy {policy}"], **base)
+            yield KUEUE_CLUSTERQUEUE_STOPPED.detect(
+                subject,
+                {
+                    "name": label,
+                    "value": policy,
+                    "what": f"stopPolicy {policy}",
+                    **base,
+                },
+                role="stopped",
+                evidence=[f"{label}: spec.stopPolicy {policy}"],
+            )
             return
     active = condition(k.cluster_queue, "Active")
     if active is not None and active.get("status") != "True":
-        yield detect("KUEUE_CLUSTERQUEUE_STOPPED", subject, role="inactive", name=f"ClusterQueue {cq_name}",
-                     value=str(active.get("reason") or ""), what=str(active.get("message") or "inactive"),
-                     evidence=[f"ClusterQueue {cq_name} Active=False: {active.get('reason')}: {active.get('message')}"],
-                     **base)
+        yield KUEUE_CLUSTERQUEUE_STOPPED.detect(
+            subject,
+            {
+                "name": f"ClusterQueue {cq_name}",
+                "value": str(active.get("reason") or ""),
+                "what": str(active.get("message") or "inactive"),
+                **base,
+            },
+            role="inactive",
+            evidence=[f"ClusterQueue {cq_name} Active=False: {active.get('reason')}: {active.get('message')}"],
+        )
         return
     if k.workload is None:
         if _suspended(facts):
-            yield detect("KUEUE_WORKLOAD_MISSING", subject,
-                         evidence=[f"{ref} is suspended with queue {k.queue_name}, and no Workload is owned by it"],
-                         **base)
+            yield KUEUE_WORKLOAD_MISSING.detect(
+                subject,
+                {**base},
+                evidence=[f"{ref} is suspended with queue {k.queue_name}, and no Workload is owned by it"],
+            )
         return
     yield from _not_admitted(facts, k, subject, ref)
 
@@ -263,7 +360,7 @@ def _still_suspended(facts: Facts, workload: Obj) -> str | None:
     return f"{display(held)}/{(held.get('metadata') or {}).get('name')}"
 
 
-def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:
+def _admitted(k: KueueFacts, subject: str, base: KueueBase) -> Detection:
     wl = k.workload or {}
     admission = (wl.get("status") or {}).get("admission") or {}
     cq = str(admission.get("clusterQueue") or "?")
@@ -280,8 +377,16 @@ def _admitted(k: KueueFacts, subject: str, base: dict[str, str]) -> Detection:
         usage = ", ".join(f"{r} {v}" for r, v in sorted((ps.get("resourceUsage") or {}).items()))
         flavors = ", ".join(sorted({str(f) for f in (ps.get("flavors") or {}).values()}))
         evidence.append(f"  pod set {ps.get('name')}: {usage} (flavor {flavors})")
-    return detect("KUEUE_ADMITTED", subject, name=str((wl.get("metadata") or {}).get("name") or "?"),
-                  cluster_queue=cq, what=what, evidence=evidence, **base)
+    return KUEUE_ADMITTED.detect(
+        subject,
+        {
+            "name": str((wl.get("metadata") or {}).get("name") or "?"),
+            "cluster_queue": cq,
+            "what": what,
+            **base,
+        },
+        evidence=evidence,
+    )
 
 
 def _check_lines(workload: Obj) -> list[str]:
@@ -300,14 +405,14 @@ CHECK = Check(
     name="queue.kueue",
     reads=("target", "queues"),
     emits=(
-        "KUEUE_NOT_INSTALLED",
-        "KUEUE_QUEUE_MISSING",
-        "KUEUE_CLUSTERQUEUE_STOPPED",
-        "KUEUE_WORKLOAD_MISSING",
-        "KUEUE_NOT_ADMITTED",
-        "KUEUE_EVICTED",
-        "KUEUE_ADMITTED",
-        "KUEUE_ADMITTED_STILL_SUSPENDED",
+        KUEUE_NOT_INSTALLED,
+        KUEUE_QUEUE_MISSING,
+        KUEUE_CLUSTERQUEUE_STOPPED,
+        KUEUE_WORKLOAD_MISSING,
+        KUEUE_NOT_ADMITTED,
+        KUEUE_EVICTED,
+        KUEUE_ADMITTED,
+        KUEUE_ADMITTED_STILL_SUSPENDED,
     ),
     run=run,
 )

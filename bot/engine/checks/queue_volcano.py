@@ -12,11 +12,34 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.engine.check import Check, Detection, detect
-from bot.engine.checks._gang import gang_story, group_lines, res_text, waiting_member
+from bot.engine.check import Check, Code, Detection
+from bot.engine.checks._gang import (
+    VOLCANO_GANG_UNSCHEDULABLE,
+    GangMember,
+    gang_story,
+    group_lines,
+    res_text,
+    waiting_member,
+)
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.resources import quantity_or_none
+
+VOLCANO_PODGROUP_MISSING = Code("VOLCANO_PODGROUP_MISSING", GangMember)
+
+
+class VolcanoQueueClosed(GangMember):
+    queue_state: str
+
+
+VOLCANO_QUEUE_CLOSED = Code("VOLCANO_QUEUE_CLOSED", VolcanoQueueClosed)
+
+
+class VolcanoQueueOverCapability(GangMember):
+    what: str
+
+
+VOLCANO_QUEUE_OVER_CAPABILITY = Code("VOLCANO_QUEUE_OVER_CAPABILITY", VolcanoQueueOverCapability)
 
 Obj = dict[str, Any]
 OPEN = ("Open", "")
@@ -62,30 +85,43 @@ def run(facts: Facts) -> Iterator[Detection]:
         line = f"annotation scheduling.k8s.io/group-name={g.group_name}: no such PodGroup in {ns}"
         if facts.target.pod is None:
             line = f"no PodGroup in {ns} is owned by {base['pod']} (is the vc-controller-manager running?)"
-        yield detect("VOLCANO_PODGROUP_MISSING", subject, evidence=[line], **base)
+        yield VOLCANO_PODGROUP_MISSING.detect(subject, {**base}, evidence=[line])
         return
     if g.queue is None:
-        yield detect("VOLCANO_QUEUE_CLOSED", subject, role="missing", queue_state="missing",
-                     evidence=group_lines(g) + [f"Queue {g.queue_name} does not exist"], **base)
+        yield VOLCANO_QUEUE_CLOSED.detect(
+            subject,
+            {
+                "queue_state": "missing",
+                **base,
+            },
+            role="missing",
+            evidence=group_lines(g) + [f"Queue {g.queue_name} does not exist"],
+        )
         return
     state = str(((g.queue.get("status") or {}).get("state")) or "")
     if state not in OPEN:
         lines = group_lines(g) + _queue_lines(g)
-        yield detect("VOLCANO_QUEUE_CLOSED", subject, queue_state=state, evidence=lines, **base)
+        yield VOLCANO_QUEUE_CLOSED.detect(subject, {"queue_state": state, **base}, evidence=lines)
         return
     phase = str(((g.pod_group.get("status") or {}).get("phase")) or "")
     over = _over_capability(g) if phase in ("Pending", "") else []
     if over:
-        yield detect("VOLCANO_QUEUE_OVER_CAPABILITY", subject, what="; ".join(over),
-                     evidence=group_lines(g) + _queue_lines(g) + over, **base)
+        yield VOLCANO_QUEUE_OVER_CAPABILITY.detect(
+            subject,
+            {
+                "what": "; ".join(over),
+                **base,
+            },
+            evidence=group_lines(g) + _queue_lines(g) + over,
+        )
         return
-    yield from gang_story(facts, g, "VOLCANO_GANG_UNSCHEDULABLE", subject, base, _queue_lines(g))
+    yield from gang_story(facts, g, VOLCANO_GANG_UNSCHEDULABLE, subject, base, _queue_lines(g))
 
 
 CHECK = Check(
     name="queue.volcano",
     reads=("target", "queues", "nodes", "node_pods"),
-    emits=("VOLCANO_PODGROUP_MISSING", "VOLCANO_QUEUE_CLOSED", "VOLCANO_QUEUE_OVER_CAPABILITY",
-           "VOLCANO_GANG_UNSCHEDULABLE"),
+    emits=(VOLCANO_PODGROUP_MISSING, VOLCANO_QUEUE_CLOSED, VOLCANO_QUEUE_OVER_CAPABILITY,
+           VOLCANO_GANG_UNSCHEDULABLE),
     run=run,
 )

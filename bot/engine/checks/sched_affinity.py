@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
+
+
+class SchedNodeSelectorMismatch(TypedDict):
+    pod: str
+    selector: str
+
+
+SCHED_NODE_SELECTOR_MISMATCH = Code("SCHED_NODE_SELECTOR_MISMATCH", SchedNodeSelectorMismatch)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -23,10 +32,16 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     selector = ", ".join(f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items()) or "node affinity"
     evidence = [f"{name}: {'; '.join(r.mismatches)}" for name, r in sorted(results.items())]
-    yield detect("SCHED_NODE_SELECTOR_MISMATCH", pod_subject(pod), pod=pod_ref(pod), selector=selector,
-                 evidence=evidence[:20])
+    yield SCHED_NODE_SELECTOR_MISMATCH.detect(
+        pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "selector": selector,
+        },
+        evidence=evidence[:20],
+    )
 
 
 CHECK = Check(
-    name="sched.affinity", reads=("pending_pod", "candidates"), emits=("SCHED_NODE_SELECTOR_MISMATCH",), run=run
+    name="sched.affinity", reads=("pending_pod", "candidates"), emits=(SCHED_NODE_SELECTOR_MISMATCH,), run=run
 )

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
@@ -22,6 +22,17 @@ from bot.kube.quota import fmt_quantity
 from bot.kube.resources import is_gpu_resource, parse_quantity, pod_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import taint_str, untolerated_taints
+
+
+class AutoscalerNoScaleUp(TypedDict):
+    pod: str
+    name: str
+    count: int
+    nodes: str
+    what: str
+
+
+AUTOSCALER_NO_SCALE_UP = Code("AUTOSCALER_NO_SCALE_UP", AutoscalerNoScaleUp)
 
 Obj = dict[str, Any]
 MAX_GROUPS = 12
@@ -176,15 +187,16 @@ def run(facts: Facts) -> Iterator[Detection]:
     if considered > len(names):
         names.append(f"{considered - len(names)} group(s) without nodes")
     echo = bool(refusal.reasons) and all(r.category in _SPEC_REASONS for r in refusal.reasons)
-    yield detect(
-        "AUTOSCALER_NO_SCALE_UP",
+    yield AUTOSCALER_NO_SCALE_UP.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "name": "Karpenter" if refusal.source != CLUSTER_AUTOSCALER else "cluster-autoscaler",
+            "count": considered,
+            "nodes": ", ".join(names[: MAX_GROUPS + 1]) or "none visible",
+            "what": _summary(refusal),
+        },
         role="echo" if echo else "",
-        pod=pod_ref(pod),
-        name="Karpenter" if refusal.source != CLUSTER_AUTOSCALER else "cluster-autoscaler",
-        count=considered,
-        nodes=", ".join(names[: MAX_GROUPS + 1]) or "none visible",
-        what=_summary(refusal),
         evidence=evidence,
     )
 
@@ -192,6 +204,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.autoscaler",
     reads=("pending_pod", "events", "nodes"),
-    emits=("AUTOSCALER_NO_SCALE_UP",),
+    emits=(AUTOSCALER_NO_SCALE_UP,),
     run=run,
 )

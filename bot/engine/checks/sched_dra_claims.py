@@ -14,9 +14,9 @@ gone; otherwise the claims' state is evidence of DRA_CLAIM_PENDING.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import DraFacts
@@ -35,13 +35,61 @@ from bot.kube.dra_devices import (
 from bot.kube.dra_plugins import allocated_drivers, allocated_nodes, for_driver, state_on, unregistered_driver
 from bot.kube.pod_status import classify
 
+
+class DraClaimPending(TypedDict):
+    pod: str
+    namespace: str
+    name: str
+    what: str
+    value: str
+
+
+class DraSlices(TypedDict):
+    name: str
+    value: str
+    driver: str
+    count: NotRequired[str]
+    #: DRA_SELECTOR_NO_MATCH: the selector no published device passes
+    selector: NotRequired[str]
+    #: DRA_CLAIM_STALE_RESERVATION: the claim reserved for pods that are gone, and those pods
+    holder: NotRequired[str]
+    gone: NotRequired[str]
+
+
+class DraDevices(DraSlices):
+    pod: str
+    namespace: str
+
+
+class _PluginWhere(TypedDict):
+    name: str
+    driver: str
+    plugin: str
+    node: str
+    state: str
+
+
+class DraPlugin(_PluginWhere):
+    pod: str
+    namespace: str
+
+
+DRA_CLAIM_PENDING = Code("DRA_CLAIM_PENDING", DraClaimPending)
+DRA_NO_DEVICES_PUBLISHED = Code("DRA_NO_DEVICES_PUBLISHED", DraDevices)
+DRA_DEVICES_EXHAUSTED = Code("DRA_DEVICES_EXHAUSTED", DraDevices)
+DRA_SELECTOR_NO_MATCH = Code("DRA_SELECTOR_NO_MATCH", DraDevices)
+DRA_CLAIM_STALE_RESERVATION = Code("DRA_CLAIM_STALE_RESERVATION", DraDevices)
+DRA_DRIVER_PLUGIN_NOT_READY = Code("DRA_DRIVER_PLUGIN_NOT_READY", DraPlugin)
+
 Obj = dict[str, Any]
 MAX_ROWS = 8
+#: what the device story concludes: the code, its parameters (without the pod's), the evidence
+Story = tuple[Code[DraDevices] | None, DraSlices | None, list[str]]
 
 
 def _plugin_down(
-    dra: DraFacts, pod: Obj, claims: list[PodClaim], event: str, story: tuple[str, dict[str, str], list[str]] | None
-) -> tuple[dict[str, str], list[str]] | None:
+    dra: DraFacts, pod: Obj, claims: list[PodClaim], event: str, story: Story | None
+) -> tuple[_PluginWhere, list[str]] | None:
     """The kubelet plugin of the driver a claim needs, missing or not ready where it is needed: on
     the node the pod is bound to (or its claims are allocated on), or, when the driver publishes
     no device at all, on every node it should run on."""
@@ -55,8 +103,8 @@ def _plugin_down(
             drivers |= allocated_drivers(claim)
     if unregistered_driver(event):
         drivers = {unregistered_driver(event)}
-    unpublished = story is not None and story[0] == "DRA_NO_DEVICES_PUBLISHED"
-    if unpublished and story is not None:
+    unpublished = story is not None and story[0] == DRA_NO_DEVICES_PUBLISHED
+    if unpublished and story is not None and story[1] is not None:
         drivers = {story[1]["driver"]}
     elif not nodes:
         return None
@@ -69,16 +117,18 @@ def _plugin_down(
             status = ds.get("status") or {}
             line = (f"DaemonSet {key}: {status.get('numberReady', 0)} of {status.get('desiredNumberScheduled', 0)} "
                     "pods ready")
-            params = {"driver": driver, "plugin": key, "name": names}
             for node in sorted(nodes):
                 state, detail = state_on(pods, node)
                 if state != "ready":
-                    return {**params, "node": node, "state": state}, [line, f"on {node}: {detail}"]
+                    where: _PluginWhere = {"driver": driver, "plugin": key, "name": names, "node": node, "state": state}
+                    return where, [line, f"on {node}: {detail}"]
             if unpublished and not any(state_on(pods, str((p.get("spec") or {}).get("nodeName")))[0] == "ready"
                                        for p in pods):
                 shown = "; ".join(state_on(pods, str((p.get("spec") or {}).get("nodeName")))[1] for p in pods[:4])
                 state = "not ready on any node" if pods else "missing (the DaemonSet has no pod)"
-                return {**params, "node": "any node", "state": state}, [line, shown or state]
+                anywhere: _PluginWhere = {"driver": driver, "plugin": key, "name": names, "node": "any node",
+                                          "state": state}
+                return anywhere, [line, shown or state]
     return None
 
 
@@ -86,7 +136,7 @@ def _one_line(expression: str) -> str:
     return " ".join(expression.split())
 
 
-def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], list[str]] | None:
+def _story(dra: DraFacts, claims: list[PodClaim]) -> Story | None:
     """(code, params, evidence) from the claims, classes and slices; None when they explain nothing more."""
     lines: list[str] = []
     for pc in claims:
@@ -111,21 +161,21 @@ def _story(dra: DraFacts, claims: list[PodClaim]) -> tuple[str, dict[str, str], 
                     lines += [f"ResourceSlice of {driver} on {node}: no devices listed" for node in sorted(published)]
                     if not published:
                         lines.append(f"no ResourceSlice from driver {driver} on any node ({len(dra.slices)} in all)")
-                    params = {"name": pc.claim, "value": req.device_class, "driver": driver}
-                    return "DRA_NO_DEVICES_PUBLISHED", params, lines
+                    params: DraSlices = {"name": pc.claim, "value": req.device_class, "driver": driver}
+                    return DRA_NO_DEVICES_PUBLISHED, params, lines
             found = _devices(dra, pc.claim, req, drivers, [*class_selectors(dc), *req.selectors], lines)
             if found is not None:
                 return found
-    return ("", {}, lines) if lines else None
+    return (None, None, lines) if lines else None
 
 
 def _devices(
     dra: DraFacts, claim: str, req: ClaimRequest, drivers: set[str], selectors: list[str], lines: list[str]
-) -> tuple[str, dict[str, str], list[str]] | None:
+) -> Story | None:
     """What the selectors leave of the published devices, and who holds those: the finding, or None
     (lines gain the evidence either way)."""
     driver = ", ".join(sorted(drivers)) or "any driver"
-    params = {"name": claim, "value": req.device_class, "driver": driver}
+    params: DraSlices = {"name": claim, "value": req.device_class, "driver": driver}
     chosen = select(dra.slices, drivers, selectors)
     if chosen.unevaluated:
         # never guess: count the driver's devices as before, and say the selector was not evaluated
@@ -141,7 +191,7 @@ def _devices(
                   for e, n in chosen.passing.items()]
         lines += [f"devices published: {seen}" for seen in chosen.seen[:4]]
         rejecting = [e for e, n in chosen.passing.items() if n == 0] or list(chosen.passing)
-        return "DRA_SELECTOR_NO_MATCH", {**params, "selector": _one_line(rejecting[0]), "count": str(total)}, lines
+        return DRA_SELECTOR_NO_MATCH, {**params, "selector": _one_line(rejecting[0]), "count": str(total)}, lines
     held = allocated_devices(dra.all_claims)
     mine = [k for devs in chosen.by_node.values() for k in devs]
     holders: dict[str, int] = {}
@@ -160,13 +210,13 @@ def _devices(
         gone = ", ".join(dra.gone_reservations[stale[0]])
         lines += [f"ResourceClaim {c} is reserved for pod(s) that no longer exist: "
                   f"{', '.join(dra.gone_reservations[c])}" for c in stale]
-        return "DRA_CLAIM_STALE_RESERVATION", {**params, "count": count, "holder": stale[0], "gone": gone}, lines
-    return "DRA_DEVICES_EXHAUSTED", {**params, "count": count}, lines
+        return DRA_CLAIM_STALE_RESERVATION, {**params, "count": count, "holder": stale[0], "gone": gone}, lines
+    return DRA_DEVICES_EXHAUSTED, {**params, "count": count}, lines
 
 
 def _exhausted_by_driver(
-    dra: DraFacts, req: ClaimRequest, drivers: set[str], params: dict[str, str], lines: list[str]
-) -> tuple[str, dict[str, str], list[str]] | None:
+    dra: DraFacts, req: ClaimRequest, drivers: set[str], params: DraSlices, lines: list[str]
+) -> Story | None:
     for driver in sorted(drivers):
         published = devices_by_node(dra.slices, driver)
         total = sum(published.values())
@@ -175,7 +225,7 @@ def _exhausted_by_driver(
         lines += [f"  allocated to claim {c}: {n}" for c, n in sorted(held.items())][:MAX_ROWS]
         if total and sum(held.values()) + req.count > total:
             count = f"{sum(held.values())} of {total} allocated, it asks {req.count}"
-            return "DRA_DEVICES_EXHAUSTED", {**params, "driver": driver, "count": count}, lines
+            return DRA_DEVICES_EXHAUSTED, {**params, "driver": driver, "count": count}, lines
     return None
 
 
@@ -202,36 +252,36 @@ def run(facts: Facts) -> Iterator[Detection]:
     story = _story(dra, claims) if dra is not None and dra.version else None
     if story is not None and dra is not None and dra.plugins_unread:
         story[2].append(f"could not read the DRA drivers' kubelet-plugin pods: {dra.plugins_unread}")
+    ns = str((pod.get("metadata") or {}).get("namespace") or "")
     if dra is not None and dra.version:
         down = _plugin_down(dra, pod, claims, found[2] if found else "", story)
         if down is not None:
-            params, lines = down
-            ns = str((pod.get("metadata") or {}).get("namespace") or "")
+            where, lines = down
             evidence = [*([found[2]] if found else []), *lines, *(story[2] if story else [])]
-            yield detect("DRA_DRIVER_PLUGIN_NOT_READY", pod_subject(pod), pod=pod_ref(pod), namespace=ns,
-                         evidence=evidence, **params)
+            yield DRA_DRIVER_PLUGIN_NOT_READY.detect(pod_subject(pod), {"pod": pod_ref(pod), "namespace": ns, **where},
+                                                     evidence=evidence)
             return
-    if story is not None and story[0]:
-        code, params, lines = story
-        ns = str((pod.get("metadata") or {}).get("namespace") or "")
+    code, slices, lines = story or (None, None, [])
+    if code is not None and slices is not None:
         evidence = [*([found[2]] if found else []), *lines]
-        yield detect(code, pod_subject(pod), pod=pod_ref(pod), namespace=ns, evidence=evidence, **params)
+        yield code.detect(pod_subject(pod), {"pod": pod_ref(pod), "namespace": ns, **slices}, evidence=evidence)
         return
     if found is None:
         return
     reason, device_class, line = found
-    evidence = [line, *(story[2] if story else [])]
+    evidence = [line, *lines]
     evidence += [f"pod claim {c.name}: {c.source}" for c in claims[:6]]
     names = ", ".join(c.claim or c.name for c in claims[:4])
-    yield detect(
-        "DRA_CLAIM_PENDING",
+    yield DRA_CLAIM_PENDING.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "namespace": ns,
+            "name": names,
+            "what": ", ".join(c.source for c in claims[:3]),
+            "value": device_class or "not read by gpubot (the claim's spec.devices names it)",
+        },
         role=reason,
-        pod=pod_ref(pod),
-        namespace=str((pod.get("metadata") or {}).get("namespace") or ""),
-        name=names,
-        what=", ".join(c.source for c in claims[:3]),
-        value=device_class or "not read by gpubot (the claim's spec.devices names it)",
         evidence=evidence,
     )
 
@@ -241,7 +291,7 @@ CHECK = Check(
     reads=("pod", "events"),
     # the claims, DeviceClasses and ResourceSlices sharpen the answer; without them it still stands
     refines=("queues",),
-    emits=("DRA_CLAIM_PENDING", "DRA_NO_DEVICES_PUBLISHED", "DRA_DEVICES_EXHAUSTED", "DRA_SELECTOR_NO_MATCH",
-           "DRA_CLAIM_STALE_RESERVATION", "DRA_DRIVER_PLUGIN_NOT_READY"),
+    emits=(DRA_CLAIM_PENDING, DRA_NO_DEVICES_PUBLISHED, DRA_DEVICES_EXHAUSTED, DRA_SELECTOR_NO_MATCH,
+           DRA_CLAIM_STALE_RESERVATION, DRA_DRIVER_PLUGIN_NOT_READY),
     run=run,
 )

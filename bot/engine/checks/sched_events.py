@@ -8,13 +8,38 @@ skipped here. A reason no table knows is reported verbatim.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import reaches_resource_fit
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
+
+
+class PodCount(TypedDict):
+    pod: str
+    count: int
+
+
+class PodMessage(TypedDict):
+    pod: str
+    message: str
+
+
+class Insufficient(PodCount):
+    resource: str
+
+
+class InsufficientGpu(Insufficient):
+    requested: str
+
+
+SCHED_INSUFFICIENT_GPU = Code("SCHED_INSUFFICIENT_GPU", InsufficientGpu)
+SCHED_INSUFFICIENT_OTHER = Code("SCHED_INSUFFICIENT_OTHER", Insufficient)
+SCHED_QGPU_ALLOC_FAILED = Code("SCHED_QGPU_ALLOC_FAILED", PodCount)
+SCHED_VOLUME = Code("SCHED_VOLUME", PodMessage)
+SCHED_UNRECOGNISED = Code("SCHED_UNRECOGNISED", PodMessage)
 
 #: categories another check computes from the nodes themselves
 COMPUTED_ELSEWHERE = {"untolerated_taint", "node_selector", "unschedulable", "not_ready", "unknown_conditions",
@@ -61,31 +86,60 @@ def run(facts: Facts) -> Iterator[Detection]:
             resource = reason.resource or "GPU"
             if reason.count and reason.count == _lacking(facts, pod, resource):
                 continue  # only nodes without the GPU: not a shortage (see _lacking)
-            yield detect("SCHED_INSUFFICIENT_GPU", subject, pod=ref, resource=resource, count=reason.count,
-                         requested=fmt_num(asks.get(resource, 0)), evidence=[line, msg.raw[:1000]])
+            yield SCHED_INSUFFICIENT_GPU.detect(
+                subject,
+                {
+                    "pod": ref,
+                    "resource": resource,
+                    "count": reason.count,
+                    "requested": fmt_num(asks.get(resource, 0)),
+                },
+                evidence=[line, msg.raw[:1000]],
+            )
         elif reason.category == "insufficient_other":
-            yield detect("SCHED_INSUFFICIENT_OTHER", subject, pod=ref, resource=reason.resource or "resource",
-                         count=reason.count, evidence=[line])
+            yield SCHED_INSUFFICIENT_OTHER.detect(
+                subject,
+                {
+                    "pod": ref,
+                    "resource": reason.resource or "resource",
+                    "count": reason.count,
+                },
+                evidence=[line],
+            )
         elif reason.category == "too_many_pods":
-            yield detect("SCHED_INSUFFICIENT_OTHER", subject, pod=ref, resource="pods", count=reason.count,
-                         evidence=[line])
+            yield SCHED_INSUFFICIENT_OTHER.detect(
+                subject,
+                {
+                    "pod": ref,
+                    "resource": "pods",
+                    "count": reason.count,
+                },
+                evidence=[line],
+            )
         elif reason.category == "qgpu_alloc_failed" and reason.qgpu is not None:
             qgpu_lines += [line, "  " + reason.qgpu.describe()]
         elif reason.category == "volume":
-            yield detect("SCHED_VOLUME", subject, pod=ref, message=reason.text[:200], evidence=[line])
+            yield SCHED_VOLUME.detect(subject, {"pod": ref, "message": reason.text[:200]}, evidence=[line])
         elif reason.category == "unrecognised":
             unrecognised.append(line)
     if qgpu_lines:
         # One finding for all nodes: each histogram entry is a group of nodes with the same card state.
         count = sum(r.count for r in msg.reasons if r.category == "qgpu_alloc_failed")
-        yield detect("SCHED_QGPU_ALLOC_FAILED", subject, pod=ref, count=count, evidence=qgpu_lines)
+        yield SCHED_QGPU_ALLOC_FAILED.detect(subject, {"pod": ref, "count": count}, evidence=qgpu_lines)
     if msg.prefilter and not msg.reasons:
         if msg.prefilter_category == "volume":
-            yield detect("SCHED_VOLUME", subject, pod=ref, message=msg.prefilter[:200], evidence=[msg.raw[:1000]])
+            yield SCHED_VOLUME.detect(
+                subject,
+                {
+                    "pod": ref,
+                    "message": msg.prefilter[:200],
+                },
+                evidence=[msg.raw[:1000]],
+            )
         elif msg.prefilter_category not in ("not_ready", "topology_spread", "dra_claims"):
             unrecognised.append(msg.prefilter)
     if unrecognised:
-        yield detect("SCHED_UNRECOGNISED", subject, pod=ref, message=msg.raw[:300], evidence=[msg.raw[:2000]])
+        yield SCHED_UNRECOGNISED.detect(subject, {"pod": ref, "message": msg.raw[:300]}, evidence=[msg.raw[:2000]])
 
 
 CHECK = Check(
@@ -94,7 +148,7 @@ CHECK = Check(
     # the "Insufficient" count is checked against the nodes without the GPU; unreadable nodes
     # leave the scheduler's message as it stands
     refines=("nodes",),
-    emits=("SCHED_INSUFFICIENT_GPU", "SCHED_INSUFFICIENT_OTHER", "SCHED_QGPU_ALLOC_FAILED", "SCHED_VOLUME",
-           "SCHED_UNRECOGNISED"),
+    emits=(SCHED_INSUFFICIENT_GPU, SCHED_INSUFFICIENT_OTHER, SCHED_QGPU_ALLOC_FAILED, SCHED_VOLUME,
+           SCHED_UNRECOGNISED),
     run=run,
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bot.engine.check import Check, Detection, detect, node_subject
+from bot.engine.check import Check, Detection, node_subject
+from bot.engine.checks.node_conditions import NODE_NOT_READY
 from bot.engine.facts import Facts
 
 
@@ -19,14 +20,15 @@ def run(facts: Facts) -> Iterator[Detection]:
         if ready.get("status") == "True":
             continue
         reason = str(ready.get("reason") or "no Ready condition")
-        yield detect(
-            "NODE_NOT_READY",
+        yield NODE_NOT_READY.detect(
             node_subject(name),
+            {
+                "node": name,
+                "reason": reason,
+            },
             role="only_candidate" if len(candidates) == 1 else "candidate",
-            node=name,
-            reason=reason,
             evidence=[f"{name}: Ready={ready.get('status', 'missing')} {reason}: {ready.get('message', '')}".strip()],
         )
 
 
-CHECK = Check(name="sched.node_health", reads=("pending_pod", "candidates"), emits=("NODE_NOT_READY",), run=run)
+CHECK = Check(name="sched.node_health", reads=("pending_pod", "candidates"), emits=(NODE_NOT_READY,), run=run)

@@ -10,12 +10,24 @@ generic scheduler echo is dropped (``unless:`` in the catalogue).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.gpu import advertised_gpu_resources, gpu_labels
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
+
+
+class GpuResourceNotAdvertised(TypedDict):
+    pod: str
+    resource: str
+    nodes: str
+    count: int
+    value: str
+
+
+GPU_RESOURCE_NOT_ADVERTISED = Code("GPU_RESOURCE_NOT_ADVERTISED", GpuResourceNotAdvertised)
 
 
 def _node_line(facts: Facts, name: str) -> str:
@@ -66,14 +78,15 @@ def run(facts: Facts) -> Iterator[Detection]:
     for msg in facts.events.scheduling[:1]:
         evidence.append(f"scheduler: {msg.raw[:500]}")
     others = sorted({r for n in facts.gpu_nodes for r in advertised_gpu_resources(facts.nodes[n])} - set(missing))
-    yield detect(
-        "GPU_RESOURCE_NOT_ADVERTISED",
+    yield GPU_RESOURCE_NOT_ADVERTISED.detect(
         pod_subject(pod),
-        pod=pod_ref(pod),
-        resource=", ".join(missing),
-        nodes=", ".join(facts.gpu_nodes[:10]) or "none",
-        count=len(facts.gpu_nodes),
-        value=", ".join(others) or "nothing",
+        {
+            "pod": pod_ref(pod),
+            "resource": ", ".join(missing),
+            "nodes": ", ".join(facts.gpu_nodes[:10]) or "none",
+            "count": len(facts.gpu_nodes),
+            "value": ", ".join(others) or "nothing",
+        },
         evidence=evidence,
     )
 
@@ -81,6 +94,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.not_advertised",
     reads=("pending_pod", "nodes", "gpu_nodes", "components", "events"),
-    emits=("GPU_RESOURCE_NOT_ADVERTISED",),
+    emits=(GPU_RESOURCE_NOT_ADVERTISED,),
     run=run,
 )

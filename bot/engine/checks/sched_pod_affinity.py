@@ -10,14 +10,27 @@ asks) survives the rules; otherwise it only narrows the choice (role ``partial``
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.pod_affinity import AffinityResult
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.scheduling import POD_AFFINITY_CATEGORIES, ParsedSchedulingMessage
 from bot.kube.selectors import selector_text
+
+
+class SchedPodAffinity(TypedDict):
+    pod: str
+    rule: str
+    what: str
+    reason: str
+    nodes: str
+    count: int
+
+
+SCHED_POD_AFFINITY = Code("SCHED_POD_AFFINITY", SchedPodAffinity)
 
 _RULE_WORDS = {
     "pod_affinity": "its required pod affinity",
@@ -100,16 +113,17 @@ def run(facts: Facts) -> Iterator[Detection]:
         reason = "the pods behind the rule could not be identified from what the bot read"
         what = f"{blamed_nodes} node(s) ruled out" if blamed_nodes else "nodes ruled out"
         evidence.append("could not tell which pods the rule is about (they may be in namespaces the bot did not read)")
-    yield detect(
-        "SCHED_POD_AFFINITY",
+    yield SCHED_POD_AFFINITY.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "rule": rule,
+            "what": what,
+            "reason": reason,
+            "nodes": ", ".join(allowed[:10]) or "none",
+            "count": len(refused),
+        },
         role=role,
-        pod=pod_ref(pod),
-        rule=rule,
-        what=what,
-        reason=reason,
-        nodes=", ".join(allowed[:10]) or "none",
-        count=len(refused),
         evidence=evidence,
     )
 
@@ -117,6 +131,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.pod_affinity",
     reads=("pending_pod", "events", "candidates", "pod_affinity"),
-    emits=("SCHED_POD_AFFINITY",),
+    emits=(SCHED_POD_AFFINITY,),
     run=run,
 )

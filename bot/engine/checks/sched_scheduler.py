@@ -11,12 +11,22 @@ the lead (``cause``) when the pod has no current scheduler event at all.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.story import history_reason
+
+
+class SchedNonDefaultScheduler(TypedDict):
+    pod: str
+    scheduler: str
+    what: str
+    look_at: str
+
+
+SCHED_NON_DEFAULT_SCHEDULER = Code("SCHED_NON_DEFAULT_SCHEDULER", SchedNonDefaultScheduler)
 
 DEFAULT = "default-scheduler"
 #: pod labels and annotations that name the scheduler's own objects for the pod
@@ -57,18 +67,20 @@ def run(facts: Facts) -> Iterator[Detection]:
                         f"{str(e.get('message') or '')[:300]}")
     if not events.scheduling:
         evidence.append("FailedScheduling events from a scheduler: none current")
-    yield detect(
-        "SCHED_NON_DEFAULT_SCHEDULER",
+    yield SCHED_NON_DEFAULT_SCHEDULER.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "scheduler": scheduler,
+            "what": str(row.get("product") or "a scheduler other than kube-scheduler"),
+            "look_at": str(
+                row.get("look_at") or "Read that scheduler's logs and its own objects for this pod."
+            ).replace("NAMESPACE", str(meta.get("namespace") or "NAMESPACE")),
+        },
         role="" if events.scheduling else "cause",
-        pod=pod_ref(pod),
-        scheduler=scheduler,
-        what=str(row.get("product") or "a scheduler other than kube-scheduler"),
-        look_at=str(row.get("look_at") or "Read that scheduler's logs and its own objects for this pod.").replace(
-            "NAMESPACE", str(meta.get("namespace") or "NAMESPACE")),
         evidence=evidence,
     )
 
 
-CHECK = Check(name="sched.scheduler", reads=("pending_pod", "events"), emits=("SCHED_NON_DEFAULT_SCHEDULER",),
+CHECK = Check(name="sched.scheduler", reads=("pending_pod", "events"), emits=(SCHED_NON_DEFAULT_SCHEDULER,),
               run=run, tables=("schedulers",))

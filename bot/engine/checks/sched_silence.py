@@ -7,10 +7,28 @@ Any finding that explains the pod makes this one redundant; the catalogue says w
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
+
+
+class SchedNoEvents(TypedDict):
+    pod: str
+
+
+SCHED_NO_EVENTS = Code("SCHED_NO_EVENTS", SchedNoEvents)
+
+
+class SchedEventsStale(TypedDict):
+    pod: str
+    pod_name: str
+    namespace: str
+    why: str
+
+
+SCHED_EVENTS_STALE = Code("SCHED_EVENTS_STALE", SchedEventsStale)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -28,24 +46,24 @@ def run(facts: Facts) -> Iterator[Detection]:
         newest, why = history[0]
         meta = pod.get("metadata") or {}
         since = str(newest.get("lastTimestamp") or newest.get("eventTime") or newest.get("firstTimestamp") or "?")
-        yield detect(
-            "SCHED_EVENTS_STALE",
+        yield SCHED_EVENTS_STALE.detect(
             pod_subject(pod),
-            pod=pod_ref(pod),
-            pod_name=str(meta.get("name") or ""),
-            namespace=str(meta.get("namespace") or ""),
-            why=why.removeprefix("before ").split(";")[0],
+            {
+                "pod": pod_ref(pod),
+                "pod_name": str(meta.get("name") or ""),
+                "namespace": str(meta.get("namespace") or ""),
+                "why": why.removeprefix("before ").split(";")[0],
+            },
             evidence=[f"earlier ({since}, {why}): {str(newest.get('message') or newest.get('note') or '')[:1000]}",
                       f"spec.schedulerName: {scheduler}", "FailedScheduling events since: none"],
         )
         return
-    yield detect(
-        "SCHED_NO_EVENTS",
+    yield SCHED_NO_EVENTS.detect(
         pod_subject(pod),
-        pod=pod_ref(pod),
+        {"pod": pod_ref(pod)},
         evidence=[f"spec.schedulerName: {scheduler}", f"created: {created}", "FailedScheduling events: none"],
     )
 
 
-CHECK = Check(name="sched.silence", reads=("pending_pod", "events"), emits=("SCHED_NO_EVENTS", "SCHED_EVENTS_STALE"),
+CHECK = Check(name="sched.silence", reads=("pending_pod", "events"), emits=(SCHED_NO_EVENTS, SCHED_EVENTS_STALE),
               run=run)

@@ -13,9 +13,9 @@ SPEC_NO_GPU_REQUEST: the request is the fix there, and a toleration would be the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
@@ -23,6 +23,17 @@ from bot.kube.gpu import gpu_expectations
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import toleration_yaml, untolerated_taints
+
+
+class SchedUntoleratedTaint(TypedDict):
+    pod: str
+    taint: str
+    nodes: str
+    toleration: str
+    fix: str
+
+
+SCHED_UNTOLERATED_TAINT = Code("SCHED_UNTOLERATED_TAINT", SchedUntoleratedTaint)
 
 #: the first fix, worded for the case: a GPU pool's taint on a pod that asks no GPU has two
 TOLERATE = "Add this toleration to the pod template (spec.tolerations)"
@@ -96,14 +107,15 @@ def run(facts: Facts) -> Iterator[Detection]:
             )
         note = _gpu_taint_note(pod, str(first[text].get("key") or ""))
         evidence += note
-        yield detect(
-            "SCHED_UNTOLERATED_TAINT",
+        yield SCHED_UNTOLERATED_TAINT.detect(
             pod_subject(pod),
-            pod=pod_ref(pod),
-            taint=text,
-            nodes=", ".join(names),
-            toleration=toleration_yaml(first[text]),
-            fix=BOTH_FIXES if note else TOLERATE,
+            {
+                "pod": pod_ref(pod),
+                "taint": text,
+                "nodes": ", ".join(names),
+                "toleration": toleration_yaml(first[text]),
+                "fix": BOTH_FIXES if note else TOLERATE,
+            },
             evidence=evidence,
         )
 
@@ -111,6 +123,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.taints",
     reads=("pending_pod", "candidates", "pod_affinity"),
-    emits=("SCHED_UNTOLERATED_TAINT",),
+    emits=(SCHED_UNTOLERATED_TAINT,),
     run=run,
 )

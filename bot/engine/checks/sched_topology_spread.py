@@ -10,11 +10,25 @@ more replicas than the zones without them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.topology_spread import SpreadResult, evaluate
+
+
+class SchedTopologySpread(TypedDict):
+    pod: str
+    label: str
+    value: str
+    count: int
+    what: str
+    rule: str
+    selector: str
+
+
+SCHED_TOPOLOGY_SPREAD = Code("SCHED_TOPOLOGY_SPREAD", SchedTopologySpread)
 
 
 def _what(allowed: list[str], empty: list[str], usable: list[str]) -> str:
@@ -63,17 +77,18 @@ def run(facts: Facts) -> Iterator[Detection]:
         if result.unlabelled:
             evidence.append(f"  {len(result.unlabelled)} node(s) without label {result.topology_key} are not "
                             f"counted and cannot take the pod: {', '.join(result.unlabelled[:6])}")
-        yield detect(
-            "SCHED_TOPOLOGY_SPREAD",
+        yield SCHED_TOPOLOGY_SPREAD.detect(
             pod_subject(pod),
+            {
+                "pod": pod_ref(pod),
+                "label": result.topology_key,
+                "value": result.describe(),
+                "count": sum(r.count for r in blamed),
+                "what": _what(allowed, empty, usable(result)),
+                "rule": f"maxSkew {result.max_skew}",
+                "selector": result.selector,
+            },
             role="" if blocked else "partial",
-            pod=pod_ref(pod),
-            label=result.topology_key,
-            value=result.describe(),
-            count=sum(r.count for r in blamed),
-            what=_what(allowed, empty, usable(result)),
-            rule=f"maxSkew {result.max_skew}",
-            selector=result.selector,
             evidence=evidence,
         )
 
@@ -81,6 +96,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.topology_spread",
     reads=("pending_pod", "events", "nodes", "peers", "candidates"),
-    emits=("SCHED_TOPOLOGY_SPREAD",),
+    emits=(SCHED_TOPOLOGY_SPREAD,),
     run=run,
 )

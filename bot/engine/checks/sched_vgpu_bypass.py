@@ -14,14 +14,27 @@ annotations, so a scheduler placed it by adding up vcuda-core per node instead o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.checks._vgpu import HamiInstall, hami_install, pod_ready, pod_state, ref, vcuda_admission, vgpu_asks
 from bot.engine.facts import Facts
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests, vgpu_families
 from bot.kube.vgpu import HAMI_WEBHOOK_LABEL, hami_pod_handled, vcuda_predicated, webhook_ignored
+
+
+class VgpuSchedulerBypassed(TypedDict):
+    pod: str
+    vendor: str
+    scheduler: str
+    expected: str
+    resource: str
+    why: str
+    fix: str
+
+
+VGPU_SCHEDULER_BYPASSED = Code("VGPU_SCHEDULER_BYPASSED", VgpuSchedulerBypassed)
 
 Obj = dict[str, Any]
 DEFAULT = "default-scheduler"
@@ -138,16 +151,17 @@ def _hami(facts: Facts, pod: Obj, hami: HamiInstall, by_resource: bool) -> Itera
     if pod_ready(pod):
         evidence.append("the pod runs without HAMi's allocation annotations: its memory and core limits are not "
                         "applied")
-    yield detect(
-        "VGPU_SCHEDULER_BYPASSED",
+    yield VGPU_SCHEDULER_BYPASSED.detect(
         pod_subject(pod),
-        pod=pod_ref(pod),
-        vendor="HAMi",
-        scheduler=actual,
-        expected=expected,
-        resource=vgpu_asks(pod, ["hami"]),
-        why=why,
-        fix=fix,
+        {
+            "pod": pod_ref(pod),
+            "vendor": "HAMi",
+            "scheduler": actual,
+            "expected": expected,
+            "resource": vgpu_asks(pod, ["hami"]),
+            "why": why,
+            "fix": fix,
+        },
         evidence=evidence,
     )
 
@@ -170,16 +184,17 @@ def _vcuda(facts: Facts, pod: Obj) -> Iterator[Detection]:
         fix = (f"add gpu-admission as an extender to {actual}'s configuration (KubeSchedulerConfiguration extenders; "
                "--policy-config-file is gone since Kubernetes 1.23), or schedule these pods with the scheduler "
                "that has it")
-    yield detect(
-        "VGPU_SCHEDULER_BYPASSED",
+    yield VGPU_SCHEDULER_BYPASSED.detect(
         pod_subject(pod),
-        pod=pod_ref(pod),
-        vendor="tkestack gpu-manager",
-        scheduler=actual,
-        expected=expected,
-        resource=vgpu_asks(pod, ["vcuda"]),
-        why=why,
-        fix=fix,
+        {
+            "pod": pod_ref(pod),
+            "vendor": "tkestack gpu-manager",
+            "scheduler": actual,
+            "expected": expected,
+            "resource": vgpu_asks(pod, ["vcuda"]),
+            "why": why,
+            "fix": fix,
+        },
         evidence=[
             f"{pod_ref(pod)} asks {vgpu_asks(pod, ['vcuda'])}; bound to {node} by {actual}",
             "annotations tencent.com/predicate-node and tencent.com/predicate-time: absent (gpu-admission never "
@@ -208,6 +223,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.vgpu_bypass",
     reads=("pod", "events", "namespaces", "nodes", "components"),
-    emits=("VGPU_SCHEDULER_BYPASSED",),
+    emits=(VGPU_SCHEDULER_BYPASSED,),
     run=run,
 )

@@ -15,15 +15,28 @@ scheduler's local time without a zone, and the scheduler itself turns a stale on
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.checks._vgpu import HamiInstall, hami_install, name, pod_ready, pod_state, ref
 from bot.engine.facts import Facts
 from bot.kube.gpu import is_gpu_component
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.vgpu import HAMI_HANDSHAKE, HAMI_REGISTER, Registration, node_registration
+
+
+class VgpuNodeNotRegistered(TypedDict):
+    pod: str
+    scheduler: str
+    nodes: str
+    count: int
+    value: str
+    label: str
+    fix: str
+
+
+VGPU_NODE_NOT_REGISTERED = Code("VGPU_NODE_NOT_REGISTERED", VgpuNodeNotRegistered)
 
 Obj = dict[str, Any]
 
@@ -127,17 +140,19 @@ def run(facts: Facts) -> Iterator[Detection]:
     # The cause when HAMi knows no node at all, or when its own message counts unregistered nodes
     # among those the pod failed on; otherwise (no message yet) a warning beside other reasons.
     cause = not registered or unregistered_in_message > 0
-    yield detect(
-        "VGPU_NODE_NOT_REGISTERED",
+    yield VGPU_NODE_NOT_REGISTERED.detect(
         pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "scheduler": scheduler,
+            "nodes": ", ".join(unregistered[:10])
+            + (f" and {len(unregistered) - 10} more" if len(unregistered) > 10 else ""),
+            "count": len(unregistered),
+            "value": ", ".join(registered[:10]) or "none",
+            "label": label,
+            "fix": "; ".join(fixes[:4]),
+        },
         role="" if cause else "partial",
-        pod=pod_ref(pod),
-        scheduler=scheduler,
-        nodes=", ".join(unregistered[:10]) + (f" and {len(unregistered) - 10} more" if len(unregistered) > 10 else ""),
-        count=len(unregistered),
-        value=", ".join(registered[:10]) or "none",
-        label=label,
-        fix="; ".join(fixes[:4]),
         evidence=evidence
         + ([f"the scheduler's own count of unregistered nodes: {unregistered_in_message}"]
            if unregistered_in_message else []),
@@ -147,6 +162,6 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="sched.vgpu_registration",
     reads=("pending_pod", "events", "nodes", "gpu_nodes", "components"),
-    emits=("VGPU_NODE_NOT_REGISTERED",),
+    emits=(VGPU_NODE_NOT_REGISTERED,),
     run=run,
 )

@@ -11,14 +11,23 @@ and a toleration alone would land it on a GPU node without a card.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
 from bot.kube.gpu import gpu_expectations
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.taints import taint_str, untolerated_taints
+
+
+class SpecNoGpuRequest(TypedDict):
+    pod: str
+    container: str
+
+
+SPEC_NO_GPU_REQUEST = Code("SPEC_NO_GPU_REQUEST", SpecNoGpuRequest)
 
 
 def _gpu_taint_block(facts: Facts) -> list[str]:
@@ -46,13 +55,13 @@ def run(facts: Facts) -> Iterator[Detection]:
         return
     containers = [str(c.get("name", "?")) for c in (pod.get("spec") or {}).get("containers") or []]
     blocked = _gpu_taint_block(facts)
-    yield detect(
-        "SPEC_NO_GPU_REQUEST",
+    yield SPEC_NO_GPU_REQUEST.detect(
         pod_subject(pod),
-        # Pending behind the GPU nodes' taint: the request is the fix (the toleration comes with it)
+        {
+            "pod": pod_ref(pod),
+            "container": ", ".join(containers),
+        },
         role="cause" if blocked else "",
-        pod=pod_ref(pod),
-        container=", ".join(containers),
         evidence=[f"container {c}: no GPU resource in requests or limits" for c in containers]
         + [f"expects a GPU: {h}" for h in hints]
         + [f"pending behind the GPU taint: {line}" for line in blocked[:10]],
@@ -60,5 +69,5 @@ def run(facts: Facts) -> Iterator[Detection]:
 
 
 CHECK = Check(
-    name="spec.gpu_request", reads=("pod", "pending_pod", "nodes"), emits=("SPEC_NO_GPU_REQUEST",), run=run
+    name="spec.gpu_request", reads=("pod", "pending_pod", "nodes"), emits=(SPEC_NO_GPU_REQUEST,), run=run
 )

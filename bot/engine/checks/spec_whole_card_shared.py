@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypedDict
 
-from bot.engine.check import Check, Detection, detect, pod_subject
+from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import QGPU_CORE, pod_ref
 from bot.engine.facts import Facts
 from bot.kube.resources import pod_gpu_requests
+
+
+class SpecWholeCardShared(TypedDict):
+    pod: str
+    requested: str
+    nodes: str
+
+
+SPEC_WHOLE_CARD_SHARED = Code("SPEC_WHOLE_CARD_SHARED", SpecWholeCardShared)
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -30,13 +40,20 @@ def run(facts: Facts) -> Iterator[Detection]:
         )
     for msg in facts.events.scheduling[:1]:
         evidence += [r.qgpu.describe() for r in msg.reasons if r.qgpu is not None]
-    yield detect("SPEC_WHOLE_CARD_SHARED", pod_subject(pod), pod=pod_ref(pod), requested=f"{core:g}",
-                 nodes=", ".join(sorted(candidates)), evidence=evidence)
+    yield SPEC_WHOLE_CARD_SHARED.detect(
+        pod_subject(pod),
+        {
+            "pod": pod_ref(pod),
+            "requested": f"{core:g}",
+            "nodes": ", ".join(sorted(candidates)),
+        },
+        evidence=evidence,
+    )
 
 
 CHECK = Check(
     name="spec.whole_card_shared",
     reads=("pending_pod", "candidates", "node_pods", "events"),
-    emits=("SPEC_WHOLE_CARD_SHARED",),
+    emits=(SPEC_WHOLE_CARD_SHARED,),
     run=run,
 )

@@ -8,13 +8,26 @@ RUNTIME_CLASS_MISSING.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
 from bot.kube.create_refusal import CreateRefusal, parse
 from bot.kube.workload import workload_status
+
+
+class WorkloadCreateRefused(TypedDict):
+    pod: str
+    workload: str
+    namespace: str
+    rule: str
+    meaning: str
+    look_at: str
+    message: str
+
+
+WORKLOAD_CREATE_REFUSED = Code("WORKLOAD_CREATE_REFUSED", WorkloadCreateRefused)
 
 Obj = dict[str, Any]
 PSA = "pod-security.kubernetes.io/"
@@ -60,17 +73,18 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence = [line, *more]
         if status is not None:
             evidence.append(status.describe())
-        yield detect(
-            "WORKLOAD_CREATE_REFUSED",
+        yield WORKLOAD_CREATE_REFUSED.detect(
             f"{who.split('/')[0]}/{t.namespace}/{who.split('/', 1)[1]}",
+            {
+                "pod": f"{t.namespace}/{t.name}",
+                "workload": who,
+                "namespace": t.namespace,
+                "rule": refuser,
+                "meaning": str(row.get("meaning", "")),
+                "look_at": str(row.get("look_at", "")).replace("NAMESPACE", t.namespace),
+                "message": (f"{refusal.level}: " if refusal.level else "") + refusal.detail[:600].rstrip("."),
+            },
             role=role_base or refusal.kind,
-            pod=f"{t.namespace}/{t.name}",
-            workload=who,
-            namespace=t.namespace,
-            rule=refuser,
-            meaning=str(row.get("meaning", "")),
-            look_at=str(row.get("look_at", "")).replace("NAMESPACE", t.namespace),
-            message=(f"{refusal.level}: " if refusal.level else "") + refusal.detail[:600].rstrip("."),
             evidence=evidence,
         )
 
@@ -78,7 +92,7 @@ def run(facts: Facts) -> Iterator[Detection]:
 CHECK = Check(
     name="workload.create_refused",
     reads=("target", "events", "namespaces"),
-    emits=("WORKLOAD_CREATE_REFUSED",),
+    emits=(WORKLOAD_CREATE_REFUSED,),
     run=run,
     tables=("create_refusals",),
 )

@@ -13,13 +13,25 @@ normal for a namespace that uses what it was given.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from bot.engine.check import Check, Detection, detect
+from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
 from bot.kube.quota import QuotaDenial, fmt_quantity, parse_quota_denial, quota_lines, quota_users
 from bot.kube.workload import pod_template, workload_status
+
+
+class QuotaExceeded(TypedDict):
+    pod: str
+    workload: str
+    namespace: str
+    quota: str
+    resource: str
+    what: str
+
+
+QUOTA_EXCEEDED = Code("QUOTA_EXCEEDED", QuotaExceeded)
 
 Obj = dict[str, Any]
 MAX_USERS = 12
@@ -103,16 +115,17 @@ def run(facts: Facts) -> Iterator[Detection]:
                 "permission to list resourcequotas): its current usage is not shown"
             )
         resource = ", ".join(denial.resources) or "?"
-        yield detect(
-            "QUOTA_EXCEEDED",
+        yield QUOTA_EXCEEDED.detect(
             subject,
+            {
+                "pod": f"{t.namespace}/{t.name}",
+                "workload": where,
+                "namespace": t.namespace,
+                "quota": denial.quota,
+                "resource": resource,
+                "what": _what(denial),
+            },
             role=role,
-            pod=f"{t.namespace}/{t.name}",
-            workload=where,
-            namespace=t.namespace,
-            quota=denial.quota,
-            resource=resource,
-            what=_what(denial),
             evidence=evidence,
         )
     if denials or status is None or status.current >= status.desired or template is None:
@@ -131,18 +144,19 @@ def run(facts: Facts) -> Iterator[Detection]:
             *state,
             *_quota_evidence(quota, template, facts.quotas.pods, [line.resource for line in full]),
         ]
-        yield detect(
-            "QUOTA_EXCEEDED",
+        yield QUOTA_EXCEEDED.detect(
             subject,
+            {
+                "pod": f"{t.namespace}/{t.name}",
+                "workload": where,
+                "namespace": t.namespace,
+                "quota": name,
+                "resource": ", ".join(line.resource for line in full),
+                "what": what,
+            },
             role=role or "inferred",
-            pod=f"{t.namespace}/{t.name}",
-            workload=where,
-            namespace=t.namespace,
-            quota=name,
-            resource=", ".join(line.resource for line in full),
-            what=what,
             evidence=evidence,
         )
 
 
-CHECK = Check(name="workload.quota", reads=("target", "events", "quotas"), emits=("QUOTA_EXCEEDED",), run=run)
+CHECK = Check(name="workload.quota", reads=("target", "events", "quotas"), emits=(QUOTA_EXCEEDED,), run=run)
