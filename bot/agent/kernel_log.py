@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.agent.journal_files import boot_time_us, current_boot_id, read_directory
+from bot.probes.agent_reads import HEADER, JOURNAL_FILES, LOG_FILES
 
 ENV = "GPUBOT_KERNEL_LOG_SOURCES"
 #: what the agent reads when the chart sets nothing: the usual places under a /var/log mount
@@ -36,10 +37,6 @@ DEFAULT_SOURCES = (
     "journal=/var/log/journal,journal=/run/log/journal,"
     "file=/var/log/kern.log,file=/var/log/messages,file=/var/log/syslog"
 )
-#: the header line's start (``parse_kernel_log`` skips every line starting with "-- ")
-HEADER = "-- gpubot kernel log: "
-#: source kinds as the header and ``NodeObservation.kernel_log`` name them
-JOURNAL_FILES, LOG_FILES = "journal-files", "log-files"
 #: what is read of a text log: its end (a kern.log rotates daily; a boot's NVRM lines are recent)
 TAIL_BYTES = 16 << 20
 #: the newest lines kept, as ``journalctl -n 2000``
@@ -88,15 +85,6 @@ def render(read: KernelLogRead) -> str:
         return f"{HEADER}none\n"
     detail = f" ({read.detail})" if read.detail else ""
     return f"{HEADER}{read.source} {read.path}{detail}\n" + "".join(line + "\n" for line in read.lines)
-
-
-def parse_header(stdout: str) -> tuple[str, str]:
-    """(source, "path (detail)") from the agent's first line; ("", "") without one."""
-    first = stdout.split("\n", 1)[0]
-    if not first.startswith(HEADER):
-        return "", ""
-    source, _, rest = first[len(HEADER) :].partition(" ")
-    return ("", "") if source == "none" else (source, rest.strip())
 
 
 def _from_journal(directory: Path, proc: Path) -> KernelLogRead:

@@ -13,10 +13,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.agent.kernel_log import JOURNAL_FILES, LOG_FILES
 from bot.engine.gather.dcgm import SOURCE as DCGM_SOURCE
 from bot.errors import NodeProbeError
-from bot.probes.agent_reads import AGENT_KERNEL_LOG
+from bot.probes.agent_reads import AGENT_KERNEL_LOG, JOURNAL_FILES, LOG_FILES
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.probes.gpu_health import KERNEL_LOG, KERNEL_LOG_DMESG, EccReading
 from bot.probes.node import NodeObservation

@@ -30,3 +30,18 @@ AGENT_SMI: dict[str, str] = {query: f"{AGENT_MODULE} nvidia-smi {name}" for name
 
 #: every agent-only command, exactly as sent
 AGENT_READ_COMMANDS: frozenset[str] = frozenset({AGENT_KERNEL_LOG, AGENT_SMI_WHERE, *AGENT_SMI.values()})
+
+#: the first line of ``bot.agent kernel-log``'s answer starts so (``parse_kernel_log`` skips every
+#: line starting with "-- "); the agent writes it, the bot reads it: the contract lives here
+HEADER = "-- gpubot kernel log: "
+#: source kinds as the header and ``NodeObservation.kernel_log`` name them
+JOURNAL_FILES, LOG_FILES = "journal-files", "log-files"
+
+
+def parse_header(stdout: str) -> tuple[str, str]:
+    """(source, "path (detail)") from the agent's first line; ("", "") without one."""
+    first = stdout.split("\n", 1)[0]
+    if not first.startswith(HEADER):
+        return "", ""
+    source, _, rest = first[len(HEADER) :].partition(" ")
+    return ("", "") if source == "none" else (source, rest.strip())

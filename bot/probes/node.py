@@ -23,9 +23,8 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.agent.kernel_log import parse_header
 from bot.errors import NodeProbeError
-from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE, OPERATOR_DRIVER_ROOT
+from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE, OPERATOR_DRIVER_ROOT, parse_header
 from bot.probes.checkpoint import CheckpointError, parse_checkpoint
 from bot.probes.devices import LS_DEV_NVIDIA, parse_ls
 from bot.probes.gpu_health import (

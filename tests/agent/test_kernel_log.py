@@ -17,6 +17,7 @@ import pytest
 
 from bot.agent import kernel_log
 from bot.agent.journal_files import read_directory
+from bot.probes import agent_reads
 from bot.probes.gpu_health import parse_kernel_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "journal"
@@ -64,7 +65,7 @@ def test_the_agent_prints_this_boots_xids_from_the_journal(tmp_path: Path, layou
     directory = _journal_dir(tmp_path, layout)
     read = kernel_log.read_kernel_log([("journal", str(directory))], proc=_proc(tmp_path, BOOT))
     text = kernel_log.render(read)
-    assert kernel_log.parse_header(text) == ("journal-files", f"{directory} (1 file, this boot)")
+    assert agent_reads.parse_header(text) == ("journal-files", f"{directory} (1 file, this boot)")
     assert text.splitlines()[2] == (
         "2026-01-01T00:01:00+0000 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=2345, name=python, An "
         "uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, "
@@ -101,7 +102,7 @@ def test_no_readable_source_says_what_was_tried_and_exits_1(tmp_path: Path, monk
     out, err = io.StringIO(), io.StringIO()
     assert kernel_log.main(out, err) == 1
     assert out.getvalue() == "-- gpubot kernel log: none\n"
-    assert kernel_log.parse_header(out.getvalue()) == ("", "")
+    assert agent_reads.parse_header(out.getvalue()) == ("", "")
     assert err.getvalue().splitlines() == [
         f"journal {private}: no system journal files in {private}",
         f"file {tmp_path}/messages: No such file or directory",
