@@ -66,6 +66,7 @@ def slim_record(pod: Obj) -> SlimPod:
         owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
         created=s.created,
+        ready=s.ready,
     )
 
 
@@ -136,7 +137,10 @@ def pod_dict(p: SlimPod) -> Obj:
     spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]}
     if p.node:
         spec["nodeName"] = p.node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
+    status: Obj = {"phase": p.phase}
+    if p.ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": "True" if p.ready else "False"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 #: about how many bytes of JSON one relist page should hold. A decoded page is several times its

@@ -288,20 +288,6 @@ class KubeReader:
             return await self._list(_listing("pods", namespace, sel), self._core.list_namespaced_pod, namespace, **sel)
         return await self._list(_listing("pods", "", sel), self._core.list_pod_for_all_namespaces, **sel)
 
-    async def walk_pods(self, fn: Callable[[Obj], Any], namespace: str = "", *, field_selector: str = "") -> list[Any]:
-        """``fn(pod)`` of every pod that is not None, walked page by page: of a cluster's 100,000 pods
-        only one page is ever in memory whole (``gpubot pending`` keeps a slim record of each and
-        the few hundred stuck GPU pods in full, in one walk)."""
-        sel = {"field_selector": field_selector} if field_selector else {}
-        if namespace:
-            read = _listing("pods", namespace, sel)
-            items = await self._walk(read, fn, self._core.list_namespaced_pod, namespace,
-                                     page_size=SLIM_PAGE_SIZE, **sel)
-        else:
-            items = await self._walk(_listing("pods", "", sel), fn, self._core.list_pod_for_all_namespaces,
-                                     page_size=SLIM_PAGE_SIZE, **sel)
-        return [p for p in items if p is not None]
-
     async def slim_pods(
         self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
     ) -> list[SlimPod]:

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -45,13 +43,13 @@ from typing import Any, Literal, TypeVar
 
 from bot.aio import run_to_end
 from bot.errors import GpubotError, StateStoreError, error_text
-from bot.remediation.audit import AuditLog, format_ts
-from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
 from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
-from bot.remediation.node_guard import NodeClaim, NodeGuard
 from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy, Approvers, Decision
-from bot.remediation.store import PendingAction, PendingStore
+from bot.state.contracts import AuditLog, NodeGuard, PendingStore
+from bot.state.ids import is_well_formed, new_action_id, safe_for_log
+from bot.state.records import NodeClaim, PendingAction, process_owner
+from bot.state.timestamps import format_ts
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +62,6 @@ DEFAULT_LEASE_S = 30.0
 
 Precondition = Callable[[PendingAction], Awaitable[tuple[bool, str]]]
 Runner = Callable[[PendingAction, RunJournal], Awaitable[RunOutcome]]
-
-
-def process_owner() -> str:
-    """This process's name on the records it runs: host, pid and a random suffix (never reused)."""
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def node_of(record: PendingAction) -> str:

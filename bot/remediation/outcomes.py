@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.remediation.policy import Approvers
-from bot.remediation.store import PendingAction
+from bot.state.records import PendingAction
 
 ClickStatus = Literal[
     "unknown",

@@ -33,14 +33,14 @@ from bot.actions.base import ActionOutcome
 from bot.actions.node_procedure import NodeProcedure
 from bot.errors import GpubotError, StateStoreError, error_text
 from bot.probes.kube import KubeReads
-from bot.remediation.audit import AuditLog
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
-from bot.remediation.kube_node_lock import ClusterNodeGuard
 from bot.remediation.policy import ApproverPolicy, Approvers
-from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.kube_locks import ClusterNodeGuard
+from bot.state.opening import open_sqlite
+from bot.state.records import PendingAction
 
 log = logging.getLogger("gpubot.remediation")
 
@@ -77,7 +77,7 @@ class RemediationService:
         wiring); None opens the SQLite file at ``settings.state_path``."""
         self.settings = settings
         self.clients = clients
-        store, audit = state if state is not None else open_state(settings.state_path)
+        store, audit = state if state is not None else open_sqlite(settings.state_path).actions()
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
         #: the per-node lock on each node's cluster, whatever the state backend (a terminal too)

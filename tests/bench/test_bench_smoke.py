@@ -32,6 +32,7 @@ def test_every_benchmark_runs_at_a_tiny_size_and_the_report_has_every_section(tm
         "## node-status",
         "## Slack ack",
         "## Proactive sweep",
+        "## pending -A",
         "## Commands that read no cluster",
         "## Raw results",
     ):

@@ -25,14 +25,15 @@ from typing import Any
 import yaml
 from kubernetes import config as kube_config
 
-from bot.coordination.kube_state import KubeState, parse_k8s_time
-from bot.remediation.audit import AuditEntry, AuditLog
-from bot.remediation.kube_audit import KubeAuditLog
-from bot.remediation.kube_node_lock import NodeActionLeases, action_lease_name
-from bot.remediation.kube_store import KubePendingStore
-from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction, PendingStore
 from bot.sim.cluster import SimCluster
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.kube import KubeState
+from bot.state.kube_actions import KubePendingStore
+from bot.state.kube_audit import KubeAuditLog
+from bot.state.kube_locks import NodeActionLeases, action_lease_name
+from bot.state.opening import open_sqlite
+from bot.state.records import AuditEntry, PendingAction
+from bot.state.timestamps import parse_ts
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "gpubot"
@@ -106,7 +107,7 @@ class CliRun:
         if self.state == "kubernetes":
             kube = KubeState(kube_config.new_client_from_config(config_file=str(self.sim.kubeconfig_path)), NAMESPACE)
             return KubePendingStore(kube), KubeAuditLog(kube)
-        return open_state(self.state_path)
+        return open_sqlite(self.state_path).actions()
 
 
 async def until(predicate: Callable[[], Any], *, timeout: float = 60.0, every: float = 0.02) -> Any:
@@ -223,7 +224,7 @@ def lease_left_s(sim: SimCluster, node: str) -> float:
     spec = (lease or {}).get("spec") or {}
     if not spec.get("holderIdentity") or not spec.get("renewTime"):
         return 0.0
-    ends = parse_k8s_time(spec["renewTime"]) + timedelta(seconds=float(spec.get("leaseDurationSeconds") or 0))
+    ends = parse_ts(spec["renewTime"]) + timedelta(seconds=float(spec.get("leaseDurationSeconds") or 0))
     return max(0.0, (ends - datetime.now(UTC)).total_seconds())
 
 

@@ -4,10 +4,10 @@ import-linter in a test).
 slack/cli → service → engine → probes; remediation → actions → probes; nothing but actions
 writes. The simulator never imports the synthetic-cluster generators (bot.synth), which build
 data and import no simulator. The remediation package knows no Slack, and its decision layer
-(flow, policy, store, audit, ids) knows neither the actions nor a Kubernetes client. No module imports itself back
-through others, and no package imports itself back through another package (``bot.settings``
-importing ``bot.proactive`` while ``bot.proactive`` imports ``bot.settings``). A module that
-imports across a forbidden edge fails here with the offending line.
+(flow, policy, store, audit, ids) knows neither the actions nor a Kubernetes client. No module
+imports itself back through others, and no package imports itself back through another package
+(``bot.settings`` importing ``bot.proactive`` while ``bot.proactive`` imports ``bot.settings``). A
+module that imports across a forbidden edge fails here with the offending line.
 """
 
 from __future__ import annotations
@@ -24,10 +24,7 @@ DESIGN = (BOT.parent / "README.md", "## How it is built")
 #: the composition roots: they wire the packages together, so no package may import them
 ROOTS = ("bot.cli", "bot.demo", "bot.oneshot", "bot.server", "bot.wiring")
 #: remediation's decision layer: what may happen and what did, independent of any action or client
-DECISION = (
-    "flow", "journal", "outcomes", "policy", "store", "audit", "sqlite_db", "sqlite_store", "sqlite_audit",
-    "sqlite_requests", "ids",
-)
+DECISION = ("flow", "journal", "outcomes", "policy", "audit")
 
 #: package or module → prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -58,6 +55,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation", "bot.synth"),
     "bot.synth": ("bot.sim", "bot.actions", "bot.slack", "bot.engine", "bot.probes", "bot.service",
                   "bot.remediation", *ROOTS),
+    # state keeps records for every feature and knows none of them: they all import it, never the reverse
+    "bot.state": ("slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.probes", "bot.actions", "bot.remediation",
+                  "bot.proactive", "bot.service", "bot.clients", "bot.sim", *ROOTS),
     # doctor reads and asks: it never reaches what changes a cluster, nor the Slack app
     "bot.doctor": ("bot.actions", "bot.remediation", "bot.service", "bot.slack.app", "slack_bolt", *ROOTS),
 }

@@ -7,7 +7,7 @@ import json
 import os
 import zlib
 
-from bot.remediation.lease_blocks import MAX_PACKED_CHARS, MAX_UNPACKED_BYTES, pack, unpack
+from bot.state.lease_blocks import MAX_PACKED_CHARS, MAX_UNPACKED_BYTES, pack, unpack
 
 
 def test_blocks_round_trip_and_pack_small() -> None:
