@@ -38,7 +38,7 @@ import yaml
 
 from bench.common import ANSWERED, ROOT, SimProc, emit, sim_process, table
 from bot.report import DEADLINE_SKIP
-from bot.sim.generate import generate_scenario
+from bot.synth.generate import generate_scenario
 
 NODES = 300
 HUNG = 100

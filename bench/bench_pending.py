@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, emit, median, sim_process, table
-from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
+from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 
 DEFAULT_SIZE = "5000:500:100000:500"
 

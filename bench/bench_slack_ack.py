@@ -39,7 +39,7 @@ from bot.cli import tune_gc
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
 from bot.service import Service
 from bot.settings import Settings
-from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
+from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 from bot.wiring import build_bot
 from tests.slack.mock_slack_api import MockSlackApi
 

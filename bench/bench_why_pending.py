@@ -39,7 +39,7 @@ from bot.engine.gather.kube import PER_NODE_LIST_LIMIT
 from bot.kube.gpu import gpu_node_names
 from bot.probes.kube import PER_NODE_CONCURRENCY, PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE, SLIM_PAGE_SIZE
 from bot.settings import Settings
-from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
+from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 
 DEFAULT_SIZES = "200:40:5000,2000:200:20000,5000:500:100000"
 #: the largest GPU clusters (issue 34): opt-in with ``--large``

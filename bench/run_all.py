@@ -137,7 +137,7 @@ def sizes_section(wp: dict[str, Any]) -> list[str]:
     out.append(md_table(["cluster nodes/pods", "kind", "n", "min", "p10", "median", "p90", "max", "mean"], rows))
     out += [
         "",
-        "Generated with `realistic=1` (bot/sim/generate_realistic.py): managedFields, env, a projected "
+        "Generated with `realistic=1` (bot/synth/generate_realistic.py): managedFields, env, a projected "
         "service-account token volume, probes, tolerations, conditions, container statuses, owner references; "
         "nodes with labels, annotations, the four conditions, nodeInfo and a 40-image list. Pending pods "
         "(no container statuses) are the small tail; the pods below 1 kB are the handful of pods the "

@@ -1,7 +1,7 @@
 """A generated simulated cluster in its own process, for the benchmarks.
 
 ``python -m bench.simproc SPEC WORKDIR``: generates the scenario (SPEC as
-``bot.sim.generate.parse_spec`` reads it, e.g. ``nodes=200,gpu_nodes=40,pods=5000,realistic=1``;
+``bot.synth.generate.parse_spec`` reads it, e.g. ``nodes=200,gpu_nodes=40,pods=5000,realistic=1``;
 or, when SPEC is a ``.json`` file, loads that scenario document), starts the API server and the
 SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, how long generation and
 loading took, the size distribution of the served pods and nodes), then serves until its stdin
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario, parse_spec
 from bot.sim.scenario import scenario_from_dict
+from bot.synth.generate import generate_scenario, parse_spec
 
 
 def distribution(values: list[int]) -> dict[str, float]:

@@ -317,8 +317,16 @@ def _cmd_runbooks(args: argparse.Namespace) -> int:
 def _cmd_sim(args: argparse.Namespace) -> int:
     from bot.sim.runner import run_sim_foreground
 
-    scenario = resolve_scenario(args.scenario) if args.scenario and not args.generate else args.scenario
-    return run_sim_foreground(scenario, generate=args.generate, write=args.write)
+    if not args.generate:
+        return run_sim_foreground(resolve_scenario(args.scenario) if args.scenario else "")
+    from bot.synth.command import generated_scenario, write_scenario
+
+    data = generated_scenario(args.generate)
+    if args.write:
+        write_scenario(args.write, data)
+        print(f"wrote {args.write}")
+        return 0
+    return run_sim_foreground("", data=data, source=f"generated({args.generate})")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

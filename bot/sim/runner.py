@@ -6,9 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from pathlib import Path
-
-import yaml
+from typing import Any
 
 from bot.errors import UsageError
 from bot.sim.cluster import SimCluster
@@ -27,16 +25,11 @@ async def _serve(scenario: Scenario) -> None:
         await stop.wait()
 
 
-def run_sim_foreground(path: str, *, generate: str = "", write: str = "") -> int:
-    if generate:
-        from bot.sim.generate import generate_scenario, parse_spec
-
-        data = generate_scenario(**parse_spec(generate))
-        if write:
-            Path(write).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-            print(f"wrote {write}")
-            return 0
-        scenario = scenario_from_dict(data, source=f"generated({generate})")
+def run_sim_foreground(path: str, *, data: dict[str, Any] | None = None, source: str = "") -> int:
+    """Serve the scenario file at ``path``, or ``data`` already built in memory (a generated
+    cluster: the caller builds it, so the simulator never depends on the generators)."""
+    if data is not None:
+        scenario = scenario_from_dict(data, source=source or "generated")
     elif path:
         scenario = load_scenario(path)
     else:

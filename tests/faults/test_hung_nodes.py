@@ -32,8 +32,8 @@ import yaml
 
 from bot.report import DEADLINE_SKIP
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario
 from bot.sim.scenario import scenario_from_dict
+from bot.synth.generate import generate_scenario
 from tests.exit_status import assert_answered
 from tests.faults.read_rig import start_cost_s
 

@@ -24,9 +24,9 @@ from bot.pending import run as pending_run
 from bot.pending.reads import SharedReads
 from bot.probes.kube import KubeReads
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario
 from bot.sim.scenario import ApiFault
 from bot.sim.threaded import run_in_thread
+from bot.synth.generate import generate_scenario
 from tests.faults.read_rig import ROOT, ReadRig
 
 LAB = ROOT / "scenarios" / "lab-mixed-k8s131.yaml"

@@ -29,9 +29,9 @@ from bot.pending import run as pending_run
 from bot.pending.scan import is_stuck_gpu_pod
 from bot.service import Service
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario
 from bot.sim.scenario import ApiFault
 from bot.sim.threaded import run_in_thread
+from bot.synth.generate import generate_scenario
 from tests.faults.read_rig import ROOT, ReadRig
 
 #: pending pods, GPU pods that run and are not ready (crash loops, not-ready containers), and

@@ -16,11 +16,11 @@ from kubernetes import config
 
 from bot.probes.kube import KubeReader
 from bot.probes.slim import SlimPod
-from bot.sim.generate import generate_scenario
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import scenario_from_dict
 from bot.sim.threaded import LoopThread
+from bot.synth.generate import generate_scenario
 
 
 @pytest.fixture

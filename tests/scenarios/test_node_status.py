@@ -20,8 +20,8 @@ from bot.probes.exec import EXEC_COMMANDS
 from bot.probes.ssh import READ_COMMANDS
 from bot.service import Service
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario
 from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
+from bot.synth.generate import generate_scenario
 from tests.exit_status import assert_answered
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from bot.cli import main
 from bot.exit_codes import ExitCode
 from bot.service import Service
 from bot.sim.cluster import SimCluster
-from bot.sim.generate import generate_scenario
+from bot.synth.generate import generate_scenario
 from tests.slack.helpers import form, post, running_app, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 

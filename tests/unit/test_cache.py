@@ -20,12 +20,12 @@ from bot.kube.gpu import is_gpu_node
 from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit, pod_dict, slim_record
 from bot.probes.kube import KubeReader
 from bot.probes.slim import slim
-from bot.sim.generate import generate_scenario
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import scenario_from_dict
 from bot.sim.store import RESOURCE_TYPES
 from bot.sim.threaded import LoopThread
+from bot.synth.generate import generate_scenario
 
 POD = next(rt for rt in RESOURCE_TYPES if rt.kind == "Pod")
 

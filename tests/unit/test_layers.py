@@ -2,11 +2,12 @@
 import-linter in a test).
 
 slack/cli → service → engine → probes; remediation → actions → probes; nothing but actions
-writes. The remediation package knows no Slack, and its decision layer (flow, policy, store,
-audit, ids) knows neither the actions nor a Kubernetes client. No module imports itself back
-through others, and no package imports itself back through another package (``bot.settings``
-importing ``bot.proactive`` while ``bot.proactive`` imports ``bot.settings``). A module that
-imports across a forbidden edge fails here with the offending line.
+writes. The simulator never imports the synthetic-cluster generators (bot.synth), which build
+data and import no simulator. The remediation package knows no Slack, and its decision layer
+(flow, policy, store, audit, ids) knows neither the actions nor a Kubernetes client. No module
+imports itself back through others, and no package imports itself back through another package
+(``bot.settings`` importing ``bot.proactive`` while ``bot.proactive`` imports ``bot.settings``). A
+module that imports across a forbidden edge fails here with the offending line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 BOT = Path(__file__).resolve().parents[2] / "bot"
+#: the design text this module's docstring cites
+DESIGN = (BOT.parent / "README.md", "## How it is built")
 
 #: the composition roots: they wire the packages together, so no package may import them
 ROOTS = ("bot.cli", "bot.demo", "bot.oneshot", "bot.server", "bot.wiring")
@@ -48,7 +51,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # the watch decides what to post; Slack posts it, and it never acts
     "bot.proactive": ("slack_sdk", "slack_bolt", "bot.slack", "bot.actions", "bot.remediation", "bot.service",
                       "bot.sim", *ROOTS),
-    "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation"),
+    # the simulator serves any scenario; the benchmark's generators (bot.synth) only build its data
+    "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation", "bot.synth"),
+    "bot.synth": ("bot.sim", "bot.actions", "bot.slack", "bot.engine", "bot.probes", "bot.service",
+                  "bot.remediation", *ROOTS),
     # state keeps records for every feature and knows none of them: they all import it, never the reverse
     "bot.state": ("slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.probes", "bot.actions", "bot.remediation",
                   "bot.proactive", "bot.service", "bot.clients", "bot.sim", *ROOTS),
@@ -78,6 +84,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 MODULES = sorted(BOT.rglob("*.py"))
 NAMES = {_module_name(p): p for p in MODULES}
+
+
+def test_the_cited_design_section_exists() -> None:
+    path, heading = DESIGN
+    assert heading in path.read_text(encoding="utf-8").splitlines(), f"{path.name} lost {heading!r}"
 
 
 def test_modules_found() -> None:

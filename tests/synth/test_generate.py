@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
-from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD, generate_scenario, parse_spec
-from bot.sim.scenario import scenario_from_dict
+from bot.cli import main
+from bot.exit_codes import ExitCode
+from bot.sim.scenario import load_scenario, scenario_from_dict
+from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD, generate_scenario, parse_spec
 
 
 def test_parse_spec() -> None:
@@ -82,3 +86,20 @@ def test_realistic_objects_are_kilobytes_and_change_nothing_the_checks_read() ->
             assert [c for c in b["status"]["conditions"] if c["type"] == "Ready"] == a["status"]["conditions"]
     sc = scenario_from_dict(generate_scenario(nodes=30, gpu_nodes=6, pods=500, seed=1, realistic=1))
     assert len([o for o in sc.objects if o["kind"] == "Pod"]) == 500
+
+
+def test_cli_writes_the_generated_scenario_and_the_simulator_loads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "gen.yaml"
+    assert main(["sim", "--generate", "nodes=12,gpu_nodes=3,pods=40,seed=5", "--write", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    assert yaml.safe_load(out.read_text()) == generate_scenario(nodes=12, gpu_nodes=3, pods=40, seed=5)
+    assert load_scenario(str(out)).name == "generated-n12-g3-p40-s5"
+
+
+@pytest.mark.parametrize("spec", ["nodes=2,gpu_nodes=1,pods=3,color=red", "nodes=x", "nodes=1,gpu_nodes=4,pods=1"])
+def test_cli_bad_spec_is_a_one_line_usage_error(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--generate", spec]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("gpubot: --generate: ") and err.count("\n") == 1, err

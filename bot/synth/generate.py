@@ -21,7 +21,7 @@ import json
 import random
 from typing import Any
 
-from bot.sim.generate_realistic import dress
+from bot.synth.generate_realistic import dress
 
 Obj = dict[str, Any]
 
