@@ -11,11 +11,13 @@ says so, none retries it (the answer's deadline is shared). Reads only, like wha
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Collection, Hashable
 from typing import Any
 
+from bot.errors import KubeApiError
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod
+from bot.probes.views import DerivedViews
 
 Obj = dict[str, Any]
 
@@ -23,8 +25,12 @@ Obj = dict[str, Any]
 _BY_NAME = "involvedObject.name="
 
 
-class SharedReads:
-    """A ``KubeReads`` whose identical reads are made once per instance (one instance per answer)."""
+class SharedReads(DerivedViews):
+    """A ``KubeReads`` whose identical reads are made once per instance (one instance per answer).
+
+    The derived views (``bot.probes.views``) of a reader that derives them are derived here, over
+    the memoized reads; those of an indexing reader (the watch-fed cache) are its own, memoized.
+    """
 
     def __init__(self, inner: KubeReads, *, pods: dict[tuple[str, str], Obj] | None = None) -> None:
         self._inner = inner
@@ -46,10 +52,37 @@ class SharedReads:
         if self._slim is not None and not field_selector:
             every = await asyncio.shield(self._slim)
             return every if nodes is None else [p for p in every if p.node in nodes]
-        inner: Any = self._inner
         result: list[SlimPod] = await self._once(
             ("slim", field_selector, tuple(sorted(nodes)) if nodes is not None else None),
-            lambda: inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
+            lambda: self._inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
+        return result
+
+    async def node_map(self) -> dict[str, Obj]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().node_map()
+        result: dict[str, Obj] = await self._once(("node_map",), self._inner.node_map)
+        return result
+
+    async def component_pods(self, controller: Obj) -> list[Obj]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().component_pods(controller)
+        meta = controller.get("metadata") or {}
+        key = ("component_pods", controller.get("kind"), meta.get("namespace"), meta.get("name"), meta.get("uid"))
+        result: list[Obj] = await self._once(key, lambda: self._inner.component_pods(controller))
+        return result
+
+    async def slim_pods_by_node(
+        self,
+        nodes: Collection[str],
+        *,
+        all_nodes: int = 0,
+        failed: Callable[[KubeApiError], None] | None = None,
+    ) -> dict[str, list[SlimPod]]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed)
+        result: dict[str, list[SlimPod]] = await self._once(
+            ("slim_pods_by_node", tuple(sorted(nodes)), all_nodes),
+            lambda: self._inner.slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed))
         return result
 
     def know_pods(self, pods: list[Obj]) -> None:

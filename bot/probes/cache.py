@@ -7,11 +7,12 @@ Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
 deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
 Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
 them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
-nodes with their strings interned, and marked GPU or not as their events arrive (``node_map``).
+nodes with their strings interned, and marked as their events arrive (``node_map``) by the
+predicate the reads interface hands the cache (``bot.probes.views.Kept``: GPU or not).
 Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size.
-The pods of GPU-stack DaemonSets (device plugins, qGPU, the operator's operands: judged as
-``bot.kube.gpu.is_gpu_component`` judges controllers, from the owner's name and the pod's labels)
-are also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
+The pods of the DaemonSets ``Kept.whole_pods_of`` accepts (for the diagnoses: the GPU stack's device
+plugins, qGPU, the operator's operands, judged from the owner's name and the pod's labels) are
+also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
 nodes a label-selected list of one DaemonSet's pods was 3 MB of JSON per question. They are
 served (``component_pods``) only when every pod the DaemonSet owns was kept.
 
@@ -33,16 +34,19 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from bot.kube.gpu import NodeMap, is_gpu_component, marks_gpu
+from bot.errors import KubeApiError
+from bot.kube.node_map import NodeMap
+from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
+from bot.probes.views import KEEP_NOTHING, Kept
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +88,14 @@ def trimmed(obj: Obj) -> Obj:
     return obj
 
 
-def component_owner(pod: Obj) -> str:
-    """``DaemonSet/NAME`` when a GPU-stack DaemonSet owns the pod (its whole object is kept), else ""."""
+def component_owner(pod: Obj, kept: Kept) -> str:
+    """``DaemonSet/NAME`` when a DaemonSet ``kept.whole_pods_of`` accepts owns the pod (its whole
+    object is kept), else ""."""
     meta = pod.get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "DaemonSet":
             name = str(ref.get("name") or "")
-            return f"DaemonSet/{name}" if is_gpu_component(name, meta.get("labels") or {}) else ""
+            return f"DaemonSet/{name}" if kept.whole_pods_of(name, meta.get("labels") or {}) else ""
     return ""
 
 
@@ -306,15 +311,16 @@ class _Reflector:
 class _Store:
     """Objects of one kind by key, under the cache's lock; pods slim and indexed by node."""
 
-    def __init__(self, kind: str, lock: threading.Lock) -> None:
+    def __init__(self, kind: str, lock: threading.Lock, kept: Kept) -> None:
         self.kind = kind
         self.lock = lock
+        self.kept = kept
         self.slim_pods = kind == "Pod"
         self.objects: dict[tuple[str, str], Any] = {}
         self.by_node: dict[str, set[tuple[str, str]]] = {}
-        #: nodes only: the names whose own object marks them GPU (``bot.kube.gpu.marks_gpu``),
+        #: nodes only: the names whose own object ``kept.node_mark`` accepts (GPU or not),
         #: judged once per watch event instead of once per question
-        self.gpu_marked: set[str] = set()
+        self.marked: set[str] = set()
         #: bumped (under the lock) by every change, so views derived from the store know when to
         #: be rebuilt (``WatchCache.node_map``)
         self.generation = 0
@@ -344,7 +350,7 @@ class _Store:
         """Add one listed page to a map being built by a relist (not yet visible to readers)."""
         for o in items:
             key = self._key(o)
-            if self.slim_pods and component_owner(o):
+            if self.slim_pods and component_owner(o, self.kept):
                 fresh.full[key] = trimmed(o)
             fresh[key] = self._value(o)
 
@@ -360,24 +366,25 @@ class _Store:
                 if p.owner:
                     owned[p.namespace, p.owner] = owned.get((p.namespace, p.owner), 0) + 1
             for key, pod in fresh.full.items():
-                full_by_owner.setdefault((key[0], component_owner(pod)), set()).add(key)
-        marked = {key[1] for key, obj in fresh.items() if marks_gpu(obj)} if self.kind == "Node" else set()
+                full_by_owner.setdefault((key[0], component_owner(pod, self.kept)), set()).add(key)
+        mark = self.kept.node_mark
+        marked = {key[1] for key, obj in fresh.items() if mark(obj)} if self.kind == "Node" else set()
         with self.lock:
             self.objects = fresh
             self.by_node = by_node
-            self.gpu_marked = marked
+            self.marked = marked
             self.owned, self.full, self.full_by_owner = owned, fresh.full, full_by_owner
             self.generation += 1
 
     def put(self, obj: Obj) -> None:
         key = self._key(obj)
-        owner = component_owner(obj) if self.slim_pods else ""
+        owner = component_owner(obj, self.kept) if self.slim_pods else ""
         whole = trimmed(obj) if owner else None
         value = self._value(obj)
-        marked = self.kind == "Node" and marks_gpu(value)
+        marked = self.kind == "Node" and self.kept.node_mark(value)
         with self.lock:
             if self.kind == "Node":
-                (self.gpu_marked.add if marked else self.gpu_marked.discard)(key[1])
+                (self.marked.add if marked else self.marked.discard)(key[1])
             old = self.objects.get(key)
             self.objects[key] = value
             self.generation += 1
@@ -395,7 +402,7 @@ class _Store:
             old = self.objects.pop(key, None)
             self.generation += old is not None
             if self.kind == "Node":
-                self.gpu_marked.discard(key[1])
+                self.marked.discard(key[1])
             if self.slim_pods and old is not None:
                 if old.node:
                     self.by_node.get(old.node, set()).discard(key)
@@ -419,7 +426,7 @@ class _Store:
                 self.owned.pop((key[0], old.owner), None)
         was = self.full.pop(key, None)
         if was is not None:
-            owner = (key[0], component_owner(was))
+            owner = (key[0], component_owner(was, self.kept))
             keys = self.full_by_owner.get(owner)
             if keys is not None:
                 keys.discard(key)
@@ -449,6 +456,7 @@ class WatchCache(KubeReads):
         api_client: client.ApiClient,
         fallback: KubeReads,
         *,
+        kept: Kept = KEEP_NOTHING,
         staleness_s: float = 120.0,
         page_size: int = 500,
         watch_timeout_s: float | None = None,
@@ -466,7 +474,9 @@ class WatchCache(KubeReads):
         # a watch ends (and is re-opened) well inside the staleness bound, which keeps an idle
         # cluster's cache fresh even on servers that send no bookmarks
         timeout = watch_timeout_s if watch_timeout_s is not None else max(5.0, min(300.0, staleness_s / 2))
-        self.stores = {kind: _Store(kind, self._lock) for kind in self.KINDS}
+        #: what the views are about (``node_map``'s marks, ``component_pods``' owners)
+        self.kept = kept
+        self.stores = {kind: _Store(kind, self._lock, kept) for kind in self.KINDS}
         self.reflectors = {
             kind: _Reflector(
                 kind,
@@ -529,44 +539,64 @@ class WatchCache(KubeReads):
         pods = self.slim_pods_on([node]).get(node, []) if node is not None else self.stores["Pod"].values()
         return [pod_dict(p) for p in pods if not namespace or p.namespace == namespace]
 
-    def slim_pods_on(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]]:
+    def slim_pods_on(self, nodes: Collection[str]) -> dict[str, list[SlimPod]]:
         """Slim records of the pods bound to each node, from the node index (no API request)."""
         store = self.stores["Pod"]
         with self._lock:
             return {n: [store.objects[k] for k in store.by_node.get(n, ())] for n in nodes}
 
-    async def component_pods(self, controller: Obj) -> list[Obj] | None:
-        """The pods of a GPU-stack DaemonSet, whole, when the cache kept every pod it owns; None
-        otherwise (a Deployment, a DaemonSet whose pods the name-and-label judgement did not
-        recognise, a stale cache): the caller then lists them from the API."""
+    async def component_pods(self, controller: Obj) -> list[Obj]:
+        """The pods of a DaemonSet whose pods are kept whole, when the cache kept every pod it
+        owns; otherwise (a Deployment, a DaemonSet ``Kept.whole_pods_of`` did not recognise from
+        its pods, a stale cache) the fallback lists them from the API."""
         meta = controller.get("metadata") or {}
-        if controller.get("kind") != "DaemonSet" or not self._serves("Pod"):
-            return None
-        ns, owner = str(meta.get("namespace") or ""), f"DaemonSet/{meta.get('name') or ''}"
-        store = self.stores["Pod"]
-        with self._lock:
-            keys = store.full_by_owner.get((ns, owner), set())
-            if len(keys) != store.owned.get((ns, owner), 0):
-                return None
-            return [store.full[k] for k in sorted(keys)]
+        if not selector_string((controller.get("spec") or {}).get("selector")):
+            return []
+        if controller.get("kind") == "DaemonSet" and self._serves("Pod"):
+            ns, owner = str(meta.get("namespace") or ""), f"DaemonSet/{meta.get('name') or ''}"
+            store = self.stores["Pod"]
+            with self._lock:
+                keys = store.full_by_owner.get((ns, owner), set())
+                if len(keys) == store.owned.get((ns, owner), 0):
+                    return [store.full[k] for k in sorted(keys)]
+        return await self.fallback.component_pods(controller)
 
-    async def slim_pods_by_node(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]] | None:
-        """The fast path for node-level checks; None when the cache cannot answer (not ready, stale)."""
-        return self.slim_pods_on(nodes) if self._serves("Pod") else None
+    async def slim_pods(
+        self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
+    ) -> list[SlimPod]:
+        """Slim records of every pod (or of those on ``nodes``), from the store when it serves."""
+        if field_selector or not self._serves("Pod"):
+            return await self.fallback.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes)
+        if nodes is not None:
+            return [p for batch in self.slim_pods_on(nodes).values() for p in batch]
+        return self.stores["Pod"].values()
 
-    async def node_map(self) -> NodeMap | None:
-        """Every node by name with its GPU marks (``bot.kube.gpu.NodeMap``), built once per change
-        of the node store and shared by every question until the next; None when the cache cannot
-        answer (not ready, stale)."""
+    async def slim_pods_by_node(
+        self,
+        nodes: Collection[str],
+        *,
+        all_nodes: int = 0,
+        failed: Callable[[KubeApiError], None] | None = None,
+    ) -> dict[str, list[SlimPod]]:
+        """The fast path for node-level checks, from the node index; the fallback's when the cache
+        cannot answer (not ready, stale)."""
+        if self._serves("Pod"):
+            return self.slim_pods_on(nodes)
+        return await self.fallback.slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed)
+
+    async def node_map(self) -> dict[str, Obj]:
+        """Every node by name with its marks (``bot.kube.node_map.NodeMap``), built once per change
+        of the node store and shared by every question until the next; the fallback's plain map
+        when the cache cannot answer (not ready, stale)."""
         if not self._serves("Node"):
-            return None
+            return await self.fallback.node_map()
         store = self.stores["Node"]
         with self._lock:
             memo = self._node_map
             if memo is not None and memo[0] == store.generation:
                 return memo[1]
-            generation, nodes, marked = store.generation, list(store.objects.items()), frozenset(store.gpu_marked)
-        built = NodeMap({name: obj for (_, name), obj in nodes}, marked)
+            generation, nodes, marked = store.generation, list(store.objects.items()), frozenset(store.marked)
+        built = NodeMap({name: obj for (_, name), obj in nodes}, marked, self.kept.node_mark)
         with self._lock:
             self._node_map = (generation, built)
         return built
