@@ -18,9 +18,11 @@ served (``component_pods``) only when every pod the DaemonSet owns was kept.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
-anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
-field selectors, the pods of a GPU Deployment), they go to the fallback API reader. Pod lists
-are rebuilt as minimal dicts from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
+anything the cache does not hold (``get_object``, events, ReplicaSets, whole pods, the pods of a
+GPU Deployment), they go to the fallback API reader. Pods are served as the slim records they are
+kept as (``slim_pods``, ``slim_pods_by_node``), never as dicts that look whole but are not: a
+namespace's pods listed for their annotations (a gang's members) must have them. Lists come in key
+order, the order the API lists in.
 
 It must never write to the cluster, and never hand out its own stored dicts for mutation:
 callers treat returned objects as read-only.
@@ -119,26 +121,6 @@ def interned(value: Any) -> Any:
     if isinstance(value, list):
         return [interned(v) for v in value]
     return value
-
-
-def _quantity(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-def pod_dict(p: SlimPod) -> Obj:
-    """The smallest pod dict that ``slim()`` turns back into ``p`` (one container holds the GPUs)."""
-    meta: Obj = {"name": p.name, "namespace": p.namespace, "uid": p.uid}
-    if p.deletion_timestamp is not None:
-        meta["deletionTimestamp"] = p.deletion_timestamp
-    if p.created:
-        meta["creationTimestamp"] = p.created
-    if p.owner:
-        kind, _, name = p.owner.partition("/")
-        meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]
-    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]}
-    if p.node:
-        spec["nodeName"] = p.node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": p.phase}}
 
 
 #: about how many bytes of JSON one relist page should hold. A decoded page is several times its
@@ -324,6 +306,9 @@ class _Store:
         #: bumped (under the lock) by every change, so views derived from the store know when to
         #: be rebuilt (``WatchCache.node_map``)
         self.generation = 0
+        #: a watch added a key since the objects were last in key order, the order the API lists
+        #: in (a relist's pages come in it): readers must get the order the API reader would give
+        self.unordered = False
         #: pods only: how many pods each controller owns, ``(namespace, "Kind/name")``
         self.owned: dict[tuple[str, str], int] = {}
         #: pods only: the GPU-stack DaemonSets' pods kept whole, and their keys by owner
@@ -371,6 +356,7 @@ class _Store:
         marked = {key[1] for key, obj in fresh.items() if mark(obj)} if self.kind == "Node" else set()
         with self.lock:
             self.objects = fresh
+            self.unordered = False
             self.by_node = by_node
             self.marked = marked
             self.owned, self.full, self.full_by_owner = owned, fresh.full, full_by_owner
@@ -387,6 +373,7 @@ class _Store:
                 (self.marked.add if marked else self.marked.discard)(key[1])
             old = self.objects.get(key)
             self.objects[key] = value
+            self.unordered = self.unordered or old is None
             self.generation += 1
             if self.slim_pods:
                 if old is not None and old.node and old.node != value.node:
@@ -433,9 +420,16 @@ class _Store:
                 if not keys:
                     del self.full_by_owner[owner]
 
+    def ordered(self) -> dict[tuple[str, str], Any]:
+        """Under the lock: the objects in key order (sorted again only after a watch added one)."""
+        if self.unordered:
+            self.objects = dict(sorted(self.objects.items(), key=lambda item: item[0]))
+            self.unordered = False
+        return self.objects
+
     def values(self) -> list[Any]:
         with self.lock:
-            return list(self.objects.values())
+            return list(self.ordered().values())
 
 
 class WatchCache(KubeReads):
@@ -530,20 +524,16 @@ class WatchCache(KubeReads):
         return await self.fallback.get_object(kind, name, namespace)
 
     async def list_pods(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "") -> list[Obj]:
-        node = field_selector.removeprefix("spec.nodeName=") if field_selector.startswith("spec.nodeName=") else None
-        plain = not field_selector or (node is not None and "," not in node)
-        if label_selector or not plain or not self._serves("Pod"):
-            return await self.fallback.list_pods(
-                namespace, label_selector=label_selector, field_selector=field_selector
-            )
-        pods = self.slim_pods_on([node]).get(node, []) if node is not None else self.stores["Pod"].values()
-        return [pod_dict(p) for p in pods if not namespace or p.namespace == namespace]
+        """Whole pods, from the API: the cache keeps slim records, which the views serve
+        (``slim_pods``, ``slim_pods_by_node``), and the GPU stack's pods (``component_pods``)."""
+        return await self.fallback.list_pods(namespace, label_selector=label_selector, field_selector=field_selector)
 
     def slim_pods_on(self, nodes: Collection[str]) -> dict[str, list[SlimPod]]:
         """Slim records of the pods bound to each node, from the node index (no API request)."""
         store = self.stores["Pod"]
         with self._lock:
-            return {n: [store.objects[k] for k in store.by_node.get(n, ())] for n in nodes}
+            # in key order, as the API lists them (the index is a set)
+            return {n: [store.objects[k] for k in sorted(store.by_node.get(n, ()))] for n in nodes}
 
     async def component_pods(self, controller: Obj) -> list[Obj]:
         """The pods of a DaemonSet whose pods are kept whole, when the cache kept every pod it
@@ -595,7 +585,7 @@ class WatchCache(KubeReads):
             memo = self._node_map
             if memo is not None and memo[0] == store.generation:
                 return memo[1]
-            generation, nodes, marked = store.generation, list(store.objects.items()), frozenset(store.marked)
+            generation, nodes, marked = store.generation, list(store.ordered().items()), frozenset(store.marked)
         built = NodeMap({name: obj for (_, name), obj in nodes}, marked, self.kept.node_mark)
         with self._lock:
             self._node_map = (generation, built)

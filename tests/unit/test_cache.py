@@ -19,9 +19,8 @@ from kubernetes import client, config
 from bot.clients import GPU_KEPT
 from bot.kube.gpu import gpu_node_names, is_gpu_node
 from bot.kube.node_map import NodeMap
-from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit, pod_dict, slim_record
+from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit
 from bot.probes.kube import KubeReader
-from bot.probes.slim import slim
 from bot.probes.views import KEEP_NOTHING
 from bot.sim.generate import generate_scenario
 from bot.sim.kube_api import KubeApiServer
@@ -86,33 +85,38 @@ async def until(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> N
         await asyncio.sleep(0.01)
 
 
-def refs(pods: list[dict[str, Any]]) -> list[tuple[str, str, str, str, Any, tuple[Any, ...]]]:
-    out = []
-    for p in pods:
-        s = slim(p)
-        out.append((s.ref, s.node, s.phase, s.owner, s.deletion_timestamp, tuple(sorted(s.gpu.items()))))
-    return sorted(out)
-
-
 async def test_not_ready_before_sync_reads_go_to_the_api(sim: Harness) -> None:
     cache = sim.cache()
     assert not cache.ready
     before = sim.reader.stats.requests
-    pods = await cache.list_pods()
+    pods = await cache.slim_pods()
     assert sim.reader.stats.requests > before  # answered by the API reader
-    assert "containers" in pods[0]["spec"] and pods[0]["spec"]["containers"][0].get("image")  # full dicts
     cache.start()
     assert await cache.wait_ready(10)
     before = sim.reader.stats.requests
-    cached = await cache.list_pods()
+    cached = await cache.slim_pods()
     assert sim.reader.stats.requests == before  # now from the cache
-    assert refs(cached) == refs(pods)  # slim() sees the same records
+    assert cached == pods  # the same records, in the same order
     assert cache.stats.by_call["list Pod"] >= 6  # paginated: 41 pods in pages of 7
+    whole = await cache.list_pods()  # whole pods are not kept: the API answers
+    assert sim.reader.stats.requests > before
+    assert "containers" in whole[0]["spec"] and whole[0]["spec"]["containers"][0].get("image")
 
 
-async def test_slim_record_round_trips_through_pod_dict(sim: Harness) -> None:
-    for obj in sim.server.store.objects(POD):
-        assert slim(pod_dict(slim_record(obj))) == slim(obj)
+async def test_pods_a_watch_adds_are_served_in_the_apis_order(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    first = next(p for p in sim.server.store.objects(POD) if p["spec"].get("nodeName"))
+    node = first["spec"]["nodeName"]
+    events = cache.reflectors["Pod"].events
+    for name in ("zz-new", "aa-new"):
+        sim.server.store.put(POD, {**first, "metadata": {**first["metadata"], "name": name, "uid": name}})
+    await until(lambda: cache.reflectors["Pod"].events >= events + 2, "two pod events")
+    assert await cache.slim_pods() == await sim.reader.slim_pods()
+    on_node = (await cache.slim_pods_by_node([node]))[node]
+    assert on_node == (await sim.reader.slim_pods_by_node([node]))[node]
+    assert [p.ref for p in on_node] == sorted(p.ref for p in on_node)
 
 
 async def test_events_are_applied_in_order(sim: Harness) -> None:
@@ -141,7 +145,7 @@ async def test_a_deleted_pod_leaves_the_cache(sim: Harness) -> None:
     sim.server.store.remove(POD, ns, name)
     await until(lambda: (ns, name) not in cache.stores["Pod"].objects, "the delete event")
     assert name not in [p.name for p in cache.slim_pods_on([node])[node]]
-    assert name not in [p["metadata"]["name"] for p in await cache.list_pods(ns)]
+    assert name not in [p.name for p in await cache.slim_pods() if p.namespace == ns]
 
 
 async def test_relists_after_410_gone(sim: Harness) -> None:
@@ -169,12 +173,12 @@ async def test_stale_cache_falls_back_to_the_api(sim: Harness) -> None:
     assert await cache.wait_ready(10)
     await until(lambda: not cache.fresh("Pod"), "the staleness bound to pass")
     before = sim.reader.stats.requests
-    await cache.list_pods()
-    assert sim.reader.stats.requests >= before + 6  # the API reader walked every page
+    await cache.slim_pods()
+    assert sim.reader.stats.requests > before  # the API reader walked the pods
     sim.put_pod("bench", "target-pending-0", status={"phase": "Pending"})
     await until(lambda: cache.fresh("Pod"), "an event to make it fresh again")
     before = sim.reader.stats.requests
-    await cache.list_pods()
+    await cache.slim_pods()
     assert sim.reader.stats.requests == before
 
 
