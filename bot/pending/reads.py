@@ -14,10 +14,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Hashable
 from typing import Any
 
-from bot.errors import KubeApiError
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod
-from bot.probes.views import DerivedViews
+from bot.probes.views import DerivedViews, FailedRead
 
 Obj = dict[str, Any]
 
@@ -72,11 +71,7 @@ class SharedReads(DerivedViews):
         return result
 
     async def slim_pods_by_node(
-        self,
-        nodes: Collection[str],
-        *,
-        all_nodes: int = 0,
-        failed: Callable[[KubeApiError], None] | None = None,
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
     ) -> dict[str, list[SlimPod]]:
         if isinstance(self._inner, DerivedViews):
             return await super().slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed)

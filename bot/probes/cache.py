@@ -43,12 +43,11 @@ import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from bot.errors import KubeApiError
 from bot.kube.node_map import NodeMap
 from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
-from bot.probes.views import KEEP_NOTHING, Kept
+from bot.probes.views import KEEP_NOTHING, FailedRead, Kept
 
 log = logging.getLogger(__name__)
 
@@ -562,11 +561,7 @@ class WatchCache(KubeReads):
         return self.stores["Pod"].values()
 
     async def slim_pods_by_node(
-        self,
-        nodes: Collection[str],
-        *,
-        all_nodes: int = 0,
-        failed: Callable[[KubeApiError], None] | None = None,
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
     ) -> dict[str, list[SlimPod]]:
         """The fast path for node-level checks, from the node index; the fallback's when the cache
         cannot answer (not ready, stale)."""

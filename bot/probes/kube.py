@@ -27,7 +27,7 @@ from bot.kube.custom_resources import declared
 from bot.probes.deadline import remaining
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
-from bot.probes.views import DerivedViews
+from bot.probes.views import DerivedViews, FailedRead
 
 Obj = dict[str, Any]
 
@@ -103,11 +103,7 @@ class KubeReads(Protocol):
     ) -> list[SlimPod]: ...
 
     async def slim_pods_by_node(
-        self,
-        nodes: Collection[str],
-        *,
-        all_nodes: int = 0,
-        failed: Callable[[KubeApiError], None] | None = None,
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
     ) -> dict[str, list[SlimPod]]: ...
 
 

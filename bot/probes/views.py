@@ -22,6 +22,9 @@ from bot.probes.slim import SlimPod, slim
 
 Obj = dict[str, Any]
 
+#: told of each read that failed, before the first failure is raised (``slim_pods_by_node``)
+FailedRead = Callable[[KubeApiError], None]
+
 #: with more nodes than this, pods are read cluster-wide once (``slim_pods``) instead of node by node
 PER_NODE_LIST_LIMIT = 16
 
@@ -80,11 +83,7 @@ class DerivedViews:
         return await self.list_pods(namespace, label_selector=selector)
 
     async def slim_pods_by_node(
-        self: _Basics,
-        nodes: Collection[str],
-        *,
-        all_nodes: int = 0,
-        failed: Callable[[KubeApiError], None] | None = None,
+        self: _Basics, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
     ) -> dict[str, list[SlimPod]]:
         """The pods bound to each of ``nodes`` (of ``all_nodes`` in the cluster), as slim records.
 
