@@ -163,7 +163,7 @@ class SharedReads(DerivedViews):
         return result
 
     def __getattr__(self, name: str) -> Any:
-        """The reader's optional fast paths (``slim_pods``, the watch cache's ``node_map``…), memoized."""
+        """What else the reader offers beyond ``KubeReads`` (the API reader's ``walk_pods``), memoized."""
         inner = getattr(self._inner, name)
         if not callable(inner):
             return inner
