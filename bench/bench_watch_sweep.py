@@ -33,12 +33,13 @@ from typing import Any
 from bench.bench_node_status import DEADLINE_S, round_trip
 from bench.common import RSS_GROWTH_LIMIT_MB, SimProc, emit, median, rss_text, sim_process, table
 from bot.commands import Invocation
-from bot.proactive import Problem, ProblemStore, Watcher
+from bot.proactive import Problem, Watcher
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.report import Report
 from bot.service import Service
 from bot.settings import WatchConfig
+from bot.state.opening import open_sqlite
 
 
 class CountingNotifier:
@@ -144,7 +145,7 @@ async def measure(sim: SimProc, nodes: int, runs: int) -> dict[str, Any]:
     timed = TimedService(service)
     notifier = CountingNotifier()
     cfg = WatchConfig(cluster=settings.clusters[0].name, channel="C0BENCH", enabled=True)
-    watcher = Watcher(cfg, timed, ProblemStore(sim.workdir / "watch.db"), notifier, posts_per_hour=10**6)
+    watcher = Watcher(cfg, timed, open_sqlite(sim.workdir / "watch.db").problems, notifier, posts_per_hour=10**6)
     first = await _timed_sweep(watcher, timed, sim)
     first_posts = notifier.posts
     steady, rss = [], []

@@ -2,15 +2,22 @@
 
 For each size a generated cluster with realistic objects (``realistic=1``) runs in its own
 process (``bench.simproc``). Cold: the real ``gpubot why-pending --json`` process, timed from
-spawn to exit, several runs (median, and the first run apart). Floor: a fresh process that only
-downloads and parses every pod and node (``bench.floor_child``); every cold figure is given as a
-ratio to it. Breakdown: ``Service.run`` alone in a fresh process (``bench.cold_child``: requests,
+spawn to exit, several runs (median, and the first run apart). Floor: the necessary-reads floor,
+a fresh process that downloads and parses exactly the objects the diagnosis needs (the pod, its
+events, the nodes, the pods on the candidate nodes) with the CLI's own selectors
+(``bench.floor_child necessary``); every cold figure is given as a ratio to it. Download: a fresh
+process that downloads every node and pod (``bench.floor_child everything``), what the watch cache
+of ``gpubot serve`` must read before it is warm: the time to warm is given as a ratio to it.
+Imports only: a fresh process that imports exactly the modules one real why-pending imported
+(``bench.imports_child``). Breakdown: ``Service.run`` alone in a fresh process (``bench.cold_child``: requests,
 bytes). Warm: a fresh process that imports what ``gpubot serve`` imports runs a ``Service`` with
 ``use_cache=True``, waits until the cache has synced, times several runs and reports its RSS
 (``bench.warm_child``). kubectl: the minimal competent procedure
 (``KUBECTL_MINIMAL``) and the seed's longer one (``KUBECTL_SEED``), run as an operator would.
 
-``python -m bench.bench_why_pending [--sizes 200:40:5000,...] [--cold-runs N] [--warm-runs N] [--plain]``
+``python -m bench.bench_why_pending [--sizes 200:40:5000,...] [--large] [--cold-runs N] [--warm-runs N] [--plain]``
+(``--large`` adds ``LARGE_SIZE``, 10,000 nodes / 200,000 pods: about ten minutes more, and a
+simulator of several GB; kubectl's seed procedure, which lists every pod, is skipped there.)
 Only reads from the simulator it started.
 """
 
@@ -27,10 +34,18 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench.common import ANSWERED, ROOT, SimProc, emit, median, sim_process, table
-from bot.probes.kube import SLIM_PAGE_SIZE
+from bench.floor_child import Reader
+from bot.engine.gather.kube import PER_NODE_LIST_LIMIT
+from bot.kube.gpu import gpu_node_names
+from bot.probes.kube import PER_NODE_CONCURRENCY, PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE, SLIM_PAGE_SIZE
+from bot.settings import Settings
 from bot.sim.generate import TARGET_NAMESPACE, TARGET_POD
 
 DEFAULT_SIZES = "200:40:5000,2000:200:20000,5000:500:100000"
+#: the largest GPU clusters (issue 34): opt-in with ``--large``
+LARGE_SIZE = "10000:1000:200000"
+#: above this many pods kubectl's seed procedure (``get pods -A``) is skipped: minutes, and no target
+SEED_MAX_PODS = 100_000
 
 
 #: the minimal procedure a competent SRE runs by hand: the pod with its events, then the GPU nodes
@@ -112,16 +127,65 @@ def cli_once(sim: SimProc, config: str) -> dict[str, Any]:
     }
 
 
-def floor_once(sim: SimProc) -> dict[str, Any]:
-    """The floor: a fresh process that only downloads and parses every pod and node."""
-    run = timed_process([sys.executable, "-m", "bench.floor_child", sim.info["api_url"], str(SLIM_PAGE_SIZE)])
+def floor_plan(sim: SimProc) -> Path:
+    """What the necessary-reads floor reads, worked out as the CLI works it out (untimed): the
+    candidate nodes are the GPU nodes (``bot.kube.gpu``) and the target pod's node; their pods are
+    read one field-selected list per node where the CLI does so (``bot.engine.gather.kube``,
+    ``KubeReader.slim_pods``), else by walking every pod in slim pages."""
+    reader = Reader(sim.info["api_url"])
+    page = Settings().page_size
+    nodes = {str((n.get("metadata") or {}).get("name", "")): n for n in reader.walk("/api/v1/nodes", page)}
+    pod = reader.get(f"/api/v1/namespaces/{TARGET_NAMESPACE}/pods/{TARGET_POD}")
+    reader.close()
+    candidates = set(gpu_node_names(nodes, set()))
+    if (pod.get("spec") or {}).get("nodeName"):
+        candidates.add(str(pod["spec"]["nodeName"]))
+    few = len(candidates) <= PER_NODE_LIST_LIMIT or len(candidates) <= min(
+        PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE * len(nodes)
+    )
+    plan = {
+        "namespace": TARGET_NAMESPACE,
+        "pod": TARGET_POD,
+        "page_size": page,
+        "slim_page_size": SLIM_PAGE_SIZE,
+        "candidates": sorted(candidates),
+        "per_node": few,
+        "concurrency": PER_NODE_CONCURRENCY if len(candidates) > PER_NODE_LIST_LIMIT else len(candidates),
+    }
+    path = sim.workdir / "floor-plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    return path
+
+
+def floor_once(sim: SimProc, plan: Path) -> dict[str, Any]:
+    """The necessary-reads floor: a fresh process that reads only what the diagnosis needs."""
+    run = timed_process([sys.executable, "-m", "bench.floor_child", "necessary", sim.info["api_url"], str(plan)])
     return {**json.loads(run.out), "process_wall_s": run.wall_s, "rss_mb": run.rss_mb}
 
 
-def imports_once() -> float:
-    """A process that only imports what ``gpubot why-pending`` imports (its fixed start-up cost)."""
-    code = "import bot.cli, bot.oneshot, bot.service, bot.engine.gather, kubernetes, asyncssh, orjson"
-    return timed_process([sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(ROOT)}).wall_s
+def download_once(sim: SimProc) -> dict[str, Any]:
+    """A fresh process that downloads and parses every node and pod (the time-to-warm reference)."""
+    argv = [sys.executable, "-m", "bench.floor_child", "everything", sim.info["api_url"], str(SLIM_PAGE_SIZE)]
+    run = timed_process(argv)
+    return {**json.loads(run.out), "process_wall_s": run.wall_s}
+
+
+def record_imports(sim: SimProc, config: str) -> Path:
+    """The modules one real ``gpubot why-pending`` imports, recorded in-process (untimed)."""
+    listing = sim.workdir / "why-pending-modules.txt"
+    env = {**os.environ, "GPUBOT_CONFIG": config, "PYTHONPATH": str(ROOT)}
+    argv = ["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE, "--json"]
+    subprocess.run(
+        [sys.executable, "-m", "bench.imports_child", "record", str(listing), *argv],
+        cwd=ROOT, env=env, check=True, capture_output=True,
+    )
+    return listing
+
+
+def imports_once(listing: Path) -> Timed:
+    """A process that imports exactly what ``gpubot why-pending`` imported (its fixed start-up cost)."""
+    argv = [sys.executable, "-m", "bench.imports_child", "import", str(listing)]
+    return timed_process(argv, {**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def cold_once(sim: SimProc) -> dict[str, Any]:
@@ -159,18 +223,26 @@ def warm_once(sim: SimProc, runs: int) -> dict[str, Any]:
 def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[str, Any]:
     spec = f"nodes={nodes},gpu_nodes={gpu},pods={pods},seed=1,realistic={int(args.realistic)}"
     with sim_process(spec) as sim:
+        load = os.getloadavg()[0]
         config = sim.config_file()
+        plan = floor_plan(sim)
+        listing = record_imports(sim, config)
         # cold first, while this process is still small: the real CLI, the floor, the breakdown
         clis = [cli_once(sim, config) for _ in range(args.cold_runs)]
-        floors = [floor_once(sim) for _ in range(args.floor_runs)]
+        floors = [floor_once(sim, plan) for _ in range(args.floor_runs)]
         inproc = cold_once(sim)
-        imports = median([imports_once() for _ in range(args.cold_runs)])
+        imported = [imports_once(listing) for _ in range(args.cold_runs)]
+        imports = median([t.wall_s for t in imported])
         cli_walls = [c["wall_s"] for c in clis]
         floor_walls = [f["process_wall_s"] for f in floors]
+        downloads = [download_once(sim) for _ in range(args.download_runs)]
         minimal = [kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL) for _ in range(args.kubectl_runs)]
-        seed = [kubectl_procedure(sim.kubeconfig, KUBECTL_SEED) for _ in range(args.seed_runs)]
+        seed_runs = args.seed_runs if pods <= SEED_MAX_PODS else 0
+        seed = [kubectl_procedure(sim.kubeconfig, KUBECTL_SEED) for _ in range(seed_runs)]
         w = warm_once(sim, args.warm_runs)
         cold, floor = median(cli_walls), median(floor_walls)
+        download = median([d["process_wall_s"] for d in downloads])
+        cpu = median([c["user_s"] + c["sys_s"] for c in clis])
         kmin = median([t for t, _ in minimal])
         kseed = median([t for t, _ in seed]) if seed else float("nan")
         return {
@@ -192,11 +264,21 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
             "floor_first_s": floor_walls[0],
             "floor_inside_s": median([f["wall_s"] for f in floors]),
             "floor_bytes": floors[-1]["bytes"],
+            "floor_requests": floors[-1]["requests"],
+            "floor_candidates": floors[-1]["candidates"],
+            "floor_per_node": json.loads(plan.read_text())["per_node"],
             "floor_parser": floors[-1]["parser"],
+            "download_s": download,
+            "download_bytes": downloads[-1]["bytes"] if downloads else 0,
+            "ratio_warm_download": w["sync_s"] / download if downloads else float("nan"),
+            "cli_cpu_s": cpu,
+            "load_1m": load,
             "ratio_floor": cold / floor,
             "ratio_floor_first": cli_walls[0] / floor,
             "service_run_s": inproc["wall_s"],
             "imports_s": imports,
+            "imports_cpu_s": median([t.user_s + t.sys_s for t in imported]),
+            "imports_modules": len(listing.read_text().split()),
             "cold_requests": inproc["requests"],
             "cold_bytes": inproc["bytes"],
             **{f"warm_{k}": v for k, v in w.items()},
@@ -211,7 +293,8 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
                 "floor": args.floor_runs,
                 "warm": args.warm_runs,
                 "kubectl": args.kubectl_runs,
-                "kubectl_seed": args.seed_runs,
+                "kubectl_seed": seed_runs,
+                "download": args.download_runs,
             },
         }
 
@@ -219,6 +302,8 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help="nodes:gpu_nodes:pods,...")
+    ap.add_argument("--large", action="store_true", help=f"add {LARGE_SIZE} (minutes more, a simulator of GBs)")
+    ap.add_argument("--download-runs", type=int, default=1, help="runs of the download of every pod and node")
     ap.add_argument("--cold-runs", type=int, default=5)
     ap.add_argument("--floor-runs", type=int, default=3)
     ap.add_argument("--warm-runs", type=int, default=7)
@@ -229,7 +314,8 @@ def main() -> None:
     if not shutil.which("kubectl"):
         args.kubectl_runs = args.seed_runs = 0
     results = []
-    for size in args.sizes.split(","):
+    sizes = args.sizes.split(",") + ([LARGE_SIZE] if args.large and LARGE_SIZE not in args.sizes else [])
+    for size in sizes:
         nodes, gpu, pods = (int(x) for x in size.split(":"))
         results.append(run_size(nodes, gpu, pods, args))
     rows = [

@@ -1,12 +1,22 @@
-"""The floor of a cold why-pending: a fresh process that only downloads and parses the cluster.
+"""Two reference processes for a cold why-pending: the necessary-reads floor and the full download.
 
-``python -m bench.floor_child API_URL PAGE_SIZE``: lists every pod and every node from the
-simulator, page by page (``limit``/``continue``, as the bot does) over one keep-alive HTTP
-connection, and decodes each page with the fastest JSON parser installed (orjson, else the
-standard library). It imports nothing of gpubot, builds no client and runs no check, so no cold
-diagnosis that reads every pod can be faster. Prints one JSON line: wall seconds of the whole
-process as seen from inside (interpreter start excluded; the benchmark times the process from
-outside too), pods, nodes and bytes read.
+``python -m bench.floor_child necessary API_URL PLAN_JSON``: the **necessary-reads floor**. It
+downloads and parses exactly the objects the diagnosis needs, with the CLI's own selectors and
+page sizes: the pod (one GET), its events (``involvedObject.name=`` in its namespace), every node
+(pages of the CLI's ``page_size``), and the pods on the candidate nodes: one
+``spec.nodeName=``-selected list per node with the CLI's concurrency where the CLI does that
+(few candidate nodes), else every pod in the CLI's slim page size. The plan (pod, candidate
+nodes, page sizes, the per-node rule's outcome) is worked out by the benchmark from gpubot's own
+constants and written to ``PLAN_JSON``, so this process imports nothing of gpubot, builds no
+client and runs no check: no cold diagnosis that needs those objects can be faster.
+
+``python -m bench.floor_child everything API_URL PAGE_SIZE``: every node and every pod, page by
+page: what a cache must download before it is warm (the time-to-warm reference).
+
+Both decode each answer with the fastest JSON parser installed (orjson, else the standard
+library) over keep-alive HTTP connections (one per worker), and print one JSON line: wall
+seconds as seen from inside (interpreter start excluded; the benchmark times the process from
+outside too), requests, bytes and the counts read.
 """
 
 from __future__ import annotations
@@ -14,8 +24,12 @@ from __future__ import annotations
 import http.client
 import json
 import sys
+import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 try:
@@ -28,38 +42,109 @@ except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib kee
     PARSER = "json"
 
 
-def walk(conn: http.client.HTTPConnection, path: str, page_size: int) -> tuple[int, int]:
-    """Every item of a list at ``path``, page by page; returns (items, bytes)."""
-    items = size = 0
-    token = ""
-    while True:
-        query = {"limit": str(page_size), **({"continue": token} if token else {})}
-        conn.request("GET", f"{path}?{urllib.parse.urlencode(query)}", headers={"Authorization": "Bearer floor"})
+class Reader:
+    """Keep-alive connections to one API server (one per thread) and the counts of what was read."""
+
+    def __init__(self, api_url: str) -> None:
+        url = urllib.parse.urlsplit(api_url)
+        self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.requests = self.bytes = 0
+        self.conns: list[http.client.HTTPConnection] = []
+
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+            with self.lock:
+                self.conns.append(conn)
+        return conn
+
+    def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """One GET, decoded."""
+        conn = self._conn()
+        target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
+        conn.request("GET", target, headers={"Authorization": "Bearer floor"})
         data = conn.getresponse().read()
-        size += len(data)
+        with self.lock:
+            self.requests += 1
+            self.bytes += len(data)
         body = loads(data)
-        items += len(body.get("items") or [])
-        token = str((body.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return items, size
+        return body if isinstance(body, dict) else {}
+
+    def walk(self, path: str, page_size: int, **selectors: str) -> Iterator[dict[str, Any]]:
+        """Every item of a list at ``path``, page by page (``limit``/``continue``, as the bot reads)."""
+        token = ""
+        while True:
+            query = {**selectors, "limit": str(page_size), **({"continue": token} if token else {})}
+            body = self.get(path, query)
+            yield from body.get("items") or []
+            token = str((body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
 
 
-def main(api_url: str, page_size: int) -> None:
+def necessary(reader: Reader, plan: dict[str, Any]) -> dict[str, Any]:
+    """The pod, its events, the nodes, the pods on the candidate nodes (see the module docstring)."""
+    ns, pod = plan["namespace"], plan["pod"]
+    reader.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
+    events = sum(
+        1
+        for _ in reader.walk(
+            f"/api/v1/namespaces/{ns}/events", plan["page_size"], fieldSelector=f"involvedObject.name={pod}"
+        )
+    )
+    nodes = sum(1 for _ in reader.walk("/api/v1/nodes", plan["page_size"]))
+    candidates: list[str] = plan["candidates"]
+    if plan["per_node"]:
+
+        def on(node: str) -> int:
+            return sum(1 for _ in reader.walk("/api/v1/pods", plan["page_size"], fieldSelector=f"spec.nodeName={node}"))
+
+        with ThreadPoolExecutor(max_workers=max(1, int(plan["concurrency"]))) as pool:
+            pods = sum(pool.map(on, candidates))
+    else:
+        wanted = set(candidates)
+        pods = sum(
+            1
+            for p in reader.walk("/api/v1/pods", plan["slim_page_size"])
+            if str((p.get("spec") or {}).get("nodeName") or "") in wanted
+        )
+    return {"events": events, "nodes": nodes, "pods": pods, "candidates": len(candidates)}
+
+
+def everything(reader: Reader, page_size: int) -> dict[str, Any]:
+    """Every node and every pod."""
+    nodes = sum(1 for _ in reader.walk("/api/v1/nodes", page_size))
+    pods = sum(1 for _ in reader.walk("/api/v1/pods", page_size))
+    return {"nodes": nodes, "pods": pods}
+
+
+def main(argv: list[str]) -> None:
+    mode, api_url, arg = argv[:3]
     t0 = time.perf_counter()
-    url = urllib.parse.urlsplit(api_url)
-    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80, timeout=60)
-    nodes, node_bytes = walk(conn, "/api/v1/nodes", page_size)
-    pods, pod_bytes = walk(conn, "/api/v1/pods", page_size)
-    conn.close()
+    reader = Reader(api_url)
+    if mode == "necessary":
+        counts = necessary(reader, json.loads(Path(arg).read_text(encoding="utf-8")))
+    elif mode == "everything":
+        counts = everything(reader, int(arg))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}: necessary or everything")
+    reader.close()
     out = {
         "wall_s": time.perf_counter() - t0,
-        "pods": pods,
-        "nodes": nodes,
-        "bytes": node_bytes + pod_bytes,
+        **counts,
+        "requests": reader.requests,
+        "bytes": reader.bytes,
         "parser": PARSER,
     }
     print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1:])

@@ -35,7 +35,7 @@ from bot.commands import (
     commands_for,
     usage,
 )
-from bot.errors import ConfigError, GpubotError, ScenarioError, UsageError
+from bot.errors import ConfigError, GpubotError, RunbookError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
 from bot.log_stream import CurrentStderrHandler
 from bot.names import printable
@@ -307,8 +307,9 @@ def _cmd_runbooks(args: argparse.Namespace) -> int:
     for line in problems:
         print(line)
     if problems:
+        # runbooks are configuration the user fixes (the file:line lines above say where)
         print(f"{len(problems)} problem(s)", file=sys.stderr)
-        return 1
+        return ExitCode.CONFIG
     print(f"{directory}: all runbooks valid")
     return 0
 
@@ -448,11 +449,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("usage: " + " | ".join(group))
         handler = _cmd_diagnose if spec.diagnosis else _HANDLERS[spec.name]
         return int(handler(args))
-    except (UsageError, ConfigError, ScenarioError) as exc:
+    except (UsageError, ConfigError, ScenarioError, RunbookError) as exc:
         first = exc.user_message.splitlines()[0] if exc.user_message else type(exc).__name__
         extra = len(exc.user_message.splitlines()) - 1
         print(f"gpubot: {first}" + (f" (+{extra} more)" if extra > 0 else ""), file=sys.stderr)
-        return ExitCode.CONFIG if isinstance(exc, ConfigError | ScenarioError) else ExitCode.USAGE
+        return ExitCode.USAGE if isinstance(exc, UsageError) else ExitCode.CONFIG
     except GpubotError as exc:
         print(f"gpubot: {exc.user_message.splitlines()[0]}", file=sys.stderr)
         return ExitCode.INTERNAL

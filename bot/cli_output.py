@@ -12,8 +12,6 @@ import argparse
 import json
 import sys
 
-import yaml
-
 from bot.commands import Command
 from bot.errors import UsageError
 from bot.names import printable
@@ -46,6 +44,8 @@ def emit_report(report: Report, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     elif fmt == "yaml":
+        import yaml  # only for this format: most commands print text or JSON
+
         print(yaml.safe_dump(report.to_dict(), sort_keys=False, allow_unicode=True, width=WIDE), end="")
     else:
         term = terminal_for(sys.stdout)

@@ -12,17 +12,20 @@ import asyncio
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kubernetes.client import ApiClient
 
 from bot.identity import Identity
 from bot.kube.gpu import is_gpu_component, marks_gpu
-from bot.probes.cache import WatchCache
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
 from bot.probes.views import Kept
 from bot.settings import Settings
+
+if TYPE_CHECKING:  # the watch-fed cache is imported only by a process that keeps one (serve)
+    from bot.probes.cache import WatchCache
 
 #: what the watch-fed cache keeps for the diagnoses' views: the nodes whose own object marks them
 #: GPU machines, and the GPU-stack DaemonSets' pods whole (every question reads their containers)
@@ -97,6 +100,8 @@ class KubeClients:
             reader = KubeReader(api, page_size=self.settings.page_size, timeout=self.settings.api_timeout_s)
             clients = Clients(api=api, reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
             if self.use_cache:
+                from bot.probes.cache import WatchCache
+
                 cache = WatchCache(
                     new_api_client(cluster),
                     reader,

@@ -176,7 +176,8 @@ _POD_OPTIONS = (NAMESPACE, CLUSTER, SCENARIO, JSON, NODE_ACCESS, PRIVATE, PUBLIC
 COMMANDS: tuple[Command, ...] = (
     Command("why-pending", "why a GPU pod or workload does not run: the cause, its evidence and the fix",
             args=(Arg("target", "(POD | KIND/NAME)", check=parse_target, what="pod or KIND/NAME",
-                      help="POD or KIND/NAME (deployment/x, statefulset/x, job/x)"),),
+                      help="POD or KIND/NAME (deployment/x, statefulset/x, job/x, jobset/x, rayjob/x, "
+                           "raycluster/x, mpijob/x, vcjob/x)"),),
             options=_POD_OPTIONS,
             diagnosis=True, surfaces=BOTH),
     Command("node-status", "logical allocation beside the physical truth, per GPU node",

@@ -18,7 +18,8 @@ class ExitCode(IntEnum):
     INTERNAL = 1
     #: the command line or slash-command input is wrong (unknown command, invalid name)
     USAGE = 2
-    #: a configuration the user can fix: kubeconfig, context, settings file, scenario file. The
+    #: a configuration the user can fix: kubeconfig, context, settings file, scenario file,
+    #: runbook file (``gpubot runbooks validate`` finding problems, or a command loading them). The
     #: same status as bad usage (scripts have always seen 2 for "fix your input"); the one-line
     #: message names the file, the key and what was expected
     CONFIG = 2

@@ -32,6 +32,17 @@ WORKLOAD_KINDS: dict[str, str] = {
     "daemonset": "DaemonSet",
     "ds": "DaemonSet",
     "daemonsets": "DaemonSet",
+    # custom batch workloads (bot/kube/batch_workloads.py): what Kueue and Volcano queue
+    "jobset": "JobSet",
+    "jobsets": "JobSet",
+    "rayjob": "RayJob",
+    "rayjobs": "RayJob",
+    "raycluster": "RayCluster",
+    "rayclusters": "RayCluster",
+    "mpijob": "MPIJob",
+    "mpijobs": "MPIJob",
+    "vcjob": "VcJob",
+    "vcjobs": "VcJob",
 }
 
 
@@ -91,7 +102,8 @@ def parse_target(text: str) -> tuple[str, str]:
         kind = WORKLOAD_KINDS.get(kind_text.lower())
         if kind is None:
             raise InvalidNameError(
-                f"unknown kind {shown(kind_text)}: use pod, deployment, statefulset, job or replicaset"
+                f"unknown kind {shown(kind_text)}: use pod, deployment, statefulset, job, replicaset, "
+                "jobset, rayjob, raycluster, mpijob or vcjob"
             )
         return kind, validate_name(name, what=f"{kind.lower()} name")
     return "Pod", validate_name(text, what="pod name")

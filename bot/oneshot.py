@@ -16,18 +16,21 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from bot.clients import KubeClients
 from bot.commands import Invocation
 from bot.engine.progress import Progress, no_progress
 from bot.errors import GpubotError
-from bot.remediation.audit import AuditLog
-from bot.remediation.service import RemediationService
-from bot.remediation.store import PendingStore
-from bot.remediation.terminal import cli_act, os_actor, print_audit, recover_abandoned, running_records
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    # the remediation component and the state stores (actions, node locks: a quarter of a cold
+    # why-pending's modules) are imported by the commands that act or read the trail, not by
+    # every diagnosis
+    from bot.state.contracts import AuditLog, PendingStore
 
 
 async def run_invocation(
@@ -69,12 +72,13 @@ async def run_invocation(
 
 
 def shared_remediation_state(settings: Settings, clients: KubeClients) -> tuple[PendingStore, AuditLog] | None:
-    """The replicas' store and audit trail on the API with ``state: kubernetes``; None: the state file."""
-    if settings.state != "kubernetes":
-        return None
-    from bot.wiring import build_state  # the Slack-side wiring: only a Kubernetes-state run needs it
+    """The replicas' store and audit trail on the API with ``state: kubernetes``; None: the state file
+    (the service opens it)."""
+    from bot.state.opening import open_state, state_on_cluster
 
-    return build_state(settings, clients).remediation
+    if not state_on_cluster(settings):
+        return None
+    return open_state(settings, clients).actions()
 
 
 def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> int:
@@ -83,7 +87,11 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
     A run the trail shows as still running whose process stopped renewing it is restored and
     recorded ``interrupted`` first (this needs the cluster; without it the trail is still printed).
     """
-    if settings.state != "kubernetes" and not running_records(None, settings):
+    from bot.remediation.service import RemediationService
+    from bot.remediation.terminal import print_audit, recover_abandoned, running_records
+    from bot.state.opening import state_on_cluster
+
+    if not state_on_cluster(settings) and not running_records(None, settings):
         return print_audit(settings, since=since, as_json=as_json, limit=limit)
 
     async def read() -> int:
@@ -91,7 +99,7 @@ def run_audit(settings: Settings, *, since: str, as_json: bool, limit: int) -> i
         try:
             clients = KubeClients(settings)
         except GpubotError as exc:
-            if settings.state == "kubernetes":
+            if state_on_cluster(settings):
                 raise
             # the trail is still worth printing; what could not be restored is said first
             notes = [f"could not restore the runs still marked running: {exc.user_message}"]
@@ -124,6 +132,8 @@ def run_act(
     scenario: str = "",
 ) -> int:
     """``gpubot act`` from the command line; ``scenario`` runs it on a fresh simulator of that file."""
+    from bot.remediation.terminal import cli_act, os_actor
+
     actor = os_actor()
 
     def read_line(prompt: str) -> str:

@@ -3,7 +3,7 @@
 Order matters: check the configuration (fail fast, naming what is missing but never a value),
 turn on JSON logs that redact every secret, build the bot (``bot.wiring``), verify the bot token,
 restore runs a restart cut off, start the transports, freeze the start-up heap out of the
-collector's scans, seek leadership (``bot.leader``; with SQLite state this process always leads)
+collector's scans, seek leadership (``bot.state.leadership``; with SQLite state this process always leads)
 and, only while leading, run the periodic sweep (expired offers, abandoned runs, expired keys)
 and one sweep per enabled watch (``bot.proactive``), then wait for SIGTERM/SIGINT, stop the
 sweeps, give the leader Lease up (another replica leads while this one drains) and drain:

@@ -183,6 +183,10 @@ class Settings:
     node_access: NodeAccess = "auto"
     #: the namespace gpubot and its node agents run in
     namespace: str = "gpubot"
+    #: beside the node reads, GET /metrics of the dcgm-exporter pod on each read node (GPU Operator's
+    #: nvidia-dcgm-exporter, port "metrics"/9400, at its pod IP): cards, holding pods and the last Xid
+    #: (which stands in for a kernel log the node read could not read); false: never asked
+    dcgm_exporter: bool = True
     #: SSH user for node probes
     ssh_user: str = "root"
     #: SSH private key file

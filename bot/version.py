@@ -9,7 +9,6 @@ checkout that was never installed has no metadata: it says so instead of guessin
 from __future__ import annotations
 
 import functools
-from importlib import metadata
 
 #: the distribution name in pyproject.toml
 DISTRIBUTION = "gpubot"
@@ -19,7 +18,12 @@ UNKNOWN = "0+unknown"
 
 @functools.cache
 def version() -> str:
-    """The installed distribution's version (``0+unknown`` without package metadata)."""
+    """The installed distribution's version (``0+unknown`` without package metadata).
+
+    ``importlib.metadata`` (with email, zipfile and csv) is imported here, when a version is shown,
+    not by every command that imports this module."""
+    from importlib import metadata
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:

@@ -7,10 +7,9 @@ watcher per enabled ``watch`` entry. One Web API client serves the app, the reme
 and the watch's posts, and one ``Metrics`` registry counts for all. ``bot.server.serve`` runs what
 this builds.
 
-Where the shared state lives follows ``settings.state`` (``build_state``): the SQLite file (one
-replica, always leader) or the Kubernetes API of the default cluster (``bot.remediation.kube_*``,
-``bot.proactive.kube_store``) with leader election on a Lease (``bot.leader``), so several
-replicas can serve one Slack app.
+Where the shared state lives follows ``settings.state`` (``bot.state.open_state``): the SQLite
+file (one replica, always leader) or the Kubernetes API of the default cluster with leader
+election on a Lease, so several replicas can serve one Slack app.
 
 A diagnosis service given from outside (a stand-in, in tests) comes without cluster clients: the
 bot then offers no buttons, unless ``clients`` are given too. This module only builds and orders;
@@ -19,31 +18,19 @@ it holds no Slack, diagnosis or remediation logic.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol, cast
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.clients import KubeClients
-from bot.coordination.kube_state import KubeState
-from bot.leader import Leader, Leadership, LeaseLock, SoleLeader
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
 from bot.proactive.fleet import FleetReads
-from bot.proactive.kube_store import KubeProblemStore
 from bot.proactive.watcher import ActingOn
 from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
-from bot.remediation.audit import AuditLog
-from bot.remediation.flow import process_owner
-from bot.remediation.kube_audit import KubeAuditLog
-from bot.remediation.kube_keys import KubeKeys
-from bot.remediation.kube_store import KubePendingStore
-from bot.remediation.sqlite_requests import SqliteSeenRequests
-from bot.remediation.store import PendingStore
 from bot.settings import Settings
 from bot.slack.alert_route import SlackAlertPoster, add_alert_route
 from bot.slack.app import SlackBot, create_app
@@ -53,54 +40,9 @@ from bot.slack.transport import SlackServer
 from bot.slack.watch_buttons import register_watch_buttons
 from bot.slack.watch_notifier import SlackWatchNotifier
 from bot.slack.web import new_web_client
-
-
-class SeenKeys(Protocol):
-    """Slack requests seen by any replica (``bot.slack.dedupe.SharedKeys``), released at close."""
-
-    def first(self, key: str) -> bool: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class SharedState:
-    """Where this bot keeps what every replica shares, as ``settings.state`` chose."""
-
-    #: the pending actions and the audit trail; None: the SQLite file (the service opens it)
-    remediation: tuple[PendingStore, AuditLog] | None = None
-    seen: SeenKeys | None = None
-    #: who runs the singletons (sweeps, the watch, posting); SQLite: this process alone
-    leader: Leader = field(default_factory=SoleLeader)
-    #: housekeeping only the leader runs (expired retry keys), with the offer sweep
-    sweeps: list[Callable[[], Awaitable[object]]] = field(default_factory=list)
-    #: the watch's memory when it is shared (Kubernetes); None: the state file's
-    problems: ProblemStore | None = None
-
-
-def build_state(settings: Settings, clients: ClusterClients | None) -> SharedState:
-    """SQLite (one replica) or the Kubernetes API of the default cluster, in ``settings.namespace``.
-
-    Without cluster clients there is nothing to remediate with: no shared state, sole leader.
-    """
-    if clients is None:
-        return SharedState()
-    if settings.state == "sqlite":
-        return SharedState(seen=SqliteSeenRequests(settings.state_path))
-    cluster = settings.cluster(None).name
-    kube = KubeState(clients.api_client_for(cluster), settings.namespace, timeout_s=settings.api_timeout_s)
-    keys = KubeKeys(kube)
-    leadership = Leadership(LeaseLock(kube, process_owner(), lease_s=settings.leader_lease_s))
-
-    problems = KubeProblemStore(kube)
-
-    async def sweep_keys() -> None:
-        await asyncio.to_thread(keys.sweep)
-        await asyncio.to_thread(lambda: problems.sweep(kube.now()))
-
-    # ``KubeProblemStore`` has every method of ``ProblemStore``, which the watch names as its type
-    shared_problems = cast(ProblemStore, problems)
-    return SharedState((KubePendingStore(kube), KubeAuditLog(kube)), keys, leadership, [sweep_keys], shared_problems)
+from bot.state.contracts import Leader, SeenRequests
+from bot.state.leadership import SoleLeader
+from bot.state.opening import open_state
 
 
 @dataclass
@@ -118,7 +60,7 @@ class Bot:
     #: one per enabled ``watch`` entry; ``serve`` sweeps each on its own interval
     watchers: list[Watcher] = field(default_factory=list)
     #: Slack requests seen by any replica (the state file, or the API); ``None`` without remediation
-    seen: SeenKeys | None = None
+    seen: SeenRequests | None = None
     #: who runs the singletons; ``serve`` runs sweeps and watches only while it leads
     leader: Leader = field(default_factory=SoleLeader)
     #: further housekeeping the leader runs with the offer sweep
@@ -155,14 +97,16 @@ def build_bot(
 
         service = Service(settings, use_cache=True, keep_connections=True)
         clients = clients or service.clients
-    shared = build_state(settings, clients)
+    shared = open_state(settings, clients)
     remediation = (
-        SlackRemediation(RemediationService(settings, clients, state=shared.remediation), web, metrics=metrics)
+        SlackRemediation(
+            RemediationService(settings, clients, state=shared.actions()), web, metrics=metrics
+        )
         if clients is not None
         else None
     )
     # with remediation on, the state is shared by every replica: so is the memory of retries
-    seen = shared.seen
+    seen = shared.seen if clients is not None else None
     slack = create_app(
         settings,
         service,
@@ -185,7 +129,7 @@ def build_bot(
     if settings.alerts_token:
         cluster = settings.cluster(settings.alerts_cluster or None).name
         desk = AlertDesk(
-            shared.problems if isinstance(shared.problems, KubeProblemStore) else settings.state_path,
+            shared.alert_groups,
             service,
             SlackAlertPoster(web),
             channel=settings.alerts_channel,
@@ -212,18 +156,18 @@ def build_watchers(
     settings: Settings,
     service: DiagnosisService,
     web: AsyncWebClient,
-    problems: ProblemStore | None = None,
+    problems: ProblemStore,
     *,
     is_leader: Callable[[], bool] = lambda: True,
     acting: ActingOn | None = None,
 ) -> list[Watcher]:
-    """One watcher per enabled ``watch`` entry, sharing one memory of problems: ``problems`` (on the
-    Kubernetes API), else the state file's problem table; only while ``is_leader()`` do they read and
-    post (a replicated bot passes its Lease's check)."""
+    """One watcher per enabled ``watch`` entry, sharing one memory of problems (``problems``: the
+    state file's tables, or records on the Kubernetes API); only while ``is_leader()`` do they read
+    and post (a replicated bot passes its Lease's check)."""
     enabled = [w for w in settings.watch if w.enabled]
     if not enabled:
         return []
-    store = problems if problems is not None else ProblemStore(settings.state_path)
+    store = problems
     notifier = SlackWatchNotifier(web)
     limit = settings.watch_channel_posts_per_hour
     kube = getattr(service, "clients", None)  # the real service's per-cluster clients (a stand-in has none)

@@ -13,7 +13,10 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.agent.kernel_log import JOURNAL_FILES, LOG_FILES
+from bot.engine.gather.dcgm import SOURCE as DCGM_SOURCE
 from bot.errors import NodeProbeError
+from bot.probes.agent_reads import AGENT_KERNEL_LOG
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.probes.gpu_health import KERNEL_LOG, KERNEL_LOG_DMESG, EccReading
 from bot.probes.node import NodeObservation
@@ -28,7 +31,8 @@ _SSH_MODES = {"refused": "unreachable", "timeout": "timeout", "auth": "auth-deni
 #: agent failures -> the ``agent:`` mode that reproduces them
 _AGENT_MODES = {"timeout": "hang", "auth": "forbidden"}
 _AGENT_MISSING = (("Pending", "pending"), ("not Ready", "pending"), ("crash-looping", "crashloop"))
-_JOURNAL = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2}T\S+)\s+\S+\s+kernel:\s(?P<text>.*)$")
+#: journalctl's short-iso line; the node agent's own journal read prints no host name
+_JOURNAL = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2}T\S+)\s+(?:\S+\s+)?kernel:\s(?P<text>.*)$")
 _DMESG = re.compile(r"^\[(?P<time>[^\]]+)\]\s?(?P<text>.*)$")
 #: the numeric GPU fields nvidia-smi may print a bracketed marker for, by query name
 _NUMERIC = dict(
@@ -129,9 +133,15 @@ def _gpus(obs: NodeObservation, notes: list[str]) -> list[Obj]:
     return out
 
 
+#: kernel-log sources the simulator replays as another (its node facts know journal and dmesg);
+#: dcgm-exporter's last Xid stood in for a kernel log that was not readable
+_AS_REPLAYED = {JOURNAL_FILES: "journal", LOG_FILES: "journal", DCGM_SOURCE: "none"}
+
+
 def _kernel_lines(obs: NodeObservation, raw: dict[str, CommandResult]) -> list[Obj]:
     """Kernel lines other than Xids (those are ``xid:``), from the answer the probe read."""
-    answer = raw.get(KERNEL_LOG_DMESG) if obs.kernel_log == "dmesg" else raw.get(KERNEL_LOG)
+    command = {"dmesg": KERNEL_LOG_DMESG, JOURNAL_FILES: AGENT_KERNEL_LOG, LOG_FILES: AGENT_KERNEL_LOG}
+    answer = raw.get(command.get(obs.kernel_log, KERNEL_LOG))
     if answer is None:
         return []
     out = []
@@ -156,7 +166,8 @@ def node_section(obs: NodeObservation, raw: dict[str, CommandResult], notes: lis
             for p in obs.processes
         ],
         "dev_nvidia": [{"name": d.name, "mtime": iso_time(d.mtime.isoformat())} for d in obs.dev_nvidia],
-        "kernel_log_source": obs.kernel_log or "none",
+        # the replay answers the agent's own read of the host's log files as journalctl
+        "kernel_log_source": _AS_REPLAYED.get(obs.kernel_log, obs.kernel_log or "none"),
     }
     cat = raw.get(CAT_CHECKPOINT)
     if cat is not None and cat.exit_status == 0:

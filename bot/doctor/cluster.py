@@ -13,8 +13,8 @@ from kubernetes.client import ApiClient, CustomObjectsApi, VersionApi
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from bot.coordination.kube_state import GROUP, PLURALS, VERSION
 from bot.doctor.result import CheckLine
+from bot.state.kube import GROUP, PLURALS, VERSION
 
 #: every plural the state code reads and writes
 STATE_PLURALS = PLURALS

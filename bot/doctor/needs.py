@@ -22,9 +22,9 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.coordination.kube_state import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
 from bot.doctor.kube_calls import Perm, Use, needed, scan_tree
 from bot.kube.custom_resources import CUSTOM_READS
+from bot.state.kube import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
 
 #: the package root: the scan reads the installed sources, wherever gpubot is installed
 BOT = Path(__file__).resolve().parents[1]
@@ -32,12 +32,7 @@ ACTIONS = BOT / "actions"
 #: the simulator serves the API; method names there are routes, not calls against a cluster
 SIM = BOT / "sim"
 #: gpubot's own state on the API (``state: kubernetes``): the gpubot-state Role in its namespace
-STATE: tuple[Path, ...] = (
-    BOT / "coordination",
-    BOT / "leader.py",
-    BOT / "proactive" / "kube_store.py",
-    *sorted((BOT / "remediation").glob("kube_*.py")),
-)
+STATE: tuple[Path, ...] = (BOT / "state",)
 EXEC_RESOURCE = ("", "pods/exec")
 #: granted to every authenticated user by the API server's own ``system:basic-user`` ClusterRole
 BASIC_USER = frozenset(

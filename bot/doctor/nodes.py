@@ -71,7 +71,11 @@ def degraded(obs: NodeObservation) -> list[str]:
     elif not obs.gpus:
         out.append("nvidia-smi: no GPU listed")
     if not obs.kernel_log:
-        out.append("kernel log not readable (Xid and fallen-off-the-bus lines are not seen)")
+        # the reading's own note says what was tried and why each failed (the agent's mounts, SELinux)
+        why = next((n.split(": ", 1)[1] for n in obs.notes if n.startswith("kernel log not readable")
+                    and ": " in n), "")
+        out.append("kernel log not readable (Xid and fallen-off-the-bus lines are not seen)"
+                   + (f": {why}" if why else ""))
     if obs.kubelet in ("", "unknown"):
         out.append("kubelet state unknown (no systemctl answer)")
     if obs.checkpoint_error:
@@ -84,6 +88,8 @@ def degraded(obs: NodeObservation) -> list[str]:
 
 
 def _smi_source(obs: NodeObservation, via: str) -> str:
+    if obs.nvidia_smi_from:
+        return obs.nvidia_smi_from
     if obs.driver_path == "operator":
         return "GPU Operator's driver root (/run/nvidia/driver)"
     return "agent's RuntimeClass" if "agent" in via else "host's PATH"
@@ -103,7 +109,10 @@ def reads_line(obs: NodeObservation, via: str) -> CheckLine:
     if not missing:
         return CheckLine("node-reads", "ok", head)
     return CheckLine("node-reads", "warn", f"{head}; degraded here: {'; '.join(missing)}",
-                     fix="docs/node-reads.md says what each read needs on the node and per distribution",
+                     fix="docs/node-reads.md says what each read needs on the node and per distribution"
+                     + ("; the agent's kernel log: nodeAgent.kernelLog (the host's /var/log, read-only), or "
+                        "dcgm-exporter's last Xid (config.dcgm_exporter)" if not obs.kernel_log and "agent" in via
+                        else ""),
                      details=tuple(missing))
 
 

@@ -16,6 +16,7 @@ from bot.doctor.kube_calls import Perm
 from bot.doctor.needs import EXEC_RESOURCE, needs
 from bot.doctor.result import CheckLine
 from bot.settings import Settings
+from bot.state.opening import state_on_cluster
 
 #: the chart's service account in its namespace is named after the release; this is its default
 SERVICE_ACCOUNT = "gpubot"
@@ -62,7 +63,7 @@ async def check_rbac(api: ApiClient, settings: Settings, *, timeout: float) -> l
     if settings.node_access != "ssh":  # agent, or auto (the agent wherever its pods run)
         sets.append(("rbac.agent-exec", f"exec into the node agents in {ns}", {p: ns for p in found.exec},
                      found.exec, f"the chart's gpubot-node-agent-exec Role grants it in {ns} (nodeAgent.enabled)"))
-    if settings.state == "kubernetes":
+    if state_on_cluster(settings):
         sets.append(("rbac.state", f"gpubot's own state objects in {ns}", {p: ns for p in found.state},
                      found.state, f"the chart's gpubot-state Role grants these in {ns} (config.state: kubernetes)"))
     if not settings.dry_run:

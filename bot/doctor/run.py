@@ -18,6 +18,7 @@ from bot.doctor.result import CheckLine, DoctorReport
 from bot.doctor.slack import check_alerts, check_slack
 from bot.errors import ConfigError, GpubotError
 from bot.settings import Settings
+from bot.state.opening import state_on_cluster
 
 
 def _subject(settings: Settings, cluster: str) -> str:
@@ -40,7 +41,7 @@ async def _cluster_checks(settings: Settings, cluster: str) -> list[CheckLine]:
         if api.status != "ok":
             return [api]
         lines = [api, *await check_rbac(c.api, settings, timeout=timeout)]
-        if settings.state == "kubernetes":
+        if state_on_cluster(settings):
             lines.append(await check_crds(c.api, timeout=timeout))
         try:
             nodes = await c.reader.list_nodes()

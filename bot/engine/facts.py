@@ -63,6 +63,8 @@ class TargetFacts:
     pods: list[Obj] = field(default_factory=list)
     #: owner chain of the pod or workload, nearest first (ReplicaSet, Deployment…)
     owners: list[Obj] = field(default_factory=list)
+    #: what a custom batch workload made on the way to its pods (a RayJob's RayCluster)
+    made: list[Obj] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
 
 

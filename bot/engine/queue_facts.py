@@ -45,6 +45,10 @@ class GangFacts:
     pods: list[Obj] = field(default_factory=list)
     #: the scheduler's events about the PodGroup itself (Volcano records "Unschedulable" there)
     events: list[Obj] = field(default_factory=list)
+    #: KAI's hierarchy: the queue's parent, its parent, ... (nearest first)
+    parents: list[Obj] = field(default_factory=list)
+    #: a parentQueue named in the chain that does not exist ("" when none is missing)
+    missing_parent: str = ""
 
 
 @dataclass
@@ -59,6 +63,17 @@ class DraFacts:
     slices: list[Obj] = field(default_factory=list)
     #: every ResourceClaim in the cluster (who holds the matching devices)
     all_claims: list[Obj] = field(default_factory=list)
+    #: allocated claim (namespace/name) -> the pods its status.reservedFor names that no longer
+    #: exist (by name, or by uid: a pod recreated under the same name is another pod)
+    gone_reservations: dict[str, list[str]] = field(default_factory=dict)
+    #: claim (namespace/name) -> why its reserving pods could not be read (nothing concluded)
+    unchecked_reservations: dict[str, str] = field(default_factory=dict)
+    #: DaemonSets that run a DRA driver's kubelet plugin (``bot.kube.dra_plugins``)
+    plugin_sets: list[Obj] = field(default_factory=list)
+    #: "namespace/name" of each of those DaemonSets -> its pods
+    plugin_pods: dict[str, list[Obj]] = field(default_factory=dict)
+    #: why the kubelet-plugin DaemonSets or pods could not be read ("" when they were)
+    plugins_unread: str = ""
 
 
 @dataclass

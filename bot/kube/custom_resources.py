@@ -8,6 +8,8 @@ list the permissions a batch-queue or DRA read needs could not be known from the
 
 from __future__ import annotations
 
+from bot.kube.batch_workloads import KINDS
+
 #: API group -> the plurals read in it (get and list; no writes, ever)
 CUSTOM_READS: dict[str, tuple[str, ...]] = {
     # Kueue: a Job's Workload, its LocalQueue and ClusterQueue
@@ -19,6 +21,10 @@ CUSTOM_READS: dict[str, tuple[str, ...]] = {
     # Dynamic Resource Allocation: claims, device classes and the drivers' published devices
     "resource.k8s.io": ("resourceclaims", "deviceclasses", "resourceslices"),
 }
+# the custom batch workloads why-pending takes as a target (JobSet, RayJob, MPIJob, Volcano Job):
+# their table (bot/kube/batch_workloads.py) names where each is served
+for _kind in KINDS:
+    CUSTOM_READS[_kind.group] = tuple(dict.fromkeys((*CUSTOM_READS.get(_kind.group, ()), _kind.plural)))
 
 
 def declared(group: str, plural: str) -> bool:

@@ -74,7 +74,7 @@ def workload_status(obj: Obj) -> WorkloadStatus | None:
             updated = _int(status.get("updatedReplicas"), _int(status.get("readyReplicas")))
         return WorkloadStatus(kind, name, desired, _int(status.get("replicas")), _int(status.get("readyReplicas")),
                               updated)
-    if kind == "Job":
+    if kind == "Job" and str(obj.get("apiVersion") or "batch/v1") == "batch/v1":  # not a Volcano Job
         finished = any(
             c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in _conditions(obj)
         )

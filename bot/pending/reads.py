@@ -3,9 +3,10 @@
 ``gpubot pending`` runs the why-pending engine for many workloads; each diagnosis asks for the same
 lists (the namespace's ReplicaSets, the pods of a selector, a quota) and, per pod, for the events
 about it. Through this facade each distinct read is made once (concurrent askers share the one
-call), and ``list_events(ns, field_selector="involvedObject.name=X")`` is answered from one list
-of the namespace's events. A failed read is remembered as failed: every diagnosis resting on it
-says so, none retries it (the answer's deadline is shared). Reads only, like what it wraps.
+call). Events are read as why-pending reads them, field-selected by the object they are about:
+a namespace can hold tens of thousands of events, and only the diagnosed workloads' are needed. A
+failed read is remembered as failed: every diagnosis resting on it says so, none retries it (the
+answer's deadline is shared). Reads only, like what it wraps.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from bot.probes.slim import SlimPod
 from bot.probes.views import DerivedViews, FailedRead
 
 Obj = dict[str, Any]
-
-#: the one field selector answered from the namespace's event list
-_BY_NAME = "involvedObject.name="
 
 
 class SharedReads(DerivedViews):
@@ -38,19 +36,9 @@ class SharedReads(DerivedViews):
         self._pods = pods or {}
         #: how many reads went to the API (the benchmark and the tests count them)
         self.calls = 0
-        #: every pod of the cluster as a slim record, from the scan's walk (``serve_slim``)
-        self._slim: asyncio.Future[list[SlimPod]] | None = None
-
-    def serve_slim(self, every_pod: asyncio.Future[list[SlimPod]]) -> None:
-        """Answer ``slim_pods`` (the pods on the GPU nodes) from the scan's walk of every pod
-        instead of a second walk: at 100,000 pods a walk is most of the answer's time."""
-        self._slim = every_pod
 
     async def slim_pods(self, *, field_selector: str = "", nodes: set[str] | None = None,
                         all_nodes: int = 0) -> list[SlimPod]:
-        if self._slim is not None and not field_selector:
-            every = await asyncio.shield(self._slim)
-            return every if nodes is None else [p for p in every if p.node in nodes]
         result: list[SlimPod] = await self._once(
             ("slim", field_selector, tuple(sorted(nodes)) if nodes is not None else None),
             lambda: self._inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
@@ -120,26 +108,11 @@ class SharedReads(DerivedViews):
         return result
 
     async def list_events(self, namespace: str, *, field_selector: str = "") -> list[Obj]:
-        name = field_selector[len(_BY_NAME):] if field_selector.startswith(_BY_NAME) else ""
-        if namespace and name and "," not in name:
-            return list((await self.events_by_name(namespace)).get(name, ()))
         result: list[Obj] = await self._once(
             ("events", namespace, field_selector),
             lambda: self._inner.list_events(namespace, field_selector=field_selector),
         )
-        return result
-
-    async def events_by_name(self, namespace: str) -> dict[str, list[Obj]]:
-        """The namespace's events by the name of the object they are about, listed once."""
-        index: dict[str, list[Obj]] = await self._once(("events", namespace), lambda: self._events_of(namespace))
-        return index
-
-    async def _events_of(self, namespace: str) -> dict[str, list[Obj]]:
-        """The namespace's events once, by the name of the object they are about."""
-        index: dict[str, list[Obj]] = {}
-        for event in await self._inner.list_events(namespace):
-            index.setdefault(str((event.get("involvedObject") or {}).get("name") or ""), []).append(event)
-        return index
+        return list(result)  # each diagnosis ages and orders its own list of a pod's events
 
     async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
         result: list[Obj] = await self._once(("daemonsets", label_selector),

@@ -1,9 +1,11 @@
 """Drive ``gpubot pending``: one scan, the cluster-wide facts read once, bounded diagnoses.
 
 Why this shape: a cluster can hold hundreds of stuck GPU pods, and one why-pending costs a few
-list calls plus node reads. So the scope's pods are listed once; the nodes, the GPU components,
-the namespaces and the pods on GPU nodes are gathered once (``Facts.share`` hands them to every
-diagnosis); per-pod reads share one memo (``SharedReads``: each namespace's events listed once).
+list calls plus node reads. So the nodes, the GPU components, the namespaces and the pods on GPU
+nodes are gathered once (``Facts.share`` hands them to every diagnosis); the pods that wait are
+listed once (every namespace: only those the API reports not running, and the GPU pods on GPU
+nodes that run but are not ready, found in that shared fact), and the schedulers' events about
+pods once; per-pod reads share one memo (``SharedReads``).
 At most ``MAX_DIAGNOSES`` workloads get their own diagnosis, one per distinct signature first
 (pod state, GPU ask, the scheduler's message without its numbers); the rest are counted "like"
 the diagnosed workload with their signature, or listed as not diagnosed. A read that failed makes
@@ -32,7 +34,6 @@ from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
 from bot.pending_model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
-from bot.probes.slim import SlimPod, slim
 from bot.report import Finding, Report, Unreadable
 from bot.settings import ClusterConfig, Settings
 
@@ -62,11 +63,24 @@ CONCURRENT_DIAGNOSES = 4
 SHARED_FACTS = ("nodes", "components", "namespaces", "node_pods")
 #: pods that may still run (the field selector of ``bot.engine.gather.kube``)
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+#: pods that may still run and do not (Pending, Unknown): the cluster-wide scan's field selector
+NOT_RUNNING = "status.phase!=Running," + NON_TERMINAL
+#: the events the signatures read: the schedulers' words about pods that wait
+SCHEDULING_EVENTS = "reason=FailedScheduling,involvedObject.kind=Pod"
+#: full reads at once of GPU pods that run but are not ready
+UNREADY_READS = 8
 #: a diagnosis is not started with less time than this before the deadline
 START_MARGIN_S = 1.0
 #: extra diagnoses (workloads like one already diagnosed) start only within this share of the time
 #: the answer has: the first of each signature is what the answer needs, extras only confirm it
 EXTRA_SHARE = 0.5
+#: and only while the answer has taken less than this many times what it took to have every
+#: signature diagnosed once (the reads and the firsts, a why-pending's worth of work): at 5,000
+#: nodes each confirmation costs a diagnosis's checks over every node, and twenty of them cost
+#: more than the answer itself
+EXTRA_COST = 1.5
+#: ... or for at least this long after the firsts (on a small cluster a confirmation costs little)
+EXTRA_MIN_S = 1.0
 #: the fix shown on a line, at most this long (cut at a word, saying so)
 FIX_CHARS = 72
 #: the diagnosis runbook whose engine answers
@@ -97,27 +111,56 @@ def _cause(report: Report) -> Finding | None:
     return report.findings[0] if report.findings else None
 
 
-def _scan_one(pod: Obj) -> tuple[SlimPod, Obj | None]:
-    return slim(pod), pod if is_stuck_gpu_pod(pod) else None
+async def _waiting_pods(kube: SharedReads, namespace: str) -> list[Obj]:
+    """The scope's GPU pods that do not run and are not finished. One namespace: its pods that may
+    still run, in full. Every namespace: only the pods the API reports not running (Pending,
+    Unknown), field-selected server-side, so a cluster's 100,000 running pods are never sent; the
+    ones that run but are not ready are found by ``_unready_running`` instead."""
+    selector = NON_TERMINAL if namespace else NOT_RUNNING
+    return [p for p in await kube.list_pods(namespace, field_selector=selector) if is_stuck_gpu_pod(p)]
 
 
-async def _scope_pods(kube: Any, namespace: str, every: asyncio.Future[list[SlimPod]] | None) -> list[Obj]:
-    """The stuck GPU pods of the scope: one paged walk where the reader offers it (the rest of
-    the pods are dropped page by page, each kept as a slim record in ``every`` for the
-    cluster-wide facts), else one list."""
-    walk = getattr(kube, "walk_pods", None)
-    if walk is None:
-        return [p for p in await kube.list_pods(namespace, field_selector=NON_TERMINAL) if is_stuck_gpu_pod(p)]
-    if every is None:
-        found: list[Obj] = await walk(lambda p: p if is_stuck_gpu_pod(p) else None, namespace)
-        return found
+async def _unready_running(kube: SharedReads, base: Facts) -> list[Obj]:
+    """GPU pods that run but are not ready (a crash loop, a failing probe), cluster-wide: the
+    candidates come from the slim records of the pods on GPU nodes (the shared ``node_pods`` fact
+    every diagnosis reads anyway), and only those are read in full. A GPU pod is bound to a node
+    that offers its GPU resource, which is a GPU node (``bot.kube.gpu.is_gpu_node``)."""
+    wanted = sorted({(p.namespace, p.name) for pods in base.node_pods.values() for p in pods
+                     if p.gpu and p.phase == "Running" and p.ready is False and not p.terminating})
+    gate = asyncio.Semaphore(UNREADY_READS)
+
+    async def read(namespace: str, name: str) -> Obj | None:
+        async with gate:
+            try:
+                return await kube.get_object("Pod", name, namespace)
+            except NotFoundError:
+                return None  # gone since: nothing waits
+
+    found = await asyncio.gather(*(read(ns, name) for ns, name in wanted), return_exceptions=True)
+    failed = next((r for r in found if isinstance(r, BaseException)), None)
+    if failed is not None:
+        raise failed  # every read has ended: none is left running behind the answer
+    return [p for p in found if isinstance(p, dict) and is_stuck_gpu_pod(p)]
+
+
+def _key(pod: Obj) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+async def _unready_scan(kube: SharedReads, base: Facts, report: Report, failures: list[Unreadable],
+                        known: set[tuple[str, str]]) -> list[Obj]:
+    """``_unready_running`` on the shared facts; what it could not read is said, never concluded."""
+    what = "GPU pods that run but are not ready"
+    if "node_pods" in base.unreadable:
+        report.skip(what, "the pods on GPU nodes could not be read")
+        return []
     try:
-        both: list[tuple[SlimPod, Obj | None]] = await walk(_scan_one, namespace)
-    except BaseException as exc:
-        every.set_exception(exc)
-        raise
-    every.set_result([s for s, _ in both])
-    return [p for _, p in both if p is not None]
+        return [p for p in await _unready_running(kube, base) if _key(p) not in known]
+    except KubeApiError as exc:
+        failures.append(Unreadable.of(exc, what))
+        report.skip(what, exc.user_message)
+        return []
 
 
 async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tuple[str, str], Obj]:
@@ -129,16 +172,22 @@ async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tup
     }
 
 
-async def _events(kube: SharedReads, namespaces: Sequence[str]) -> dict[str, dict[str, list[Obj]]]:
-    """Each namespace's events by object name: the same memo the diagnoses read from."""
-    batches = await asyncio.gather(*(kube.events_by_name(ns) for ns in namespaces))
-    return dict(zip(namespaces, batches, strict=True))
+async def _scheduling_events(kube: SharedReads, namespace: str) -> dict[str, dict[str, list[Obj]]]:
+    """The scope's FailedScheduling events about pods, by namespace and pod name: one
+    field-selected list, whose size follows the pods that wait rather than the namespaces' event
+    volume. The signatures read them; each diagnosis reads its own pod's events as why-pending does."""
+    index: dict[str, dict[str, list[Obj]]] = {}
+    for event in await kube.list_events(namespace, field_selector=SCHEDULING_EVENTS):
+        about = event.get("involvedObject") or {}
+        ns = str(about.get("namespace") or (event.get("metadata") or {}).get("namespace") or "")
+        index.setdefault(ns, {}).setdefault(str(about.get("name") or ""), []).append(event)
+    return index
 
 
 def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
     """(diagnosed, not): one per distinct signature first, then the rest in order, up to ``bound``.
     The ones after the firsts are extras: every signature is covered by then, so an extra left out
-    (``EXTRA_SHARE``) is still counted like a diagnosed workload."""
+    (``EXTRA_SHARE``, ``EXTRA_COST``) is still counted like a diagnosed workload."""
     chosen: list[Stuck] = []
     seen: set[tuple[str, ...]] = set()
     for s in stuck:
@@ -152,6 +201,13 @@ def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
             chosen.append(s)
     picked = {id(s) for s in chosen}
     return chosen, [s for s in stuck if id(s) not in picked]
+
+
+def extras_until(now: float, took: float, until: float) -> float:
+    """When extras stop starting, ``took`` seconds into the answer with every signature diagnosed
+    (``now``), given the limit so far (``until``): ``EXTRA_COST`` times ``took`` in all, at least
+    ``EXTRA_MIN_S`` more, never past ``until``."""
+    return min(until, now + max(EXTRA_MIN_S, took * (EXTRA_COST - 1.0)))
 
 
 class PendingRun:
@@ -168,13 +224,18 @@ class PendingRun:
         now = time.monotonic()
         self.extra_until = now + max(0.0, deadline - now) * EXTRA_SHARE
 
+    def bound_extras(self, took: float) -> None:
+        """Every signature is diagnosed once, ``took`` seconds into the answer: extras start only
+        until the answer has taken ``EXTRA_COST`` times that (``EXTRA_MIN_S`` at least)."""
+        self.extra_until = extras_until(time.monotonic(), took, self.extra_until)
+
     def facts(self, inv: Invocation) -> Facts:
         return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
                      deadline=self.deadline)
 
     async def diagnose(self, base: Facts, stuck: Stuck, *, extra: bool = False) -> _Outcome | None:
         """The why-pending engine on one workload, on the shared facts; None: no time left to start
-        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time)."""
+        (for an ``extra``, past ``EXTRA_SHARE`` of the answer's time or ``EXTRA_COST``)."""
         async with self.gate:
             now = time.monotonic()
             if now > self.deadline - START_MARGIN_S or (extra and now > self.extra_until):
@@ -262,23 +323,21 @@ async def _run_pending(
     report.read_as = str(inv.identity) if inv.identity is not None else ""
     failures: list[Unreadable] = []
     shared = SharedReads(sources.kube)
-    # -A: the scan walks every pod anyway; the pods on GPU nodes come from that walk, not a second
-    every: asyncio.Future[list[SlimPod]] | None = None
-    if not namespace and hasattr(sources.kube, "walk_pods"):
-        every = asyncio.get_running_loop().create_future()
-        shared.serve_slim(every)
     runner = PendingRun(service, inv, replace(sources, kube=shared, node_memo=NodeReadMemo()), deadline, bound)
-    # the cluster-wide facts are read while the scan walks the pods (both are long at 100,000 pods);
-    # when nothing is stuck they are not needed and their read is cancelled
+    # the cluster-wide facts are read while the scan lists the pods that wait; with one namespace
+    # and nothing stuck in it they are not needed and their read is cancelled
     base = runner.facts(Invocation(command="node-status", cluster=inv.cluster, surface=inv.surface))
     shared_facts = asyncio.ensure_future(gather(base, runner.sources, SHARED_FACTS))
     scanned = True
     try:
-        pods = await _scope_pods(sources.kube, namespace, every)
+        pods = await _waiting_pods(shared, namespace)
     except KubeApiError as exc:
         failures.append(Unreadable.of(exc, f"pods of {'the cluster' if not namespace else 'namespace ' + namespace}"))
         report.skip("the scan for GPU pods", exc.user_message)
         pods, scanned = [], False
+    if not namespace and scanned:
+        await shared_facts
+        pods += await _unready_scan(shared, base, report, failures, {_key(p) for p in pods})
     shared.know_pods(pods)
     log.debug("pending: scan of %s done in %.2f s: %d stuck GPU pod(s)", namespace or "every namespace",
               time.perf_counter() - started, len(pods))
@@ -287,13 +346,14 @@ async def _run_pending(
     left: list[Stuck] = []
     why_left = f"over the limit of {bound} diagnoses"
     if not pods:
+        if shared_facts.done() and not shared_facts.cancelled():
+            failures += base.failures  # read for the scan itself (-A): what it missed is said
+            report.skipped += base.skipped
         shared_facts.cancel()
         await asyncio.gather(shared_facts, return_exceptions=True)
-        if every is not None and every.done() and not every.cancelled():
-            every.exception()  # seen: the scan's own failure is reported above
     else:
         namespaces = sorted({str(p["metadata"].get("namespace") or "") for p in pods})
-        scan = asyncio.gather(_replicasets(shared, namespaces), _events(shared, namespaces), shared_facts,
+        scan = asyncio.gather(_replicasets(shared, namespaces), _scheduling_events(shared, namespace), shared_facts,
                               return_exceptions=True)
         replicasets, events, _ = await scan
         if isinstance(replicasets, KubeApiError):
@@ -311,8 +371,13 @@ async def _run_pending(
                   time.perf_counter() - started)
         chosen, left = plan(stuck, bound)
         firsts = {s.signature: id(s) for s in reversed(chosen)}
-        results = await asyncio.gather(*(runner.diagnose(base, s, extra=firsts[s.signature] != id(s))
-                                         for s in chosen))
+        wave = [s for s in chosen if firsts[s.signature] == id(s)]
+        done = dict(zip(map(id, wave), await asyncio.gather(*(runner.diagnose(base, s) for s in wave)), strict=True))
+        runner.bound_extras(time.perf_counter() - started)
+        extras = [s for s in chosen if id(s) not in done]
+        done.update(zip(map(id, extras), await asyncio.gather(*(runner.diagnose(base, s, extra=True)
+                                                                 for s in extras)), strict=True))
+        results = [done[id(s)] for s in chosen]
         outcomes = [r for r in results if r is not None]
         late = [s for s, r in zip(chosen, results, strict=True) if r is None]
         if late:

@@ -8,8 +8,9 @@ to a cluster: a sweep only reads, like every diagnosis.
 """
 
 from bot.proactive.problems import Problem, problems_from_report
-from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.watcher import SNOOZES, Snoozer, SweepResult, Watcher
+from bot.state.contracts import ProblemStore
+from bot.state.records import OpenProblem
 
 __all__ = [
     "SNOOZES",

@@ -23,13 +23,10 @@ import asyncio
 import hashlib
 import logging
 import re
-import sqlite3
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import repeat
-from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
@@ -37,9 +34,10 @@ import orjson
 from bot.commands import Invocation
 from bot.errors import GpubotError
 from bot.observability import log_event
-from bot.proactive.store import POSTING
 from bot.proactive.watcher import Diagnoses
 from bot.report import Report
+from bot.state.contracts import AlertGroups
+from bot.state.records import POSTING
 
 log = logging.getLogger("gpubot.alerts")
 
@@ -165,57 +163,6 @@ class AlertPoster(Protocol):
         ...
 
 
-class AlertGroups(Protocol):
-    """Which message each (group key, channel) was posted as, and the digest it shows."""
-
-    def known(self, group_key: str, channel: str) -> tuple[str, str] | None: ...
-
-    def remember(self, group_key: str, channel: str, message_ts: str, digest: str) -> None: ...
-
-
-@contextmanager
-def _db(path: str) -> Iterator[sqlite3.Connection]:
-    db = sqlite3.connect(path, timeout=15.0)
-    try:
-        with db:  # commits, or rolls back on error
-            yield db
-    finally:
-        db.close()
-
-
-class SqliteAlertGroups:
-    """The state file's ``watch_alert_groups`` table (one replica)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        with _db(self.path) as db:
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS watch_alert_groups (
-                    group_key TEXT NOT NULL,
-                    channel TEXT NOT NULL,
-                    message_ts TEXT NOT NULL,
-                    digest TEXT NOT NULL,
-                    PRIMARY KEY (group_key, channel)
-                )"""
-            )
-
-    def known(self, group_key: str, channel: str) -> tuple[str, str] | None:
-        with _db(self.path) as db:
-            row = db.execute(
-                "SELECT message_ts, digest FROM watch_alert_groups WHERE group_key = ? AND channel = ?",
-                (group_key, channel),
-            ).fetchone()
-        return (str(row[0]), str(row[1])) if row else None
-
-    def remember(self, group_key: str, channel: str, message_ts: str, digest: str) -> None:
-        with _db(self.path) as db:
-            db.execute(
-                "INSERT OR REPLACE INTO watch_alert_groups (group_key, channel, message_ts, digest)"
-                " VALUES (?, ?, ?, ?)",
-                (group_key, channel, message_ts, digest),
-            )
-
-
 class AlertDesk:
     """One message per alert group and channel, remembered in ``groups`` (the state file's table,
     or with several replicas objects on the Kubernetes API, so a new leader edits the old
@@ -223,7 +170,7 @@ class AlertDesk:
 
     def __init__(
         self,
-        groups: AlertGroups | str | Path,
+        groups: AlertGroups,
         service: Diagnoses,
         poster: AlertPoster,
         *,
@@ -231,8 +178,7 @@ class AlertDesk:
         cluster: str,
         is_leader: Callable[[], bool] = lambda: True,
     ) -> None:
-        #: a path is the state file (the CLI, tests and one replica)
-        self.groups: AlertGroups = SqliteAlertGroups(groups) if isinstance(groups, (str, Path)) else groups
+        self.groups = groups
         #: only the leader replica posts; the HTTP route answers 503 on a follower, so that
         #: Alertmanager retries (and reaches the leader) rather than the alert being lost
         self.is_leader = is_leader

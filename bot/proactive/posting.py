@@ -21,7 +21,8 @@ from typing import Literal, Protocol
 
 from bot.observability import log_event
 from bot.proactive.problems import Problem
-from bot.proactive.store import POSTING, OpenProblem, ProblemStore
+from bot.state.contracts import ProblemStore
+from bot.state.records import POSTING, OpenProblem
 
 log = logging.getLogger("gpubot.watch")
 

@@ -13,31 +13,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from bot.report import Finding, Report
+from bot.state.records import Problem
+
+__all__ = ["Problem", "fingerprint", "problems_from_report", "subject_of"]
 
 _NUMBER = re.compile(r"\d+")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding the watch posts about."""
-
-    fingerprint: str
-    cluster: str
-    code: str
-    severity: str
-    #: ``node/NAME`` or, for a finding about no single node, its title with numbers masked
-    subject: str
-    title: str
-    evidence: tuple[str, ...]
-
-    @property
-    def digest(self) -> str:
-        """Changes when what the post shows changes (title or evidence)."""
-        text = "\n".join((self.title, *self.evidence))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def fingerprint(cluster: str, code: str, subject: str) -> str:

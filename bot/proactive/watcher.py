@@ -41,17 +41,24 @@ from datetime import UTC, datetime, timedelta
 from bot.commands import Invocation
 from bot.observability import log_event
 from bot.proactive.fleet import Diagnoses, FleetReads
-from bot.proactive.pending import PENDING_SUBJECTS, namespace_of, pending_groups, pending_problem
+from bot.proactive.pending import (
+    PENDING_SUBJECTS,
+    merge_queue_problems,
+    namespace_of,
+    pending_groups,
+    pending_problem,
+)
 from bot.proactive.posting import HOUR, Notifier, OncePoster
 from bot.proactive.problems import Problem, problems_from_report
 from bot.proactive.routing import Route, Router
-from bot.proactive.store import OpenProblem, ProblemStore
 from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
 from bot.setting_values import QuietHours
 from bot.settings import WatchConfig
+from bot.state.contracts import ProblemStore
+from bot.state.records import OpenProblem
 
 log = logging.getLogger("gpubot.watch")
 
@@ -183,7 +190,7 @@ class Watcher:
         groups = await pending_groups(self.reads())
         now = self.clock()
         due = [g for g in groups if (now - g.since).total_seconds() >= cfg.pending_after_s]
-        found: list[Problem] = []
+        pairs: list[tuple[Problem, str]] = []
         diagnosed: set[str] = set()
         for group in due[: cfg.pending_max_diagnoses]:
             try:
@@ -194,12 +201,18 @@ class Watcher:
             diagnosed.add(group.subject)
             problem = pending_problem(report, group, cluster=cfg.cluster)
             if problem is not None:
-                found.append(problem)
+                pairs.append((problem, group.label))
+                diagnosed.add(problem.subject)
+        found = merge_queue_problems(pairs)
         waiting = {g.subject for g in groups}
+        # a queue's workloads not all diagnosed this round (the per-round cap) may still wait in it
+        every_due_diagnosed = len(due) <= cfg.pending_max_diagnoses
 
         def visible(problem: Problem) -> bool:
             # a workload still waiting but not diagnosed this round keeps its message as it is
             subject = problem.subject
+            if subject.startswith("queue/"):
+                return subject in diagnosed or every_due_diagnosed
             return subject.startswith(PENDING_SUBJECTS) and (subject not in waiting or subject in diagnosed)
 
         return await self.reconcile(found, visible, what="watch pending check")

@@ -9,7 +9,9 @@ Deployments and ResourceQuotas (few, and read whole by the checks) are kept as t
 them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
 nodes with their strings interned, and marked as their events arrive (``node_map``) by the
 predicate the reads interface hands the cache (``bot.probes.views.Kept``: GPU or not).
-Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size.
+Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size,
+and the next page is asked for while this one is decoded (``list_head``), so the API server's
+encoding and our decoding overlap instead of taking turns.
 The pods of the DaemonSets ``Kept.whole_pods_of`` accepts (for the diagnoses: the GPU stack's device
 plugins, qGPU, the operator's operands, judged from the owner's name and the pod's labels) are
 also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
@@ -37,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -68,6 +71,7 @@ def slim_record(pod: Obj) -> SlimPod:
         owner=sys.intern(s.owner),  # a workload's replicas share it
         gpu=s.gpu or _NO_GPU,
         created=s.created,
+        ready=s.ready,
     )
 
 
@@ -142,6 +146,20 @@ def page_limit(page_size: int, page_bytes: int, items: int) -> int:
     return max(min(page_size, MIN_RELIST_PAGE), min(page_size, fitting))
 
 
+def list_head(data: bytes) -> Obj | None:
+    """A list answer's top level without its items (``kind``, ``metadata`` with the continue token),
+    read from the bytes before ``"items"``; None where the answer does not put its metadata first
+    (the API server's encoding does: the list's type and metadata, then the items)."""
+    at = data.find(b'"items":', 0, 4096)
+    if at <= 0:
+        return None
+    try:
+        head = orjson.loads(data[:at] + b'"items":null}')
+    except orjson.JSONDecodeError:
+        return None
+    return head if isinstance(head, dict) and isinstance(head.get("metadata"), dict) else None
+
+
 class _Reflector:
     """List then watch one kind from a thread; keeps ``rv`` across stop/start so a restart resumes."""
 
@@ -212,29 +230,50 @@ class _Reflector:
     # -- list and watch -------------------------------------------------------------------
     def _relist(self) -> None:
         """List every page into a fresh map, each page turned into stored values (slim records for
-        pods) as it arrives, so at most one page of full objects is alive besides the old store."""
+        pods) as it arrives, so at most two pages of full objects (the one being decoded and the
+        next one being read) are alive besides the old store.
+
+        The next page is asked for as soon as this page's continue token is known (``list_head``,
+        before its items are decoded), from a helper thread: the server prepares page N+1 while we
+        decode page N. Its ``limit`` follows from this page's size: a page with a continue token is
+        full, so its item count is the limit it was asked with.
+        """
         fresh = _Fresh()
-        token = ""
         first_rv = ""
         limit = min(self.page_size, FIRST_RELIST_PAGE)  # the objects' size is not known yet
-        while True:
+
+        def fetch(limit: int, token: str) -> bytes:
             kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
-            data = self.list_fn(**kwargs).data
+            data: bytes = self.list_fn(**kwargs).data
             self.stats.record(f"list {self.kind}", len(data))
-            body = orjson.loads(data)
-            limit = page_limit(self.page_size, len(data), len(body.get("items") or ()))
-            del data
-            meta = body.get("metadata") or {}
-            # Resume the watch from the first page's version: every later change gets replayed,
-            # and replaying one already seen is harmless (events carry whole objects).
-            first_rv = first_rv or str(meta.get("resourceVersion") or "")
-            self.store.add_to(fresh, body.get("items") or [])
-            del body
-            token = str(meta.get("continue") or "")
-            if not token:
-                break
+            return data
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"relist-{self.kind}") as ahead:
+            page: Future[bytes] | None = ahead.submit(fetch, limit, "")
+            while page is not None:
+                data = page.result()
+                page = None
+                head = list_head(data)
+                token = str(((head or {}).get("metadata") or {}).get("continue") or "")
+                if token:  # a full page: ``limit`` items
+                    limit = page_limit(self.page_size, len(data), limit)
+                    page = ahead.submit(fetch, limit, token)
+                size = len(data)
+                body = orjson.loads(data)
+                del data
+                meta = body.get("metadata") or {}
+                items = body.get("items") or []
+                if head is None:  # metadata not first: the next page only after this one is decoded
+                    token = str(meta.get("continue") or "")
+                    limit = page_limit(self.page_size, size, len(items))
+                    page = ahead.submit(fetch, limit, token) if token else None
+                # Resume the watch from the first page's version: every later change gets replayed,
+                # and replaying one already seen is harmless (events carry whole objects).
+                first_rv = first_rv or str(meta.get("resourceVersion") or "")
+                self.store.add_to(fresh, items)
+                del body, items
         self.store.install(fresh)
         self.rv = first_rv
         self.relists += 1

@@ -29,6 +29,7 @@ from urllib.parse import urlencode
 from kubernetes import client
 
 from bot.errors import KubeApiError, NotFoundError
+from bot.probes.agent_reads import AGENT_READ_COMMANDS
 from bot.probes.container_commands import EXEC_COMMANDS
 from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 from bot.probes.websocket import BINARY, Endpoint, HandshakeError, ProtocolError, connect
@@ -200,13 +201,14 @@ class PodExec(ExecStream):
     async def run_read(
         self, namespace: str, pod: str, container: str, command: str, *, timeout: float | None = None
     ) -> CommandResult:
-        """One node read command (``READ_COMMANDS``, the SSH list) run in the node agent's container.
+        """One node read command (``READ_COMMANDS``, the SSH list, or one of the agent's own
+        ``AGENT_READ_COMMANDS``) run in the node agent's container.
 
         ``sh -c`` because the commands are the very strings SSH sends (one has a glob). An exec
         stream that closes before its exit status is a truncated answer, one still open at the
         deadline a timed-out one: both ``KubeApiError``.
         """
-        if command not in READ_COMMANDS:
+        if command not in READ_COMMANDS and command not in AGENT_READ_COMMANDS:
             raise ValueError("command is not on the node read allow-list")
         out = await self.stream_exec(namespace, pod, container, ["sh", "-c", command], timeout=timeout)
         if out.timed_out:

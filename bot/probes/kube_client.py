@@ -18,6 +18,7 @@ from urllib3 import HTTPHeaderDict
 from bot.errors import ConfigError
 from bot.identity import Identity
 from bot.names import printable
+from bot.probes.kube import READ_THREADS
 from bot.probes.kubeconfig_problems import explain
 from bot.setting_values import describe, read_yaml_file
 from bot.settings import ClusterConfig
@@ -105,6 +106,10 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         # Our read facade retries transient failures itself, within the request timeout; urllib3's
         # own three silent retries would multiply a hung API server's cost by four.
         cfg.retries = 0
+        # one kept connection per read thread: the client's default (5 per CPU) is below the
+        # reader's threads, and each request past it opens a connection, throws it away and logs
+        # "Connection pool is full" on the user's terminal (gpubot pending reads many lists at once)
+        cfg.connection_pool_maxsize = READ_THREADS
         api = client.ApiClient(configuration=cfg)
         if identity is not None:
             api.rest_client.pool_manager = ImpersonatingPool(api.rest_client.pool_manager, identity)  # type: ignore[assignment]

@@ -21,12 +21,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import asyncssh
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
+from bot.agent.kernel_log import parse_header
 from bot.errors import NodeProbeError
+from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE, OPERATOR_DRIVER_ROOT
 from bot.probes.checkpoint import CheckpointError, parse_checkpoint
 from bot.probes.devices import LS_DEV_NVIDIA, parse_ls
 from bot.probes.gpu_health import (
@@ -68,6 +67,9 @@ from bot.probes.ssh import (
 )
 from bot.probes.ssh_pool import SshPool
 
+if TYPE_CHECKING:  # imported by bot.probes.ssh when a node is first reached
+    import asyncssh
+
 #: channels opened at once on one connection; below OpenSSH's default MaxSessions (10)
 CHANNELS_PER_NODE = 4
 #: connection attempts when the node drops the connection (see the module docstring)
@@ -82,6 +84,9 @@ def _first_line(text: str) -> str:
 
 
 async def _connect(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
+    # imported with the first SSH connection, as asyncssh is: most commands never open one
+    from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(TransientSshError),
         stop=stop_after_attempt(CONNECT_ATTEMPTS),
@@ -130,8 +135,11 @@ def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResu
     obs.lost_gpus = lost
 
 
-def _read_health(obs: NodeObservation, ecc: CommandResult, kernel: CommandResult | None, source: str) -> None:
-    """ECC counters and the kernel log; a failure is a note, never an error."""
+def _read_health(
+    obs: NodeObservation, ecc: CommandResult, kernel: CommandResult | None, source: str, tried: str = ""
+) -> None:
+    """ECC counters and the kernel log; a failure is a note, never an error. ``tried``: why the
+    agent's own read of the host's log files failed too (it came before dmesg)."""
     if ecc.exit_status == 0:
         obs.ecc = parse_ecc_report(ecc.stdout, problems=obs.notes)
         obs.ecc_read = True
@@ -142,7 +150,10 @@ def _read_health(obs: NodeObservation, ecc: CommandResult, kernel: CommandResult
         return
     if kernel.exit_status != 0 and not has_kernel_lines(kernel.stdout):
         why = _first_line(kernel.stderr) or _first_line(kernel.stdout) or f"exit {kernel.exit_status}"
-        obs.notes.append(f"kernel log not readable (journalctl and dmesg): {why}")
+        if tried:
+            obs.notes.append(f"kernel log not readable (journalctl, the host's log files, dmesg): {tried}; {why}")
+        else:
+            obs.notes.append(f"kernel log not readable (journalctl and dmesg): {why}")
         return
     log = parse_kernel_log(kernel.stdout, problems=obs.notes)
     obs.xids, obs.kernel_errors, obs.kernel_log = log.xids, log.errors, source
@@ -220,26 +231,74 @@ async def _first_reads(run: RunReads) -> dict[str, CommandResult]:
     return results
 
 
-async def observe_with(run: RunReads, node: str) -> NodeObservation:
-    """The read commands through ``run``, turned into a ``NodeObservation`` (any transport)."""
+async def _kernel_log(run: RunReads, journal: CommandResult, agent: bool, obs: NodeObservation) -> tuple[
+    CommandResult, str, str
+]:
+    """(the kernel log's answer, its source, why the agent's own read failed). ``journalctl``
+    first; the agent's read of the host's mounted journal files or text logs next (the agent has
+    no journalctl); the ring buffer last. Only a readable source is a source."""
+    if journal.exit_status == 0 and has_kernel_lines(journal.stdout):
+        return journal, "journal", ""
+    tried = ""
+    if agent:
+        own = (await run([AGENT_KERNEL_LOG]))[AGENT_KERNEL_LOG]
+        source, where = parse_header(own.stdout)
+        skipped = [line.strip() for line in own.stderr.splitlines() if line.strip()]
+        if own.exit_status == 0 and source:
+            obs.notes.append(f"kernel log read by the agent from {where}")
+            obs.notes += [f"kernel log: {line} (not read)" for line in skipped[:3]]
+            return own, source, ""
+        tried = "; ".join(skipped[:4]) or _first_line(own.stdout) or f"exit {own.exit_status}"
+    # no journal, or no access to its kernel messages: the ring buffer has the same lines
+    return (await run([KERNEL_LOG_DMESG]))[KERNEL_LOG_DMESG], "dmesg", tried
+
+
+async def _nvidia_smi_elsewhere(run: RunReads, results: dict[str, CommandResult], agent: bool,
+                                obs: NodeObservation) -> None:
+    """No nvidia-smi on PATH. Over SSH: the GPU Operator keeps the driver in its own root
+    (chroot). In the agent: ``bot.agent nvidia-smi`` runs the one in the host's driver
+    directories the chart mounted (``nodeAgent.hostDriver``), and says which it used."""
+    smi = [GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY]
+    if agent:
+        got = await run([AGENT_SMI_WHERE, *(AGENT_SMI[c] for c in smi)])
+        where = got[AGENT_SMI_WHERE]
+        if where.exit_status != 0:
+            why = _first_line(where.stderr) or _first_line(where.stdout) or f"exit {where.exit_status}"
+            obs.notes.append(f"{why} (no RuntimeClass put it in the agent; set nodeAgent.runtimeClassName "
+                             "or nodeAgent.hostDriver)")
+            return
+        obs.nvidia_smi_from = _first_line(where.stdout)
+        if OPERATOR_DRIVER_ROOT in obs.nvidia_smi_from:
+            obs.driver_path = "operator"
+        obs.notes.append(f"nvidia-smi from the {obs.nvidia_smi_from}")
+        results.update({c: got[AGENT_SMI[c]] for c in smi})
+        return
+    operator = await run([OPERATOR_PREFIX + c for c in smi])
+    if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
+        obs.driver_path = "operator"
+        results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
+    else:
+        obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
+
+
+async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> NodeObservation:
+    """The read commands through ``run``, turned into a ``NodeObservation`` (any transport).
+
+    ``agent``: ``run`` execs into the node agent, which also takes ``AGENT_READ_COMMANDS`` (its
+    own reads of the host's log files and driver directories, where a root shell has more)."""
     started = time.monotonic()
     obs = NodeObservation(node=node)
-    smi = [GPU_QUERY, APPS_QUERY, SUMMARY, ECC_QUERY]
     results = await _first_reads(run)
-    kernel, source = results[KERNEL_LOG], "journal"
-    if kernel.exit_status != 0 or not has_kernel_lines(kernel.stdout):
-        # no journal, or no access to its kernel messages: the ring buffer has the same lines
-        kernel, source = (await run([KERNEL_LOG_DMESG]))[KERNEL_LOG_DMESG], "dmesg"
-    if results[GPU_QUERY].exit_status == NOT_FOUND:
-        # no nvidia-smi on PATH: the GPU Operator keeps the driver in its own root
-        operator = await run([OPERATOR_PREFIX + c for c in smi])
-        if operator[OPERATOR_PREFIX + GPU_QUERY].exit_status != NOT_FOUND:
-            obs.driver_path = "operator"
-            results.update({c: operator[OPERATOR_PREFIX + c] for c in smi})
-        else:
-            obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
+
+    async def smi_elsewhere() -> None:
+        if results[GPU_QUERY].exit_status == NOT_FOUND:
+            await _nvidia_smi_elsewhere(run, results, agent, obs)
+
+    # the two fallbacks are independent: one round trip for both where both are needed
+    (kernel, source, tried), _ = await asyncio.gather(_kernel_log(run, results[KERNEL_LOG], agent, obs),
+                                                      smi_elsewhere())
     _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
-    _read_health(obs, results[ECC_QUERY], kernel, source)
+    _read_health(obs, results[ECC_QUERY], kernel, source, tried)
     _read_rest(obs, results)
     obs.elapsed_s = time.monotonic() - started
     return obs

@@ -6,7 +6,9 @@ reads need mounted read-only. ``AgentTransport`` execs the very commands SSH wou
 deadlines and failure reasons are those of SSH. ``find_agents`` maps each node to its agent pod,
 or to why there is none that can answer (not scheduled and why, Pending, crash-looping, not Ready).
 
-This module must never run anything but ``READ_COMMANDS``, and never exec into any other pod.
+It also execs the agent's own reads (``bot.probes.agent_reads.AGENT_READ_COMMANDS``: the host's
+journal files and text logs, nvidia-smi from the host's driver directories) where the plain read
+failed. This module must never run anything but those two lists, and never exec into any other pod.
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ class AgentTransport:
             raise NodeProbeError(node, "agent-missing", agent.reason, via="agent")
         try:
             async with asyncio.timeout(deadline):
-                return await observe_with(self._runner(node, agent.pod, deadline), node)
+                return await observe_with(self._runner(node, agent.pod, deadline), node, agent=True)
         except TimeoutError:
             raise NodeProbeError(node, "timeout", f"no complete answer within {deadline:g}s", via="agent") from None
 

@@ -13,7 +13,9 @@ every read the agent cannot make names what stands in for it.
   libraries and the device files (``NVIDIA_DRIVER_CAPABILITIES=utility``);
 - ``own``: the container's own view is the host's (``/proc/driver/nvidia`` is not per-namespace);
 - ``host-only``: only a root shell on the host (SSH) has it; ``instead`` says what the agent
-  transport uses in its place, or how the report says it could not read it.
+  transport uses in its place, or how the report says it could not read it;
+- ``agent-only``: the agent's own code (``bot.agent``, ``AGENT_READ_COMMANDS``) reading ``paths``
+  through the chart's read-only mounts; SSH never sends it.
 """
 
 from __future__ import annotations
@@ -21,16 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.probes.agent_reads import AGENT_KERNEL_LOG, AGENT_SMI, AGENT_SMI_WHERE, OPERATOR_DRIVER_ROOT
 from bot.probes.checkpoint import CHECKPOINT_PATH
 from bot.probes.devices import LS_DEV_NVIDIA
 from bot.probes.gpu_health import ECC_QUERY, KERNEL_LOG, KERNEL_LOG_DMESG
 from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
 from bot.probes.ssh import CAT_CHECKPOINT, DRIVER_VERSION, KUBELET_ACTIVE, OPERATOR_PREFIX
 
-AgentAccess = Literal["mounted", "runtime", "own", "host-only"]
+AgentAccess = Literal["mounted", "runtime", "own", "host-only", "agent-only"]
 
-#: where the GPU Operator's driver container keeps the driver's root on the host
-OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class NodeRead:
     #: host-only: what the agent transport does instead (the module that does it, or "not readable")
     instead: str = ""
 
+
+#: where the chart mounts the host's driver directories in the agent (``/host-driver/N``)
+HOST_DRIVER_MOUNT = "/host-driver"
 
 _SMI = "nvidia-smi (the driver's user-space tools and libnvidia-ml), /dev/nvidiactl and /dev/nvidia*"
 
@@ -78,10 +82,21 @@ NODE_READS: tuple[NodeRead, ...] = (
              binaries=("systemctl",), agent="host-only", instead="bot.engine.gather.kubelet"),
     NodeRead(KERNEL_LOG, "NVRM Xid, fallen-off-the-bus and init-failure lines of this boot",
              paths=("/var/log/journal", "/run/log/journal"), binaries=("journalctl",), agent="host-only",
-             instead="not readable: the report says so, and the health checks rest on nvidia-smi and the API"),
+             instead="bot.agent.kernel_log"),
     NodeRead(KERNEL_LOG_DMESG, "the same lines from the kernel ring buffer", paths=("/dev/kmsg",),
              binaries=("dmesg",), capabilities=("CAP_SYSLOG",), agent="host-only",
-             instead="not readable: the report says so, and the health checks rest on nvidia-smi and the API"),
+             instead="bot.agent.kernel_log"),
+    NodeRead(AGENT_KERNEL_LOG, "the same NVRM lines of this boot, from the host's journal files or syslog text files "
+             "(nodeAgent.kernelLog); none readable: the report says so and says what it tried",
+             paths=("/var/log",), binaries=("python",), agent="agent-only"),
+    NodeRead(AGENT_SMI_WHERE, "where the agent finds nvidia-smi: its PATH (the RuntimeClass), else a host driver "
+             "directory (nodeAgent.hostDriver)", paths=(HOST_DRIVER_MOUNT,), binaries=("python",),
+             agent="agent-only"),
+    *(
+        NodeRead(command, "the nvidia-smi read, run from the host's driver directory with its libraries",
+                 paths=(HOST_DRIVER_MOUNT,), binaries=("python", "nvidia-smi"), agent="agent-only")
+        for command in AGENT_SMI.values()
+    ),
 )
 
 BY_COMMAND: dict[str, NodeRead] = {r.command: r for r in NODE_READS}

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Literal
 
 from bot.probes.checkpoint import Checkpoint
+from bot.probes.dcgm import DcgmReading
 from bot.probes.devices import DevEntry, device_time_skew
 from bot.probes.gpu_health import EccReading, KernelGpuError, LostGpu, TableGpu, XidEvent
 from bot.probes.nvidia_smi import GpuRow, ProcRow
@@ -37,6 +38,9 @@ class NodeObservation:
     cuda_version: str = ""
     #: "host" = nvidia-smi on PATH; "operator" = reached through the GPU Operator's driver root
     driver_path: Literal["host", "operator"] = "host"
+    #: where the agent found nvidia-smi when its PATH had none (``bot.agent.driver``'s ``where``:
+    #: "host /home/kubernetes/bin/nvidia (bin/nvidia-smi, lib64)"); "" = on PATH, or over SSH
+    nvidia_smi_from: str = ""
     #: nvidia-smi's own error when it could not read the cards (e.g. cannot reach the driver)
     nvidia_smi_error: str = ""
     #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
@@ -49,8 +53,11 @@ class NodeObservation:
     #: NVRM Xid lines and fallen-off-the-bus / init-failure lines of the kernel log
     xids: list[XidEvent] = field(default_factory=list)
     kernel_errors: list[KernelGpuError] = field(default_factory=list)
-    #: where the kernel log came from: "journal", "dmesg", or "" (could not be read)
+    #: where the kernel log came from: "journal", "dmesg", the agent's "journal-files" or
+    #: "log-files" (``bot.agent.kernel_log``), or "" (could not be read)
     kernel_log: str = ""
+    #: dcgm-exporter's answer for this node, where one runs there (``bot.engine.gather.dcgm``)
+    dcgm: DcgmReading | None = None
     #: anything odd worth showing beside the facts (unreadable lines, failed commands)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0

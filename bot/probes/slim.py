@@ -25,6 +25,9 @@ class SlimPod:
     gpu: dict[str, float] = field(default_factory=dict)
     #: creationTimestamp, kept for GPU pods only (how long a holder has held its cards)
     created: str = ""
+    #: the Ready condition is True; kept for GPU pods only (None for the rest): ``gpubot pending``
+    #: finds the GPU pods that run but are not ready among the pods on GPU nodes it reads anyway
+    ready: bool | None = None
 
     @property
     def terminating(self) -> bool:
@@ -51,6 +54,10 @@ def _asks_gpu(spec: dict[str, Any]) -> bool:
     return False
 
 
+def _ready(status: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
 def slim(pod: dict[str, Any]) -> SlimPod:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -67,4 +74,5 @@ def slim(pod: dict[str, Any]) -> SlimPod:
         owner=owner,
         gpu=pod_gpu_requests(pod) if asks else {},
         created=str(meta.get("creationTimestamp") or "") if asks else "",
+        ready=_ready(pod.get("status") or {}) if asks else None,
     )

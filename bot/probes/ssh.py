@@ -21,8 +21,7 @@ import errno
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import asyncssh
+from typing import TYPE_CHECKING
 
 from bot.errors import NodeProbeError
 from bot.probes.checkpoint import CHECKPOINT_PATH
@@ -30,6 +29,11 @@ from bot.probes.devices import LS_DEV_NVIDIA
 from bot.probes.gpu_health import ECC_QUERY, KERNEL_LOG, KERNEL_LOG_DMESG
 from bot.probes.lines import lines_starting_with
 from bot.probes.nvidia_smi import APPS_QUERY, GPU_QUERY, SUMMARY
+
+if TYPE_CHECKING:
+    # asyncssh (with cryptography) is imported where a node is first reached, not with this module:
+    # its constants are imported by every command, and most never open an SSH connection
+    import asyncssh
 
 #: how the GPU Operator's containerised driver exposes its binaries on the host
 OPERATOR_PREFIX = "chroot /run/nvidia/driver "
@@ -196,6 +200,8 @@ def _translate(node: str, exc: BaseException) -> NodeProbeError:
     """Our error for a library error, with a detail that never carries key material."""
     if isinstance(exc, NodeProbeError):
         return exc
+    import asyncssh
+
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         return NodeProbeError(node, "host-key", "host key not in known_hosts or does not match")
     if isinstance(exc, asyncssh.PermissionDenied):
@@ -238,6 +244,8 @@ def _known_hosts(path: str) -> asyncssh.SSHKnownHosts:
     Parsing known_hosts on every connection is O(nodes) per node, so O(nodes²) for a fleet
     sweep; caching by (mtime, size) keeps the lookup a dict hit without ever using stale keys.
     """
+    import asyncssh
+
     stamp = _stamp(path)
     cached = _known_hosts_cache.get(path)
     if cached is None or cached[0] != stamp:
@@ -247,6 +255,8 @@ def _known_hosts(path: str) -> asyncssh.SSHKnownHosts:
 
 
 def _client_key(path: str) -> asyncssh.SSHKey:
+    import asyncssh
+
     stamp = _stamp(path)
     cached = _client_key_cache.get(path)
     if cached is None or cached[0] != stamp:
@@ -257,6 +267,8 @@ def _client_key(path: str) -> asyncssh.SSHKey:
 
 async def open_connection(target: SshTarget, *, timeout: float) -> asyncssh.SSHClientConnection:
     """Connect and authenticate within ``timeout`` seconds, or raise NodeProbeError."""
+    import asyncssh
+
     if not target.known_hosts:
         # asyncssh treats known_hosts=None as "accept anything"; an empty setting must not get there
         raise NodeProbeError(target.node, "host-key", "no known_hosts file configured")
@@ -308,6 +320,8 @@ async def run_command(
     """
     if command not in allowed:
         raise ValueError(f"command not in the allow-list: {command!r}")
+    import asyncssh
+
     name = node or str(conn.get_extra_info("peername", ("?",))[0])
     try:
         async with asyncio.timeout(timeout):

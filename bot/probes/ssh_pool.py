@@ -18,12 +18,14 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-
-import asyncssh
+from typing import TYPE_CHECKING
 
 from bot.probes.ssh import SshTarget
 
-Connect = Callable[[SshTarget, float], Awaitable[asyncssh.SSHClientConnection]]
+if TYPE_CHECKING:  # imported by bot.probes.ssh when a node is first reached
+    import asyncssh
+
+Connect = Callable[[SshTarget, float], Awaitable["asyncssh.SSHClientConnection"]]
 
 
 class SshPool:

@@ -12,22 +12,17 @@ word the outcome.
     journal.py       a running action's state and steps written before each step; its heartbeat
     outcomes.py      RunOutcome (each step's real outcome) and ClickOutcome, for the views
     policy.py        ApproverPolicy: who may approve which action, the two-person rule
-    store.py         PendingAction and the PendingStore contract (claim at most once, one per node)
-    audit.py         AuditEntry, the AuditLog contract, ``gpubot audit`` formatting
-    sqlite_db.py     the state file: connections, schema and migration, errors, the store's clock
-    sqlite_store.py  the embedded PendingStore; ``open_state`` (store and audit on one file)
-    sqlite_audit.py  the append-only audit trail on the same file
-    sqlite_requests.py  Slack requests already handled, shared by every replica
-    ids.py           unguessable offer ids
+    audit.py         ``gpubot audit`` formatting (``--since``, the table, JSON lines)
     terminal.py      ``gpubot act`` and ``gpubot audit``
 
-The decision layer (flow, journal, policy, store, audit, the sqlite_* modules, ids) imports neither
-the actions nor a Kubernetes client; only ``service`` and ``terminal`` bind it to the actions.
+The records (PendingAction, AuditEntry), their stores' contracts and both backends are in
+``bot.state``. The decision layer (flow, journal, outcomes, policy, audit) imports neither the
+actions nor a Kubernetes client; only ``service`` and ``terminal`` bind it to the actions.
 """
 
 from bot.remediation.flow import ClickOutcome
 from bot.remediation.policy import Approvers
 from bot.remediation.service import ClusterClients, RemediationService
-from bot.remediation.store import PendingAction
+from bot.state.records import PendingAction
 
 __all__ = ["Approvers", "ClickOutcome", "ClusterClients", "PendingAction", "RemediationService"]

@@ -1,4 +1,7 @@
-"""The audit trail: its entry type, the interface a log keeps, and how ``gpubot audit`` shows it.
+"""How ``gpubot audit`` reads and shows the trail (``--since``, the table, JSON lines).
+
+The entry type is ``bot.state.records.AuditEntry``; the interface a log keeps is
+``bot.state.contracts.AuditLog``.
 
 Every offer, approval request, approval, denial, refusal (with its reason), start, step, result,
 interruption and expiry is one appended entry. The trail is append-only: no code path updates or deletes an entry (the
@@ -13,85 +16,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from bot.errors import UsageError
-
-AuditEvent = Literal[
-    "offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"
-]
-AUDIT_EVENTS: frozenset[str] = frozenset(
-    {"offer", "request", "approve", "deny", "refuse", "start", "step", "result", "interrupted", "expire"}
-)
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One line of the trail. ``id`` grows with every append; ``ts`` is UTC."""
-
-    id: int
-    ts: datetime
-    event: str
-    action_id: str = ""
-    action: str = ""
-    #: who did it: a Slack user id, ``cli:<user>`` or ``gpubot`` for the bot itself
-    actor: str = ""
-    cluster: str = ""
-    #: what the action changes, e.g. ``node/gpu-1``
-    target: str = ""
-    detail: Mapping[str, Any] = field(default_factory=dict)
-    #: offered, approved, refused, started, ok, failed, expired, interrupted, …
-    outcome: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "ts": format_ts(self.ts),
-            "event": self.event,
-            "action_id": self.action_id,
-            "action": self.action,
-            "actor": self.actor,
-            "cluster": self.cluster,
-            "target": self.target,
-            "outcome": self.outcome,
-            "detail": dict(self.detail),
-        }
-
-
-class AuditLog(Protocol):
-    """An append-only trail; safe to call from many threads at once."""
-
-    def append(
-        self,
-        event: str,
-        *,
-        action_id: str = "",
-        action: str = "",
-        actor: str = "",
-        cluster: str = "",
-        target: str = "",
-        detail: Mapping[str, Any] | None = None,
-        outcome: str = "",
-        ts: datetime | None = None,
-    ) -> AuditEntry: ...
-
-    def query(
-        self, since: datetime | None = None, limit: int = 1000, *, action_id: str | None = None
-    ) -> list[AuditEntry]:
-        """The newest ``limit`` entries at or after ``since``, oldest first."""
-        ...
-
-
-def format_ts(ts: datetime) -> str:
-    """``2026-11-30T10:00:00.123456Z``: fixed width, so text order is time order."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_ts(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
+from bot.state.records import AuditEntry
 
 _DURATION_RE = re.compile(r"(\d{1,6})([smhdw])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -45,13 +43,13 @@ from typing import Any, Literal, TypeVar
 
 from bot.aio import run_to_end
 from bot.errors import GpubotError, StateStoreError, error_text
-from bot.remediation.audit import AuditLog, format_ts
-from bot.remediation.ids import is_well_formed, new_action_id, safe_for_log
 from bot.remediation.journal import BOT_ACTOR, Restorer, RunJournal, audit_entry, heartbeat
-from bot.remediation.node_guard import NodeClaim, NodeGuard
 from bot.remediation.outcomes import ClickOutcome, RunOutcome, StepResult
 from bot.remediation.policy import ApproverPolicy, Approvers, Decision
-from bot.remediation.store import PendingAction, PendingStore
+from bot.state.contracts import AuditLog, NodeGuard, PendingStore
+from bot.state.ids import is_well_formed, new_action_id, safe_for_log
+from bot.state.records import NodeClaim, PendingAction, process_owner
+from bot.state.timestamps import format_ts
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +62,6 @@ DEFAULT_LEASE_S = 30.0
 
 Precondition = Callable[[PendingAction], Awaitable[tuple[bool, str]]]
 Runner = Callable[[PendingAction, RunJournal], Awaitable[RunOutcome]]
-
-
-def process_owner() -> str:
-    """This process's name on the records it runs: host, pid and a random suffix (never reused)."""
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def node_of(record: PendingAction) -> str:
@@ -198,38 +191,47 @@ class ConfirmFlow:
             )
 
         guard, holder = self.guard, ""
+        recovered: list[PendingAction] = []
         if guard is not None and record.lock_key and record.state == "pending":
             # the node's lock on the cluster first: no actor with another state may act beside us
             holder = self._holder()
-            refusal = await self._take_node(guard, replace(record, approved_by=user_id), user_id, holder)
+            refusal = await self._take_node(guard, replace(record, approved_by=user_id), user_id, holder, recovered)
             if refusal is not None:
-                return refusal
+                return replace(refusal, recovered=tuple(recovered))
         try:
-            current_or_refusal = await self._claim(action_id, user_id)
-            if isinstance(current_or_refusal, ClickOutcome):
-                return current_or_refusal
-            current = current_or_refusal
-            self._running.add(current.id)
-            try:
-                async with heartbeat(
-                    self.store, current, self.owner, every_s=self.lease_s / 3, guard=guard, holder=holder
-                ):
-                    return await self._run_claimed(current, user_id, decision.reason, precondition, run, holder)
-            finally:
-                self._running.discard(current.id)
+            outcome = await self._claim_and_run(action_id, user_id, decision.reason, precondition, run, holder)
         finally:
             if guard is not None and holder:
                 await run_to_end(self._io(partial(guard.release, record, holder)))
+        return replace(outcome, recovered=tuple(recovered)) if recovered else outcome
+
+    async def _claim_and_run(
+        self, action_id: str, user_id: str, why_allowed: str, precondition: Precondition, run: Runner, holder: str
+    ) -> ClickOutcome:
+        """Claim the record in the store (the node's lock, if any, already held by ``holder``), run it."""
+        current_or_refusal = await self._claim(action_id, user_id)
+        if isinstance(current_or_refusal, ClickOutcome):
+            return current_or_refusal
+        current = current_or_refusal
+        self._running.add(current.id)
+        try:
+            async with heartbeat(
+                self.store, current, self.owner, every_s=self.lease_s / 3, guard=self.guard, holder=holder
+            ):
+                return await self._run_claimed(current, user_id, why_allowed, precondition, run, holder)
+        finally:
+            self._running.discard(current.id)
 
     def _holder(self) -> str:
         """One run's name on a node's lock: this process and a token of its own (never shared)."""
         return f"{self.owner}/{secrets.token_hex(4)}"
 
     async def _take_node(
-        self, guard: NodeGuard, record: PendingAction, user_id: str, holder: str
+        self, guard: NodeGuard, record: PendingAction, user_id: str, holder: str, recovered: list[PendingAction]
     ) -> ClickOutcome | None:
         """Hold ``record``'s node on the cluster; else the refusal. A run whose holder died is
-        restored (and recorded interrupted) first."""
+        restored (and recorded interrupted) first, and appended to ``recovered``: its lock may have
+        run out only after the caller last looked for such runs, and whoever clicked must hear of it."""
         claim = NodeClaim("busy")
         for _ in range(3):
             claim = await self._io(guard.acquire, record, holder)
@@ -237,7 +239,7 @@ class ConfirmFlow:
                 return None
             if claim.status == "abandoned" and claim.holder is not None:
                 try:
-                    await self._recover_one(claim.holder, self.restorer)
+                    recovered.append(await self._recover_one(claim.holder, self.restorer))
                 finally:
                     await run_to_end(self._io(partial(guard.release, claim.holder, holder, restored=claim.holder.id)))
                 continue

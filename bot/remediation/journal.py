@@ -20,9 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from bot.errors import StateStoreError
-from bot.remediation.audit import AuditLog
-from bot.remediation.node_guard import NodeGuard
-from bot.remediation.store import PendingAction, PendingStore
+from bot.state.contracts import AuditLog, NodeGuard, PendingStore
+from bot.state.records import PendingAction
 
 log = logging.getLogger(__name__)
 

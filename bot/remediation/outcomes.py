@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.remediation.policy import Approvers
-from bot.remediation.store import PendingAction
+from bot.state.records import PendingAction
 
 ClickStatus = Literal[
     "unknown",
@@ -66,6 +66,9 @@ class ClickOutcome:
     #: ``approval_requested``: the clicker is an approver stopped only by the two-person rule, so
     #: their click is the first approval and another approver must second it
     first_approval: bool = False
+    #: runs a dead process left on the node, restored and recorded ``interrupted`` by this click
+    #: when it took the node (their lock ran out after the caller last looked): the view says so
+    recovered: tuple[PendingAction, ...] = ()
 
     @property
     def executed(self) -> bool:

@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from kubernetes.client import ApiClient
@@ -32,14 +33,14 @@ from bot.actions.base import ActionOutcome
 from bot.actions.node_procedure import NodeProcedure
 from bot.errors import GpubotError, StateStoreError, error_text
 from bot.probes.kube import KubeReads
-from bot.remediation.audit import AuditLog
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
 from bot.remediation.journal import RunJournal
-from bot.remediation.kube_node_lock import ClusterNodeGuard
 from bot.remediation.policy import ApproverPolicy, Approvers
-from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.kube_locks import ClusterNodeGuard
+from bot.state.opening import open_sqlite
+from bot.state.records import PendingAction
 
 log = logging.getLogger("gpubot.remediation")
 
@@ -76,7 +77,7 @@ class RemediationService:
         wiring); None opens the SQLite file at ``settings.state_path``."""
         self.settings = settings
         self.clients = clients
-        store, audit = state if state is not None else open_state(settings.state_path)
+        store, audit = state if state is not None else open_sqlite(settings.state_path).actions()
         if policy is None:
             policy = ApproverPolicy(settings.approvers, settings.two_person_rule)
         #: the per-node lock on each node's cluster, whatever the state backend (a terminal too)
@@ -189,13 +190,20 @@ class RemediationService:
                 out[node] = f"{run.action}, started by {run.approved_by or 'unknown'}"
         return out
 
-    async def keep_blocks(self, offer_id: str, blocks: Sequence[Mapping[str, Any]]) -> None:
-        """Keep the blocks of the message showing this offer's status line in the shared state
-        (not only in this process), so whichever process ends the run can edit that line."""
-        try:
-            await asyncio.to_thread(self.flow.store.set_blocks, offer_id, json.dumps(list(blocks)))
-        except StateStoreError as exc:
-            log.warning("message of %s not kept for a later edit: %s", offer_id, exc.user_message)
+    async def keep_blocks(self, record: PendingAction, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Keep the blocks of the message showing this run's status line in the shared state
+        (not only in this process), so whichever process ends the run can edit that line: in the
+        store, and for a node action on its node's Lease too, where a process with another state
+        finds the run when it restores it."""
+        text = json.dumps(list(blocks))
+        writes = [partial(self.flow.store.set_blocks, record.id, text)]
+        if record.lock_key:
+            writes.append(partial(self.guard.keep_blocks, record, text))
+        for write in writes:
+            try:
+                await asyncio.to_thread(write)
+            except StateStoreError as exc:
+                log.warning("message of %s not kept for a later edit: %s", record.id, exc.user_message)
 
     async def sweep_expired(self) -> list[PendingAction]:
         """Expire every overdue offer (each expiry audited); return them for the view to update."""

@@ -19,22 +19,16 @@ from datetime import UTC, datetime
 
 from bot.actions import get_action
 from bot.errors import UsageError
-from bot.remediation.audit import AuditLog, format_audit, parse_since
-from bot.remediation.ids import new_action_id
+from bot.remediation.audit import format_audit, parse_since
 from bot.remediation.policy import ApproverPolicy
 from bot.remediation.service import ClusterClients, RemediationService
-from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction, PendingStore
 from bot.settings import Settings
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.ids import new_action_id
+from bot.state.opening import open_sqlite, state_location
+from bot.state.records import PendingAction
 
 _CLI_USER = re.compile(r"[^A-Za-z0-9._@-]")
-
-
-def state_location(settings: Settings) -> str:
-    """Where the pending actions and the audit trail live, in words (``gpubot audit`` says it)."""
-    if settings.state == "kubernetes":
-        return f"namespace {settings.namespace} of cluster {settings.cluster(None).name} (state: kubernetes)"
-    return f"{os.path.abspath(settings.state_path)} (state: sqlite)"
 
 
 def print_audit(
@@ -56,7 +50,7 @@ def print_audit(
         raise UsageError("--limit: must be at least 1")
     start = parse_since(since, datetime.now(UTC)) if since else None
     if audit is None:
-        _store, audit = open_state(settings.state_path)
+        audit = open_sqlite(settings.state_path).audit
     text = format_audit(audit.query(start, limit), as_json)
     if not as_json:
         print(f"audit trail: {state_location(settings)}")
@@ -69,7 +63,7 @@ def print_audit(
 
 def running_records(state: tuple[PendingStore, AuditLog] | None, settings: Settings) -> list[PendingAction]:
     """The records still marked running (a process may have died in them); blocking."""
-    store = state[0] if state is not None else open_state(settings.state_path)[0]
+    store = state[0] if state is not None else open_sqlite(settings.state_path).store
     return store.list(states=["running"], limit=1000)
 
 
@@ -94,6 +88,11 @@ async def recover_abandoned(
         )
         found = await rem.flow.reclaim_node(probe)
         recovered += [found] if found is not None else []
+    return recovered_lines(recovered)
+
+
+def recovered_lines(recovered: Sequence[PendingAction]) -> list[str]:
+    """One ``recovered: …`` line per run restored because its process had died."""
     return [
         f"recovered: {r.action} on {r.target} (started by {r.approved_by or 'unknown'}) was interrupted; "
         f"{r.result_summary or 'restored'}"
@@ -174,6 +173,11 @@ async def cli_act(
             return 1
     record = await asyncio.to_thread(rem.flow.offer, action_name, checked, ctx.cluster.name, actor)
     outcome = await rem.click(record.id, actor, dry_run=dry)
+    # a dead run's lock that ran out while this terminal planned: the click restored its node first
+    for line in recovered_lines(outcome.recovered):
+        write(line)
+    if outcome.recovered and outcome.executed:
+        write("the node was restored after the plan above was read; the run checked it again before its first step")
     for i, step in enumerate(outcome.steps, start=1):
         write(f"  step {i}: {step}")
     write(outcome.message)

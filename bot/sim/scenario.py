@@ -27,6 +27,13 @@ AGENT_MODES = ("", "ok", "missing", "pending", "crashloop", "forbidden", "hang",
 #: refused); forbidden (exec 403) | hang (exec never answers)
 ACTUATOR_MODES = ("", "ok", "missing", "pending", "crashloop", "forbidden", "hang")
 KERNEL_LOG_SOURCES = ("journal", "dmesg", "none")
+#: what the node agent's container can read of the kernel log: journalctl (answers as the host's,
+#: the simulator's old default), or, as on a real node (no journalctl, /dev/kmsg closed), its own
+#: read of the host's mounted journal files | syslog text files | none of them
+AGENT_KERNEL_LOGS = ("journalctl", "journal-files", "log-files", "none")
+#: where the node agent finds nvidia-smi: its RuntimeClass put it on PATH | a mounted host driver
+#: directory (``nodeAgent.hostDriver``, GKE's /home/kubernetes/bin/nvidia) | nowhere
+AGENT_DRIVERS = ("runtime", "host", "none")
 DRIVER_INSTALLS = ("host", "operator")
 _GPU_NUMERIC = ("utilization_gpu", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
 
@@ -123,6 +130,10 @@ class NodeFacts:
     #: the node agent sees the host's systemd (false: its ``systemctl`` answers no state, as in an
     #: unprivileged container on a real node, and the kubelet's Lease is the evidence)
     agent_systemd: bool = True
+    #: the node agent's kernel-log access (``AGENT_KERNEL_LOGS``)
+    agent_kernel_log: str = "journalctl"
+    #: where the node agent finds nvidia-smi (``AGENT_DRIVERS``)
+    agent_driver: str = "runtime"
     #: the node agent's state (``AGENT_MODES``); see ``agent_mode``
     agent: str = ""
     #: the node's actuator pod (``ACTUATOR_MODES``), present only where remediation is installed
@@ -317,6 +328,10 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
         actuator = str(facts.get("actuator", "") or "")
         if actuator not in ACTUATOR_MODES:
             problems.add(f"{where}.actuator", f"unknown mode {actuator!r}; use one of {', '.join(ACTUATOR_MODES[1:])}")
+        for key, allowed, default in (("agent_kernel_log", AGENT_KERNEL_LOGS, "journalctl"),
+                                      ("agent_driver", AGENT_DRIVERS, "runtime")):
+            if str(facts.get(key, default)) not in allowed:
+                problems.add(f"{where}.{key}", f"use one of {', '.join(allowed)}")
         install = str(facts.get("driver_install", "host"))
         if install not in DRIVER_INSTALLS:
             problems.add(f"{where}.driver_install", f"use one of {', '.join(DRIVER_INSTALLS)}")
@@ -375,6 +390,8 @@ def _load_nodes(raw: Any, problems: _Problems) -> dict[str, NodeFacts]:
             kernel_log=_kernel_lines(facts.get("kernel_log"), f"{where}.kernel_log", problems),
             kernel_log_source=source,
             agent_systemd=facts.get("agent_systemd", True) is not False,
+            agent_kernel_log=str(facts.get("agent_kernel_log", "journalctl")),
+            agent_driver=str(facts.get("agent_driver", "runtime")),
             agent=agent,
             actuator=actuator,
         )

@@ -24,7 +24,9 @@ from types import TracebackType
 
 import asyncssh
 
+from bot.probes.agent_reads import AGENT_READ_COMMANDS
 from bot.probes.ssh import COMBINED_READ, FIRST_READS, KUBELET_ACTIVE, READ_COMMANDS, frame_reads
+from bot.sim.agent_reads import agent_read
 from bot.sim.keys import FleetKeys, generate_keys, write_client_files
 from bot.sim.nvidia_smi import render
 from bot.sim.scenario import DevFile, KernelLine, NodeFacts, Scenario
@@ -338,7 +340,7 @@ class SshFleet:
         that would change the node fails (the agent's mounts are read-only and it has no systemd).
         The node's latency applies as over SSH: it stands for the command's own run time on the
         node (nvidia-smi takes as long in the agent's container) as well as the network."""
-        if command not in READ_COMMANDS or node not in self._nodes:
+        if (command not in READ_COMMANDS and command not in AGENT_READ_COMMANDS) or node not in self._nodes:
             return "", f"sh: {command.split(' ', 1)[0]}: not permitted in the read-only agent\n", 126
         latency_ms = self._nodes[node].latency_ms
         if latency_ms > 0:
@@ -355,6 +357,9 @@ class SshFleet:
         says so (``agent_systemd: false``), the systemctl of a container with no systemd as PID 1."""
         if command == KUBELET_ACTIVE and not facts.agent_systemd:
             return _Answer("", NO_SYSTEMD, 1)
+        own = agent_read(facts, node, command, kernel_lines)
+        if own is not None:
+            return _Answer(*own)
         return self._answer(facts, node, command)
 
     def _combined(self, node: str, via: str) -> _Answer:

@@ -54,7 +54,7 @@ class RecentKeys:
 
 
 class SharedKeys(Protocol):
-    """Keys seen by any process (``bot.remediation.sqlite_requests.SqliteSeenRequests``); may block."""
+    """Keys seen by any process (``bot.state.contracts.SeenRequests``); may block."""
 
     def first(self, key: str) -> bool: ...
 

@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -77,6 +77,13 @@ class SlackRemediation:
         """Restore the runs nobody renews any more (a restart, a lost replica) and note each in its
         thread; a live replica's runs are left alone."""
         interrupted = await self.remediation.recover()
+        await self._say_interrupted(interrupted)
+        return interrupted
+
+    async def _say_interrupted(self, interrupted: Sequence[PendingAction]) -> None:
+        """Each restored run's status line says it was interrupted and how its target was left,
+        where it was approved: whether its record came from this state or only from its node's
+        Lease (another process's run, whose blocks and place the Lease carries)."""
         for record in interrupted:
             if not record.channel:
                 continue
@@ -90,7 +97,6 @@ class SlackRemediation:
                 )
             else:
                 await self.messages.post(record.channel, interrupted_text(record), thread_ts=thread)
-        return interrupted
 
     async def sweep(self) -> None:
         """The periodic housekeeping of ``serve``: expire unclicked offers, recover abandoned runs."""
@@ -188,9 +194,12 @@ class SlackRemediation:
             )
             shown = self.messages.remembered(where.channel, where.ts)
             if shown:
-                await self.remediation.keep_blocks(record.id, shown)
+                here = replace(record, channel=where.channel, message_ts=where.ts, thread_ts=where.thread)
+                await self.remediation.keep_blocks(here, shown)
 
         outcome = await self.remediation.click(click.offer_id, click.user_id, groups, on_running=announce)
+        # a dead run whose lock ran out just now: this click restored its node before taking it
+        await self._say_interrupted(outcome.recovered)
         record = outcome.action
         if from_request and record is not None:
             where = _Where(record.channel, record.message_ts or "", record.thread_ts, None)

@@ -31,9 +31,9 @@ from bot.errors import ScenarioError
 from bot.probes.kube_client import new_api_client
 from bot.probes.node_agent import NSENTER
 from bot.probes.ssh import READ_COMMANDS
-from bot.remediation.store import PendingAction
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
+from bot.state.records import PendingAction
 from tests.actions.conftest import (
     APPROVER,
     REQUESTER,

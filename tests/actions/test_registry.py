@@ -141,7 +141,7 @@ def _client_write_calls(path: Path) -> list[tuple[str, int]]:
 
 #: gpubot's own state on the API (``state: kubernetes``): they write only gpubot.dev objects and
 #: Leases in its namespace, never what it diagnoses (checked below)
-STATE = (BOT / "coordination", BOT / "leader.py", BOT / "proactive" / "kube_store.py", BOT / "remediation")
+STATE = (BOT / "state",)
 STATE_WRITES = {
     f"{verb}_namespaced_{kind}{suffix}"
     for verb in ("create", "replace", "delete")
@@ -151,8 +151,6 @@ STATE_WRITES = {
 
 
 def _state_module(path: Path) -> bool:
-    if path.is_relative_to(BOT / "remediation"):
-        return path.name.startswith("kube_")
     return any(path == s or path.is_relative_to(s) for s in STATE)
 
 

@@ -139,7 +139,11 @@ def test_the_agent_mounts_what_the_reads_name_read_only_at_the_same_paths() -> N
     spec = daemonset["spec"]["template"]["spec"]
     env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
     assert spec["runtimeClassName"] == "nvidia", "nvidia-smi comes from the NVIDIA runtime"
-    assert env == {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "utility"}
+    # the kernel-log sources the agent's own read takes, all under the read-only /var/log mount
+    assert env == {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "utility",
+                   "GPUBOT_KERNEL_LOG_SOURCES": "journal=/var/log/journal,file=/var/log/kern.log,"
+                                                "file=/var/log/messages,file=/var/log/syslog"}
+    assert "/var/log" in mounts
     without_dev = _host_mounts(one(render({"nodeAgent": {"hostDev": False}}), "DaemonSet", AGENT))
     assert set(without_dev) == set(mounts) - {"/dev"}
     assert (

@@ -14,6 +14,9 @@ import posixpath
 import re
 from pathlib import Path
 
+from bot.agent.driver import roots_from_env
+from bot.agent.kernel_log import parse_sources
+from bot.probes.agent_reads import AGENT_READ_COMMANDS
 from bot.probes.node_reads import BY_COMMAND, NODE_READS
 from bot.probes.ssh import COMBINED_READ, FIRST_READS, READ_COMMANDS, split_reads
 from tests.deploy.render import Obj, one, render
@@ -23,15 +26,17 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "node-reads.md"
 _PATH = re.compile(r"(?<![\w=])(/[\w.\-/]+\*?)")
 
 
-def _mounts(daemonset: Obj) -> dict[str, bool]:
-    """mount path -> read-only, for every hostPath the agent container mounts at its host path."""
+def _mounts(daemonset: Obj, *, same_path: bool = True) -> dict[str, bool]:
+    """mount path -> read-only, for every hostPath the agent container mounts (at its host path
+    unless ``same_path`` is False)."""
     spec = daemonset["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     (container,) = spec["containers"]
     return {
         m["mountPath"]: bool(m.get("readOnly"))
         for m in container["volumeMounts"]
-        if "hostPath" in volumes[m["name"]] and volumes[m["name"]]["hostPath"]["path"] == m["mountPath"]
+        if "hostPath" in volumes[m["name"]]
+        and (not same_path or volumes[m["name"]]["hostPath"]["path"] == m["mountPath"])
     }
 
 
@@ -41,7 +46,7 @@ def _under(path: str, mounts: dict[str, bool]) -> bool:
 
 
 def test_the_table_covers_every_read_command() -> None:
-    assert set(BY_COMMAND) == READ_COMMANDS - {COMBINED_READ}
+    assert set(BY_COMMAND) == (READ_COMMANDS | AGENT_READ_COMMANDS) - {COMBINED_READ}
     assert len(BY_COMMAND) == len(NODE_READS)
     assert split_reads("") is None and set(FIRST_READS) <= set(BY_COMMAND)
 
@@ -69,6 +74,9 @@ def test_every_agent_read_touches_only_what_the_chart_mounts() -> None:
         elif read.agent == "runtime":
             assert spec.get("runtimeClassName") and "utility" in env["NVIDIA_DRIVER_CAPABILITIES"], read.command
             assert not read.paths, f"{read.command!r}: the runtime brings the binary, not a host path"
+        elif read.agent == "agent-only":
+            assert read.command.startswith("python -m bot.agent "), read.command
+            assert not read.capabilities, read.command
         elif read.agent == "own":
             assert all(posixpath.commonpath([p, "/proc"]) == "/proc" for p in read.paths), read.command
         else:
@@ -85,3 +93,43 @@ def test_the_docs_name_every_read() -> None:
         assert f"`{read.command}`" in text, f"docs/node-reads.md does not name {read.command!r}"
     for distribution in ("Ubuntu", "Amazon Linux 2023", "Bottlerocket", "Container-Optimized OS", "RHCOS"):
         assert distribution in text
+
+
+#: a GKE-like agent with a second driver root (the GPU Operator's), as deploy/README.md shows
+_OPERATOR_ROOT = {"path": "/run/nvidia/driver", "bin": "usr/bin", "lib": "usr/lib64"}
+_DRIVERS = {"nodeAgent": {"runtimeClassName": "", "hostDriver": {
+    "path": "/home/kubernetes/bin/nvidia", "roots": [_OPERATOR_ROOT]}}}
+
+
+def test_the_agents_own_reads_read_only_what_the_chart_mounts_for_them() -> None:
+    """The environment the chart gives the agent, read by the agent's own parsers, names only
+    read-only host mounts: every kernel-log source sits under the log mount, every driver root is
+    a mount of the host directory it claims."""
+    daemonset = one(render(_DRIVERS), "DaemonSet", "gpubot-node")
+    spec = daemonset["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    env = {e["name"]: e.get("value", "") for e in container["env"]}
+    mounts = _mounts(daemonset, same_path=False)
+    assert all(mounts.values()), mounts
+    sources = parse_sources(env["GPUBOT_KERNEL_LOG_SOURCES"])
+    assert sources == [("journal", "/var/log/journal"), ("file", "/var/log/kern.log"), ("file", "/var/log/messages"),
+                       ("file", "/var/log/syslog")]
+    assert all(_under(path, _mounts(daemonset)) for _, path in sources)
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    by_mount = {m["mountPath"]: volumes[m["name"]]["hostPath"]["path"] for m in container["volumeMounts"]
+                if "hostPath" in volumes[m["name"]]}
+    roots = roots_from_env(env["GPUBOT_DRIVER_ROOTS"])
+    assert [(r.host, r.bin, r.lib) for r in roots] == [("/home/kubernetes/bin/nvidia", "bin", "lib64"),
+                                                       ("/run/nvidia/driver", "usr/bin", "usr/lib64")]
+    for root in roots:
+        assert by_mount[root.mount] == root.host and mounts[root.mount]
+    read = BY_COMMAND["python -m bot.agent nvidia-smi gpu"]
+    assert all(_under(p, {r.mount: True for r in roots}) or p == "/host-driver" for p in read.paths)
+
+
+def test_without_a_log_mount_the_agent_gets_no_kernel_log_sources() -> None:
+    daemonset = one(render({"nodeAgent": {"kernelLog": {"hostPath": "", "sources": ["journal"]}}}),
+                    "DaemonSet", "gpubot-node")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    assert "GPUBOT_KERNEL_LOG_SOURCES" not in {e["name"] for e in container["env"]}
+    assert "/var/log" not in _mounts(daemonset)

@@ -319,7 +319,7 @@ def test_impersonation_is_granted_for_exactly_the_mapped_users_and_groups() -> N
     assert one(objs, "ConfigMap", "gpubot-config")["data"]["config.yaml"].count("alice@example.com") == 1
 
 
-NODE_LOCKS = BOT / "remediation" / "kube_node_lock.py"
+NODE_LOCKS = BOT / "state" / "kube_locks.py"
 
 
 def test_node_actions_lock_their_node_in_the_release_namespace_whatever_the_state() -> None:

@@ -175,7 +175,7 @@ def test_invalid_override_fails_with_its_file_and_line(
     with pytest.raises(RunbookError) as caught:
         load_with_overrides(overrides)
     assert caught.value.problems == problems
-    assert main(["runbooks", "validate", str(overrides)]) == 1
+    assert main(["runbooks", "validate", str(overrides)]) == 2  # a configuration to fix
     assert f"{broken}:{line}: " in capsys.readouterr().out
 
 

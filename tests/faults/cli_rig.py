@@ -12,10 +12,11 @@ wires, waits and reads; it asserts nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,14 +25,15 @@ from typing import Any
 import yaml
 from kubernetes import config as kube_config
 
-from bot.coordination.kube_state import KubeState, parse_k8s_time
-from bot.remediation.audit import AuditEntry, AuditLog
-from bot.remediation.kube_audit import KubeAuditLog
-from bot.remediation.kube_node_lock import action_lease_name
-from bot.remediation.kube_store import KubePendingStore
-from bot.remediation.sqlite_store import open_state
-from bot.remediation.store import PendingAction, PendingStore
 from bot.sim.cluster import SimCluster
+from bot.state.contracts import AuditLog, PendingStore
+from bot.state.kube import KubeState
+from bot.state.kube_actions import KubePendingStore
+from bot.state.kube_audit import KubeAuditLog
+from bot.state.kube_locks import NodeActionLeases, action_lease_name
+from bot.state.opening import open_sqlite
+from bot.state.records import AuditEntry, PendingAction
+from bot.state.timestamps import parse_ts
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "gpubot"
@@ -88,10 +90,11 @@ class CliRun:
         )
         return env
 
-    async def start(self, *argv: str) -> asyncio.subprocess.Process:
+    async def start(self, *argv: str, stdin: int = asyncio.subprocess.DEVNULL) -> asyncio.subprocess.Process:
+        """The CLI as a subprocess; ``stdin=PIPE`` to type a confirmation into it."""
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.cli", *argv, env=self.env(), cwd=ROOT,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
 
     async def run(self, *argv: str, timeout: float = 90.0) -> tuple[int, str]:
@@ -104,7 +107,7 @@ class CliRun:
         if self.state == "kubernetes":
             kube = KubeState(kube_config.new_client_from_config(config_file=str(self.sim.kubeconfig_path)), NAMESPACE)
             return KubePendingStore(kube), KubeAuditLog(kube)
-        return open_state(self.state_path)
+        return open_sqlite(self.state_path).actions()
 
 
 async def until(predicate: Callable[[], Any], *, timeout: float = 60.0, every: float = 0.02) -> Any:
@@ -176,13 +179,52 @@ async def kill_all(run: CliRun, audit: AuditLog, kills: list[Kill], *, known: se
         kill.out = (await asyncio.wait_for(kill.proc.communicate(), 60))[0].decode()
 
 
+async def read_until(proc: asyncio.subprocess.Process, text: str, *, timeout: float = 60.0) -> str:
+    """What ``proc`` printed up to and including ``text`` (a prompt has no newline); bounded."""
+    assert proc.stdout is not None
+    seen = b""
+    async with asyncio.timeout(timeout):
+        while text.encode() not in seen:
+            chunk = await proc.stdout.read(4096)
+            if not chunk:
+                raise AssertionError(f"the CLI ended before printing {text!r}: {seen.decode()}")
+            seen += chunk
+    return seen.decode()
+
+
+@contextlib.asynccontextmanager
+async def held_for_its_holder(sim: SimCluster, node: str) -> AsyncIterator[None]:
+    """Renew ``node``'s action Lease in its current holder's name while the block runs, as that
+    holder would if it still lived: a dead run's lock stays live exactly as long as a test needs."""
+    lease = sim.api.store.find("Lease", action_lease_name(node), NAMESPACE)
+    holder = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+    assert holder, f"nobody holds the action Lease of {node}"
+    kube = KubeState(kube_config.new_client_from_config(config_file=str(sim.kubeconfig_path)), NAMESPACE)
+    leases = NodeActionLeases(kube, LEASE_S)
+    stop = asyncio.Event()
+
+    async def renew() -> None:
+        while not stop.is_set():
+            await asyncio.to_thread(leases.renew, node, holder)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), LEASE_S / 6)
+
+    await asyncio.to_thread(leases.renew, node, holder)
+    task = asyncio.create_task(renew())
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
 def lease_left_s(sim: SimCluster, node: str) -> float:
     """Seconds the node's action Lease is still held for (0: free or run out), by the simulator's clock."""
     lease = sim.api.store.find("Lease", action_lease_name(node), NAMESPACE)
     spec = (lease or {}).get("spec") or {}
     if not spec.get("holderIdentity") or not spec.get("renewTime"):
         return 0.0
-    ends = parse_k8s_time(spec["renewTime"]) + timedelta(seconds=float(spec.get("leaseDurationSeconds") or 0))
+    ends = parse_ts(spec["renewTime"]) + timedelta(seconds=float(spec.get("leaseDurationSeconds") or 0))
     return max(0.0, (ends - datetime.now(UTC)).total_seconds())
 
 

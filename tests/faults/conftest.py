@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from bot.remediation import RemediationService
-from bot.remediation.audit import AuditEntry
 from bot.sim.cluster import SimCluster
+from bot.state.records import AuditEntry
 from tests.actions.conftest import NODE_ACCESS, REQUESTER, ZOMBIE_NODE, remediation_rig
 from tests.actions.slack_rig import mock_slack_server
 from tests.slack.mock_slack_api import MockSlackApi

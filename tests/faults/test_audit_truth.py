@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.remediation.sqlite_store import SqlitePendingStore
-from bot.remediation.store import ClaimResult
+from bot.state.records import ClaimResult
+from bot.state.sqlite_actions import SqlitePendingStore
 from tests.actions.conftest import cluster_writes, scenario, step
 from tests.faults.conftest import NODE, Rig, assert_truthful, checkpoint_kept, end_state, offer
 

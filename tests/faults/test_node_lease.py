@@ -26,7 +26,19 @@ from bot.oneshot import shared_remediation_state
 from bot.remediation import RemediationService
 from bot.sim.cluster import SimCluster
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario
-from tests.faults.cli_rig import NAMESPACE, CliRun, Kill, kill_all, lease_left_s, lease_run_out, running, trail, until
+from tests.faults.cli_rig import (
+    NAMESPACE,
+    CliRun,
+    Kill,
+    held_for_its_holder,
+    kill_all,
+    lease_left_s,
+    lease_run_out,
+    read_until,
+    running,
+    trail,
+    until,
+)
 from tests.faults.conftest import checkpoint_kept, end_state
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -39,6 +51,17 @@ async def sim(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimClus
     workdir = tmp_path_factory.mktemp("node-lease")
     async with SimCluster.from_file(scenario("zombie-checkpoint"), workdir=workdir / "sim", remediation=True) as sim:
         yield sim
+
+
+async def killed_beside_another_state(sim: SimCluster, tmp_path: Path) -> tuple[CliRun, CliRun, Kill]:
+    """A terminal on its own state file killed at the checkpoint's move, and a terminal on the
+    API state (the other transport) that has never seen that run."""
+    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
+    other = CliRun(sim, tmp_path, "agent", "kubernetes", "other").write()
+    _store, dead_audit = await asyncio.to_thread(dead.shared)
+    kill = Kill("checkpoint.clear", NODE, ": mv ")
+    await kill_all(dead, dead_audit, [kill])
+    return dead, other, kill
 
 
 @pytest.fixture
@@ -119,12 +142,9 @@ async def test_a_cli_beside_a_bot_is_refused_while_the_bot_acts(
 async def test_a_dead_terminal_is_restored_by_a_terminal_with_another_state_and_its_own_state_learns_it(
     sim: SimCluster, original: str, tmp_path: Path
 ) -> None:
-    dead = CliRun(sim, tmp_path, "ssh", "sqlite", "dead").write()
-    other = CliRun(sim, tmp_path, "agent", "kubernetes", "other").write()
-    dead_store, dead_audit = await asyncio.to_thread(dead.shared)
+    dead, other, kill = await killed_beside_another_state(sim, tmp_path)
+    dead_store, _dead_audit = await asyncio.to_thread(dead.shared)
     other_store, other_audit = await asyncio.to_thread(other.shared)
-    kill = Kill("checkpoint.clear", NODE, ": mv ")
-    await kill_all(dead, dead_audit, [kill])
     # held until it runs out: refused by name, and told for how long (unless it ran out already)
     code, out = await other.run("act", "kubelet.restart", "--node", NODE, "--yes")
     if code != 0:
@@ -153,6 +173,31 @@ async def test_a_dead_terminal_is_restored_by_a_terminal_with_another_state_and_
     assert "another gpubot process took its node over" in (record.result_summary or "")
     assert not await asyncio.to_thread(running, dead_store)
     assert not await asyncio.to_thread(running, other_store)
+
+
+async def test_a_lock_that_runs_out_while_the_terminal_asks_is_restored_and_said_before_the_run(
+    sim: SimCluster, original: str, tmp_path: Path
+) -> None:
+    """The race the full suite hit: the dead run's lock was still live when ``gpubot act`` looked
+    for abandoned runs, and ran out before the run took the node. The run restored the node when
+    it took it, silently: no "recovered:" line, and the plan shown had been read off the broken node."""
+    dead, other, kill = await killed_beside_another_state(sim, tmp_path)
+    _other_store, other_audit = await asyncio.to_thread(other.shared)
+    async with held_for_its_holder(sim, NODE):  # live while the terminal looks and plans
+        proc = await other.start("act", "kubelet.restart", "--node", NODE, stdin=asyncio.subprocess.PIPE)
+        shown = await read_until(proc, "Type the target name")
+    assert "recovered:" not in shown and f"leave node {NODE} cordoned (it already is)" in shown, shown
+    await lease_run_out(sim, [NODE])
+    assert proc.stdin is not None
+    proc.stdin.write(f"{NODE}\n".encode())
+    out = shown + (await asyncio.wait_for(proc.communicate(), 90))[0].decode()
+    assert proc.returncode == 0 and "succeeded" in out, out
+    assert f"recovered: checkpoint.clear on node/{NODE}" in out, out
+    assert out.index("recovered:") < out.index("step 1:"), out
+    assert end_state(sim) == ("active", False)
+    assert checkpoint_kept(sim, original)
+    restored = await trail(other_audit, kill.action_id)
+    assert restored and restored[-1].event == "interrupted", restored
 
 
 async def test_the_next_act_on_the_same_state_restores_a_killed_run_instead_of_refusing_forever(

@@ -15,9 +15,10 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from bot.observability import Metrics
-from bot.remediation.sqlite_store import SqliteSeenRequests
 from bot.slack.app import create_app
 from bot.slack.transport import SlackServer
+from bot.state.sqlite import SqliteDatabase
+from bot.state.sqlite_requests import SqliteSeenRequests
 from tests.slack.helpers import FakeService, form, post, running_app, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 
@@ -38,7 +39,8 @@ async def test_a_retry_answered_by_the_other_replica_runs_nothing_twice(
     slack_api: MockSlackApi, tmp_path: Path
 ) -> None:
     settings = settings_for(slack_api, state_path=str(tmp_path / "state.db"))
-    seen_a, seen_b = SqliteSeenRequests(settings.state_path), SqliteSeenRequests(settings.state_path)
+    seen_a = SqliteSeenRequests(SqliteDatabase(settings.state_path))
+    seen_b = SqliteSeenRequests(SqliteDatabase(settings.state_path))
     try:
         async with AsyncExitStack() as stack:
             url_a, service_a = await _replica(stack, settings, seen_a)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.proactive import ProblemStore
 from bot.sim.cluster import SimCluster
+from bot.state.opening import open_sqlite
 from tests.actions.slack_rig import button_text, buttons
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, started, stopped, watch_settings
 from tests.slack.helpers import click_payload, form, interaction_form, post, sign, slash_payload
@@ -72,7 +72,7 @@ async def test_a_leak_is_posted_once_and_resolved_by_the_confirmed_fix(
         finally:
             await stopped(bot)
     assert len(posts(mock_slack)) == 2
-    store = ProblemStore(settings.state_path)
+    store = open_sqlite(settings.state_path).problems
     for fp in first.posted:
         (row,) = store.history(fp)
         assert row.resolved_at is not None

@@ -13,10 +13,10 @@ import asyncio
 import json
 from pathlib import Path
 
-from bot.proactive import ProblemStore
 from bot.server import serve
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
+from bot.state.opening import open_sqlite
 from tests.proactive.rig import CHANNEL, SCENARIOS, now_text, posts, put, started, stopped, watch_settings
 from tests.slack.helpers import form, post, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
@@ -65,7 +65,7 @@ async def test_a_pending_gpu_workload_is_posted_once_after_pending_after_and_res
             await stopped(bot)
 
     assert len(posts(mock_slack)) == 1, "resolving edits the post"
-    (row,) = ProblemStore(settings.state_path).history(due.posted[0])
+    (row,) = open_sqlite(settings.state_path).problems.history(due.posted[0])
     assert row.resolved_at is not None and row.problem.subject == "workload/research/StatefulSet/bert-train"
     assert mock_slack.message(CHANNEL, row.message_ts)["text"].startswith("resolved after under a minute: ")
 
@@ -82,5 +82,5 @@ async def test_serve_runs_the_pending_check_on_its_own_interval(mock_slack: Mock
         stop.set()
         await asyncio.wait_for(task, 30)
     assert len(posts(mock_slack)) == 1
-    (row,) = ProblemStore(settings.state_path).open_problems("sim", CHANNEL).values()
+    (row,) = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL).values()
     assert row.problem.code == "SCHED_UNTOLERATED_TAINT"

@@ -25,12 +25,13 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands import Invocation
-from bot.proactive import ProblemStore, Watcher
-from bot.proactive.kube_store import KubeProblemStore
+from bot.proactive import Watcher
 from bot.report import Finding, NodeRow, Remediation, Report
 from bot.settings import WatchConfig
 from bot.sim.cluster import SimCluster
 from bot.slack.watch_notifier import SlackWatchNotifier
+from bot.state.kube_watch import KubeProblemStore
+from bot.state.opening import open_sqlite
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, started, stopped, watch_settings
 from tests.replicas.conftest import StateSim, sim_loop, start_state_sim  # noqa: F401 - fixtures
 from tests.slack.mock_slack_api import MockSlackApi
@@ -61,7 +62,7 @@ async def test_a_stop_between_post_and_record_does_not_post_again_after_a_restar
         finally:
             await stopped(first)
         (interrupted,) = posts(mock_slack)
-        rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL)
+        rows = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL)
         assert [r.posting for r in rows.values()] == [True]  # recorded before the post
 
         second = await started(settings)
@@ -72,7 +73,7 @@ async def test_a_stop_between_post_and_record_does_not_post_again_after_a_restar
             await stopped(second)
     assert len(posts(mock_slack)) == 2, [c.body["text"] for c in posts(mock_slack)]
     assert len(mock_slack.of("conversations.history")) == 1
-    rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL)
+    rows = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL)
     shown = {ts for (channel, ts) in mock_slack.messages if channel == CHANNEL}
     assert len(rows) == 2 and {r.message_ts for r in rows.values()} == shown
     fp = interrupted.body["metadata"]["event_payload"]["fingerprint"]
@@ -100,7 +101,7 @@ class Fixed:
 @pytest.fixture(params=["sqlite", "kubernetes"])
 def store(request: pytest.FixtureRequest, tmp_path: Path, start_state_sim: Callable[..., StateSim]) -> Any:  # noqa: F811
     if request.param == "sqlite":
-        return ProblemStore(tmp_path / "state.db")
+        return open_sqlite(tmp_path / "state.db").problems
     return KubeProblemStore(start_state_sim().state())
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.proactive import ProblemStore, SweepResult, Watcher
+from bot.proactive import SweepResult, Watcher
 from bot.sim.cluster import SimCluster
+from bot.state.opening import open_sqlite
 from bot.wiring import Bot
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, put, started, stopped, watch_settings
 from tests.slack.mock_slack_api import MockSlackApi
@@ -54,7 +55,7 @@ def _record_diagnoses(watcher: Watcher) -> list[list[str]]:
 def _codes(settings_path: str) -> dict[str, str]:
     return {
         row.problem.subject: row.problem.code
-        for row in ProblemStore(settings_path).open_problems("sim", CHANNEL).values()
+        for row in open_sqlite(settings_path).problems.open_problems("sim", CHANNEL).values()
     }
 
 
@@ -101,7 +102,7 @@ async def test_a_burst_of_changes_on_two_nodes_is_one_diagnosis(mock_slack: Mock
             asked = _record_diagnoses(watcher)
             await _next_diagnosis(watcher)
             assert asked == [["gpu-a", "gpu-b"]]
-            codes = ProblemStore(settings.state_path).open_problems("sim", CHANNEL).values()
+            codes = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL).values()
             assert {(r.problem.subject, r.problem.code) for r in codes} >= {
                 ("node/gpu-a", "NODE_NOT_READY"),
                 ("node/gpu-b", "NODE_NOT_READY"),

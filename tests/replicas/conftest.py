@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from bot.coordination.kube_state import KubeState
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import Scenario, load_scenario
 from bot.sim.threaded import LoopThread
+from bot.state.kube import KubeState
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 NAMESPACE = "gpubot"

@@ -27,14 +27,14 @@ import aiohttp
 import yaml
 from kubernetes import client, config
 
-from bot.coordination.kube_state import KubeState
-from bot.remediation.audit import AuditEntry
 from bot.remediation.flow import ConfirmFlow
-from bot.remediation.kube_audit import KubeAuditLog
-from bot.remediation.kube_store import KubePendingStore
 from bot.remediation.policy import ApproverPolicy
 from bot.sim.cluster import SimCluster
 from bot.sim.store import resource_for
+from bot.state.kube import KubeState
+from bot.state.kube_actions import KubePendingStore
+from bot.state.kube_audit import KubeAuditLog
+from bot.state.records import AuditEntry
 from tests.actions.conftest import APPROVER, REQUESTER, scenario
 from tests.replicas.conftest import NAMESPACE, namespace_object
 from tests.slack.helpers import BOT_TOKEN, SIGNING_SECRET, click_payload, interaction_form, sign

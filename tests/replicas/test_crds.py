@@ -16,8 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from bot.coordination.kube_state import GROUP, VERSION
 from bot.sim.store import RESOURCE_TYPES
+from bot.state.kube import GROUP, VERSION
 from tests.deploy.rbac import grants
 from tests.deploy.render import find, one, render
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from kubernetes import client, config
 
-from bot.leader import Leadership, LeaseLock
+from bot.state.leadership import Leadership, LeaseLock
 from tests.replicas.conftest import NAMESPACE, T0, ManualClock, StateSim
 
 

@@ -16,9 +16,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.proactive.kube_store import KubeProblemStore
 from bot.remediation.flow import ConfirmFlow
 from bot.remediation.policy import ApproverPolicy
+from bot.state.kube_watch import KubeProblemStore
 from tests.actions.conftest import APPROVER, ZOMBIE_NODE
 from tests.faults.conftest import checkpoint_kept, end_state
 from tests.replicas.rig import Replica, ReplicaRig, replica_rig

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from bot.coordination.kube_state import API_VERSION, GROUP, VERSION
+from bot.state.kube import API_VERSION, GROUP, VERSION
 from tests.replicas.conftest import NAMESPACE, T0, ManualClock, StateSim
 
 

@@ -43,11 +43,40 @@ def test_runbooks_validate_clean_and_broken(capsys: pytest.CaptureFixture[str], 
         (broken / f.name).write_text(f.read_text())
     text = (broken / "why-pending.yaml").read_text().replace("  - leak.triage\n", "  - leak.traige\n", 1)
     (broken / "why-pending.yaml").write_text(text)
-    assert main(["runbooks", "validate", str(broken)]) == 1
+    assert main(["runbooks", "validate", str(broken)]) == ExitCode.CONFIG
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "leak.traige" in x)
     file_part, line_no, _ = line.split(":", 2)
     assert file_part.endswith("why-pending.yaml") and int(line_no) > 1
+
+
+def test_a_bad_runbook_override_is_a_configuration_error_for_every_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 29: a runbook that does not validate is configuration to fix (exit 2, one line
+    naming file:line), not "a bug in gpubot" (exit 1), whichever command loads it."""
+    overrides = tmp_path / "overrides"
+    overrides.mkdir()
+    bad = overrides / "why-pending.yaml"
+    bad.write_text("kind: diagnosis\nname: why-pending\nnot_a_runbook_key: 1\n", encoding="utf-8")
+    assert main(["runbooks", "validate", str(overrides)]) == ExitCode.CONFIG
+    assert f"{bad}:" in capsys.readouterr().out
+
+    monkeypatch.setenv("GPUBOT_RUNBOOK_DIR", str(overrides))
+    scenario = str(ROOT / "scenarios" / "zombie-checkpoint.yaml")
+    for argv in (["why-pending", "p", "--scenario", scenario], ["runbook"], ["help"]):
+        assert main(argv) == ExitCode.CONFIG, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"gpubot: {bad}:"), (argv, err)
+        assert "internal error" not in err and "Traceback" not in err
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBOT_")}
+    env.update({
+        "GPUBOT_RUNBOOK_DIR": str(overrides), "GPUBOT_SLACK_MODE": "http", "GPUBOT_SLACK_BOT_TOKEN": "xoxb-1",
+        "GPUBOT_SLACK_SIGNING_SECRET": "s", "GPUBOT_HTTP_PORT": "0", "PYTHONPATH": str(ROOT),
+    })
+    proc = subprocess.run([*GPUBOT, "serve"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert proc.returncode == ExitCode.CONFIG and proc.stderr.startswith(f"gpubot: {bad}:"), proc.stderr
 
 
 def test_help_and_no_command(capsys: pytest.CaptureFixture[str]) -> None:

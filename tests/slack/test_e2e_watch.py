@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.proactive import ProblemStore
 from bot.server import serve
 from bot.settings import Settings, WatchConfig
 from bot.sim.cluster import SimCluster
 from bot.slack.transport import SlackServer
+from bot.state.opening import open_sqlite
 from bot.wiring import Bot, build_bot
 from tests.slack.helpers import (
     action_payload,
@@ -109,7 +109,7 @@ async def test_a_leak_is_posted_once_kept_quiet_and_resolved_in_place(mock_slack
             await _stopped(bot)
 
     assert len(_posts(mock_slack)) == 2, "resolving edits the posts, it posts no new message"
-    store = ProblemStore(settings.state_path)
+    store = open_sqlite(settings.state_path).problems
     for fp in first.posted:
         (row,) = store.history(fp)  # one row: the restart did not open the problem again
         assert row.resolved_at is not None and row.problem.subject == "node/gpu-a"
@@ -135,7 +135,7 @@ async def test_serve_sweeps_an_enabled_watch_on_its_interval_and_stops(
         stop.set()
         await asyncio.wait_for(task, 30)
     assert len(_posts(mock_slack)) == 2
-    assert len(ProblemStore(settings.state_path).open_problems("sim", CHANNEL)) == 2
+    assert len(open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL)) == 2
     assert not [t for t in asyncio.all_tasks() if "sweep_periodically" in repr(t.get_coro())]
 
 
@@ -146,9 +146,10 @@ async def test_a_watch_that_is_not_enabled_builds_no_watcher(mock_slack: MockSla
         bot = build_bot(settings)
         try:
             assert bot.watchers == []
+            # the watch's tables are part of the state file's schema (version 4); nothing is in them
             with sqlite3.connect(settings.state_path) as db:
-                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            assert "watch_problems" not in tables, "no enabled watch, no problem table"
+                rows = db.execute("SELECT COUNT(*) FROM watch_problems").fetchone()[0]
+            assert rows == 0, "no enabled watch, no problem recorded"
         finally:
             await bot.close()
 
@@ -161,7 +162,7 @@ async def _click(mock: MockSlackApi, bot: Bot, value: str) -> None:
 
 def _fingerprints(settings: Settings) -> dict[str, str]:
     """code -> fingerprint of the open problems."""
-    rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL).values()
+    rows = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL).values()
     return {row.problem.code: row.problem.fingerprint for row in rows}
 
 
@@ -184,7 +185,7 @@ async def test_snoozes_outlive_a_restart_and_until_resolved_ends_with_the_proble
 
             await mock_slack.wait_for(lambda: len(snoozed()) == 2)
             by_thread = {r.body["thread_ts"]: r.body["text"] for r in snoozed()}
-            rows = ProblemStore(settings.state_path).open_problems("sim", CHANNEL)
+            rows = open_sqlite(settings.state_path).problems.open_problems("sim", CHANNEL)
             leak_ts = rows[fps["LEAK_LOGICAL_NOT_PHYSICAL"]].message_ts
             zombie_ts = rows[fps["CHECKPOINT_ZOMBIE"]].message_ts
             assert "<@U0CAROL> snoozed this problem until 20" in by_thread[leak_ts]

@@ -323,3 +323,17 @@ async def test_a_cache_keeps_what_it_was_told_to(sim: Harness) -> None:
     before = sim.reader.stats.requests
     listed = await cache.component_pods(ds)
     assert listed and sim.reader.stats.requests == before + 1
+
+
+def test_a_list_head_is_read_before_its_items() -> None:
+    """The relist asks for the next page as soon as this page's continue token is known: the
+    metadata the API server writes before the items, read without decoding them."""
+    from bot.probes.cache import list_head
+
+    page = b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"abc"},"items":[{"x'
+    assert list_head(page) == {"kind": "PodList", "apiVersion": "v1", "items": None,
+                               "metadata": {"resourceVersion": "7", "continue": "abc"}}
+    # items first, no items, or a head that is not JSON: no head (the page is decoded whole first)
+    assert list_head(b'{"items":[],"metadata":{"continue":"abc"}}') is None
+    assert list_head(b'{"kind":"PodList","metadata":{}}') is None
+    assert list_head(b'{"kind":"PodList","metadata":{"continue":"a"b"},"items":[]}') is None

@@ -14,11 +14,13 @@ import pytest
 from bot.errors import ActionError, StateStoreError
 from bot.remediation.audit import format_audit
 from bot.remediation.flow import ClickOutcome, ConfirmFlow, RunOutcome, StepResult
-from bot.remediation.ids import new_action_id
 from bot.remediation.journal import RunJournal
 from bot.remediation.policy import ApproverPolicy
-from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, open_state
-from bot.remediation.store import PendingAction
+from bot.state.ids import new_action_id
+from bot.state.opening import open_sqlite
+from bot.state.records import PendingAction
+from bot.state.sqlite_actions import SqlitePendingStore
+from bot.state.sqlite_audit import SqliteAuditLog
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 APPROVERS = {"*": ("U0SRE", "U0OTHER", "S0ONCALL"), "namespace.label": ()}
@@ -81,7 +83,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def parts(db_path: Path, clock: Clock) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
-    store, audit = open_state(db_path, clock=clock)
+    store, audit = open_sqlite(db_path, clock=clock).actions()
     yield store, audit
     store.db.close()
 
@@ -215,7 +217,7 @@ async def test_simultaneous_clicks_run_once(flow: ConfirmFlow) -> None:
 
 
 async def test_two_replicas_on_the_same_file_run_once(db_path: Path, clock: Clock) -> None:
-    replicas = [open_state(db_path), open_state(db_path)]
+    replicas = [open_sqlite(db_path).actions(), open_sqlite(db_path).actions()]
     try:
         flows = [make_flow(store, audit, clock) for store, audit in replicas]
         record = offer(flows[0])
@@ -423,14 +425,14 @@ async def test_cancelled_run_is_marked_failed_not_left_running(flow: ConfirmFlow
 
 
 async def test_restart_keeps_offers_and_interrupts_what_was_running(db_path: Path, clock: Clock) -> None:
-    store, audit = open_state(db_path, clock=clock)
+    store, audit = open_sqlite(db_path, clock=clock).actions()
     before = make_flow(store, audit, clock)
     waiting = offer(before)
     running = offer(before)
     assert store.claim(running.id, approver="U0SRE", owner=before.owner).claimed  # then the pod dies
     store.db.close()
 
-    store2, audit2 = open_state(db_path, clock=clock)
+    store2, audit2 = open_sqlite(db_path, clock=clock).actions()
     try:
         after = make_flow(store2, audit2, clock)
         assert await after.recover() == []  # its owner may still be alive: left alone for the lease

@@ -3,7 +3,7 @@ unwritable disk), restarts, two processes on one file, immutable audit rows, and
 
 The state transitions both backends share (create, claim once, expiry by the store's clock,
 finish, the per-node lock, progress by the owner, races) run over SQLite and the Kubernetes API
-alike in ``tests/replicas/test_state_contract.py``."""
+alike in ``tests/state/test_store_contracts.py``."""
 
 from __future__ import annotations
 
@@ -21,10 +21,14 @@ import pytest
 
 import bot.remediation
 from bot.errors import ConfigError, StateStoreError, UsageError
-from bot.remediation.audit import AuditEntry, format_audit, parse_since
-from bot.remediation.ids import new_action_id
-from bot.remediation.sqlite_store import SqliteAuditLog, SqlitePendingStore, SqliteSeenRequests, open_state
-from bot.remediation.store import PendingAction
+from bot.remediation.audit import format_audit, parse_since
+from bot.state.ids import new_action_id
+from bot.state.opening import open_sqlite
+from bot.state.records import AuditEntry, PendingAction
+from bot.state.sqlite import SqliteDatabase
+from bot.state.sqlite_actions import SqlitePendingStore
+from bot.state.sqlite_audit import SqliteAuditLog
+from bot.state.sqlite_requests import SqliteSeenRequests
 
 T0 = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
@@ -67,7 +71,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def state(db_path: Path, clock: Clock) -> Iterator[tuple[SqlitePendingStore, SqliteAuditLog]]:
-    store, audit = open_state(db_path, clock=clock)
+    store, audit = open_sqlite(db_path, clock=clock).actions()
     yield store, audit
     store.db.close()
 
@@ -116,29 +120,29 @@ def test_file_is_in_wal_mode(store: SqlitePendingStore, db_path: Path) -> None:
 
 def test_in_memory_database_is_refused() -> None:
     with pytest.raises(ConfigError, match="in-memory"):
-        open_state(":memory:")
+        open_sqlite(":memory:")
 
 
 def test_unopenable_path_is_a_config_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(ConfigError, match="cannot open"):
-        open_state(blocker / "sub" / "state.db")
+        open_sqlite(blocker / "sub" / "state.db")
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
-    store, _ = open_state(db_path)
+    store, _ = open_sqlite(db_path).actions()
     store.db.close()
     conn = sqlite3.connect(db_path)
     conn.execute("PRAGMA user_version = 99")
     conn.commit()
     conn.close()
     with pytest.raises(ConfigError, match="newer"):
-        open_state(db_path)
+        open_sqlite(db_path)
 
 
 def test_restart_keeps_pending_and_takes_over_only_what_nobody_renews(db_path: Path, clock: Clock) -> None:
-    store, audit = open_state(db_path, clock=clock)
+    store, audit = open_sqlite(db_path, clock=clock).actions()
     waiting = store.create(make(params={"node": "gpu-1"}))
     cut_off = store.create(make(params={"node": "gpu-2"}))
     live = store.create(make(params={"node": "gpu-3"}))
@@ -147,7 +151,7 @@ def test_restart_keeps_pending_and_takes_over_only_what_nobody_renews(db_path: P
     audit.append("offer", action_id=waiting.id, ts=T0)
     store.db.close()  # the bot dies
 
-    store2, audit2 = open_state(db_path, clock=clock)
+    store2, audit2 = open_sqlite(db_path, clock=clock).actions()
     try:
         assert store2.take_over_stale("new:3:cc", lease_s=30) == []  # both may still be alive
         clock.now = T0 + timedelta(seconds=20)
@@ -206,7 +210,7 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-    store, _ = open_state(db_path)
+    store, _ = open_sqlite(db_path).actions()
     try:
         [old] = store.list(states=["running"])
         assert old.owner is None and old.progress == {}
@@ -216,8 +220,8 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
 
 
 def test_seen_requests_are_shared_by_every_process_on_the_file(db_path: Path, clock: Clock) -> None:
-    one = SqliteSeenRequests(db_path, ttl_s=600, clock=clock)
-    two = SqliteSeenRequests(db_path, ttl_s=600, clock=clock)
+    one = SqliteSeenRequests(SqliteDatabase(db_path), ttl_s=600, clock=clock)
+    two = SqliteSeenRequests(SqliteDatabase(db_path), ttl_s=600, clock=clock)
     try:
         assert one.first("command:trigger_id:1.2.3")
         assert not two.first("command:trigger_id:1.2.3")  # the retry reached the other replica
@@ -253,7 +257,7 @@ def _click_together(store: SqlitePendingStore, action_id: str, clickers: int) ->
 
 
 def _replica(path: str, ids: list[str], name: str, barrier: object, out: object) -> None:
-    store, _ = open_state(path)
+    store, _ = open_sqlite(path).actions()
     barrier.wait(timeout=60)  # type: ignore[attr-defined]
     won = [i for i in ids if store.claim(i, approver=name).claimed]
     out.put((name, won))  # type: ignore[attr-defined]
@@ -261,7 +265,7 @@ def _replica(path: str, ids: list[str], name: str, barrier: object, out: object)
 
 
 def test_two_processes_racing_on_the_same_ids_claim_each_once(db_path: Path) -> None:
-    store, _ = open_state(db_path)
+    store, _ = open_sqlite(db_path).actions()
     # the replicas decide expiry by the file's clock, this host's: offers made now
     now = datetime.now(UTC)
     ids = [store.create(make(now, params={"node": f"gpu-{n}"})).id for n in range(40)]
@@ -281,7 +285,7 @@ def test_two_processes_racing_on_the_same_ids_claim_each_once(db_path: Path) -> 
         assert p.exitcode == 0
     won = results["UREPA"] + results["UREPB"]
     assert sorted(won) == sorted(ids)  # every id claimed exactly once across both replicas
-    store, _ = open_state(db_path)
+    store, _ = open_sqlite(db_path).actions()
     try:
         for action_id in ids:
             record = store.get(action_id)
@@ -327,10 +331,10 @@ def test_audit_append_and_query(audit: SqliteAuditLog) -> None:
 
 
 def test_audit_survives_restart(db_path: Path) -> None:
-    _, audit = open_state(db_path)
+    _, audit = open_sqlite(db_path).actions()
     audit.append("offer", action_id="x1", ts=T0)
     audit.db.close()
-    _, audit2 = open_state(db_path)
+    _, audit2 = open_sqlite(db_path).actions()
     try:
         assert [e.action_id for e in audit2.query()] == ["x1"]
     finally:

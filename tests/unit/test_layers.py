@@ -21,10 +21,7 @@ BOT = Path(__file__).resolve().parents[2] / "bot"
 #: the composition roots: they wire the packages together, so no package may import them
 ROOTS = ("bot.cli", "bot.demo", "bot.oneshot", "bot.server", "bot.wiring")
 #: remediation's decision layer: what may happen and what did, independent of any action or client
-DECISION = (
-    "flow", "journal", "outcomes", "policy", "store", "audit", "sqlite_db", "sqlite_store", "sqlite_audit",
-    "sqlite_requests", "ids",
-)
+DECISION = ("flow", "journal", "outcomes", "policy", "audit")
 
 #: package or module → prefixes it must never import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -52,6 +49,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bot.proactive": ("slack_sdk", "slack_bolt", "bot.slack", "bot.actions", "bot.remediation", "bot.service",
                       "bot.sim", *ROOTS),
     "bot.sim": ("bot.actions", "bot.slack", "bot.engine", "bot.service", "bot.remediation"),
+    # state keeps records for every feature and knows none of them: they all import it, never the reverse
+    "bot.state": ("slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.probes", "bot.actions", "bot.remediation",
+                  "bot.proactive", "bot.service", "bot.clients", "bot.sim", *ROOTS),
     # doctor reads and asks: it never reaches what changes a cluster, nor the Slack app
     "bot.doctor": ("bot.actions", "bot.remediation", "bot.service", "bot.slack.app", "slack_bolt", *ROOTS),
 }

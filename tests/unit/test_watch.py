@@ -14,10 +14,11 @@ import pytest
 
 from bot.commands import Invocation
 from bot.errors import ConfigError
-from bot.proactive import Problem, ProblemStore, Watcher, problems_from_report
+from bot.proactive import Problem, Watcher, problems_from_report
 from bot.report import Finding, NodeRow, Remediation, Report
 from bot.settings import DEFAULT_WATCH_CODES, WatchConfig, load_settings
 from bot.slack.proactive_messages import lasted, render_change, render_open, render_resolved
+from bot.state.opening import open_sqlite
 from tests.slack.test_blocks import assert_within_limits
 
 CLUSTERS = [{"name": "prod"}, {"name": "lab"}]
@@ -150,7 +151,7 @@ async def test_a_sweep_posts_new_edits_changed_and_resolves_only_what_it_could_s
     watcher = Watcher(
         WatchConfig(cluster="prod", channel="C1", enabled=True),
         service,
-        ProblemStore(tmp_path / "state.db"),
+        open_sqlite(tmp_path / "state.db").problems,
         notifier,
         clock=lambda: next(clock),
     )
@@ -177,7 +178,10 @@ async def test_a_report_missing_more_than_node_reads_resolves_nothing(tmp_path: 
     service = Reports(_report(_leak("gpu-1"), _leak("gpu-2")), partial, nodes_only, _report())
     notifier = Recorder()
     watcher = Watcher(
-        WatchConfig(cluster="prod", channel="C1", enabled=True), service, ProblemStore(tmp_path / "s.db"), notifier
+        WatchConfig(cluster="prod", channel="C1", enabled=True),
+        service,
+        open_sqlite(tmp_path / "s.db").problems,
+        notifier,
     )
     await watcher.sweep()
     assert (await watcher.sweep()).resolved == []
@@ -189,7 +193,7 @@ async def test_a_report_missing_more_than_node_reads_resolves_nothing(tmp_path: 
 async def test_a_failed_post_stays_an_intent_and_is_retried_once(tmp_path: Path) -> None:
     service = Reports(_report(_leak("gpu-1")), _report(_leak("gpu-1")), _report(_leak("gpu-1")))
     notifier = Recorder()
-    store = ProblemStore(tmp_path / "state.db")
+    store = open_sqlite(tmp_path / "state.db").problems
     watcher = Watcher(WatchConfig(cluster="prod", channel="C1", enabled=True), service, store, notifier)
     notifier.fail = True
     failed = await watcher.sweep()

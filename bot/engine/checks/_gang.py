@@ -13,6 +13,7 @@ from bot.engine.check import Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, fmt_num, pod_ref
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
+from bot.kube.batch_workloads import display
 from bot.kube.gang import free_gpus, place
 from bot.kube.resources import node_gpu_capacity
 
@@ -44,11 +45,22 @@ KAI_GANG_UNSCHEDULABLE = Code("KAI_GANG_UNSCHEDULABLE", GangUnschedulable)
 VOLCANO_GANG_UNSCHEDULABLE = Code("VOLCANO_GANG_UNSCHEDULABLE", GangUnschedulable)
 
 
-def waiting_member(g: GangFacts | None, pod: Obj | None) -> tuple[str, GangMember] | None:
+def waiting_member(
+    g: GangFacts | None, pod: Obj | None, workload: Obj | None = None
+) -> tuple[str, GangMember] | None:
     """(subject, base parameters) for a pod of a group its scheduler's API serves that still
-    waits; None for a running or finished pod, or one no such system manages."""
-    if g is None or not g.installed or pod is None:
+    waits, or for the job itself when it has no pod yet (a Volcano Job its queue holds); None
+    for a running or finished pod, or one no such system manages."""
+    if g is None or not g.installed:
         return None
+    if pod is None:
+        if workload is None:
+            return None
+        meta = workload.get("metadata") or {}
+        ns, ref = str(meta.get("namespace") or ""), f"{display(workload)}/{meta.get('name')}"
+        job: GangMember = {"pod": ref, "namespace": ns, "group": g.group_name or "(none)",
+                           "queue": g.queue_name or "(none)"}
+        return f"{display(workload)}/{ns}/{meta.get('name')}", job
     if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
         return None
     ns = str((pod.get("metadata") or {}).get("namespace") or "")
@@ -106,16 +118,13 @@ def gang_story(
     evidence = group_lines(g) + queue
     params: _GangSize = {**base, "min_member": str(min_member), "count": str(len(g.pods))}
     if len(g.pods) < min_member:
-        yield code.detect(
-            subject,
-            {
-                "what": f"only {len(g.pods)} pod(s) of the gang exist and it needs {min_member} (minMember)",
-                "placed": str(len(g.pods)),
-                **params,
-            },
-            role="short",
-            evidence=evidence,
-        )
+        what = f"only {len(g.pods)} pod(s) of the gang exist and it needs {min_member} (minMember)"
+        if not g.pods and str((pg.get("status") or {}).get("phase") or "Pending") == "Pending":
+            # Volcano's job controller creates a Job's pods only once its PodGroup is enqueued
+            what = (f"PodGroup {g.group_name} is still Pending (not enqueued), so none of its {min_member} "
+                    "pods has been created yet")
+        yield code.detect(subject, {"what": what, "placed": str(len(g.pods)), **params}, role="short",
+                          evidence=evidence)
         return
     if not waiting:
         return

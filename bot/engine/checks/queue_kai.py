@@ -4,7 +4,8 @@ KAI (NVIDIA's scheduler, formerly Run:ai's) schedules pods by PodGroup (``pod-gr
 annotation, made by its pod-grouper) into hierarchical Queues (``kai.scheduler/queue`` label)
 with, per resource, a deserved ``quota``, an ``overQuotaWeight`` for what is beyond it and a hard
 ``limit`` (-1: none). A pod waits when its queue is missing, when the queue's limit (or its quota,
-with no over-quota weight) leaves no room, or when its gang does not fit on the nodes.
+with no over-quota weight) leaves no room, when a parent queue's does (the hierarchy binds every
+child), or when its gang does not fit on the nodes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ class KaiQueueOverLimit(GangMember):
 
 
 KAI_QUEUE_OVER_LIMIT = Code("KAI_QUEUE_OVER_LIMIT", KaiQueueOverLimit)
+
+
+class KaiParentQueueOverLimit(KaiQueueOverLimit):
+    parent: str
+
+
+KAI_PARENT_QUEUE_OVER_LIMIT = Code("KAI_PARENT_QUEUE_OVER_LIMIT", KaiParentQueueOverLimit)
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -61,9 +69,12 @@ def _asks(g: GangFacts) -> Decimal:
 
 def _room(g: GangFacts) -> tuple[str, str] | None:
     """(role, what) when the queue's limit, or its quota without over-quota weight, leaves no room."""
-    q = g.queue or {}
+    return _room_in(g.queue or {}, _asks(g))
+
+
+def _room_in(q: Obj, want: Decimal) -> tuple[str, str] | None:
     gpu = _gpu_spec(q)
-    have, want = _allocated(q).normalize(), _asks(g)
+    have = _allocated(q).normalize()
     if want <= 0:
         return None
     limit = quantity_or_none(gpu.get("limit"))
@@ -74,6 +85,32 @@ def _room(g: GangFacts) -> tuple[str, str] | None:
     if quota is not None and quota >= 0 and weight == 0 and have + want > quota:
         return "quota", f"{have:f} of its GPU quota {quota:f} allocated, the gang asks {want:f} more, overQuotaWeight 0"
     return None
+
+
+def _parent_room(g: GangFacts) -> tuple[str, str, str] | None:
+    """(parent, role, what) for the nearest ancestor whose own limit (or quota without over-quota
+    weight) leaves no room: KAI counts a child's pods against every queue above it, so a parent at
+    its limit holds every child back however much room the child itself has."""
+    want = _asks(g)
+    for parent in g.parents:
+        room = _room_in(parent, want)
+        if room is not None:
+            return str((parent.get("metadata") or {}).get("name") or "?"), *room
+    return None
+
+
+def _parent_lines(g: GangFacts) -> list[str]:
+    lines = []
+    for q in g.parents:
+        gpu, status = _gpu_spec(q), q.get("status") or {}
+        lines.append(
+            f"parent Queue {(q.get('metadata') or {}).get('name')}: gpu quota {gpu.get('quota', '?')}, "
+            f"overQuotaWeight {gpu.get('overQuotaWeight', '?')}, limit {gpu.get('limit', '?')}; "
+            f"allocated {(status.get('allocated') or {}).get(GPU, 0)} (its children's pods included)"
+        )
+    if g.missing_parent:
+        lines.append(f"parent Queue {g.missing_parent} does not exist")
+    return lines
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -91,23 +128,22 @@ def run(facts: Facts) -> Iterator[Detection]:
     room = _room(g)
     if room is not None:
         role, what = room
-        yield KAI_QUEUE_OVER_LIMIT.detect(
-            subject,
-            {
-                "what": what,
-                **base,
-            },
-            role=role,
-            evidence=group_lines(g) + _queue_lines(g),
-        )
+        yield KAI_QUEUE_OVER_LIMIT.detect(subject, {"what": what, **base}, role=role,
+                                          evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g))
+        return
+    above = _parent_room(g)
+    if above is not None:
+        parent, role, what = above
+        yield KAI_PARENT_QUEUE_OVER_LIMIT.detect(subject, {"what": what, "parent": parent, **base}, role=role,
+                                                 evidence=group_lines(g) + _queue_lines(g) + _parent_lines(g))
         return
     if g.pod_group is not None:
-        yield from gang_story(facts, g, KAI_GANG_UNSCHEDULABLE, subject, base, _queue_lines(g))
+        yield from gang_story(facts, g, KAI_GANG_UNSCHEDULABLE, subject, base, _queue_lines(g) + _parent_lines(g))
 
 
 CHECK = Check(
     name="queue.kai",
     reads=("target", "queues", "nodes", "node_pods"),
-    emits=(KAI_QUEUE_MISSING, KAI_QUEUE_OVER_LIMIT, KAI_GANG_UNSCHEDULABLE),
+    emits=(KAI_QUEUE_MISSING, KAI_QUEUE_OVER_LIMIT, KAI_PARENT_QUEUE_OVER_LIMIT, KAI_GANG_UNSCHEDULABLE),
     run=run,
 )

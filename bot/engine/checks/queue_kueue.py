@@ -11,12 +11,14 @@ by which admitted workloads, whether borrowing could help, and what would admit 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, NotRequired, TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import KueueFacts
+from bot.kube.batch_workloads import display, suspended
 from bot.kube.kueue import (
     Shortfall,
     cohort_lendable,
@@ -77,6 +79,14 @@ KUEUE_NOT_ADMITTED = Code("KUEUE_NOT_ADMITTED", KueueNotAdmitted)
 KUEUE_EVICTED = Code("KUEUE_EVICTED", KueueEvicted)
 KUEUE_ADMITTED = Code("KUEUE_ADMITTED", KueueAdmitted)
 
+
+class KueueStillSuspended(KueueNamed):
+    #: the suspended object's name alone, for grepping the controller's log
+    workload: str
+
+
+KUEUE_ADMITTED_STILL_SUSPENDED = Code("KUEUE_ADMITTED_STILL_SUSPENDED", KueueStillSuspended)
+
 Obj = dict[str, Any]
 MAX_HOLDERS = 6
 
@@ -85,14 +95,14 @@ def _subject(facts: Facts) -> tuple[str, str]:
     """(subject, what the user reads: ``job/train``)."""
     t = facts.target
     obj = t.workload or t.pod or {}
-    kind = str(obj.get("kind") or t.kind or "pod").lower()
+    kind = display(obj, t.kind)
     name = str((obj.get("metadata") or {}).get("name") or t.name)
     return f"{kind}/{t.namespace}/{name}", f"{kind}/{name}"
 
 
 def _suspended(facts: Facts) -> bool:
     t = facts.target
-    if t.workload is not None and ((t.workload.get("spec") or {}).get("suspend") is True):
+    if suspended(t.workload):  # spec.suspend, or an MPIJob's spec.runPolicy.suspend
         return True
     gates = ((t.pod or {}).get("spec") or {}).get("schedulingGates") or []
     return any(str(g.get("name", "")).startswith("kueue.x-k8s.io/") for g in gates)
@@ -229,6 +239,14 @@ def run(facts: Facts) -> Iterator[Detection]:
     ns = facts.target.namespace
     base: KueueBase = {"ref": ref, "namespace": ns, "queue": k.queue_name}
     if k.workload is not None and is_true(k.workload, "Admitted") and not is_true(k.workload, "Evicted"):
+        held = _still_suspended(facts, k.workload)
+        if held is not None:
+            yield KUEUE_ADMITTED_STILL_SUSPENDED.detect(
+                subject,
+                {"name": held, "workload": held.partition("/")[2], **base, "cluster_queue": _admitted_in(k.workload)},
+                evidence=[*_admitted(k, subject, base).evidence, f"{held}: spec.suspend is still true"],
+            )
+            return
         # admitted: the pods' own story (scheduler, kubelet) is the one to tell; this is context
         yield _admitted(k, subject, base)
         return
@@ -306,6 +324,42 @@ def run(facts: Facts) -> Iterator[Detection]:
     yield from _not_admitted(facts, k, subject, ref)
 
 
+#: how long after admission a job may still be suspended before it is a problem (Kueue unsuspends
+#: it within seconds; a slow API server or a busy controller takes a little longer)
+UNSUSPEND_GRACE_S = 120
+
+
+def _admitted_in(workload: Obj) -> str:
+    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "?")
+
+
+def _still_suspended(facts: Facts, workload: Obj) -> str | None:
+    """``kind/name`` of the object Kueue manages for an admitted Workload when it is still
+    suspended well after admission (Kueue's job reconciler should have unsuspended it)."""
+    owner = next((o for o in (workload.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+                 None)
+    chain: list[Obj] = []  # the target and its owners, nearest first, each once
+    for obj in (facts.target.workload, *facts.target.owners):
+        if obj is not None and all(obj is not seen for seen in chain):
+            chain.append(obj)
+    uids = [str((o.get("metadata") or {}).get("uid") or "") for o in chain]
+    if owner is None or str(owner.get("uid") or "") not in uids:
+        return None
+    # the managed job itself, what lies between it and the target, or what it made (a RayJob's RayCluster)
+    below = [*facts.target.made, *chain[: uids.index(str(owner.get("uid"))) + 1]]
+    held = next((o for o in below if suspended(o)), None)
+    if held is None:
+        return None
+    since = str((condition(workload, "Admitted") or {}).get("lastTransitionTime") or "")
+    try:
+        admitted_at = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if (datetime.now(UTC) - admitted_at).total_seconds() < UNSUSPEND_GRACE_S:
+        return None
+    return f"{display(held)}/{(held.get('metadata') or {}).get('name')}"
+
+
 def _admitted(k: KueueFacts, subject: str, base: KueueBase) -> Detection:
     wl = k.workload or {}
     admission = (wl.get("status") or {}).get("admission") or {}
@@ -358,6 +412,7 @@ CHECK = Check(
         KUEUE_NOT_ADMITTED,
         KUEUE_EVICTED,
         KUEUE_ADMITTED,
+        KUEUE_ADMITTED_STILL_SUSPENDED,
     ),
     run=run,
 )

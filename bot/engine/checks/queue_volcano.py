@@ -76,13 +76,15 @@ def _over_capability(g: GangFacts) -> list[str]:
 def run(facts: Facts) -> Iterator[Detection]:
     """VOLCANO_* for a pod whose gang Volcano holds; nothing for other pods or a running gang."""
     g = facts.queues.volcano
-    member = waiting_member(g, facts.target.pod)
+    member = waiting_member(g, facts.target.pod, facts.target.workload)
     if g is None or member is None:
         return
     subject, base = member
     ns = base["namespace"]
     if g.pod_group is None:
         line = f"annotation scheduling.k8s.io/group-name={g.group_name}: no such PodGroup in {ns}"
+        if facts.target.pod is None:
+            line = f"no PodGroup in {ns} is owned by {base['pod']} (is the vc-controller-manager running?)"
         yield VOLCANO_PODGROUP_MISSING.detect(subject, {**base}, evidence=[line])
         return
     if g.queue is None:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from bot.engine.facts import EventFacts, Facts, GpuComponents, QuotaFacts, TargetFacts, component_pods
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NotFoundError
+from bot.kube.batch_workloads import BY_KEY, BatchKind, kind_of, pod_owner_name
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.pod_status import pod_ready
@@ -71,12 +72,16 @@ async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
     ns = (obj.get("metadata") or {}).get("namespace", "")
     for _ in range(4):
         refs = [r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
-        if not refs or refs[0].get("kind") not in OWNER_KINDS:
+        batch = kind_of(refs[0]) if refs else None
+        if batch is None and (not refs or refs[0].get("kind") not in OWNER_KINDS):
             break
-        if str(refs[0].get("apiVersion") or OWNER_API[refs[0]["kind"]]) != OWNER_API[refs[0]["kind"]]:
+        if batch is None and str(refs[0].get("apiVersion") or OWNER_API[refs[0]["kind"]]) != OWNER_API[refs[0]["kind"]]:
             break  # same kind name, another API (a Volcano batch.volcano.sh Job is no batch/v1 Job)
         try:
-            current = await kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
+            if batch is not None:  # a JobSet's Job, a RayJob's RayCluster, an MPIJob's or a vcjob's pods
+                current = await _read_batch(kube, batch, str(refs[0]["name"]), ns)
+            else:
+                current = await kube.get_object(refs[0]["kind"], refs[0]["name"], ns)
         except NotFoundError:
             break
         except KubeApiError as exc:
@@ -85,6 +90,34 @@ async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
             break
         chain.append(current)
     return chain
+
+
+async def _read_batch(kube: KubeReads, batch: BatchKind, name: str, namespace: str) -> Obj:
+    """A custom batch workload in the newest version the server serves; NotFoundError when it,
+    or its API, does not exist."""
+    for version in batch.versions:
+        if await kube.served(batch.group, version):
+            return await kube.get_custom(batch.group, version, batch.plural, name, namespace)
+    return await kube.get_custom(batch.group, batch.versions[0], batch.plural, name, namespace)
+
+
+async def _batch_pods(kube: KubeReads, batch: BatchKind, workload: Obj, namespace: str) -> list[Obj]:
+    """The pods a custom batch workload made, by the label its controller puts on them (a JobSet's
+    pods belong to its Jobs, so ownership would miss them); none before it makes any."""
+    value = pod_owner_name(batch, workload)
+    return await kube.list_pods(namespace, label_selector=f"{batch.pod_label}={value}") if value else []
+
+
+async def _batch_children(kube: KubeReads, batch: BatchKind, workload: Obj, namespace: str) -> list[Obj]:
+    """A RayJob's RayCluster (``status.rayClusterName``): it, not the RayJob, owns the pods and can
+    stay suspended after Kueue admits the RayJob. None for the other kinds, or before it exists."""
+    name = str((workload.get("status") or {}).get("rayClusterName") or "")
+    if batch.key != "RayJob" or not name:
+        return []
+    try:
+        return [await _read_batch(kube, BY_KEY["RayCluster"], name, namespace)]
+    except NotFoundError:
+        return []
 
 
 async def _suggest(facts: Facts, kube: KubeReads, t: TargetFacts) -> None:
@@ -114,6 +147,7 @@ async def target(facts: Facts, src: Sources) -> None:
     facts.put("target", t)
     if not inv.kind:
         return  # node-status has no target
+    batch = BY_KEY.get(inv.kind)
     # only a 404 says the object is absent; any other failure leaves it unknown (raised: the
     # gatherer marks the target unreadable and no check concludes from it)
     try:
@@ -122,7 +156,10 @@ async def target(facts: Facts, src: Sources) -> None:
             t.pods = [t.pod]
             t.owners = await _owner_chain(facts, kube, t.pod)
             return
-        t.workload = await kube.get_object(inv.kind, inv.name, inv.namespace)
+        if batch is not None:
+            t.workload = await _read_batch(kube, batch, inv.name, inv.namespace)
+        else:
+            t.workload = await kube.get_object(inv.kind, inv.name, inv.namespace)
     except NotFoundError:
         try:
             await kube.get_object("Namespace", inv.namespace)
@@ -135,6 +172,12 @@ async def target(facts: Facts, src: Sources) -> None:
         return
     workload = t.workload
     t.owners = [workload, *await _owner_chain(facts, kube, workload)]
+    if batch is not None:
+        t.made = await _batch_children(kube, batch, workload, inv.namespace)
+        t.pods = await _batch_pods(kube, batch, workload, inv.namespace)
+        t.pods.sort(key=_pod_priority)
+        t.pod = t.pods[0] if t.pods else None
+        return
     selector = selector_string((workload.get("spec") or {}).get("selector"))
     candidates = await kube.list_pods(inv.namespace, label_selector=selector) if selector else []
     if inv.kind == "Deployment":

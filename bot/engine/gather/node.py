@@ -9,11 +9,13 @@ A node that does not answer costs at most the per-node deadline and becomes a sk
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bot.engine.cards import EarlyVerdicts
 from bot.engine.facts import EARLY_CARD_VERDICTS, Facts
+from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
@@ -26,6 +28,9 @@ from bot.probes.slim import SlimPod
 from bot.probes.ssh import CommandResult, SshTarget
 from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, Unreadable
 from bot.settings import ClusterConfig, Settings
+
+#: the longest one dcgm-exporter answer may take (it serves a cached scrape, in milliseconds)
+DCGM_TIMEOUT_S = 3.0
 
 
 def _allocated_share(pods: list[SlimPod]) -> float:
@@ -195,6 +200,10 @@ async def readings(facts: Facts, src: Sources) -> None:
         )
     )
     await kubelet_from_leases(src.kube, facts.nodes, results)
+    left = facts.deadline - time.monotonic() if facts.deadline else DCGM_TIMEOUT_S
+    if s.dcgm_exporter:
+        await dcgm_for_readings(facts.components, results,
+                                timeout=max(0.1, min(s.ssh_deadline_s, DCGM_TIMEOUT_S, left)))
     if src.slow_nodes is not None:
         for node, result in results.items():
             if isinstance(result, NodeProbeError) and result.reason == "timeout":

@@ -9,13 +9,18 @@ gatherer marks the fact unreadable, and no check concludes from it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
 from bot.engine.queue_facts import DraFacts, GangFacts, KueueFacts, QueueFacts
-from bot.errors import NotFoundError
+from bot.errors import KubeApiError, NotFoundError
+from bot.kube.batch_workloads import kind_of
 from bot.kube.dra import pod_claims
+from bot.kube.dra_devices import is_allocated, reserving_pods
+from bot.kube.dra_plugins import is_plugin_daemonset
+from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads
 
 Obj = dict[str, Any]
@@ -33,9 +38,13 @@ KAI_GROUP_VERSIONS = ("v2alpha2",)
 KAI_QUEUE_VERSIONS = ("v2",)
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KAI_QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue")
+#: ancestors of a KAI queue read at most (real hierarchies are two or three levels deep)
+MAX_QUEUE_DEPTH = 4
 DRA = "resource.k8s.io"
 #: newest first: v1 from Kubernetes 1.34, v1beta2 in 1.33, v1beta1 in 1.32
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+#: reserving pods read to tell a stale reservation (one get each, at most this many per diagnosis)
+MAX_RESERVATION_READS = 32
 
 
 def _meta(obj: Obj | None) -> Obj:
@@ -123,10 +132,53 @@ async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
     return out
 
 
+async def _job_group(facts: Facts, kube: KubeReads) -> GangFacts | None:
+    """A Volcano Job with no pod yet: its PodGroup, found by the owner reference to the Job (Volcano
+    names it ``<job>-<uid>`` in newer releases, ``<job>`` in older ones: the reference holds in both).
+    Volcano's job controller creates the pods only once the PodGroup is enqueued, so a Job its queue
+    holds has none to start from."""
+    job = facts.target.workload
+    batch = kind_of(job)
+    if job is None or batch is None or batch.key != "VcJob":
+        return None
+    spec = job.get("spec") or {}
+    out = GangFacts(system="volcano", group_name="")
+    version = await _version(kube, VOLCANO, VOLCANO_VERSIONS)
+    if not version:
+        out.installed = False
+        return out
+    ns = facts.target.namespace
+    uid = str(_meta(job).get("uid") or "")
+    groups = await kube.list_custom(VOLCANO, version, "podgroups", ns)
+    out.pod_group = next((g for g in groups if _owned_by_any(g, {uid})), None)
+    out.group_name = str(_meta(out.pod_group).get("name") or "")
+    if out.pod_group is not None:
+        out.events = await kube.list_events(ns, field_selector=f"involvedObject.name={out.group_name}")
+    queue = str(((out.pod_group or {}).get("spec") or {}).get("queue") or spec.get("queue") or "default")
+    out.queue_name = queue
+    out.queue = await _get(kube, VOLCANO, version, "queues", queue)
+    return out
+
+
+async def _parents(kube: KubeReads, out: GangFacts, group: str, version: str) -> None:
+    """KAI's queues are hierarchical: a parent's limit binds its children, so each ancestor is read
+    (one get each, at most ``MAX_QUEUE_DEPTH``; a cycle stops the walk)."""
+    seen = {out.queue_name}
+    parent = str(((out.queue or {}).get("spec") or {}).get("parentQueue") or "")
+    while parent and parent not in seen and len(out.parents) < MAX_QUEUE_DEPTH:
+        found = await _get(kube, group, version, "queues", parent)
+        if found is None:
+            out.missing_parent = parent
+            return
+        out.parents.append(found)
+        seen.add(parent)
+        parent = str((found.get("spec") or {}).get("parentQueue") or "")
+
+
 async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     pod = facts.target.pod
     if pod is None:
-        return None
+        return await _job_group(facts, kube) if system == "volcano" else None
     meta, spec = _meta(pod), pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     scheduler = str(spec.get("schedulerName") or "")
@@ -157,6 +209,8 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     queue_version = await _version(kube, group, queue_versions)
     if queue and queue_version:
         out.queue = await _get(kube, group, queue_version, "queues", queue)
+        if system == "kai":
+            await _parents(kube, out, group, queue_version)
     pods = await kube.list_pods(ns)
     out.pods = [p for p in pods if (_meta(p).get("annotations") or {}).get(group_key) == name]
     return out
@@ -179,7 +233,55 @@ async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
     out.device_classes = {str(_meta(c).get("name")): c for c in classes}
     out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
     out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
+    await _reservations(kube, out, own=set(out.claims))
+    await _plugins(kube, out)
     return out
+
+
+async def _plugins(kube: KubeReads, out: DraFacts) -> None:
+    """The DRA drivers' kubelet-plugin DaemonSets and their pods: a claim is prepared, and a node's
+    devices published, only by the plugin pod on that node."""
+    try:
+        out.plugin_sets = [ds for ds in await kube.list_daemonsets() if is_plugin_daemonset(ds)]
+        for ds in out.plugin_sets:
+            meta = _meta(ds)
+            selector = selector_string((ds.get("spec") or {}).get("selector"))
+            ns = str(meta.get("namespace") or "")
+            pods = await kube.list_pods(ns, label_selector=selector) if selector else []
+            out.plugin_pods[f"{ns}/{meta.get('name')}"] = pods
+    except KubeApiError as exc:
+        # the claims' story stands without them; only the plugin's state is not concluded
+        out.plugin_sets, out.plugin_pods, out.plugins_unread = [], {}, exc.user_message
+
+
+async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
+    """Which allocated claims are reserved for pods that are gone: such a claim keeps its devices
+    from everyone until the resourceclaim controller (kube-controller-manager) drops the entry."""
+    reads: list[tuple[str, str, str, str]] = []
+    for claim in out.all_claims:
+        meta = _meta(claim)
+        if not is_allocated(claim) or str(meta.get("name")) in own:
+            continue
+        ns = str(meta.get("namespace") or "")
+        reads += [(f"{ns}/{meta.get('name')}", ns, name, uid) for name, uid in reserving_pods(claim)]
+
+    async def gone(ns: str, name: str, uid: str) -> bool | str:
+        try:
+            pod = await kube.get_object("Pod", name, ns)
+        except NotFoundError:
+            return True
+        except KubeApiError as exc:
+            return exc.user_message
+        return bool(uid) and str(_meta(pod).get("uid") or "") != uid
+
+    answers = await asyncio.gather(*(gone(ns, name, uid) for _, ns, name, uid in reads[:MAX_RESERVATION_READS]))
+    for (key, _, name, _), answer in zip(reads, answers, strict=False):
+        if isinstance(answer, str):
+            out.unchecked_reservations[key] = answer
+        elif answer:
+            out.gone_reservations.setdefault(key, []).append(name)
+    for key, *_ in reads[MAX_RESERVATION_READS:]:
+        out.unchecked_reservations.setdefault(key, "not read (too many reservations to check)")
 
 
 async def queues(facts: Facts, src: Sources) -> None:

@@ -1,0 +1,161 @@
+"""``gpubot pending -A`` finds what an exhaustive look finds and says what why-pending says, and does
+so without reading every pod of the cluster.
+
+The scan lists only the pods the API reports not running (a server-side field selector) and finds
+the GPU pods that run but are not ready among the pods on GPU nodes the diagnoses read anyway. So
+on bundled scenarios (pending, crash-looping and not-ready GPU pods, gangs of several pods) the
+stuck pods it counts are those the scan's rule picks from every pod of the scenario file, and
+each workload's cause is the first finding of why-pending on it. On a generated cluster it reads
+fewer bytes from the API than one list of every pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.cli import main
+from bot.exit_codes import ExitCode
+from bot.pending import run as pending_run
+from bot.pending.scan import is_stuck_gpu_pod
+from bot.service import Service
+from bot.sim.cluster import SimCluster
+from bot.sim.generate import generate_scenario
+from bot.sim.scenario import ApiFault
+from bot.sim.threaded import run_in_thread
+from tests.faults.read_rig import ROOT, ReadRig
+
+#: pending pods, GPU pods that run and are not ready (crash loops, not-ready containers), and
+#: workloads of several stuck pods (gangs)
+SCENARIOS = [
+    "untolerated-taint.yaml",
+    "zombie-checkpoint.yaml",
+    "ns-policy-missing.yaml",
+    "pod-status-table.yaml",
+    "ecc-uncorrectable-crashloop.yaml",
+    "cuda13-image-on-550-driver.yaml",
+    "runtime-class-not-set-k3s.yaml",
+    "gke-kvcache-gpu-taint-k8s131.yaml",
+    "volcano-gang-member-missing-k8s130.yaml",
+    "kai-gang-8gpu-no-node-k8s130.yaml",
+]
+
+
+def gpubot(argv: list[str]) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main([*argv, "--json"])
+    return status, json.loads(out.getvalue())
+
+
+def stuck_in_file(path: Path) -> int:
+    """How many pods of the scenario file the scan's rule picks, looking at every pod."""
+    objects = (yaml.safe_load(path.read_text(encoding="utf-8")).get("kubernetes") or {}).get("objects") or []
+    return sum(1 for o in objects if isinstance(o, dict) and o.get("kind") == "Pod" and is_stuck_gpu_pod(o))
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_stuck_pod_is_found_and_its_cause_is_why_pendings(name: str) -> None:
+    path = ROOT / "scenarios" / name
+    status, report = gpubot(["pending", "-A", "--scenario", str(path)])
+    answer = report["pending"]
+    assert status == ExitCode.FINDINGS, answer
+    assert report["complete"] is True
+    assert answer["stuck_pods"] == stuck_in_file(path) > 0
+    assert not answer["undiagnosed"]
+    for cause in answer["causes"]:
+        for line in cause["workloads"]:
+            assert line["diagnosed"]
+            _, alone = gpubot(["why-pending", line["workload"], "-n", line["namespace"], "--scenario", str(path)])
+            assert alone["findings"][0]["code"] == cause["code"], line
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadRig]:
+    """A cluster whose GPU nodes are few (so the pods on them are read node by node, as at scale)."""
+    workdir = tmp_path_factory.mktemp("gen")
+    path = workdir / "generated.yaml"
+    data = generate_scenario(nodes=200, gpu_nodes=10, pods=3000, seed=3, pending_gpu=20)
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with run_in_thread(SimCluster.from_file(path, workdir=workdir / "sim")) as sim:
+        yield ReadRig(sim, workdir)
+
+
+def _bytes_of(rig: ReadRig, argv: list[str]) -> tuple[int, dict[str, Any]]:
+    rig.sim.api.stats.reset()
+    status, report = gpubot(["--config", str(rig.config()), *argv])
+    assert status in (ExitCode.OK, ExitCode.FINDINGS), report
+    return rig.sim.api.stats.bytes_sent, report
+
+
+async def _list_every_pod(rig: ReadRig) -> int:
+    service = Service(rig.sim.settings())
+    try:
+        return len(await service.clients.for_cluster("").reads.list_pods())
+    finally:
+        await service.close()
+
+
+def test_pending_does_not_read_every_pod(generated: ReadRig) -> None:
+    generated.sim.api.stats.reset()
+    assert asyncio.run(_list_every_pod(generated)) >= 3000
+    every = generated.sim.api.stats.bytes_sent
+    read, report = _bytes_of(generated, ["pending", "-A"])
+    assert report["pending"]["stuck_pods"] >= 20 and report["complete"] is True
+    assert read < every / 2, (read, every)
+
+
+@contextlib.contextmanager
+def faulted(rig: ReadRig, fault: ApiFault) -> Iterator[None]:
+    """The simulator answers with ``fault`` while the block runs."""
+    rig.sim.api.faults.add(fault)
+    try:
+        yield
+    finally:
+        rig.sim.api.faults.clear()
+
+
+async def _many_lists_at_once(rig: ReadRig, count: int) -> None:
+    service = Service(rig.sim.settings())
+    try:
+        reads = service.clients.for_cluster("").reads
+        await asyncio.gather(*(reads.list_events(f"team-{i:02d}") for i in range(count)))
+    finally:
+        await service.close()
+
+
+def test_many_reads_at_once_keep_their_connections_quietly(generated: ReadRig,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """``pending`` reads every namespace's events and ReplicaSets at once: each read thread keeps
+    its connection, so nothing is thrown away with a "Connection pool is full" line on stderr."""
+    slow = ApiFault(match="/events", verb="GET", delay_s=0.5)  # all in flight at once
+    with faulted(generated, slow), caplog.at_level(logging.WARNING, logger="urllib3"):
+        asyncio.run(_many_lists_at_once(generated, 24))
+    assert not [r for r in caplog.records if r.name.startswith("urllib3")]
+
+
+def test_confirmations_cost_at_most_half_again_what_the_answer_needed() -> None:
+    """Extras (workloads like one diagnosed) start only while the answer has taken under 1.5x the
+    reads and first diagnoses, at least a second more on a small cluster, never past the limit."""
+    assert pending_run.extras_until(100.0, took=8.0, until=200.0) == 104.0
+    assert pending_run.extras_until(100.0, took=0.2, until=200.0) == 100.0 + pending_run.EXTRA_MIN_S
+    assert pending_run.extras_until(100.0, took=8.0, until=102.0) == 102.0
+
+
+def test_pods_on_gpu_nodes_unread_leave_the_answer_incomplete(generated: ReadRig) -> None:
+    """Without the pods on GPU nodes, whether a GPU pod runs and is not ready is not known: the
+    answer says so (exit 3) instead of listing only the pending ones as if that were all."""
+    with faulted(generated, ApiFault(match="spec.nodeName", verb="GET", status=500)):
+        status, report = gpubot(["--config", str(generated.config()), "pending", "-A"])
+    assert status == ExitCode.INCOMPLETE
+    assert report["complete"] is False
+    assert any("not ready" in s["what"] for s in report["skipped"]), report["skipped"]

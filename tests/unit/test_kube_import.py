@@ -1,0 +1,92 @@
+"""The official client, imported by the piece (``bot.kube_import``): same names, fewer imports.
+
+Each check runs in a fresh interpreter: whether a module was imported is a fact about one process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: what the client's package ``__init__`` files imported eagerly, and a diagnosis never uses
+NEVER_FOR_A_DIAGNOSIS = (
+    "kubernetes.client.models.v1_pod",
+    "kubernetes.client.api.apps_v1beta1_api",
+    "kubernetes.dynamic",
+    "kubernetes.stream",
+    "kubernetes.leaderelection",
+    "websocket",
+    "jsonschema",
+)
+
+
+def _run(script: str) -> object:
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_the_read_path_imports_only_the_client_pieces_it_uses(tmp_path: Path) -> None:
+    """The clients a why-pending builds (reader, exec, kubeconfig loading) need four API classes
+    of the client, not its ~700 models, its dynamic client (jsonschema) or its stream (websocket)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "users: [{name: u, user: {token: t}}]\n",
+        encoding="utf-8",
+    )
+    script = (
+        "import json, sys\n"
+        "from bot.clients import KubeClients\n"
+        "from bot.settings import ClusterConfig, load_settings\n"
+        f"s = load_settings(env={{}}, clusters=(ClusterConfig(name='c', kubeconfig={str(kubeconfig)!r}),))\n"
+        "clients = KubeClients(s).for_cluster('')\n"
+        "assert clients.reader.server == 'http://127.0.0.1:9', clients.reader.server\n"
+        f"print(json.dumps(sorted(m for m in {NEVER_FOR_A_DIAGNOSIS!r} if m in sys.modules)))\n"
+    )
+    assert _run(script) == []
+
+
+#: each public name of a module, as "its module:its qualified name" (the identity of a class or
+#: function across two interpreters), or the type of a plain value
+_DESCRIBE = (
+    "def describe(mod):\n"
+    "    out = {}\n"
+    "    for n in NAMES.get(mod.__name__) or [n for n in vars(mod) if not n.startswith('_')]:\n"
+    "        v = getattr(mod, n)\n"
+    "        out[n] = (f\"{getattr(v, '__module__', '')}:{getattr(v, '__qualname__', '')}\""
+    " if hasattr(v, '__qualname__') else getattr(v, '__name__', type(v).__name__))\n"
+    "    return out\n"
+)
+
+
+def test_every_name_of_the_real_packages_is_there_and_the_same() -> None:
+    """Whatever the real ``kubernetes``, ``kubernetes.client`` and its models export, the lazy
+    stand-ins give the very same objects, and a model class deserialises through them."""
+    packages = "('kubernetes', 'kubernetes.client', 'kubernetes.client.models', 'kubernetes.client.api')"
+    real = _run(
+        "import importlib, json\nNAMES = {}\n" + _DESCRIBE
+        + f"print(json.dumps({{p: describe(importlib.import_module(p)) for p in {packages}}}))\n"
+    )
+    assert isinstance(real, dict) and len(real["kubernetes.client.models"]) > 500
+    names = {module: sorted(found) for module, found in real.items()}
+    lazy = _run(
+        "import importlib, json, sys\nimport bot\n"
+        "assert type(sys.modules['kubernetes.client']).__name__ == '_LazyPackage'\n"
+        f"NAMES = {names!r}\n" + _DESCRIBE
+        + f"got = {{p: describe(importlib.import_module(p)) for p in {packages}}}\n"
+        "from kubernetes.client import ApiClient\n"
+        "answer = type('R', (), {'data': json.dumps({'metadata': {'name': 'p'}})})()\n"
+        "got['pod'] = ApiClient().deserialize(answer, 'V1Pod').metadata.name\n"
+        "print(json.dumps(got))\n"
+    )
+    assert isinstance(lazy, dict) and lazy.pop("pod") == "p"
+    assert lazy == real
