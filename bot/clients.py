@@ -17,13 +17,19 @@ from typing import TYPE_CHECKING
 from kubernetes.client import ApiClient
 
 from bot.identity import Identity
+from bot.kube.gpu import is_gpu_component, marks_gpu
 from bot.probes.exec import PodExec
 from bot.probes.kube import KubeReader, KubeReads
 from bot.probes.kube_client import new_api_client
+from bot.probes.views import Kept
 from bot.settings import Settings
 
 if TYPE_CHECKING:  # the watch-fed cache is imported only by a process that keeps one (serve)
     from bot.probes.cache import WatchCache
+
+#: what the watch-fed cache keeps for the diagnoses' views: the nodes whose own object marks them
+#: GPU machines, and the GPU-stack DaemonSets' pods whole (every question reads their containers)
+GPU_KEPT = Kept(node_mark=marks_gpu, whole_pods_of=is_gpu_component)
 
 #: impersonating clients kept per process (one per cluster and identity, least recently used out)
 MAX_IDENTITY_CLIENTS = 64
@@ -99,6 +105,7 @@ class KubeClients:
                 cache = WatchCache(
                     new_api_client(cluster),
                     reader,
+                    kept=GPU_KEPT,
                     staleness_s=self.settings.cache_staleness_s,
                     page_size=self.settings.page_size,
                 )

@@ -19,9 +19,8 @@ from functools import cached_property
 from typing import Any
 
 from bot.commands import Invocation
-from bot.engine.cards import CardPods, CardVerdicts, WorkingRules, card_pods, card_verdicts
+from bot.engine.cards import CardPods, CardVerdicts, EarlyCards, card_pods, card_verdicts
 from bot.engine.queue_facts import DraFacts, QueueFacts
-from bot.engine.working import Verdict
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
 from bot.kube.gpu import gpu_node_names, is_gpu_component
@@ -38,7 +37,6 @@ from bot.kube.story import (
 )
 from bot.kube.workload import workload_status
 from bot.probes.container import ExecFacts
-from bot.probes.nvidia_smi import GpuRow
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import Skipped, Unreadable
@@ -191,6 +189,11 @@ class QuotaFacts:
     pods: list[Obj] = field(default_factory=list)
 
 
+#: what the node-readings loader puts beside its fact: the card verdicts it worked out while the
+#: other nodes were being read (``bot.engine.cards.EarlyVerdicts``); ``card_verdicts`` keeps those
+#: of the very reading it has, and works out the rest
+EARLY_CARD_VERDICTS = "early_card_verdicts"
+
 #: derived fact -> the base facts it is computed from (the runner gathers those)
 DERIVED: dict[str, tuple[str, ...]] = {
     "pod": ("target",),
@@ -231,9 +234,6 @@ class Facts:
         self.unreadable: set[str] = set()
         #: each failed read, for the report's "could not read" findings and its ``unreadable`` list
         self.failures: list[Unreadable] = []
-        #: card verdicts worked out while the fan-out ran (``node_answered``), with their reading
-        self._early_cards: dict[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] = {}
-        self._working_rules: WorkingRules | None = None
 
     # ------------------------------------------------------------------ filling (loaders only)
 
@@ -443,19 +443,10 @@ class Facts:
     @cached_property
     def card_verdicts(self) -> CardVerdicts:
         """node -> [(card, the "really working" verdict)], per the runbook's working tables."""
+        early: EarlyCards | None = self._values.get(EARLY_CARD_VERDICTS)
         return card_verdicts(
-            self.observations, self.table("working_signals"), self.table("working_profiles"), early=self._early_cards
+            self.observations, self.table("working_signals"), self.table("working_profiles"), early=early
         )
-
-    def node_answered(self, node: str, result: object) -> None:
-        """One node's reading is in while the others are still being read: its cards' verdicts
-        are worked out now, in the fan-out's idle moments, rather than all after it (500 nodes'
-        cards cost ~0.05 s that the asker would otherwise wait for after the last node)."""
-        if not isinstance(result, NodeObservation) or not self._tables.get("working_signals"):
-            return
-        if self._working_rules is None:
-            self._working_rules = WorkingRules(self.table("working_signals"), self.table("working_profiles"))
-        self._early_cards[node] = (result, self._working_rules.node(result))
 
     @cached_property
     def card_pods(self) -> CardPods:

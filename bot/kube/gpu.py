@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bot.kube.node_map import NodeMap
 from bot.kube.resources import is_gpu_resource
 
 Obj = Mapping[str, Any]
@@ -121,24 +122,13 @@ def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
     return name in (component_nodes if isinstance(component_nodes, set | frozenset) else set(component_nodes))
 
 
-class NodeMap(dict[str, Obj]):
-    """Nodes by name, with the names of those whose own object marks them GPU (``marks_gpu``)
-    worked out once. The watch-fed cache marks each node as its watch event arrives, builds one map
-    per change of its nodes and hands the same map to every question until the next change, so a
-    question at 5,000 nodes does not classify every node again. Read-only: questions share it."""
-
-    __slots__ = ("gpu_marked",)
-
-    def __init__(self, nodes: Mapping[str, Obj], gpu_marked: Iterable[str] | None = None) -> None:
-        """``gpu_marked``: the marked names when the caller kept them up to date node by node."""
-        super().__init__(nodes)
-        marked = (n for n, o in self.items() if marks_gpu(o)) if gpu_marked is None else gpu_marked
-        self.gpu_marked: frozenset[str] = frozenset(marked)
-
-
 def gpu_node_names(nodes: Mapping[str, Obj], component_nodes: set[str] | frozenset[str]) -> list[str]:
-    """Every GPU node of ``nodes`` (see ``is_gpu_node``), sorted; a ``NodeMap``'s marks are reused."""
-    marked = nodes.gpu_marked if isinstance(nodes, NodeMap) else {n for n, o in nodes.items() if marks_gpu(o)}
+    """Every GPU node of ``nodes`` (see ``is_gpu_node``), sorted; a ``NodeMap``'s marks are reused
+    when they are GPU marks."""
+    if isinstance(nodes, NodeMap) and nodes.mark is marks_gpu:
+        marked = nodes.marked
+    else:
+        marked = frozenset(n for n, o in nodes.items() if marks_gpu(o))
     return sorted(marked | (component_nodes & nodes.keys()))
 
 

@@ -12,16 +12,22 @@ answer's deadline is shared). Reads only, like what it wraps.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Collection, Hashable
 from typing import Any
 
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod
+from bot.probes.views import DerivedViews, FailedRead
 
 Obj = dict[str, Any]
 
-class SharedReads:
-    """A ``KubeReads`` whose identical reads are made once per instance (one instance per answer)."""
+
+class SharedReads(DerivedViews):
+    """A ``KubeReads`` whose identical reads are made once per instance (one instance per answer).
+
+    The derived views (``bot.probes.views``) of a reader that derives them are derived here, over
+    the memoized reads; those of an indexing reader (the watch-fed cache) are its own, memoized.
+    """
 
     def __init__(self, inner: KubeReads, *, pods: dict[tuple[str, str], Obj] | None = None) -> None:
         self._inner = inner
@@ -33,10 +39,33 @@ class SharedReads:
 
     async def slim_pods(self, *, field_selector: str = "", nodes: set[str] | None = None,
                         all_nodes: int = 0) -> list[SlimPod]:
-        inner: Any = self._inner
         result: list[SlimPod] = await self._once(
             ("slim", field_selector, tuple(sorted(nodes)) if nodes is not None else None),
-            lambda: inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
+            lambda: self._inner.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes))
+        return result
+
+    async def node_map(self) -> dict[str, Obj]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().node_map()
+        result: dict[str, Obj] = await self._once(("node_map",), self._inner.node_map)
+        return result
+
+    async def component_pods(self, controller: Obj) -> list[Obj]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().component_pods(controller)
+        meta = controller.get("metadata") or {}
+        key = ("component_pods", controller.get("kind"), meta.get("namespace"), meta.get("name"), meta.get("uid"))
+        result: list[Obj] = await self._once(key, lambda: self._inner.component_pods(controller))
+        return result
+
+    async def slim_pods_by_node(
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
+    ) -> dict[str, list[SlimPod]]:
+        if isinstance(self._inner, DerivedViews):
+            return await super().slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed)
+        result: dict[str, list[SlimPod]] = await self._once(
+            ("slim_pods_by_node", tuple(sorted(nodes)), all_nodes),
+            lambda: self._inner.slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed))
         return result
 
     def know_pods(self, pods: list[Obj]) -> None:
@@ -107,7 +136,7 @@ class SharedReads:
         return result
 
     def __getattr__(self, name: str) -> Any:
-        """The reader's optional fast paths (``slim_pods``, the watch cache's ``node_map``…), memoized."""
+        """What else the reader offers beyond ``KubeReads`` (the API reader's ``walk_pods``), memoized."""
         inner = getattr(self._inner, name)
         if not callable(inner):
             return inner

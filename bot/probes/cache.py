@@ -7,21 +7,24 @@ Pods are kept as ``SlimPod`` records only (name, namespace, uid, node, phase,
 deletionTimestamp, controller owner, GPU requests); nodes, namespaces, DaemonSets,
 Deployments and ResourceQuotas (few, and read whole by the checks) are kept as the API served
 them, less ``managedFields`` and a node's image list, volumes and kubelet endpoint (``trimmed``);
-nodes with their strings interned, and marked GPU or not as their events arrive (``node_map``).
+nodes with their strings interned, and marked as their events arrive (``node_map``) by the
+predicate the reads interface hands the cache (``bot.probes.views.Kept``: GPU or not).
 Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size,
 and the next page is asked for while this one is decoded (``list_head``), so the API server's
 encoding and our decoding overlap instead of taking turns.
-The pods of GPU-stack DaemonSets (device plugins, qGPU, the operator's operands: judged as
-``bot.kube.gpu.is_gpu_component`` judges controllers, from the owner's name and the pod's labels)
-are also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
+The pods of the DaemonSets ``Kept.whole_pods_of`` accepts (for the diagnoses: the GPU stack's device
+plugins, qGPU, the operator's operands, judged from the owner's name and the pod's labels) are
+also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
 nodes a label-selected list of one DaemonSet's pods was 3 MB of JSON per question. They are
 served (``component_pods``) only when every pod the DaemonSet owns was kept.
 
 Reads are served from the cache only while it is *ready* (every kind listed once) and *fresh*
 (an event, a bookmark or a watch (re)connect within ``staleness_s``); otherwise, and for
-anything the cache does not hold (``get_object``, events, ReplicaSets, label-selected pods, other
-field selectors, the pods of a GPU Deployment), they go to the fallback API reader. Pod lists
-are rebuilt as minimal dicts from which ``bot.probes.slim.slim`` gives back the same ``SlimPod``.
+anything the cache does not hold (``get_object``, events, ReplicaSets, whole pods, the pods of a
+GPU Deployment), they go to the fallback API reader. Pods are served as the slim records they are
+kept as (``slim_pods``, ``slim_pods_by_node``), never as dicts that look whole but are not: a
+namespace's pods listed for their annotations (a gang's members) must have them. Lists come in key
+order, the order the API lists in.
 
 It must never write to the cluster, and never hand out its own stored dicts for mutation:
 callers treat returned objects as read-only.
@@ -35,7 +38,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -43,9 +46,11 @@ import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
-from bot.kube.gpu import NodeMap, is_gpu_component, marks_gpu
+from bot.kube.node_map import NodeMap
+from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
+from bot.probes.views import KEEP_NOTHING, FailedRead, Kept
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +93,14 @@ def trimmed(obj: Obj) -> Obj:
     return obj
 
 
-def component_owner(pod: Obj) -> str:
-    """``DaemonSet/NAME`` when a GPU-stack DaemonSet owns the pod (its whole object is kept), else ""."""
+def component_owner(pod: Obj, kept: Kept) -> str:
+    """``DaemonSet/NAME`` when a DaemonSet ``kept.whole_pods_of`` accepts owns the pod (its whole
+    object is kept), else ""."""
     meta = pod.get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") == "DaemonSet":
             name = str(ref.get("name") or "")
-            return f"DaemonSet/{name}" if is_gpu_component(name, meta.get("labels") or {}) else ""
+            return f"DaemonSet/{name}" if kept.whole_pods_of(name, meta.get("labels") or {}) else ""
     return ""
 
 
@@ -118,29 +124,6 @@ def interned(value: Any) -> Any:
     if isinstance(value, list):
         return [interned(v) for v in value]
     return value
-
-
-def _quantity(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-def pod_dict(p: SlimPod) -> Obj:
-    """The smallest pod dict that ``slim()`` turns back into ``p`` (one container holds the GPUs)."""
-    meta: Obj = {"name": p.name, "namespace": p.namespace, "uid": p.uid}
-    if p.deletion_timestamp is not None:
-        meta["deletionTimestamp"] = p.deletion_timestamp
-    if p.created:
-        meta["creationTimestamp"] = p.created
-    if p.owner:
-        kind, _, name = p.owner.partition("/")
-        meta["ownerReferences"] = [{"kind": kind, "name": name, "controller": True}]
-    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": {k: _quantity(v) for k, v in p.gpu.items()}}}]}
-    if p.node:
-        spec["nodeName"] = p.node
-    status: Obj = {"phase": p.phase}
-    if p.ready is not None:
-        status["conditions"] = [{"type": "Ready", "status": "True" if p.ready else "False"}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 #: about how many bytes of JSON one relist page should hold. A decoded page is several times its
@@ -348,18 +331,22 @@ class _Reflector:
 class _Store:
     """Objects of one kind by key, under the cache's lock; pods slim and indexed by node."""
 
-    def __init__(self, kind: str, lock: threading.Lock) -> None:
+    def __init__(self, kind: str, lock: threading.Lock, kept: Kept) -> None:
         self.kind = kind
         self.lock = lock
+        self.kept = kept
         self.slim_pods = kind == "Pod"
         self.objects: dict[tuple[str, str], Any] = {}
         self.by_node: dict[str, set[tuple[str, str]]] = {}
-        #: nodes only: the names whose own object marks them GPU (``bot.kube.gpu.marks_gpu``),
+        #: nodes only: the names whose own object ``kept.node_mark`` accepts (GPU or not),
         #: judged once per watch event instead of once per question
-        self.gpu_marked: set[str] = set()
+        self.marked: set[str] = set()
         #: bumped (under the lock) by every change, so views derived from the store know when to
         #: be rebuilt (``WatchCache.node_map``)
         self.generation = 0
+        #: a watch added a key since the objects were last in key order, the order the API lists
+        #: in (a relist's pages come in it): readers must get the order the API reader would give
+        self.unordered = False
         #: pods only: how many pods each controller owns, ``(namespace, "Kind/name")``
         self.owned: dict[tuple[str, str], int] = {}
         #: pods only: the GPU-stack DaemonSets' pods kept whole, and their keys by owner
@@ -386,7 +373,7 @@ class _Store:
         """Add one listed page to a map being built by a relist (not yet visible to readers)."""
         for o in items:
             key = self._key(o)
-            if self.slim_pods and component_owner(o):
+            if self.slim_pods and component_owner(o, self.kept):
                 fresh.full[key] = trimmed(o)
             fresh[key] = self._value(o)
 
@@ -402,26 +389,29 @@ class _Store:
                 if p.owner:
                     owned[p.namespace, p.owner] = owned.get((p.namespace, p.owner), 0) + 1
             for key, pod in fresh.full.items():
-                full_by_owner.setdefault((key[0], component_owner(pod)), set()).add(key)
-        marked = {key[1] for key, obj in fresh.items() if marks_gpu(obj)} if self.kind == "Node" else set()
+                full_by_owner.setdefault((key[0], component_owner(pod, self.kept)), set()).add(key)
+        mark = self.kept.node_mark
+        marked = {key[1] for key, obj in fresh.items() if mark(obj)} if self.kind == "Node" else set()
         with self.lock:
             self.objects = fresh
+            self.unordered = False
             self.by_node = by_node
-            self.gpu_marked = marked
+            self.marked = marked
             self.owned, self.full, self.full_by_owner = owned, fresh.full, full_by_owner
             self.generation += 1
 
     def put(self, obj: Obj) -> None:
         key = self._key(obj)
-        owner = component_owner(obj) if self.slim_pods else ""
+        owner = component_owner(obj, self.kept) if self.slim_pods else ""
         whole = trimmed(obj) if owner else None
         value = self._value(obj)
-        marked = self.kind == "Node" and marks_gpu(value)
+        marked = self.kind == "Node" and self.kept.node_mark(value)
         with self.lock:
             if self.kind == "Node":
-                (self.gpu_marked.add if marked else self.gpu_marked.discard)(key[1])
+                (self.marked.add if marked else self.marked.discard)(key[1])
             old = self.objects.get(key)
             self.objects[key] = value
+            self.unordered = self.unordered or old is None
             self.generation += 1
             if self.slim_pods:
                 if old is not None and old.node and old.node != value.node:
@@ -437,7 +427,7 @@ class _Store:
             old = self.objects.pop(key, None)
             self.generation += old is not None
             if self.kind == "Node":
-                self.gpu_marked.discard(key[1])
+                self.marked.discard(key[1])
             if self.slim_pods and old is not None:
                 if old.node:
                     self.by_node.get(old.node, set()).discard(key)
@@ -461,16 +451,23 @@ class _Store:
                 self.owned.pop((key[0], old.owner), None)
         was = self.full.pop(key, None)
         if was is not None:
-            owner = (key[0], component_owner(was))
+            owner = (key[0], component_owner(was, self.kept))
             keys = self.full_by_owner.get(owner)
             if keys is not None:
                 keys.discard(key)
                 if not keys:
                     del self.full_by_owner[owner]
 
+    def ordered(self) -> dict[tuple[str, str], Any]:
+        """Under the lock: the objects in key order (sorted again only after a watch added one)."""
+        if self.unordered:
+            self.objects = dict(sorted(self.objects.items(), key=lambda item: item[0]))
+            self.unordered = False
+        return self.objects
+
     def values(self) -> list[Any]:
         with self.lock:
-            return list(self.objects.values())
+            return list(self.ordered().values())
 
 
 class WatchCache(KubeReads):
@@ -491,6 +488,7 @@ class WatchCache(KubeReads):
         api_client: client.ApiClient,
         fallback: KubeReads,
         *,
+        kept: Kept = KEEP_NOTHING,
         staleness_s: float = 120.0,
         page_size: int = 500,
         watch_timeout_s: float | None = None,
@@ -508,7 +506,9 @@ class WatchCache(KubeReads):
         # a watch ends (and is re-opened) well inside the staleness bound, which keeps an idle
         # cluster's cache fresh even on servers that send no bookmarks
         timeout = watch_timeout_s if watch_timeout_s is not None else max(5.0, min(300.0, staleness_s / 2))
-        self.stores = {kind: _Store(kind, self._lock) for kind in self.KINDS}
+        #: what the views are about (``node_map``'s marks, ``component_pods``' owners)
+        self.kept = kept
+        self.stores = {kind: _Store(kind, self._lock, kept) for kind in self.KINDS}
         self.reflectors = {
             kind: _Reflector(
                 kind,
@@ -562,53 +562,65 @@ class WatchCache(KubeReads):
         return await self.fallback.get_object(kind, name, namespace)
 
     async def list_pods(self, namespace: str = "", *, label_selector: str = "", field_selector: str = "") -> list[Obj]:
-        node = field_selector.removeprefix("spec.nodeName=") if field_selector.startswith("spec.nodeName=") else None
-        plain = not field_selector or (node is not None and "," not in node)
-        if label_selector or not plain or not self._serves("Pod"):
-            return await self.fallback.list_pods(
-                namespace, label_selector=label_selector, field_selector=field_selector
-            )
-        pods = self.slim_pods_on([node]).get(node, []) if node is not None else self.stores["Pod"].values()
-        return [pod_dict(p) for p in pods if not namespace or p.namespace == namespace]
+        """Whole pods, from the API: the cache keeps slim records, which the views serve
+        (``slim_pods``, ``slim_pods_by_node``), and the GPU stack's pods (``component_pods``)."""
+        return await self.fallback.list_pods(namespace, label_selector=label_selector, field_selector=field_selector)
 
-    def slim_pods_on(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]]:
+    def slim_pods_on(self, nodes: Collection[str]) -> dict[str, list[SlimPod]]:
         """Slim records of the pods bound to each node, from the node index (no API request)."""
         store = self.stores["Pod"]
         with self._lock:
-            return {n: [store.objects[k] for k in store.by_node.get(n, ())] for n in nodes}
+            # in key order, as the API lists them (the index is a set)
+            return {n: [store.objects[k] for k in sorted(store.by_node.get(n, ()))] for n in nodes}
 
-    async def component_pods(self, controller: Obj) -> list[Obj] | None:
-        """The pods of a GPU-stack DaemonSet, whole, when the cache kept every pod it owns; None
-        otherwise (a Deployment, a DaemonSet whose pods the name-and-label judgement did not
-        recognise, a stale cache): the caller then lists them from the API."""
+    async def component_pods(self, controller: Obj) -> list[Obj]:
+        """The pods of a DaemonSet whose pods are kept whole, when the cache kept every pod it
+        owns; otherwise (a Deployment, a DaemonSet ``Kept.whole_pods_of`` did not recognise from
+        its pods, a stale cache) the fallback lists them from the API."""
         meta = controller.get("metadata") or {}
-        if controller.get("kind") != "DaemonSet" or not self._serves("Pod"):
-            return None
-        ns, owner = str(meta.get("namespace") or ""), f"DaemonSet/{meta.get('name') or ''}"
-        store = self.stores["Pod"]
-        with self._lock:
-            keys = store.full_by_owner.get((ns, owner), set())
-            if len(keys) != store.owned.get((ns, owner), 0):
-                return None
-            return [store.full[k] for k in sorted(keys)]
+        if not selector_string((controller.get("spec") or {}).get("selector")):
+            return []
+        if controller.get("kind") == "DaemonSet" and self._serves("Pod"):
+            ns, owner = str(meta.get("namespace") or ""), f"DaemonSet/{meta.get('name') or ''}"
+            store = self.stores["Pod"]
+            with self._lock:
+                keys = store.full_by_owner.get((ns, owner), set())
+                if len(keys) == store.owned.get((ns, owner), 0):
+                    return [store.full[k] for k in sorted(keys)]
+        return await self.fallback.component_pods(controller)
 
-    async def slim_pods_by_node(self, nodes: list[str] | set[str]) -> dict[str, list[SlimPod]] | None:
-        """The fast path for node-level checks; None when the cache cannot answer (not ready, stale)."""
-        return self.slim_pods_on(nodes) if self._serves("Pod") else None
+    async def slim_pods(
+        self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
+    ) -> list[SlimPod]:
+        """Slim records of every pod (or of those on ``nodes``), from the store when it serves."""
+        if field_selector or not self._serves("Pod"):
+            return await self.fallback.slim_pods(field_selector=field_selector, nodes=nodes, all_nodes=all_nodes)
+        if nodes is not None:
+            return [p for batch in self.slim_pods_on(nodes).values() for p in batch]
+        return self.stores["Pod"].values()
 
-    async def node_map(self) -> NodeMap | None:
-        """Every node by name with its GPU marks (``bot.kube.gpu.NodeMap``), built once per change
-        of the node store and shared by every question until the next; None when the cache cannot
-        answer (not ready, stale)."""
+    async def slim_pods_by_node(
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
+    ) -> dict[str, list[SlimPod]]:
+        """The fast path for node-level checks, from the node index; the fallback's when the cache
+        cannot answer (not ready, stale)."""
+        if self._serves("Pod"):
+            return self.slim_pods_on(nodes)
+        return await self.fallback.slim_pods_by_node(nodes, all_nodes=all_nodes, failed=failed)
+
+    async def node_map(self) -> dict[str, Obj]:
+        """Every node by name with its marks (``bot.kube.node_map.NodeMap``), built once per change
+        of the node store and shared by every question until the next; the fallback's plain map
+        when the cache cannot answer (not ready, stale)."""
         if not self._serves("Node"):
-            return None
+            return await self.fallback.node_map()
         store = self.stores["Node"]
         with self._lock:
             memo = self._node_map
             if memo is not None and memo[0] == store.generation:
                 return memo[1]
-            generation, nodes, marked = store.generation, list(store.objects.items()), frozenset(store.gpu_marked)
-        built = NodeMap({name: obj for (_, name), obj in nodes}, marked)
+            generation, nodes, marked = store.generation, list(store.ordered().items()), frozenset(store.marked)
+        built = NodeMap({name: obj for (_, name), obj in nodes}, marked, self.kept.node_mark)
         with self._lock:
             self._node_map = (generation, built)
         return built

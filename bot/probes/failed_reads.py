@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from bot.errors import KubeApiError
+from bot.probes.slim import SlimPod
+from bot.probes.views import DerivedViews
 
 Obj = dict[str, Any]
 
 
-class FailedReads:
-    """``KubeReads`` whose every call raises a copy of ``error``."""
+class FailedReads(DerivedViews):
+    """``KubeReads`` whose every call raises a copy of ``error`` (the derived views too: they read)."""
 
     def __init__(self, error: KubeApiError) -> None:
         self.error = error
@@ -32,6 +34,11 @@ class FailedReads:
         raise self._fail()
 
     async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
+        raise self._fail()
+
+    async def slim_pods(
+        self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
+    ) -> list[SlimPod]:
         raise self._fail()
 
     async def list_namespaces(self) -> list[Obj]:

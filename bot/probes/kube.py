@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from bot.kube.custom_resources import declared
 from bot.probes.deadline import remaining
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
+from bot.probes.views import DerivedViews, FailedRead
 
 Obj = dict[str, Any]
 
@@ -95,6 +96,20 @@ class KubeReads(Protocol):
 
     async def served(self, group: str, version: str) -> bool: ...
 
+    # -- views derived from the reads above (``bot.probes.views``): a plain reader derives them,
+    # -- the watch-fed cache answers them from its indexes
+    async def node_map(self) -> dict[str, Obj]: ...
+
+    async def component_pods(self, controller: Obj) -> list[Obj]: ...
+
+    async def slim_pods(
+        self, *, field_selector: str = "", nodes: set[str] | None = None, all_nodes: int = 0
+    ) -> list[SlimPod]: ...
+
+    async def slim_pods_by_node(
+        self, nodes: Collection[str], *, all_nodes: int = 0, failed: FailedRead | None = None
+    ) -> dict[str, list[SlimPod]]: ...
+
 
 #: how long the API groups the server serves are trusted (installing Kueue is rare; a restart of
 #: the bot is not needed to see it)
@@ -162,7 +177,7 @@ def _check_declared(group: str, plural: str) -> None:
         raise KubeApiError(f"{group}/{plural}: not a custom resource gpubot declares (bot.kube.custom_resources)")
 
 
-class KubeReader:
+class KubeReader(DerivedViews):
     """Reads from the API server: get, and lists paginated with ``limit``/``continue``.
 
     Every request is bounded by ``timeout`` and by what is left of the command's deadline

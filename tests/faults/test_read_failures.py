@@ -123,7 +123,7 @@ def assert_incomplete(answer: Answer, text: Answer, *, resource: str, kind: str,
     assert (resource, kind) in failed, report["unreadable"]
     codes = [f["code"] for f in report["findings"]]
     assert codes and codes[0] in READ_CODES, codes
-    concluded = set(codes) - READ_CODES
+    concluded = set(codes) - set(READ_CODES)
     assert not concluded & (FROM_NOTHING - allowed), codes
     assert concluded <= allowed, f"invented from an unread input: {concluded - allowed}"
     assert all(f["remediations"] == [] for f in report["findings"]), "no fix is offered on an incomplete answer"

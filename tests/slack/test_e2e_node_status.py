@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.commands import parse_invocation
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
 from bot.slack.limits import escape_mrkdwn
+from tests.readers import READERS, service_reading
 from tests.slack.helpers import form, post, running_app, settings_for, sign, slash_payload
 from tests.slack.mock_slack_api import MockSlackApi
 from tests.slack.test_blocks import assert_within_limits
@@ -23,12 +26,13 @@ SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "zombie-checkpoin
 NODES = ("tcs-10-29-25-5", "tcs-10-29-25-6")
 
 
+@pytest.mark.parametrize("reader", READERS)
 async def test_node_status_on_the_zombie_scenario_posts_the_table_and_the_zombie(
-    mock_slack: MockSlackApi, tmp_path: Path
+    mock_slack: MockSlackApi, tmp_path: Path, reader: str
 ) -> None:
     async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
         settings = settings_for(mock_slack, base=sim.settings())
-        async with running_app(settings, Service(settings)) as app:
+        async with running_app(settings, await service_reading(settings, reader)) as app:
             body = form(slash_payload(mock_slack, "node-status"))
             status, ack, _ = await post(app.url + "/slack/events", body, sign(body))
             assert (status, ack) == (200, "")

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from bot.kube.gpu import is_gpu_node
-from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit, pod_dict, slim_record
+from bot.clients import GPU_KEPT
+from bot.kube.gpu import gpu_node_names, is_gpu_node
+from bot.kube.node_map import NodeMap
+from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit
 from bot.probes.kube import KubeReader
-from bot.probes.slim import slim
+from bot.probes.views import KEEP_NOTHING
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
 from bot.sim.scenario import scenario_from_dict
@@ -42,6 +44,7 @@ class Harness:
 
     def cache(self, **kwargs: Any) -> WatchCache:
         kwargs.setdefault("page_size", 7)  # several pages even on a small cluster
+        kwargs.setdefault("kept", GPU_KEPT)  # what the bot's cache keeps (bot.clients)
         c = WatchCache(self.new_client(), self.reader, **kwargs)
         self.caches.append(c)
         return c
@@ -82,33 +85,38 @@ async def until(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> N
         await asyncio.sleep(0.01)
 
 
-def refs(pods: list[dict[str, Any]]) -> list[tuple[str, str, str, str, Any, tuple[Any, ...]]]:
-    out = []
-    for p in pods:
-        s = slim(p)
-        out.append((s.ref, s.node, s.phase, s.owner, s.deletion_timestamp, tuple(sorted(s.gpu.items()))))
-    return sorted(out)
-
-
 async def test_not_ready_before_sync_reads_go_to_the_api(sim: Harness) -> None:
     cache = sim.cache()
     assert not cache.ready
     before = sim.reader.stats.requests
-    pods = await cache.list_pods()
+    pods = await cache.slim_pods()
     assert sim.reader.stats.requests > before  # answered by the API reader
-    assert "containers" in pods[0]["spec"] and pods[0]["spec"]["containers"][0].get("image")  # full dicts
     cache.start()
     assert await cache.wait_ready(10)
     before = sim.reader.stats.requests
-    cached = await cache.list_pods()
+    cached = await cache.slim_pods()
     assert sim.reader.stats.requests == before  # now from the cache
-    assert refs(cached) == refs(pods)  # slim() sees the same records
+    assert cached == pods  # the same records, in the same order
     assert cache.stats.by_call["list Pod"] >= 6  # paginated: 41 pods in pages of 7
+    whole = await cache.list_pods()  # whole pods are not kept: the API answers
+    assert sim.reader.stats.requests > before
+    assert "containers" in whole[0]["spec"] and whole[0]["spec"]["containers"][0].get("image")
 
 
-async def test_slim_record_round_trips_through_pod_dict(sim: Harness) -> None:
-    for obj in sim.server.store.objects(POD):
-        assert slim(pod_dict(slim_record(obj))) == slim(obj)
+async def test_pods_a_watch_adds_are_served_in_the_apis_order(sim: Harness) -> None:
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    first = next(p for p in sim.server.store.objects(POD) if p["spec"].get("nodeName"))
+    node = first["spec"]["nodeName"]
+    events = cache.reflectors["Pod"].events
+    for name in ("zz-new", "aa-new"):
+        sim.server.store.put(POD, {**first, "metadata": {**first["metadata"], "name": name, "uid": name}})
+    await until(lambda: cache.reflectors["Pod"].events >= events + 2, "two pod events")
+    assert await cache.slim_pods() == await sim.reader.slim_pods()
+    on_node = (await cache.slim_pods_by_node([node]))[node]
+    assert on_node == (await sim.reader.slim_pods_by_node([node]))[node]
+    assert [p.ref for p in on_node] == sorted(p.ref for p in on_node)
 
 
 async def test_events_are_applied_in_order(sim: Harness) -> None:
@@ -137,7 +145,7 @@ async def test_a_deleted_pod_leaves_the_cache(sim: Harness) -> None:
     sim.server.store.remove(POD, ns, name)
     await until(lambda: (ns, name) not in cache.stores["Pod"].objects, "the delete event")
     assert name not in [p.name for p in cache.slim_pods_on([node])[node]]
-    assert name not in [p["metadata"]["name"] for p in await cache.list_pods(ns)]
+    assert name not in [p.name for p in await cache.slim_pods() if p.namespace == ns]
 
 
 async def test_relists_after_410_gone(sim: Harness) -> None:
@@ -165,27 +173,29 @@ async def test_stale_cache_falls_back_to_the_api(sim: Harness) -> None:
     assert await cache.wait_ready(10)
     await until(lambda: not cache.fresh("Pod"), "the staleness bound to pass")
     before = sim.reader.stats.requests
-    await cache.list_pods()
-    assert sim.reader.stats.requests >= before + 6  # the API reader walked every page
+    await cache.slim_pods()
+    assert sim.reader.stats.requests > before  # the API reader walked the pods
     sim.put_pod("bench", "target-pending-0", status={"phase": "Pending"})
     await until(lambda: cache.fresh("Pod"), "an event to make it fresh again")
     before = sim.reader.stats.requests
-    await cache.list_pods()
+    await cache.slim_pods()
     assert sim.reader.stats.requests == before
 
 
 async def test_node_map_is_built_once_per_change_of_the_nodes(sim: Harness) -> None:
     cache = sim.cache()
-    assert await cache.node_map() is None  # not synced: the caller lists through the API
+    before = sim.reader.stats.requests
+    unsynced = await cache.node_map()  # not synced: listed through the API, no marks kept
+    assert not isinstance(unsynced, NodeMap) and sim.reader.stats.requests > before
     cache.start()
     assert await cache.wait_ready(10)
     first = await cache.node_map()
-    assert first is not None and sorted(first) == sorted(n["metadata"]["name"] for n in await sim.reader.list_nodes())
-    assert first.gpu_marked == {n for n, obj in first.items() if is_gpu_node(obj)}
-    assert first.gpu_marked and first.gpu_marked < set(first)  # GPU and CPU nodes told apart
+    assert isinstance(first, NodeMap) and sorted(first) == sorted(unsynced)
+    assert first.marked == {n for n, obj in first.items() if is_gpu_node(obj)}
+    assert first.marked and first.marked < set(first)  # GPU and CPU nodes told apart
     assert await cache.node_map() is first  # no change: the same map, nothing classified again
     node_type = next(rt for rt in RESOURCE_TYPES if rt.kind == "Node")
-    cpu = next(n for n in first if n not in first.gpu_marked)
+    cpu = next(n for n in first if n not in first.marked)
     obj = sim.server.store.find("Node", cpu, "")
     assert obj is not None
     labels = {**obj["metadata"].get("labels", {}), "nvidia.com/gpu.present": "true"}
@@ -193,8 +203,8 @@ async def test_node_map_is_built_once_per_change_of_the_nodes(sim: Harness) -> N
     sim.server.store.put(node_type, {**obj, "metadata": {**obj["metadata"], "labels": labels}})
     await until(lambda: cache.reflectors["Node"].events > events, "the node event")
     second = await cache.node_map()
-    assert second is not None and second is not first
-    assert second.gpu_marked == first.gpu_marked | {cpu}
+    assert isinstance(second, NodeMap) and second is not first
+    assert second.marked == first.marked | {cpu}
 
 
 def test_relist_pages_shrink_to_the_objects_size() -> None:
@@ -209,7 +219,7 @@ async def test_kept_nodes_share_their_strings_and_drop_what_no_check_reads(sim: 
     cache = sim.cache()
     cache.start()
     assert await cache.wait_ready(10)
-    kept = list((await cache.node_map() or {}).values())
+    kept = list((await cache.node_map()).values())
     assert len(kept) >= 2
     for node in kept:
         assert node["kind"] == "Node" and "managedFields" not in node["metadata"]
@@ -234,7 +244,7 @@ async def test_a_gpu_daemonsets_pods_are_kept_whole_and_follow_their_events(sim:
     ds = next(d for d in await cache.list_daemonsets() if d["metadata"]["name"] == "qgpu-manager")
     before = sim.reader.stats.requests
     kept = await cache.component_pods(ds)
-    assert kept is not None and sim.reader.stats.requests == before  # no API request
+    assert sim.reader.stats.requests == before  # no API request
     listed = await sim.reader.list_pods("qgpu", label_selector="app=qgpu-manager")
     assert listed and sorted(_by_name(kept)) == sorted(_by_name(listed))
     for name, pod in _by_name(listed).items():
@@ -247,7 +257,7 @@ async def test_a_gpu_daemonsets_pods_are_kept_whole_and_follow_their_events(sim:
     sim.put_pod("qgpu", name, status={"containerStatuses": restarted})
 
     async def restarts() -> int:
-        pods = await cache.component_pods(ds) or []
+        pods = await cache.component_pods(ds)
         statuses = _by_name(pods)[name]["status"].get("containerStatuses") or [{}]
         return int(statuses[0].get("restartCount", 0))
 
@@ -258,12 +268,13 @@ async def test_a_gpu_daemonsets_pods_are_kept_whole_and_follow_their_events(sim:
     # and a deleted pod leaves it
     sim.server.store.remove(POD, "qgpu", name)
     await until(lambda: ("qgpu", name) not in cache.stores["Pod"].full, "the delete event")
-    assert name not in _by_name(await cache.component_pods(ds) or [])
+    assert name not in _by_name(await cache.component_pods(ds))
 
 
 async def test_a_daemonset_whose_pods_were_not_all_kept_is_read_from_the_api(sim: Harness) -> None:
     """A DaemonSet recognised only by its own labels, with pods that carry none of them: the
-    cache cannot know them for component pods, so it says so (None) instead of an empty list."""
+    cache cannot know them for component pods, so it lists them from the API instead of
+    answering an empty list."""
     ds_type = next(rt for rt in RESOURCE_TYPES if rt.kind == "DaemonSet")
     helper = {
         "apiVersion": "apps/v1",
@@ -288,9 +299,30 @@ async def test_a_daemonset_whose_pods_were_not_all_kept_is_read_from_the_api(sim
     cache.start()
     assert await cache.wait_ready(10)
     ds = next(d for d in await cache.list_daemonsets() if d["metadata"]["name"] == "node-helper")
-    assert await cache.component_pods(ds) is None
-    deployment = {"kind": "Deployment", "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"}}
-    assert await cache.component_pods(deployment) is None  # ReplicaSet-owned pods are not kept
+    before = sim.reader.stats.requests
+    assert sorted(_by_name(await cache.component_pods(ds))) == ["node-helper-x1"]
+    assert sim.reader.stats.requests == before + 1  # from the API
+    deployment = {"kind": "Deployment", "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"},
+                  "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}}}}
+    await cache.component_pods(deployment)
+    assert sim.reader.stats.requests == before + 2  # ReplicaSet-owned pods are not kept: the API
+    assert await cache.component_pods({"kind": "DaemonSet", "metadata": {"name": "x"}}) == []  # no selector
+
+
+async def test_a_cache_keeps_what_it_was_told_to(sim: Harness) -> None:
+    """The rules come from whoever wires the cache (``Kept``): told nothing, it marks no node and
+    keeps no pod whole, and its views still answer as the API would."""
+    cache = sim.cache(kept=KEEP_NOTHING)
+    cache.start()
+    assert await cache.wait_ready(10)
+    nodes = await cache.node_map()
+    assert isinstance(nodes, NodeMap) and not nodes.marked
+    assert gpu_node_names(nodes, set()) == gpu_node_names(dict(nodes), set())  # marks not its own: judged again
+    assert not cache.stores["Pod"].full
+    ds = next(d for d in await cache.list_daemonsets() if d["metadata"]["name"] == "qgpu-manager")
+    before = sim.reader.stats.requests
+    listed = await cache.component_pods(ds)
+    assert listed and sim.reader.stats.requests == before + 1
 
 
 def test_a_list_head_is_read_before_its_items() -> None:

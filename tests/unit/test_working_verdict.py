@@ -9,8 +9,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bot.commands import parse_invocation
-from bot.engine.cards import card_verdicts
-from bot.engine.facts import Facts
+from bot.engine.cards import EarlyVerdicts, card_verdicts
+from bot.engine.facts import EARLY_CARD_VERDICTS, Facts
 from bot.engine.runbooks import load_runbooks
 from bot.engine.working import (
     SIGNALS,
@@ -146,13 +146,15 @@ def test_verdicts_worked_out_during_the_fan_out_are_the_ones_worked_out_after_it
 
     readings_now = {"a": reading("a", 9000), "b": reading("b", 0), "c": reading("c", 4000)}
     facts = Facts(parse_invocation(["node-status"]), tables=tables)
-    facts.node_answered("a", readings_now["a"])
-    facts.node_answered("b", reading("b", 0))  # a reading that is not the one the report keeps
-    facts.put("node_readings", readings_now)
+    fan_out = EarlyVerdicts(facts.table("working_signals"), facts.table("working_profiles"))
+    fan_out.answered("a", readings_now["a"])
+    fan_out.answered("b", reading("b", 0))  # a reading that is not the one the report keeps
+    facts.put("node_readings", readings_now)  # what the node-readings loader puts, the verdicts beside
+    facts.put(EARLY_CARD_VERDICTS, fan_out.done)
     early = facts.card_verdicts
     late = card_verdicts(readings_now, tables["working_signals"], tables["working_profiles"])
-    assert early["a"] is facts._early_cards["a"][1]  # worked out once, during the fan-out
-    assert early["b"] is not facts._early_cards["b"][1]  # not of the kept reading: worked out again
+    assert early["a"] is fan_out.done["a"][1]  # worked out once, during the fan-out
+    assert early["b"] is not fan_out.done["b"][1]  # not of the kept reading: worked out again
     assert {n: [(g.uuid, v) for g, v in rows] for n, rows in early.items()} == {
         n: [(g.uuid, v) for g, v in rows] for n, rows in late.items()
     }

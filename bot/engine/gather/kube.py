@@ -19,14 +19,11 @@ from bot.kube.selectors import selector_string
 from bot.kube.story import needs_story
 from bot.kube.topology_spread import hard_constraints
 from bot.probes.kube import KubeReads
-from bot.probes.slim import SlimPod, slim
 from bot.report import Unreadable
 
 Obj = dict[str, Any]
 T = TypeVar("T")
 
-#: with more nodes than this in scope, pods are listed cluster-wide once instead of node by node
-PER_NODE_LIST_LIMIT = 16
 #: pods a quota still counts and a pod (anti-)affinity can be about: not Succeeded/Failed. A field
 #: selector also makes the watch-fed cache pass the list to the API, which serves whole objects.
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -223,13 +220,8 @@ async def namespaces(facts: Facts, src: Sources) -> None:
 
 async def nodes(facts: Facts, src: Sources) -> None:
     """All nodes (taints, labels, capacity, conditions); the watch-fed cache hands out one map per
-    change of its nodes, with their GPU marks worked out once (``bot.kube.gpu.NodeMap``)."""
-    fast = getattr(src.kube, "node_map", None)
-    cached = await fast() if fast is not None else None
-    if cached is not None:
-        facts.put("nodes", cached)
-        return
-    facts.put("nodes", {(n.get("metadata") or {}).get("name", ""): n for n in await src.kube.list_nodes()})
+    change of its nodes, with their GPU marks worked out once (``bot.kube.node_map.NodeMap``)."""
+    facts.put("nodes", await src.kube.node_map())
 
 
 async def components(facts: Facts, src: Sources) -> None:
@@ -244,19 +236,7 @@ async def components(facts: Facts, src: Sources) -> None:
     ]
 
     # the watch-fed cache keeps the GPU-stack DaemonSets' pods whole (bot.probes.cache)
-    kept = getattr(src.kube, "component_pods", None)
-
-    async def pods_of(ctrl: Obj) -> list[Obj]:
-        selector = selector_string((ctrl.get("spec") or {}).get("selector"))
-        if not selector:
-            return []
-        cached = await kept(ctrl) if kept is not None else None
-        if cached is not None:
-            return cached
-        ns = (ctrl.get("metadata") or {}).get("namespace", "")
-        return await src.kube.list_pods(ns, label_selector=selector)
-
-    batches = await _every(facts, "components", [pods_of(c) for c in controllers])
+    batches = await _every(facts, "components", [src.kube.component_pods(c) for c in controllers])
     pods = [p for batch in batches for p in batch]
     if not controllers:
         # Some installs run bare pods: fall back to the well-known app labels.
@@ -339,25 +319,8 @@ async def node_pods(facts: Facts, src: Sources) -> None:
     pod = facts.target.pod
     if pod is not None and (pod.get("spec") or {}).get("nodeName"):
         names.add(str(pod["spec"]["nodeName"]))
-    by_node: dict[str, list[SlimPod]] = {n: [] for n in names}
     # The watch-fed cache (bot.probes.cache) answers from its node index without rebuilding dicts.
-    fast = getattr(src.kube, "slim_pods_by_node", None)
-    cached = await fast(names) if fast is not None else None
-    if cached is not None:
-        facts.put("node_pods", {n: cached.get(n, []) for n in names})
-        return
-    if len(names) <= PER_NODE_LIST_LIMIT:
-        batches = await _every(
-            facts, "node_pods", [src.kube.list_pods(field_selector=f"spec.nodeName={n}") for n in sorted(names)]
-        )
-        pods = [slim(p) for batch in batches for p in batch]
-    else:
-        paged = getattr(src.kube, "slim_pods", None)
-        if paged is not None:
-            pods = await paged(nodes=names, all_nodes=len(facts.nodes))
-        else:
-            pods = [slim(p) for p in await src.kube.list_pods()]
-    for p in pods:
-        if p.node in by_node:
-            by_node[p.node].append(p)
-    facts.put("node_pods", by_node)
+    def failed(err: KubeApiError) -> None:  # each failed read is named, as ``_every`` does
+        facts.cannot_read("node_pods", Unreadable.of(err, "node_pods"))
+
+    facts.put("node_pods", await src.kube.slim_pods_by_node(names, all_nodes=len(facts.nodes), failed=failed))

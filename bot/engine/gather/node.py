@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from bot.engine.facts import Facts
+from bot.engine.cards import EarlyVerdicts
+from bot.engine.facts import EARLY_CARD_VERDICTS, Facts
 from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
@@ -161,15 +162,15 @@ async def _no_exec(
     raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
 
 
-def _counting(facts: Facts, src: Sources, total: int) -> Callable[[str, Any], None]:
-    """``facts.node_answered``, also telling the progress line how many of ``total`` nodes answered."""
+def _counting(early: EarlyVerdicts, src: Sources, total: int) -> Callable[[str, Any], None]:
+    """``early.answered``, also telling the progress line how many of ``total`` nodes answered."""
     done = 0
     src.progress(f"reading {total} node(s) ({src.settings.node_access})")
 
     def answered(node: str, result: Any) -> None:
         nonlocal done
         done += 1
-        facts.node_answered(node, result)
+        early.answered(node, result)
         src.progress(f"reading nodes: {done} of {total} answered")
 
     return answered
@@ -183,7 +184,8 @@ async def readings(facts: Facts, src: Sources) -> None:
         facts.put("node_readings", {})
         return
     todo = [n for n in names if n not in results]
-    answered = _counting(facts, src, len(todo))
+    early = EarlyVerdicts(facts.table("working_signals"), facts.table("working_profiles"))
+    answered = _counting(early, src, len(todo))
     if src.node_memo is not None:
         transport = src.node_memo.wrap(transport)
     results.update(
@@ -217,3 +219,4 @@ async def readings(facts: Facts, src: Sources) -> None:
         elif isinstance(result, NodeProbeError) and result.reason != "agent-missing":
             facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
+    facts.put(EARLY_CARD_VERDICTS, early.done)
