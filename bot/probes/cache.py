@@ -11,7 +11,9 @@ nodes with their strings interned, and marked as their events arrive (``node_map
 predicate the reads interface hands the cache (``bot.probes.views.Kept``: GPU or not).
 Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size,
 and the next page is asked for while this one is decoded (``list_head``), so the API server's
-encoding and our decoding overlap instead of taking turns.
+encoding and our decoding overlap instead of taking turns. Pod pages are parsed lazily where
+``simdjson`` is installed and only the fields the slim records read are built (``skeleton``):
+decoding every object of realistic pods made the sync slower than a plain download of them all.
 The pods of the DaemonSets ``Kept.whole_pods_of`` accepts (for the diagnoses: the GPU stack's device
 plugins, qGPU, the operator's operands, judged from the owner's name and the pod's labels) are
 also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
