@@ -119,6 +119,20 @@ def skeleton(pod: Any) -> Obj:
     return out
 
 
+def lazy_node(obj: Any) -> Obj:
+    """``trimmed`` for a lazily parsed node, without building what it drops (its forty images and
+    its ``managedFields`` were most of its 10 kB)."""
+    out: Obj = {}
+    for key, value in obj.items():
+        if key == "metadata":
+            out[key] = {k: _plain(v) for k, v in value.items() if k != "managedFields"}
+        elif key == "status":
+            out[key] = {k: _plain(v) for k, v in value.items() if k not in _NODE_STATUS_DROPPED}
+        else:
+            out[key] = _plain(value)
+    return out
+
+
 #: a node's status fields no check reads and that grow with the node's life: its image list
 #: (forty-odd names and sizes), its volumes, the kubelet's endpoint
 _NODE_STATUS_DROPPED = frozenset({"images", "volumesInUse", "volumesAttached", "daemonEndpoints"})
@@ -419,7 +433,7 @@ class _Store:
 
     def decode(self, data: bytes) -> Any:
         """One listed page: pods parsed lazily where ``simdjson`` is installed (``skeleton``)."""
-        if self.slim_pods and simdjson is not None:
+        if (self.slim_pods or self.kind == "Node") and simdjson is not None:
             # one parser kept for the relists: its buffers, allocated anew for every page, stayed
             # resident (27 MB at 20k pods); it parses again only once the last page's values are gone
             if self._parser is None:
@@ -444,7 +458,12 @@ class _Store:
     def add_to(self, fresh: _Fresh, items: list[Obj]) -> None:
         """Add one listed page to a map being built by a relist (not yet visible to readers)."""
         for item in items:
-            o = item if isinstance(item, dict) else skeleton(item)
+            if isinstance(item, dict):
+                o = item
+            elif self.slim_pods:
+                o = skeleton(item)
+            else:
+                o = lazy_node(item)
             key = self._key(o)
             if self.slim_pods and component_owner(o, self.kept):
                 o = item if isinstance(item, dict) else item.as_dict()

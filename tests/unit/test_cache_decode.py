@@ -104,3 +104,24 @@ def test_the_parser_is_reused_and_dropped_at_install(monkeypatch: pytest.MonkeyP
     assert parser is not None and store._parser is parser
     store.install(fresh)
     assert store._parser is None and len(store.objects) == len(fresh)
+
+
+def test_lazily_parsed_nodes_are_kept_as_whole_decoded_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node page parsed lazily keeps what ``trimmed`` keeps of a whole decoded one, images and
+    ``managedFields`` left unbuilt."""
+    spec = generate_scenario(nodes=30, gpu_nodes=6, pods=10, realistic=1)
+    nodes = [o for o in spec["kubernetes"]["objects"] if o.get("kind") == "Node"]
+    nodes[0]["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    items = [{k: v for k, v in n.items() if k != "kind"} for n in nodes]  # list items carry no kind
+    page = orjson.dumps({"kind": "NodeList", "metadata": {}, "items": items})
+    kept = []
+    for lazy in (False, True):
+        monkeypatch.setattr(cache, "simdjson", simdjson if lazy else None)
+        store = _Store("Node", threading.Lock(), GPU_KEPT)
+        fresh = _Fresh()
+        store.add_to(fresh, store.decode(page)["items"])
+        kept.append(fresh)
+    assert kept[1] == kept[0] and len(kept[0]) == 30
+    first = kept[1][next(iter(kept[1]))]
+    assert "images" not in first["status"] and "managedFields" not in first["metadata"]
+    assert first["status"]["allocatable"] and first["metadata"]["labels"]
