@@ -11,7 +11,9 @@ nodes with their strings interned, and marked as their events arrive (``node_map
 predicate the reads interface hands the cache (``bot.probes.views.Kept``: GPU or not).
 Relist pages shrink to about ``RELIST_PAGE_BYTES`` of JSON whatever the configured page size,
 and the next page is asked for while this one is decoded (``list_head``), so the API server's
-encoding and our decoding overlap instead of taking turns.
+encoding and our decoding overlap instead of taking turns. Pod pages are parsed lazily where
+``simdjson`` is installed and only the fields the slim records read are built (``skeleton``):
+decoding every object of realistic pods made the sync slower than a plain download of them all.
 The pods of the DaemonSets ``Kept.whole_pods_of`` accepts (for the diagnoses: the GPU stack's device
 plugins, qGPU, the operator's operands, judged from the owner's name and the pod's labels) are
 also kept whole (``trimmed``): every question reads their container states, and at 500 GPU
@@ -52,6 +54,12 @@ from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
 from bot.probes.views import KEEP_NOTHING, FailedRead, Kept
 
+simdjson: Any
+try:  # optional: reads a page's few kept pod fields without building every object of the page
+    import simdjson
+except ImportError:  # pragma: no cover - orjson decodes whole pages instead
+    simdjson = None
+
 log = logging.getLogger(__name__)
 
 #: one shared empty GPU map: most pods ask for no GPU, and 100k empty dicts cost 6 MB
@@ -73,6 +81,56 @@ def slim_record(pod: Obj) -> SlimPod:
         created=s.created,
         ready=s.ready,
     )
+
+
+def _plain(value: Any) -> Any:
+    """A lazily parsed value (``simdjson``) as plain dicts, lists and scalars."""
+    if simdjson is not None and isinstance(value, simdjson.Object):
+        return value.as_dict()
+    if simdjson is not None and isinstance(value, simdjson.Array):
+        return value.as_list()
+    return value
+
+
+#: the pod fields ``slim`` and ``component_owner`` read, by section
+_SKELETON = {
+    "metadata": ("name", "namespace", "uid", "deletionTimestamp", "creationTimestamp", "ownerReferences", "labels"),
+    "status": ("phase", "conditions"),
+}
+
+
+def skeleton(pod: Any) -> Obj:
+    """The part of a lazily parsed pod that ``slim`` and ``component_owner`` read, as plain data:
+    realistic pods are 5-8 kB of JSON (managedFields, env, probes, statuses) of which these few
+    fields are kept, and building every object of a page cost 10x the page's transfer."""
+    out: Obj = {}
+    for section, keys in _SKELETON.items():
+        part = pod.get(section) or {}
+        out[section] = {k: _plain(v) for k in keys if (v := part.get(k)) is not None}
+    spec = pod.get("spec") or {}
+    out["spec"] = {
+        "nodeName": spec.get("nodeName"),
+        "containers": [{"resources": _plain(c.get("resources") or {})} for c in spec.get("containers") or ()],
+        "initContainers": [
+            {"resources": _plain(c.get("resources") or {}), "restartPolicy": c.get("restartPolicy")}
+            for c in spec.get("initContainers") or ()
+        ],
+    }
+    return out
+
+
+def lazy_node(obj: Any) -> Obj:
+    """``trimmed`` for a lazily parsed node, without building what it drops (its forty images and
+    its ``managedFields`` were most of its 10 kB)."""
+    out: Obj = {}
+    for key, value in obj.items():
+        if key == "metadata":
+            out[key] = {k: _plain(v) for k, v in value.items() if k != "managedFields"}
+        elif key == "status":
+            out[key] = {k: _plain(v) for k, v in value.items() if k not in _NODE_STATUS_DROPPED}
+        else:
+            out[key] = _plain(value)
+    return out
 
 
 #: a node's status fields no check reads and that grow with the node's life: its image list
@@ -158,6 +216,16 @@ def list_head(data: bytes) -> Obj | None:
     except orjson.JSONDecodeError:
         return None
     return head if isinstance(head, dict) and isinstance(head.get("metadata"), dict) else None
+
+
+def release_freed_memory() -> None:
+    """Hand the memory a relist freed back to the system where the C library can (glibc's
+    ``malloc_trim``): the relist threads' pages were allocated in per-thread malloc arenas that
+    keep what was freed; trimmed, a synced cache at 1k nodes / 20k pods was 7 MB smaller."""
+    import ctypes  # only here: the one-shot commands never relist
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 class _Reflector:
@@ -261,9 +329,9 @@ class _Reflector:
                     limit = page_limit(self.page_size, len(data), limit)
                     page = ahead.submit(fetch, limit, token)
                 size = len(data)
-                body = orjson.loads(data)
+                body = self.store.decode(data)
                 del data
-                meta = body.get("metadata") or {}
+                meta = _plain(body.get("metadata")) or {}
                 items = body.get("items") or []
                 if head is None:  # metadata not first: the next page only after this one is decoded
                     token = str(meta.get("continue") or "")
@@ -275,6 +343,7 @@ class _Reflector:
                 self.store.add_to(fresh, items)
                 del body, items
         self.store.install(fresh)
+        release_freed_memory()
         self.rv = first_rv
         self.relists += 1
         self.synced = True
@@ -337,7 +406,9 @@ class _Store:
         self.kept = kept
         self.slim_pods = kind == "Pod"
         self.objects: dict[tuple[str, str], Any] = {}
-        self.by_node: dict[str, set[tuple[str, str]]] = {}
+        #: pods only: the keys of the pods bound to each node. Lists, not sets: a node holds tens of
+        #: pods, and a set's table took 80 bytes a pod against a list's 8 (8 MB at 100k pods)
+        self.by_node: dict[str, list[tuple[str, str]]] = {}
         #: nodes only: the names whose own object ``kept.node_mark`` accepts (GPU or not),
         #: judged once per watch event instead of once per question
         self.marked: set[str] = set()
@@ -352,11 +423,26 @@ class _Store:
         #: pods only: the GPU-stack DaemonSets' pods kept whole, and their keys by owner
         self.full: dict[tuple[str, str], Obj] = {}
         self.full_by_owner: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        #: pods only, with ``simdjson``: the relists' parser (``decode``)
+        self._parser: Any = None
 
     @staticmethod
     def _key(obj: Obj) -> tuple[str, str]:
         meta = obj.get("metadata") or {}
         return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+    def decode(self, data: bytes) -> Any:
+        """One listed page: pods parsed lazily where ``simdjson`` is installed (``skeleton``)."""
+        if (self.slim_pods or self.kind == "Node") and simdjson is not None:
+            # one parser kept for the relists: its buffers, allocated anew for every page, stayed
+            # resident (27 MB at 20k pods); it parses again only once the last page's values are gone
+            if self._parser is None:
+                self._parser = simdjson.Parser()
+            try:
+                return self._parser.parse(data)
+            except RuntimeError:  # a value of the last page still alive: parse with a parser of its own
+                return simdjson.Parser().parse(data)
+        return orjson.loads(data)
 
     def _value(self, obj: Obj) -> Any:
         if self.slim_pods:
@@ -371,25 +457,33 @@ class _Store:
 
     def add_to(self, fresh: _Fresh, items: list[Obj]) -> None:
         """Add one listed page to a map being built by a relist (not yet visible to readers)."""
-        for o in items:
+        for item in items:
+            if isinstance(item, dict):
+                o = item
+            elif self.slim_pods:
+                o = skeleton(item)
+            else:
+                o = lazy_node(item)
             key = self._key(o)
             if self.slim_pods and component_owner(o, self.kept):
+                o = item if isinstance(item, dict) else item.as_dict()
                 fresh.full[key] = trimmed(o)
             fresh[key] = self._value(o)
 
     def install(self, fresh: _Fresh) -> None:
         """Make a relist's map the store's content, with its node and owner indexes."""
-        by_node: dict[str, set[tuple[str, str]]] = {}
+        by_node: dict[str, list[tuple[str, str]]] = {}
         owned: dict[tuple[str, str], int] = {}
         full_by_owner: dict[tuple[str, str], set[tuple[str, str]]] = {}
         if self.slim_pods:
             for key, p in fresh.items():
                 if p.node:
-                    by_node.setdefault(p.node, set()).add(key)
+                    by_node.setdefault(p.node, []).append(key)  # keys are unique
                 if p.owner:
                     owned[p.namespace, p.owner] = owned.get((p.namespace, p.owner), 0) + 1
             for key, pod in fresh.full.items():
                 full_by_owner.setdefault((key[0], component_owner(pod, self.kept)), set()).add(key)
+        self._parser = None  # its buffers (several times a page) until the next relist
         mark = self.kept.node_mark
         marked = {key[1] for key, obj in fresh.items() if mark(obj)} if self.kind == "Node" else set()
         with self.lock:
@@ -415,9 +509,9 @@ class _Store:
             self.generation += 1
             if self.slim_pods:
                 if old is not None and old.node and old.node != value.node:
-                    self.by_node.get(old.node, set()).discard(key)
-                if value.node:
-                    self.by_node.setdefault(value.node, set()).add(key)
+                    self._unbind(old.node, key)
+                if value.node and (old is None or old.node != value.node):
+                    self.by_node.setdefault(value.node, []).append(key)
                 self._forget_owner(key, old)
                 self._count_owner(key, value, whole, owner)
 
@@ -430,8 +524,16 @@ class _Store:
                 self.marked.discard(key[1])
             if self.slim_pods and old is not None:
                 if old.node:
-                    self.by_node.get(old.node, set()).discard(key)
+                    self._unbind(old.node, key)
                 self._forget_owner(key, old)
+
+    def _unbind(self, node: str, key: tuple[str, str]) -> None:
+        """Under the lock: drop a pod's key from its node's list."""
+        keys = self.by_node.get(node)
+        if keys is not None and key in keys:
+            keys.remove(key)
+            if not keys:
+                del self.by_node[node]
 
     def _count_owner(self, key: tuple[str, str], value: SlimPod, whole: Obj | None, owner: str) -> None:
         """Under the lock: count the pod for its controller, and keep it whole if it is a component's."""
