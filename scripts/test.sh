@@ -6,4 +6,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/bootstrap.sh"
 cd "$here/.."
 ruff check bot tests bench
-python -m pytest -q "$@"
+# Files are shared out whole among parallel workers (pytest-xdist: one per core, or
+# GPUBOT_TEST_WORKERS; `-n 0` in the arguments runs in this one process, as pdb and -s need):
+# many tests wait on subprocesses and simulators, so two workers on two cores nearly halve the run,
+# and a module's fixtures are still made once. The ten slowest tests are listed at the end.
+python -m pytest -q -n "${GPUBOT_TEST_WORKERS:-auto}" --dist loadfile --durations=10 "$@"
