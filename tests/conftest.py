@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,29 @@ def strict_checks(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("GPUBOT_STRICT_CHECKS", "true")
     monkeypatch.setattr(bot.engine.runner, "STRICT_EVERYWHERE", True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "exclusive: a wall-clock assertion (an answer within a deadline): with parallel workers "
+        "(scripts/test.sh) the test runs while no other test does, so another worker's load cannot fail it",
+    )
+
+
+@pytest.fixture(autouse=True)
+def one_at_a_time_when_exclusive(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Under pytest-xdist every test holds a shared lock on one file of this run and an
+    ``exclusive`` test holds it exclusively: it waits for the other workers' running tests and
+    they start no new one until it ends. Without workers there is nothing to wait for."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    # the run's temp root (pytest-N), above each worker's own basetemp (pytest-N/popen-gwK)
+    lock_path = tmp_path_factory.getbasetemp().parent / "exclusive.lock"
+    mode = fcntl.LOCK_EX if request.node.get_closest_marker("exclusive") else fcntl.LOCK_SH
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, mode)
+        yield
