@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -73,3 +74,19 @@ def one_at_a_time_when_exclusive(
     with open(lock_path, "a") as lock:
         fcntl.flock(lock, mode)
         yield
+
+
+@pytest.fixture(autouse=True)
+def root_logger_restored() -> Iterator[None]:
+    """A test that runs ``serve`` in-process gets its JSON log handler on the root logger at INFO
+    (bot/observability.configure_logging); left there, every later in-process command in the same
+    process logs asyncssh's INFO lines into its stderr. Serial runs hid it by file order (test_cli
+    ran before test_cli_conventions); parallel workers run files in other orders. The handlers the
+    test added (pytest's own capture handlers aside) go, and the root level is put back."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and type(handler).__module__ != "_pytest.logging":
+            root.removeHandler(handler)
+    root.setLevel(level)
