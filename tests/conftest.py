@@ -22,6 +22,13 @@ hypothesis_settings.register_profile("ci", derandomize=True, database=None, dead
 hypothesis_settings.register_profile("dev", deadline=None)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment (execnet sets
+# them); a serial run has neither. Every process a test starts inherits them, and a command on a
+# pseudo-terminal of 150 columns then wraps at 80 (test_cli_terminal): the workers drop them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
 
 
