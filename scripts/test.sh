@@ -6,4 +6,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/bootstrap.sh"
 cd "$here/.."
 ruff check bot tests bench
-python -m pytest -q "$@"
+# Files are shared out whole among parallel workers (pytest-xdist), one per CPU this process may
+# use (nproc; not xdist's `auto`, which counts physical cores where psutil is installed and would
+# give one worker on a 2-vCPU runner), or GPUBOT_TEST_WORKERS; `-n 0` in the arguments runs in
+# this one process, as pdb and -s need. Many tests wait on subprocesses and simulators, so two
+# workers on two cores nearly halve the run, and a module's fixtures are still made once per run.
+# The ten slowest tests are listed at the end.
+python -m pytest -q -n "${GPUBOT_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}" --dist loadfile --durations=10 "$@"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,13 @@ from bot.sim.ssh_server import SshFleet
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, deadline=None)
 hypothesis_settings.register_profile("dev", deadline=None)
 hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment (execnet sets
+# them); a serial run has neither. Every process a test starts inherits them, and a command on a
+# pseudo-terminal of 150 columns then wraps at 80 (test_cli_terminal): the workers drop them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 StartFleet = Callable[[Scenario], Awaitable[SshFleet]]
 
@@ -46,3 +55,45 @@ def strict_checks(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("GPUBOT_STRICT_CHECKS", "true")
     monkeypatch.setattr(bot.engine.runner, "STRICT_EVERYWHERE", True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "exclusive: a wall-clock assertion (an answer within a deadline): with parallel workers "
+        "(scripts/test.sh) the test runs while no other test does, so another worker's load cannot fail it",
+    )
+
+
+@pytest.fixture(autouse=True)
+def one_at_a_time_when_exclusive(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Under pytest-xdist every test holds a shared lock on one file of this run and an
+    ``exclusive`` test holds it exclusively: it waits for the other workers' running tests and
+    they start no new one until it ends. Without workers there is nothing to wait for."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    # the run's temp root (pytest-N), above each worker's own basetemp (pytest-N/popen-gwK)
+    lock_path = tmp_path_factory.getbasetemp().parent / "exclusive.lock"
+    mode = fcntl.LOCK_EX if request.node.get_closest_marker("exclusive") else fcntl.LOCK_SH
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, mode)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def root_logger_restored() -> Iterator[None]:
+    """A test that runs ``serve`` in-process gets its JSON log handler on the root logger at INFO
+    (bot/observability.configure_logging); left there, every later in-process command in the same
+    process logs asyncssh's INFO lines into its stderr. Serial runs hid it by file order (test_cli
+    ran before test_cli_conventions); parallel workers run files in other orders. The handlers the
+    test added (pytest's own capture handlers aside) go, and the root level is put back."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and type(handler).__module__ != "_pytest.logging":
+            root.removeHandler(handler)
+    root.setLevel(level)

@@ -2,10 +2,15 @@
 targets, which render the same chart through Kustomize's ``helmCharts``, with ``kubectl kustomize``.
 
 The switches are read from the chart's own schema: every ``….enabled`` value (what the chart
-installs) and every choice of ``slack.mode`` and ``config.node_access``. ``combinations()`` is
-every combination of them, so a switch added to the chart is tested in every combination without
-editing this file. The other booleans outside ``config`` (``options()``, each changing one
-object) are flipped one at a time, alone and with every switch on.
+installs) and every choice of ``slack.mode`` and ``config.node_access``, so a switch added to the
+chart is tested without editing this file. ``combinations()`` is every combination of them (2^9:
+too many to render, lint and scan on every run), so ``variants()`` renders a sample that still
+meets every switch in every pairing: a covering array (each value of any three switches together
+in at least one rendered combination, ``covers()``), the named risky ones (``risky()``: defaults,
+all on, each switch flipped alone, the refused pairs), and a few drawn by a hypothesis strategy
+(the same ones on every CI run, profile ``ci``; new ones on each local run). The other booleans
+outside ``config`` (``options()``, each changing one object) are flipped one at a time, alone and
+with every switch on.
 
 Helpers only; never writes into the repository.
 """
@@ -142,10 +147,99 @@ def presets() -> dict[str, dict[str, Any]]:
     }
 
 
+#: how many switches every value-combination of is rendered together (3: any three switches, in
+#: each of their 8 settings, meet in at least one rendered combination)
+STRENGTH = 3
+#: combinations drawn by the hypothesis strategy on top of the covering array and the risky ones
+DRAWN = 8
+
+
+def interactions(combo: dict[str, Any], strength: int = STRENGTH) -> set[tuple[tuple[str, Any], ...]]:
+    """Every setting of ``strength`` switches together that ``combo`` renders."""
+    return set(itertools.combinations(sorted(combo.items()), strength))
+
+
+def covering_array(candidates: list[dict[str, Any]], strength: int = STRENGTH) -> list[dict[str, Any]]:
+    """Few ``candidates`` that together have every ``strength``-way interaction any candidate has
+    (greedy: take the one that adds most, first on ties; deterministic, about 2^strength * 2 rows)."""
+    missing = set().union(*(interactions(c, strength) for c in candidates))
+    out = []
+    while missing:
+        best = max(candidates, key=lambda c: len(interactions(c, strength) & missing))
+        out.append(best)
+        missing -= interactions(best, strength)
+    return out
+
+
+def risky() -> list[dict[str, Any]]:
+    """The combinations named for a reason: the defaults, every switch on, every switch flipped
+    alone from the defaults (what a user changes first), each turned off from all-on, and the
+    combinations the chart refuses (Ingress in Socket Mode), alone and with everything on."""
+    defaults = chart_defaults()
+    base = {name: lookup(defaults, name) for name in switches()}
+    all_on = {name: choices[-1] for name, choices in switches().items()}
+    out = [base, all_on]
+    for name, choices in switches().items():
+        out.append({**base, name: next(c for c in choices if c != base[name])})
+        out.append({**all_on, name: choices[0]})
+    out += [{**base, "ingress.enabled": True}, {**all_on, "slack.mode": "socket"}]
+    return out
+
+
+def combination_strategy() -> Any:
+    """A hypothesis strategy over the switches (every key, one of its choices each)."""
+    from hypothesis import strategies as st
+
+    return st.fixed_dictionaries({name: st.sampled_from(choices) for name, choices in sorted(switches().items())})
+
+
+def drawn(count: int = DRAWN) -> list[dict[str, Any]]:
+    """``count`` combinations drawn from ``combination_strategy()`` (derandomized on CI: the
+    profile in tests/conftest.py), refused ones included."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    out: list[dict[str, Any]] = []
+
+    @settings(max_examples=count, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(combination_strategy())
+    def collect(combo: dict[str, Any]) -> None:
+        out.append(combo)
+
+    collect()
+    return out
+
+
+def covers() -> list[dict[str, Any]]:
+    """The covering array over the combinations the chart renders (every valid interaction)."""
+    return copy.deepcopy(_covers())
+
+
+@functools.cache
+def _covers() -> list[dict[str, Any]]:
+    return covering_array([c for c in combinations() if valid(c)])
+
+
+def coverage_gaps(sample: list[dict[str, Any]]) -> set[tuple[tuple[str, Any], ...]]:
+    """The interactions some valid combination renders and no valid full combination in
+    ``sample`` does (empty: the sample meets every ``STRENGTH`` switches in every setting)."""
+    names = set(switches())
+    have = set().union(*(interactions(c) for c in sample if set(c) == names and valid(c)))
+    return set().union(*(interactions(c) for c in combinations() if valid(c))) - have
+
+
 def variants() -> list[dict[str, Any]]:
-    """Every combination of the switches, then each option flipped alone and with every switch on,
-    then each platform preset (alone: a preset is what a user installs with)."""
-    out = combinations()
+    """The sampled combinations of the switches (``covers()``, ``risky()``, ``drawn()``), then
+    each option flipped alone and with every switch on, then each platform preset (alone: a preset
+    is what a user installs with). The same list for the whole run (fresh copies each call)."""
+    return copy.deepcopy(_variants())
+
+
+@functools.cache
+def _variants() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for combo in [*covers(), *risky(), *drawn()]:
+        if combo not in out:
+            out.append(combo)
     all_on = {name: choices[-1] for name, choices in switches().items()}
     for option in options():
         flipped = {option: not lookup(chart_defaults(), option)}

@@ -1,6 +1,8 @@
-"""The Helm chart: every combination of its switches lints and renders, matches the Kubernetes
-schemas and passes the security scan; wrong values fail at ``helm template`` with one line; the
-generated parts are current; the version follows the package; upgrades keep the state.
+"""The Helm chart: every sampled combination of its switches (any three switches together in
+each setting, the risky ones, some drawn by hypothesis: ``render.variants()``) lints and renders,
+matches the Kubernetes schemas and passes the security scan; wrong values fail at ``helm
+template`` with one line; the generated parts are current; the version follows the package;
+upgrades keep the state.
 
 Every render is the real ``helm template`` (installed from the npm registry on first use, see
 ``helm_tool.py``), offline.
@@ -29,6 +31,9 @@ from tests.deploy.render import (
     combination_id,
     combination_values,
     combinations,
+    coverage_gaps,
+    covers,
+    drawn,
     find,
     helm_lint,
     helm_template,
@@ -38,6 +43,7 @@ from tests.deploy.render import (
     prerender,
     refusals,
     render,
+    risky,
     switches,
     valid,
     variants,
@@ -128,7 +134,7 @@ def _problems(stderr: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# every combination
+# every sampled combination
 
 
 def test_switches_come_from_the_schema() -> None:
@@ -148,6 +154,20 @@ def test_switches_come_from_the_schema() -> None:
     assert {"nodeAgent.hostDev", "namespace.create", "ssh.optional"} <= set(options())
     assert all(len(choices) == 2 for choices in switches().values())
     assert len(combinations()) == 2 ** len(switches())
+
+
+def test_the_sample_meets_every_three_switches_and_the_refusals() -> None:
+    """The rendered sample stands in for all 2^n combinations: any three switches meet in each of
+    their settings, every switch is flipped alone, and the chart's refusals are among it."""
+    sample = variants()
+    assert not coverage_gaps(sample), sorted(coverage_gaps(sample))[:5]
+    array = covers()
+    assert coverage_gaps([c for c in sample if c not in array]), "the covering array adds coverage"
+    assert all(r in sample for r in risky()) and all(d in sample for d in drawn())
+    ids = {combination_id(c) for c in sample}
+    assert {"defaults", "ingress.enabled=True", "metrics.serviceMonitor.enabled=True"} <= ids
+    assert any(not valid(c) for c in sample)
+    assert len(sample) < len(combinations()) / 4
 
 
 def test_every_combination_lints_strictly_and_renders(rendered: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ ACTUATOR = "gpubot-actuator"
 
 @pytest.fixture(scope="module")
 def all_renders() -> dict[str, tuple[dict[str, Any], list[Obj]]]:
-    prerender([combination_values(c) for c in variants()])
+    prerender([combination_values(c) for c in variants()], lint=False)  # lint: test_chart.py
     return {combination_id(c): (c, render(combination_values(c))) for c in variants() if valid(c)}
 
 

@@ -48,6 +48,10 @@ from tests.faults.read_rig import (
     tls_url,
 )
 
+#: every test here waits on a deadline (a hanging read, a process that must answer within it):
+#: with parallel workers it runs alone (tests/conftest.py), as in a serial run
+pytestmark = pytest.mark.exclusive
+
 SCENARIO = ROOT / "scenarios" / "zombie-checkpoint.yaml"
 POD, NAMESPACE = "gpu-full-5d8c6-q7wz2", "ai"
 COMMANDS: dict[str, list[str]] = {
