@@ -1,8 +1,9 @@
 """Issue 31.6: the node-status picture shows the states the text table prints, card for card.
 
-Every bundled scenario runs node-status on a fresh simulator (API over HTTP, nodes
-over SSH); the card states printed in the text (``-> idle: free``, ``2 card(s): unreadable``) are
-counted and must equal the picture's per-state counts (its legend), and the PNG must render (a scenario without GPU nodes: no card in the text, and the picture refuses in words).
+Every bundled scenario runs node-status on a fresh simulator (API over HTTP, nodes over SSH); the
+card states printed in the text (``-> idle: free``, ``2 card(s): unreadable``) are counted and
+must equal the picture's per-state counts (its legend), and the PNG must render (a scenario
+without GPU nodes: no card in the text, and the picture refuses in words).
 """
 
 from __future__ import annotations
