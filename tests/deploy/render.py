@@ -194,13 +194,14 @@ def combination_strategy() -> Any:
 
 
 def drawn(count: int = DRAWN) -> list[dict[str, Any]]:
-    """``count`` combinations drawn from ``combination_strategy()`` (derandomized on CI: the
-    profile in tests/conftest.py), refused ones included."""
+    """``count`` combinations drawn from ``combination_strategy()``, refused ones included; always
+    derandomized: every call, every xdist worker and every run must draw the same sample, or the
+    workers collect different tests and a test comparing two calls fails."""
     from hypothesis import HealthCheck, Phase, given, settings
 
     out: list[dict[str, Any]] = []
 
-    @settings(max_examples=count, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(max_examples=count, database=None, derandomize=True, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(combination_strategy())
     def collect(combo: dict[str, Any]) -> None:
         out.append(combo)
