@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.clients import Clients
 from bot.doctor.result import CheckLine
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.node import agent_states, ssh_targets
 from bot.errors import GpubotError, NodeProbeError, NotFoundError
 from bot.kube.gpu import marks_gpu
+from bot.probes.clients import Clients
 from bot.probes.node import NodeTransport, SshTransport
 from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport

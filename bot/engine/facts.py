@@ -40,7 +40,7 @@ from bot.probes.container import ExecFacts
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import Skipped, Unreadable
-from bot.story import PodStory
+from bot.report.story import PodStory
 
 Obj = dict[str, Any]
 
@@ -372,7 +372,7 @@ class Facts:
 
     @cached_property
     def story(self) -> PodStory | None:
-        """The target pod's own story when it is not Running and Ready (``bot.story``), built once
+        """The target pod's own story when it is not Running and Ready (``bot.report.story``), built once
         for the checks that quote it and for the report."""
         pod, workload = self.pod, self.target.workload
         events = self.events

@@ -1,4 +1,4 @@
-"""Build a pod's story (``bot.story.PodStory``) from API objects, and tell history from news.
+"""Build a pod's story (``bot.report.story.PodStory``) from API objects, and tell history from news.
 
 Pure: plain dicts in, a story out. Which events are history:
 - an event about an earlier pod of the same name (a StatefulSet or a bare pod recreated): its
@@ -19,7 +19,7 @@ from typing import Any
 from bot.kube.pod_status import classify
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import event_source, event_time, is_scheduler_event
-from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
+from bot.report.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
 
 Obj = Mapping[str, Any]
 

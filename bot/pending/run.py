@@ -31,10 +31,10 @@ from bot.engine.runner import run_diagnosis, word
 from bot.errors import KubeApiError, NotFoundError
 from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
-from bot.pending_model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
 from bot.report import Finding, Report, Unreadable
+from bot.report.pending import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.settings import ClusterConfig, Settings
 
 

@@ -59,7 +59,7 @@ class Router:
     def __init__(self, config: WatchConfig) -> None:
         self.fallback = config.channel
         self.annotation = config.owner_annotation
-        # the settings refused any selector that does not parse (``bot.setting_values.route_selector``)
+        # the settings refused any selector that does not parse (``bot.settings.values.route_selector``)
         self.routes = [(parse_label_selector(r.namespace_selector), r.channel) for r in config.routes]
         #: every channel this watch may post to: the fallback first
         self.channels = tuple(dict.fromkeys([config.channel, *(r.channel for r in config.routes)]))

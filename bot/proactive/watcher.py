@@ -55,8 +55,8 @@ from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
-from bot.setting_values import QuietHours
 from bot.settings import WatchConfig
+from bot.settings.values import QuietHours
 from bot.state.contracts import ProblemStore
 from bot.state.records import OpenProblem
 
