@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of
 from bot.kube.selectors import labels_match, parse_label_selector
 from bot.observability import log_event
 from bot.settings import WatchConfig
@@ -40,9 +41,6 @@ def owner_of(value: str) -> str:
         return value
     return ""
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 @dataclass(frozen=True)
@@ -68,7 +66,7 @@ class Router:
         """The channel and owner for a problem in ``namespace`` (``None``: no namespace)."""
         if namespace is None:
             return Route(self.fallback)
-        meta = _meta(namespace)
+        meta = meta_of(namespace)
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         channel = next((ch for reqs, ch in self.routes if labels_match(reqs, labels)), self.fallback)
         raw = str((meta.get("annotations") or {}).get(self.annotation) or "") if self.annotation else ""
