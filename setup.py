@@ -5,7 +5,7 @@ root, where people edit them) are installed *inside* the package, as ``bot/runbo
 ``bot/scenarios/``. That makes every install (``pip install .``, a wheel, the container image)
 carry the built-in runbooks and the bundled scenarios (``gpubot demo``, the README's examples,
 ``gpubot sim NAME``) from this single source, with no copy kept in git;
-``bot.engine.runbook_dir.builtin_runbook_dir`` and ``bot.scenario_files.bundled_scenario_dir``
+``bot.engine.runbook_dir.builtin_runbook_dir`` and ``bot.console.scenario_files.bundled_scenario_dir``
 find them there, or at the repository root in a source checkout. ``pyproject.toml`` could map that directory only by
 listing every package by hand, which the next new sub-package would silently break.
 """

@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
-from bot.card_state import node_card_states, totals
 from bot.commands import parse_invocation
-from bot.node_picture import render_node_picture
 from bot.service import Service
+from bot.views.card_state import node_card_states, totals
+from bot.views.node_picture import render_node_picture
 
 TARGET_S = 2.0
 

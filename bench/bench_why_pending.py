@@ -35,9 +35,9 @@ from typing import Any, NamedTuple
 
 from bench.common import ANSWERED, ROOT, SimProc, emit, median, sim_process, table
 from bench.floor_child import Reader
-from bot.engine.gather.kube import PER_NODE_LIST_LIMIT
 from bot.kube.gpu import gpu_node_names
 from bot.probes.kube import PER_NODE_CONCURRENCY, PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE, SLIM_PAGE_SIZE
+from bot.probes.views import PER_NODE_LIST_LIMIT
 from bot.settings import Settings
 from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 

@@ -27,7 +27,7 @@ def rss():
 info = json.loads(Path(info_path).read_text())
 sim = SimProc(0, info, Path(info_path).parent)
 settings = sim.settings()
-from bot.clients import GPU_KEPT
+from bot.probes.clients import GPU_KEPT
 from bot.probes.kube_client import new_api_client
 cluster = settings.cluster(None)
 import orjson

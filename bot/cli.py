@@ -22,8 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bot.cli_output import emit_report, output_format
-from bot.cli_progress import progress_for
 from bot.commands import (
     GLOBAL_OPTIONS,
     TAGLINE,
@@ -35,11 +33,13 @@ from bot.commands import (
     commands_for,
     usage,
 )
+from bot.console.output import emit_report, output_format
+from bot.console.progress import progress_for
+from bot.console.scenario_files import resolve_scenario
 from bot.errors import ConfigError, GpubotError, RunbookError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
 from bot.log_stream import CurrentStderrHandler
 from bot.names import printable
-from bot.scenario_files import resolve_scenario
 from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
 from bot.suggest import did_you_mean
 from bot.version import version
@@ -237,7 +237,7 @@ def _one_object(spec: Command, args: argparse.Namespace) -> None:
 
 def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> Settings:
     """``--node-access`` applied to the settings, and ``--scenario`` resolved: the file as given,
-    else the bundled scenario of that name (``bot.scenario_files``)."""
+    else the bundled scenario of that name (``bot.console.scenario_files``)."""
     if args.scenario:
         args.scenario = resolve_scenario(args.scenario)
     return with_node_access(settings, args.node_access)
@@ -266,7 +266,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     emit_report(report, fmt)
     png = getattr(args, "png", "")
     if png:
-        from bot.node_picture import render_node_picture
+        from bot.views.node_picture import render_node_picture
 
         try:
             Path(png).write_bytes(render_node_picture(report))
@@ -282,16 +282,16 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _cmd_runbook(args: argparse.Namespace) -> int:
     # runbooks only: no Service, so neither the Kubernetes client nor asyncssh is imported
+    from bot.engine.help_text import runbook_report
     from bot.engine.runbook_dir import load_with_overrides
-    from bot.runbook_text import runbook_report
 
     print(runbook_report(load_with_overrides(_settings(args).runbook_dir), invocation_from_args(args)).text)
     return 0
 
 
 def _cmd_help(args: argparse.Namespace) -> int:
+    from bot.engine.help_text import help_text
     from bot.engine.runbook_dir import load_with_overrides
-    from bot.runbook_text import help_text
 
     print(help_text(load_with_overrides(_settings(args).runbook_dir), "cli"))
     return 0
@@ -388,7 +388,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
-    from bot.completion import SHELLS, script
+    from bot.console.completion import SHELLS, script
 
     if args.shell not in SHELLS:
         hint = did_you_mean(args.shell, SHELLS)
@@ -439,8 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     tune_gc()
     words = list(sys.argv[1:] if argv is None else argv)
-    if words[:1] == ["__complete"]:  # hidden: what the completion scripts ask for (bot.completion)
-        from bot.completion import complete_main
+    if words[:1] == ["__complete"]:  # hidden: what the completion scripts ask for (bot.console.completion)
+        from bot.console.completion import complete_main
 
         return complete_main(words[1:])
     parser = build_parser()

@@ -12,9 +12,9 @@ import asyncio
 import json
 
 from bot.commands import parse_invocation
+from bot.console.render_text import render_text
+from bot.console.scenario_files import bundled_scenario_dir
 from bot.oneshot import run_invocation
-from bot.render_text import render_text
-from bot.scenario_files import bundled_scenario_dir
 from bot.settings import load_settings
 
 SCENARIO_DIR = bundled_scenario_dir()

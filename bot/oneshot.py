@@ -18,10 +18,10 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from bot.clients import KubeClients
 from bot.commands import Invocation
 from bot.engine.progress import Progress, no_progress
 from bot.errors import GpubotError
+from bot.probes.clients import KubeClients
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings

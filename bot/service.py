@@ -1,7 +1,7 @@
 """The application service: runs one validated invocation and returns a Report.
 
 The CLI and the Slack app both call ``Service.run``; neither holds diagnosis logic. The service
-owns the loaded runbooks and the per-cluster clients (``bot.clients.KubeClients``), which ``serve``
+owns the loaded runbooks and the per-cluster clients (``bot.probes.clients.KubeClients``), which ``serve``
 also lends to the remediation service. An invocation carrying an ``identity`` (per-user authority)
 reads through clients that impersonate it; what that identity may not read is reported as skipped.
 """
@@ -12,19 +12,19 @@ import logging
 import time
 
 from bot.aio import in_daemon_thread
-from bot.clients import Clients, KubeClients
 from bot.commands import Invocation, Surface, command_prefix
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
+from bot.engine.help_text import help_text, runbook_report
 from bot.engine.progress import Progress, no_progress
 from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
 from bot.errors import KubeApiError
+from bot.probes.clients import Clients, KubeClients
 from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
 from bot.report import Report
-from bot.runbook_text import help_text, runbook_report
 from bot.settings import ClusterConfig, Settings
 
 log = logging.getLogger(__name__)

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.clients import KubeClients
 from bot.observability import Metrics
 from bot.proactive import ProblemStore, Snoozer, Watcher
 from bot.proactive.alerts import AlertDesk
 from bot.proactive.fleet import FleetReads
 from bot.proactive.watcher import ActingOn
+from bot.probes.clients import KubeClients
 from bot.probes.kube import KubeReads
 from bot.remediation import ClusterClients, RemediationService
 from bot.settings import Settings

@@ -5,7 +5,7 @@
 
 What it writes, each from its one source:
 
-- ``values.schema.json`` ``properties.config``: one property per field of ``bot/settings.py`` (type
+- ``values.schema.json`` ``properties.config``: one property per field of ``bot/settings/__init__.py`` (type
   from the annotation, description from the field's ``#:`` comment, default from the dataclass),
   except the settings the chart sets itself (``CHART_OWNED``); the approver keys and id forms from
   ``bot/registry.py`` and ``bot/remediation/policy.py``; ``slack.mode`` from ``SlackMode``.
@@ -75,7 +75,7 @@ END = "<!-- end of generated part -->"
 
 
 # ---------------------------------------------------------------------------------------------
-# the config schema, from bot/settings.py
+# the config schema, from bot/settings/__init__.py
 
 
 def field_comments(cls: type) -> dict[str, str]:
@@ -93,7 +93,7 @@ def field_comments(cls: type) -> dict[str, str]:
                 comment.insert(0, lines[at].strip()[2:].strip())
                 at -= 1
             if not comment:
-                raise SystemExit(f"bot/settings.py: {cls.__name__}.{stmt.target.id} has no #: comment")
+                raise SystemExit(f"bot/settings/__init__.py: {cls.__name__}.{stmt.target.id} has no #: comment")
             out[stmt.target.id] = " ".join(comment)
     return out
 
@@ -187,7 +187,7 @@ def config_schema() -> dict[str, Any]:
     approvers["patternProperties"] = {"^(?:" + "|".join(re.escape(k) for k in keys) + ")$": ids}
     approvers["additionalProperties"] = False
     approvers["description"] += " Keys: " + ", ".join(f"`{k}`" for k in keys) + "."
-    schema["description"] = "gpubot's settings file: every key is a field of bot/settings.py."
+    schema["description"] = "gpubot's settings file: every key is a field of bot/settings/__init__.py."
     return schema
 
 
@@ -265,7 +265,7 @@ def tables(schema: dict[str, Any], values: dict[str, Any]) -> str:
     return (
         f"{BEGIN}\n\n## Values\n\n{head}" + "\n".join(_rows(schema, schema, values, [])) + "\n\n"
         "## Settings the chart sets itself\n\n"
-        "These fields of bot/settings.py are not under `config`: the chart sets them from\n\n"
+        "These fields of bot/settings/__init__.py are not under `config`: the chart sets them from\n\n"
         "| setting | from |\n|---|---|\n" + owned + f"\n\n{END}"
     )
 

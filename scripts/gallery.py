@@ -18,12 +18,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.card_state import node_card_states, totals  # noqa: E402
 from bot.commands import Invocation  # noqa: E402
-from bot.node_picture import render_node_picture  # noqa: E402
 from bot.oneshot import run_invocation  # noqa: E402
 from bot.settings import load_settings  # noqa: E402
 from bot.synth.generate import generate_scenario  # noqa: E402
+from bot.views.card_state import node_card_states, totals  # noqa: E402
+from bot.views.node_picture import render_node_picture  # noqa: E402
 
 OUT = ROOT / "docs" / "gallery"
 SCENARIOS = ("zombie-checkpoint.yaml", "leak.yaml", "lab-mixed-k8s131.yaml")

@@ -27,6 +27,7 @@ from typing import Any
 
 from bot.actions.node_exec import WRITE_COMMANDS, AnswerLost, is_checkpoint_move
 from bot.errors import ActionError, GpubotError, KubeApiError
+from bot.kube.objects import meta_of
 from bot.probes.exec import ExecStream
 from bot.probes.kube import KubeReads
 from bot.probes.kube_client import new_api_client
@@ -76,7 +77,7 @@ async def find_actuator(kube: KubeReads, namespace: str, node: str, node_obj: di
         daemonsets = [
             d
             for d in await kube.list_daemonsets(label_selector=ACTUATOR_SELECTOR)
-            if (d.get("metadata") or {}).get("namespace") == namespace
+            if meta_of(d).get("namespace") == namespace
         ]
     found = find_agents({node: node_obj}, pods, daemonsets, name=ACTUATOR_NAME, installed_by=_INSTALLED_BY)
     return found[node]

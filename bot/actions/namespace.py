@@ -16,6 +16,7 @@ from typing import Any
 from bot.actions.base import ActionContext, ActionOutcome, BaseAction, action
 from bot.actions.steps import StepFailed, StepLog
 from bot.errors import InvalidNameError, NotFoundError, UsageError
+from bot.kube.objects import labels_of
 from bot.names import validate_name, validate_namespace
 
 DEFAULT_NS_LABEL = "kubernetes.io/metadata.name"
@@ -38,7 +39,7 @@ def validate_label_value(value: str) -> str:
 
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()}
+    return {str(k): str(v) for k, v in (labels_of(obj)).items()}
 
 
 @action("namespace.label")

@@ -28,6 +28,7 @@ from bot.actions.node_exec import NodeChannel, NodeShell, SshChannel
 from bot.actions.node_heartbeat import Heartbeat, read_heartbeat
 from bot.actions.steps import StepLog
 from bot.errors import ActionError, GpubotError, error_text
+from bot.kube.objects import uid_of
 from bot.probes.checkpoint import CheckpointEntry
 from bot.probes.node import ssh_target_for
 from bot.probes.node_access import ssh_configured
@@ -91,7 +92,7 @@ async def zombie_entries(ctx: ActionContext, shell: NodeShell, node: str) -> lis
     if checkpoint is None:
         return []
     pods = await ctx.kube.list_pods(field_selector=f"spec.nodeName={node}")
-    live = {str((p.get("metadata") or {}).get("uid") or "") for p in pods}
+    live = {uid_of(p) for p in pods}
     return [e for e in checkpoint.entries if e.pod_uid not in live]
 
 

@@ -16,11 +16,12 @@ from bot.actions.base import ActionContext, ActionOutcome, BaseAction, action
 from bot.actions.kube_writes import GRACE_PERIOD_S
 from bot.actions.steps import StepFailed, StepLog
 from bot.errors import NotFoundError
+from bot.kube.objects import meta_of, owner_refs_of
 from bot.names import validate_name, validate_namespace
 
 
 def owner_text(pod: dict[str, Any]) -> str:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    owners = owner_refs_of(pod)
     ctrl = next((o for o in owners if isinstance(o, dict) and o.get("controller")), None)
     return f"{ctrl.get('kind')}/{ctrl.get('name')}" if ctrl else ""
 
@@ -45,7 +46,7 @@ class DeletePod(BaseAction):
             pod = await ctx.kube.get_object("Pod", name, ns)
         except NotFoundError:
             return False, f"pod {ns}/{name} no longer exists"
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             return False, f"pod {ns}/{name} is already terminating; gpubot never force-deletes"
         ctx.facts["uid"] = str(meta.get("uid") or "")

@@ -16,23 +16,21 @@ from typing import Any
 from bot.actions.base import ActionContext, ActionOutcome, BaseAction, action
 from bot.actions.kube_writes import GRACE_PERIOD_S, RESTARTED_AT
 from bot.actions.steps import StepFailed, StepLog
+from bot.kube.objects import meta_of
 from bot.names import validate_name, validate_namespace
 
 MANAGER_HINT = "qgpu-manager"
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    return obj.get("metadata") or {}
-
 
 def is_manager_pod(pod: dict[str, Any]) -> bool:
-    meta = _meta(pod)
+    meta = meta_of(pod)
     words = [str(meta.get("name", ""))] + [str(v) for v in (meta.get("labels") or {}).values()]
     return any(MANAGER_HINT in w for w in words)
 
 
 def is_qgpu(obj: dict[str, Any]) -> bool:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     words = [str(meta.get("name", ""))] + [str(v) for v in (meta.get("labels") or {}).values()]
     return any("qgpu" in w.lower() for w in words)
 
@@ -55,11 +53,11 @@ class RestartManager(BaseAction):
     async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
         node = ctx.param("node")
         pods = await ctx.kube.list_pods(field_selector=f"spec.nodeName={node}")
-        managers = [p for p in pods if is_manager_pod(p) and not _meta(p).get("deletionTimestamp")]
+        managers = [p for p in pods if is_manager_pod(p) and not meta_of(p).get("deletionTimestamp")]
         if not managers:
             return False, f"no live qgpu-manager pod runs on {node}"
         ctx.facts["pods"] = [
-            (_meta(p)["namespace"], _meta(p)["name"], str(_meta(p).get("uid") or "")) for p in managers
+            (meta_of(p)["namespace"], meta_of(p)["name"], str(meta_of(p).get("uid") or "")) for p in managers
         ]
         names = ", ".join(f"{ns}/{name}" for ns, name, _ in ctx.facts["pods"])
         return True, f"qgpu-manager on {node}: {names}"
@@ -110,12 +108,12 @@ class RolloutRestart(BaseAction):
     async def precondition(self, ctx: ActionContext) -> tuple[bool, str]:
         found = [d for d in await ctx.kube.list_daemonsets() if is_qgpu(d)]
         if ctx.param("namespace"):
-            found = [d for d in found if _meta(d).get("namespace") == ctx.param("namespace")]
+            found = [d for d in found if meta_of(d).get("namespace") == ctx.param("namespace")]
         if ctx.param("daemonset"):
-            found = [d for d in found if _meta(d).get("name") == ctx.param("daemonset")]
+            found = [d for d in found if meta_of(d).get("name") == ctx.param("daemonset")]
         if not found:
             return False, "no qGPU DaemonSet found in any namespace"
-        ctx.facts["daemonsets"] = [(_meta(d)["namespace"], _meta(d)["name"]) for d in found]
+        ctx.facts["daemonsets"] = [(meta_of(d)["namespace"], meta_of(d)["name"]) for d in found]
         return True, "qGPU DaemonSets: " + ", ".join(f"{ns}/{n}" for ns, n in ctx.facts["daemonsets"])
 
     async def plan(self, ctx: ActionContext) -> list[str]:

@@ -42,7 +42,7 @@ from bot.capture.secret_text import (
     scrub_command_text,
     scrub_text,
 )
-from bot.yaml_marks import YamlSyntaxError, load_yaml
+from bot.yamlio.marks import YamlSyntaxError, load_yaml
 
 __all__ = ["REDACTED", "Redactions", "looks_secret", "redact_object", "redact_objects", "redact_words", "scrub_text"]
 

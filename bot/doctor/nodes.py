@@ -9,26 +9,24 @@ is one ``observe`` through the configured transport, and what it could not read 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from bot.clients import Clients
 from bot.doctor.result import CheckLine
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.node import agent_states, ssh_targets
 from bot.errors import GpubotError, NodeProbeError, NotFoundError
 from bot.kube.gpu import marks_gpu
+from bot.kube.objects import Obj, meta_of, name_of
+from bot.probes.clients import Clients
 from bot.probes.node import NodeTransport, SshTransport
 from bot.probes.node_access import decide
 from bot.probes.node_agent import AGENT_SELECTOR, AgentState, AgentTransport
 from bot.probes.observation import NodeObservation
 from bot.settings import Settings
 
-Obj = dict[str, Any]
-
 
 def gpu_nodes(nodes: list[Obj]) -> dict[str, Obj]:
     """The nodes whose own object says GPU machine (a GPU resource or label), by name."""
-    by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
+    by_name = {name_of(n): n for n in nodes}
     return {name: obj for name, obj in sorted(by_name.items()) if name and marks_gpu(obj)}
 
 
@@ -176,7 +174,7 @@ async def runtime_class_line(clients: Clients, namespace: str) -> CheckLine | No
     nvidia-smi reaches the agent only through it); None when there is no agent DaemonSet."""
     try:
         daemonsets = [d for d in await clients.reader.list_daemonsets(label_selector=AGENT_SELECTOR)
-                      if (d.get("metadata") or {}).get("namespace") == namespace]
+                      if meta_of(d).get("namespace") == namespace]
     except GpubotError:
         return None  # the agents line already says the agents could not be listed
     if not daemonsets:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from bot.clients import KubeClients
 from bot.doctor.cluster import check_api, check_crds
 from bot.doctor.nodes import check_nodes
 from bot.doctor.rbac import check_rbac
 from bot.doctor.result import CheckLine, DoctorReport
 from bot.doctor.slack import check_alerts, check_slack
 from bot.errors import ConfigError, GpubotError
+from bot.probes.clients import KubeClients
 from bot.settings import Settings
 from bot.state.opening import state_on_cluster
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from bot.kube.objects import meta_of
 from bot.report import Skipped
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class Check:
 
 
 def pod_subject(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     return f"pod/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 

@@ -24,6 +24,7 @@ from bot.engine.queue_facts import DraFacts, QueueFacts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
 from bot.kube.gpu import gpu_node_names, is_gpu_component
+from bot.kube.objects import Obj, meta_of, uid_of
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
@@ -40,9 +41,7 @@ from bot.probes.container import ExecFacts
 from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import Skipped, Unreadable
-from bot.story import PodStory
-
-Obj = dict[str, Any]
+from bot.report.story import PodStory
 
 
 class FactNotGathered(GpubotError):
@@ -161,7 +160,7 @@ class GpuComponents:
         """A GPU-stack pod's own story when it does not run (its events, containers, conditions)."""
         if not needs_story(pod):
             return None
-        return build_story(pod, (), self.events.get(str((pod.get("metadata") or {}).get("uid") or ""), []))
+        return build_story(pod, (), self.events.get(uid_of(pod), []))
 
     def nodes_running_components(self) -> set[str]:
         """Nodes running a GPU node agent. Controllers that run anywhere do not count: the GPU
@@ -169,7 +168,7 @@ class GpuComponents:
         gpu-operator-node-feature-discovery-*), which labels every node, GPU or not."""
         out = set()
         for p in self.pods:
-            meta = p.get("metadata") or {}
+            meta = meta_of(p)
             node = (p.get("spec") or {}).get("nodeName")
             owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
             if not node or "node-feature-discovery" in str(meta.get("name", "")):
@@ -372,7 +371,7 @@ class Facts:
 
     @cached_property
     def story(self) -> PodStory | None:
-        """The target pod's own story when it is not Running and Ready (``bot.story``), built once
+        """The target pod's own story when it is not Running and Ready (``bot.report.story``), built once
         for the checks that quote it and for the report."""
         pod, workload = self.pod, self.target.workload
         events = self.events
@@ -458,7 +457,7 @@ def component_pods(pods: Sequence[Obj]) -> list[Obj]:
     """The GPU-stack pods among ``pods`` (by name and labels)."""
     out = []
     for p in pods:
-        meta = p.get("metadata") or {}
+        meta = meta_of(p)
         if is_gpu_component(str(meta.get("name", "")), meta.get("labels") or {}):
             out.append(p)
     return out

@@ -6,18 +6,15 @@ side by side so a person can see what the findings rest on.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.engine.cards import gone_holders
 from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
 from bot.kube.gpu import is_gpu_component
+from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import node_gpu_capacity
 from bot.probes.slim import SlimPod
 from bot.report import CardRow, NodeRow
-
-Obj = dict[str, Any]
 
 #: the facts the table reads (the runner gathers them when a runbook asks for the table)
 READS: tuple[str, ...] = ("nodes", "scope_nodes", "node_pods", "components", "node_readings", "card_verdicts",
@@ -52,7 +49,7 @@ def _components(on_node: list[Obj], pods: list[SlimPod]) -> list[str]:
     seen: set[str] = set()
     out = []
     for obj in on_node:
-        meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+        meta, status = meta_of(obj), obj.get("status") or {}
         ref = f"{meta.get('namespace')}/{meta.get('name')}"
         ready = all(c.get("ready") for c in status.get("containerStatuses") or [{}])
         state = "Terminating" if meta.get("deletionTimestamp") else str(status.get("phase") or "Pending")

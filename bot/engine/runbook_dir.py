@@ -36,7 +36,7 @@ from bot.engine.runbook_schema import (
     type_name,
 )
 from bot.errors import RunbookError
-from bot.yaml_marks import YamlSyntaxError, parse_yaml
+from bot.yamlio.marks import YamlSyntaxError, parse_yaml
 
 #: larger files are refused unread: runbooks are small, and a ConfigMap holds at most 1 MiB
 MAX_FILE_BYTES = 1024 * 1024

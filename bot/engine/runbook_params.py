@@ -19,7 +19,7 @@ from typing import Any
 from bot.engine.check import Check, Code
 from bot.engine.runbook_text import template_fields
 from bot.engine.unreadable import CODES
-from bot.yaml_marks import YamlPath
+from bot.yamlio.marks import YamlPath
 
 #: parameters the runner adds to every finding's (``{gpubot}``: the command prefix)
 GLOBAL_PARAMS = frozenset({"gpubot"})

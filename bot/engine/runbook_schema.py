@@ -27,7 +27,7 @@ from bot.engine.runbook_model import (
 from bot.engine.runbook_text import MAX_TITLE, placeholder_problems, template_fields
 from bot.registry import ACTIONS
 from bot.report import Severity
-from bot.yaml_marks import Parsed, YamlPath
+from bot.yamlio.marks import Parsed, YamlPath
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.objects import labels_of, name_of
 from bot.kube.taints import untolerated_taints
 
 
@@ -76,7 +77,7 @@ def _term_mismatches(term: Mapping[str, Any], node: Mapping[str, Any]) -> list[s
         # An empty term matches no node (NodeAffinity plugin semantics).
         return ["empty nodeSelectorTerm matches no node"]
     lines = [line for e in expressions if (line := _requirement(e, labels, what="label")) is not None]
-    node_fields = {"metadata.name": str((node.get("metadata") or {}).get("name", ""))}
+    node_fields = {"metadata.name": name_of(node)}
     for expr in fields:
         if expr.get("key") != "metadata.name" or expr.get("operator") not in ("In", "NotIn"):
             key, operator = expr.get("key"), expr.get("operator")
@@ -89,7 +90,7 @@ def _term_mismatches(term: Mapping[str, Any], node: Mapping[str, Any]) -> list[s
 
 
 def _labels(node: Mapping[str, Any]) -> dict[str, str]:
-    raw = (node.get("metadata") or {}).get("labels") or {}
+    raw = labels_of(node)
     return {str(k): str(v) for k, v in raw.items()}
 
 
@@ -111,7 +112,7 @@ def node_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> MatchResult
         return MatchResult(ok=True, mismatches=[])
     mismatches: list[str] = []
     # the node's own label map, read in place: copying it per node cost more than the comparison
-    labels = (node.get("metadata") or {}).get("labels") or {} if selector else {}
+    labels = labels_of(node) if selector else {}
     for key, wanted in selector.items():
         if key not in labels:
             mismatches.append(f"nodeSelector {key}={wanted}: label {key} missing")
@@ -147,7 +148,7 @@ def describe_selection(pod: Mapping[str, Any]) -> list[str]:
 
 def matching_nodes(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> list[str]:
     """Names of the nodes whose labels satisfy the pod's node selection."""
-    return [str((n.get("metadata") or {}).get("name", "")) for n in nodes if node_matches(pod, n).ok]
+    return [name_of(n) for n in nodes if node_matches(pod, n).ok]
 
 
 def reaches_resource_fit(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:

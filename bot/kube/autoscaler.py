@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.objects import labels_of
 from bot.kube.scheduling import classify_reason, event_source, event_time, split_histogram
 
 Obj = Mapping[str, Any]
@@ -300,7 +301,7 @@ NODE_GROUP_LABELS: tuple[str, ...] = (
 
 def node_group(node: Obj) -> str | None:
     """The node group a node belongs to, from the first group label it carries."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     for key in NODE_GROUP_LABELS:
         if labels.get(key):
             return str(labels[key])

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import name_of
+
 Obj = Mapping[str, Any]
 
 
@@ -66,7 +68,7 @@ def pod_owner_name(kind: BatchKind, obj: Obj) -> str:
     RayJob has none."""
     if kind.key == "RayJob":
         return str((obj.get("status") or {}).get("rayClusterName") or "")
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return name_of(obj)
 
 
 def suspended(obj: Obj | None) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import labels_of
+
 Obj = Mapping[str, Any]
 
 #: (pattern, kind): what a container or the kubelet says when the driver is too old for the CUDA in the image
@@ -90,7 +92,7 @@ def env_cuda(container: Obj) -> tuple[str, str]:
 
 def node_label_cuda(node: Obj) -> tuple[str, str]:
     """(driver version, highest CUDA it supports) from GPU Feature Discovery's labels, new and old names."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     driver = labels.get("nvidia.com/cuda.driver-version.full") or ".".join(
         str(labels[k]) for k in ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor",
                                  "nvidia.com/cuda.driver.rev") if labels.get(k))

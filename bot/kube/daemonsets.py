@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.kube.affinity import node_matches
+from bot.kube.objects import labels_of, meta_of, name_of
 from bot.kube.pod_status import classify, keeps_failing
 from bot.kube.selectors import selector_matches
 from bot.kube.taints import taint_str, untolerated_taints
@@ -104,7 +105,7 @@ class Placement:
 
     @property
     def pod_name(self) -> str:
-        return str(((self.pod or {}).get("metadata") or {}).get("name", ""))
+        return name_of(self.pod)
 
     @property
     def state(self) -> str:
@@ -115,7 +116,7 @@ class Placement:
 
 
 def _labels(obj: Obj) -> dict[str, str]:
-    raw = (obj.get("metadata") or {}).get("labels") or {}
+    raw = labels_of(obj)
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
 
 
@@ -188,9 +189,9 @@ def daemonset_admits(ds: Obj, node: Obj) -> Admission:
 
 def owned_by(pod: Obj, ds: Obj) -> bool:
     """``pod`` belongs to ``ds``: by controller reference, else by the DaemonSet's selector."""
-    meta = ds.get("metadata") or {}
+    meta = meta_of(ds)
     uid, name = meta.get("uid"), meta.get("name")
-    pod_meta = pod.get("metadata") or {}
+    pod_meta = meta_of(pod)
     refs = [r for r in pod_meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
     if pod_meta.get("namespace", "") != meta.get("namespace", ""):
         return False
@@ -252,7 +253,7 @@ def termination_quote(cs: Mapping[str, Any]) -> str:
 def pod_health(pod: Obj) -> PodHealth:
     """The pod's state, whether it is crashing, and the message to quote."""
     state = classify(pod)
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     if not (pod.get("spec") or {}).get("nodeName"):
         scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or []
                           if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), {})
@@ -282,7 +283,7 @@ def pod_health(pod: Obj) -> PodHealth:
 
 def _pick(pods: Sequence[Obj]) -> Obj | None:
     """Of several pods for one node (a rollout in progress), the one that is not terminating."""
-    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    live = [p for p in pods if not meta_of(p).get("deletionTimestamp")]
     chosen = live or list(pods)
     return chosen[0] if chosen else None
 
@@ -329,8 +330,8 @@ def _forget_finished() -> None:
 
 def placement(ds: Obj, pods: Iterable[Obj], node: Obj) -> Placement:
     """The DaemonSet's situation on ``node``: admitted or not, its pod there and its health."""
-    meta = ds.get("metadata") or {}
-    name = str((node.get("metadata") or {}).get("name", ""))
+    meta = meta_of(ds)
+    name = name_of(node)
     mine = _owned_by_node(ds, pods).get(name, [])
     pod = _pick(mine)
     return Placement(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.kube.dra_cel import Unsupported, matches
+from bot.kube.objects import meta_of
 
 Obj = Mapping[str, Any]
 _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
@@ -77,7 +78,7 @@ def allocated_by(claims: Iterable[Obj], driver: str) -> dict[str, int]:
         results = ((((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")) or []
         n = sum(1 for r in results if r.get("driver") == driver)
         if n:
-            meta = c.get("metadata") or {}
+            meta = meta_of(c)
             out[f"{meta.get('namespace')}/{meta.get('name')}"] = n
     return out
 
@@ -161,7 +162,7 @@ def allocated_devices(claims: Iterable[Obj]) -> dict[DeviceKey, str]:
     out: dict[DeviceKey, str] = {}
     for c in claims:
         results = ((((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")) or []
-        meta = c.get("metadata") or {}
+        meta = meta_of(c)
         for r in results:
             key = (str(r.get("driver") or ""), str(r.get("pool") or ""), str(r.get("device") or ""))
             out[key] = f"{meta.get('namespace')}/{meta.get('name')}"

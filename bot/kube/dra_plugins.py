@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bot.kube.objects import meta_of, name_of
 from bot.kube.pod_status import classify
 
 Obj = Mapping[str, Any]
@@ -25,7 +26,7 @@ _NOT_REGISTERED = re.compile(r"DRA driver (?P<driver>[\w.-]+) is not registered"
 
 def is_plugin_daemonset(ds: Obj) -> bool:
     """A DaemonSet that runs some DRA driver's kubelet plugin (by name or its component label)."""
-    meta = ds.get("metadata") or {}
+    meta = meta_of(ds)
     text = " ".join([str(meta.get("name") or ""), *map(str, (meta.get("labels") or {}).values())])
     return bool(_PLUGIN.search(text))
 
@@ -41,7 +42,7 @@ def for_driver(daemonsets: Iterable[Obj], driver: str) -> list[Obj]:
     want = vendor(driver)
     out = []
     for ds in daemonsets:
-        meta = ds.get("metadata") or {}
+        meta = meta_of(ds)
         text = " ".join([str(meta.get("name") or ""), *map(str, (meta.get("labels") or {}).values())]).lower()
         if want and want in re.split(r"[^a-z0-9]+", text):
             out.append(ds)
@@ -57,7 +58,7 @@ def state_on(pods: Iterable[Obj], node: str) -> tuple[str, str]:
     for pod in here:
         st = classify(pod)
         if st.display_status == "Running" and st.ready:
-            return "ready", str((pod.get("metadata") or {}).get("name") or "")
+            return "ready", name_of(pod)
         shown = shown or st.display_status
         detail.append(f"{(pod.get('metadata') or {}).get('name')}: {st.display_status}"
                       + (f" ({st.detail})" if st.detail else ""))

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from bot.kube.objects import Obj, meta_of, name_of
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
-
-Obj = dict[str, Any]
 
 
 @dataclass
@@ -53,9 +51,9 @@ def place(waiting: Sequence[Obj], free: dict[str, dict[str, float]]) -> Placemen
     def size(pod: Obj) -> float:
         return sum(pod_node_gpu_requests(pod).values())
 
-    for pod in sorted(waiting, key=lambda p: (-size(p), str((p.get("metadata") or {}).get("name")))):
+    for pod in sorted(waiting, key=lambda p: (-size(p), name_of(p))):
         asks = pod_node_gpu_requests(pod)
-        name = str((pod.get("metadata") or {}).get("name", "?"))
+        name = str(meta_of(pod).get("name", "?"))
         fits = [n for n, r in room.items() if all(r.get(res, 0.0) >= want for res, want in asks.items())]
         if not fits:
             result.unplaced.append((name, asks))

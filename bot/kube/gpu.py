@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.kube.node_map import NodeMap
+from bot.kube.objects import labels_of, name_of
 from bot.kube.resources import is_gpu_resource
 
 Obj = Mapping[str, Any]
@@ -76,7 +77,7 @@ _HINT = re.compile("|".join(map(re.escape, (*COMPONENT_HINTS, "qgpu"))))
 
 def gpu_labels(node: Obj) -> list[str]:
     """The node's labels that mark it as a GPU machine, as ``key=value`` text."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     out = [f"{k}={labels[k]}" for k in GPU_LABEL_KEYS if k in labels]
     out += [f"{k}={labels[k]}" for k, values in GPU_LABEL_VALUES.items() if str(labels.get(k, "")).lower() in values]
     # NFD's PCI label with the device class first (pci-0300_10de, pci-0302_10de): an NVIDIA card all the same
@@ -115,7 +116,7 @@ def marks_gpu(node: Obj) -> bool:
 
 def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
     """Advertises a GPU resource, carries a GPU label, or runs a GPU component pod."""
-    name = str((node.get("metadata") or {}).get("name", ""))
+    name = name_of(node)
     if marks_gpu(node):
         return True
     # a set is used as is: callers classify every node of a cluster against the same names

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.kube.daemonsets import Placement, placement
+from bot.kube.objects import labels_of, meta_of, name_of, owner_refs_of
 from bot.kube.resources import gpu_family, node_gpu_capacity
 
 Obj = Mapping[str, Any]
@@ -62,12 +63,9 @@ FAMILY_PLUGIN: dict[str, str] = {"nvidia": "NVIDIA device plugin", "qgpu": "qGPU
                                  "vcuda": "tkestack gpu-manager"}
 
 
-def _name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
 
 def _labels(obj: Obj | None) -> dict[str, str]:
-    raw = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    raw = labels_of(obj)
     return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
 
 
@@ -79,9 +77,9 @@ def is_daemonset(obj: Obj) -> bool:
 
 def plugin_kind(obj: Obj) -> PluginKind | None:
     """Which device plugin a DaemonSet runs, from its name (and app labels), or None."""
-    text = " ".join([_name(obj), *_labels(obj).values()]).lower()
+    text = " ".join([name_of(obj), *_labels(obj).values()]).lower()
     for kind in PLUGIN_KINDS:
-        if any(h in text for h in kind.hints) and not any(x in _name(obj).lower() for x in kind.exclude):
+        if any(h in text for h in kind.hints) and not any(x in name_of(obj).lower() for x in kind.exclude):
             return kind
     return None
 
@@ -104,7 +102,7 @@ NFD_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nvidia.com/gpu.present")
 
 def nfd_workers(controllers: Iterable[Obj]) -> list[Obj]:
     """The NFD worker DaemonSets among ``controllers`` (those the GPU-stack listing found)."""
-    return [c for c in controllers if is_daemonset(c) and any(h in _name(c).lower() for h in NFD_WORKER_HINTS)]
+    return [c for c in controllers if is_daemonset(c) and any(h in name_of(c).lower() for h in NFD_WORKER_HINTS)]
 
 
 def served_families(node: Obj) -> set[str]:
@@ -151,7 +149,7 @@ HOST_DRIVER_TEXT = re.compile(
 
 def operand_stage(ds: Obj) -> str | None:
     """The operator stage a DaemonSet is (``driver``, ``toolkit``, …), by its name, or None."""
-    name = _name(ds).lower()
+    name = name_of(ds).lower()
     for stage, prefixes in STAGE_NAMES.items():
         if any(name == p or name.startswith(p + "-") for p in prefixes):
             if stage == "dcgm" and name.startswith("nvidia-dcgm-exporter"):
@@ -162,7 +160,7 @@ def operand_stage(ds: Obj) -> str | None:
 
 def _operator_managed(ds: Obj) -> bool:
     labels = _labels(ds)
-    owners = (ds.get("metadata") or {}).get("ownerReferences") or []
+    owners = owner_refs_of(ds)
     return any(labels.get(k) == v for k, v in OPERATOR_MARKS.items()) or any(
         isinstance(o, Mapping) and o.get("kind") == "ClusterPolicy" for o in owners
     )
@@ -180,11 +178,11 @@ def operator_operands(controllers: Iterable[Obj]) -> dict[str, Obj]:
         operand_stage(d) is not None and _operator_managed(d))]
     if not anchors:
         return {}
-    namespaces = {str((d.get("metadata") or {}).get("namespace", "")) for d in anchors}
+    namespaces = {str(meta_of(d).get("namespace", "")) for d in anchors}
     out: dict[str, Obj] = {}
-    for d in sorted(daemonsets, key=_name):
+    for d in sorted(daemonsets, key=name_of):
         stage = operand_stage(d)
-        if stage and str((d.get("metadata") or {}).get("namespace", "")) in namespaces:
+        if stage and str(meta_of(d).get("namespace", "")) in namespaces:
             out.setdefault(stage, d)
     return out
 

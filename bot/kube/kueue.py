@@ -11,11 +11,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
+from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import quantity_or_none
 
-Obj = dict[str, Any]
 ZERO = Decimal(0)
 
 
@@ -32,7 +31,7 @@ def is_true(obj: Obj | None, kind: str) -> bool:
 
 
 def name_of(obj: Obj | None) -> str:
-    meta = (obj or {}).get("metadata") or {}
+    meta = meta_of(obj)
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name", "?"))
 

@@ -23,21 +23,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.objects import labels_of, name_of, namespace_of
 from bot.kube.selectors import selector_matches, selector_text
 
 Obj = Mapping[str, Any]
 
 
 def _labels(obj: Obj) -> dict[str, str]:
-    return {str(k): str(v) for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()}
+    return {str(k): str(v) for k, v in (labels_of(obj)).items()}
 
 
 def _namespace(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "default")
+    return (namespace_of(obj) or "default")
 
-
-def _name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def required_pod_terms(pod: Obj, *, kinds: Sequence[str] = ("affinity", "anti-af
     """The pod's required podAffinity / podAntiAffinity terms."""
     affinity = (pod.get("spec") or {}).get("affinity") or {}
     own_ns = _namespace(pod)
-    owner = f"{own_ns}/{_name(pod)}"
+    owner = f"{own_ns}/{name_of(pod)}"
     out: list[PodTerm] = []
     for kind, key in (("affinity", "podAffinity"), ("anti-affinity", "podAntiAffinity")):
         if kind not in kinds:
@@ -171,7 +169,7 @@ def _where(pod: Obj, nodes: Mapping[str, Obj], key: str) -> str:
     node = _node_of(pod)
     value = _labels(nodes.get(node) or {}).get(key)
     topo = f"{key}={value}" if value is not None else f"no {key} label"
-    return f"{_namespace(pod)}/{_name(pod)} on {node} ({topo})"
+    return f"{_namespace(pod)}/{name_of(pod)} on {node} ({topo})"
 
 
 def evaluate(
@@ -186,8 +184,8 @@ def evaluate(
     and not the pod itself are considered, as the scheduler only sees assigned pods.
     """
     ns_map = namespaces or {}
-    me = (_namespace(pod), _name(pod))
-    bound = [p for p in peers if _node_of(p) and (_namespace(p), _name(p)) != me and _node_of(p) in nodes]
+    me = (_namespace(pod), name_of(pod))
+    bound = [p for p in peers if _node_of(p) and (_namespace(p), name_of(p)) != me and _node_of(p) in nodes]
     node_labels = {name: _labels(node) for name, node in nodes.items()}
     result = AffinityResult(refusals={name: [] for name in nodes})
 

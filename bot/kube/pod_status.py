@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of
+
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 NODE_LOST = "NodeLost"
 #: the kubelet's waiting reason while it backs off restarting a container that keeps exiting
@@ -163,7 +165,7 @@ def _counts(pod: Mapping[str, Any]) -> tuple[int, int, int]:
 
 def classify(pod: Mapping[str, Any]) -> PodState:
     """The pod's PodState (kubectl ``printPod`` for display, plus a stable diagnosis reason)."""
-    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    metadata, spec, status = meta_of(pod), pod.get("spec") or {}, pod.get("status") or {}
     phase = str(status.get("phase") or "Unknown")
     walk = _Walk(status=str(status.get("reason") or phase))
     scheduled = _condition(pod, "PodScheduled")
@@ -200,7 +202,7 @@ def _reason(
 ) -> tuple[str, str]:
     """Turn kubectl's display word into the stable diagnosis key, with a detail line."""
     status = pod.get("status") or {}
-    deleted = (pod.get("metadata") or {}).get("deletionTimestamp")
+    deleted = meta_of(pod).get("deletionTimestamp")
     if deleted and status.get("reason") == NODE_LOST:
         return NODE_LOST, f"node {node} is unreachable; the pod was marked for deletion at {deleted}"
     if walk.status == "Terminating":

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from bot.kube.objects import meta_of
 from bot.kube.resources import container_requests, parse_quantity
 
 Obj = Mapping[str, Any]
@@ -250,10 +251,10 @@ class QuotaUser:
 
 def quota_users(quota: Obj, resource: str, pods: Iterable[Obj]) -> list[QuotaUser]:
     """The pods using ``resource`` of ``quota``, largest first (only the quota's namespace)."""
-    namespace = (quota.get("metadata") or {}).get("namespace")
+    namespace = meta_of(quota).get("namespace")
     users = []
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if namespace and meta.get("namespace") not in (None, namespace):
             continue
         if not counts_against_quota(pod) or not quota_selects(quota, pod):

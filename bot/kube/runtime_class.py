@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of
+
 Obj = Mapping[str, Any]
 
 #: (pattern with a ``name`` group, kind): handler = the node's runtime lacks it, class = no such RuntimeClass
@@ -56,7 +58,7 @@ def stack_runtime_class(controllers: Sequence[Obj]) -> tuple[str, str]:
         template = ((ctrl.get("spec") or {}).get("template") or {}).get("spec") or {}
         name = template.get("runtimeClassName")
         if name:
-            meta = ctrl.get("metadata") or {}
+            meta = meta_of(ctrl)
             kind = str(ctrl.get("kind") or "DaemonSet").lower()
             return str(name), f"{kind}/{meta.get('namespace')}/{meta.get('name')}"
     return "", ""

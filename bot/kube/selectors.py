@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of
+
 _KEY = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -308,7 +310,7 @@ def matcher(
         return None
 
     def match(obj: Mapping[str, Any]) -> bool:
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         obj_labels = meta.get("labels") or {}
         return labels_match(labels, obj_labels) and all(f.matches(obj) for f in fields)
 

@@ -1,4 +1,4 @@
-"""Build a pod's story (``bot.story.PodStory``) from API objects, and tell history from news.
+"""Build a pod's story (``bot.report.story.PodStory``) from API objects, and tell history from news.
 
 Pure: plain dicts in, a story out. Which events are history:
 - an event about an earlier pod of the same name (a StatefulSet or a bare pod recreated): its
@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.kube.objects import meta_of, name_of
 from bot.kube.pod_status import classify
 from bot.kube.resources import pod_node_gpu_requests
 from bot.kube.scheduling import event_source, event_time, is_scheduler_event
-from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
+from bot.report.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
 
 Obj = Mapping[str, Any]
 
@@ -81,7 +82,7 @@ def node_change_cutoff(pod: Obj, nodes: Mapping[str, Obj]) -> Cutoff | None:
         if ready.get("status") != "True":
             continue
         for at, why in ((_parse(ready.get("lastTransitionTime")), f"node {name} became Ready"),
-                        (_parse((node.get("metadata") or {}).get("creationTimestamp")), f"node {name} joined")):
+                        (_parse(meta_of(node).get("creationTimestamp")), f"node {name} joined")):
             if at is not None and (best is None or at > best.at):
                 best = Cutoff(at, f"{why} at {at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
     return best
@@ -91,7 +92,7 @@ def history_reason(event: Obj, pod: Obj | None, cutoff: Cutoff | None) -> str:
     """Why ``event`` (about the pod or an owner) is history, or "" when it is current."""
     if pod is None:
         return ""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     obj = event.get("involvedObject") or event.get("regarding") or {}
     if obj.get("kind") == "Pod" and obj.get("uid") and meta.get("uid") and obj.get("uid") != meta.get("uid"):
         return "about an earlier pod of the same name"
@@ -161,7 +162,7 @@ def _owners(owners: Sequence[Obj]) -> list[StoryOwner]:
             for c in (o.get("status") or {}).get("conditions") or []
             if isinstance(c, Mapping) and OWNER_PROBLEMS.get(str(c.get("type"))) == c.get("status")
         ]
-        out.append(StoryOwner(str(o.get("kind") or "?"), str((o.get("metadata") or {}).get("name") or "?"),
+        out.append(StoryOwner(str(o.get("kind") or "?"), (name_of(o) or "?"),
                               conds[:MAX_CONTAINERS]))
     return out
 
@@ -217,7 +218,7 @@ def build_story(
 ) -> PodStory:
     """The story of ``pod``: ``events`` are the pod's and its owners' (any source)."""
     state = classify(pod)
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    meta, spec = meta_of(pod), pod.get("spec") or {}
     all_events = _events(events, pod, cutoff, now or datetime.now(UTC))
     status = state.display_status + ("" if state.ready or state.display_status != "Running" else " (not ready)")
     return PodStory(
@@ -246,7 +247,7 @@ def build_workload_story(
 ) -> PodStory:
     """The story of a workload that has no pod: its own and its owners' conditions and events
     (a ReplicaSet's FailedCreate is where a quota, LimitRange, PodSecurity or webhook refusal is)."""
-    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    meta, spec = meta_of(workload), workload.get("spec") or {}
     template = ((spec.get("template") or {}).get("spec") or {})
     all_events = _events(events, None, None, now or datetime.now(UTC))
     return PodStory(

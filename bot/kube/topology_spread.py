@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.kube.affinity import node_matches
+from bot.kube.objects import labels_of, meta_of
 from bot.kube.selectors import selector_matches, selector_text
 
 Obj = Mapping[str, Any]
@@ -64,7 +65,7 @@ def hard_constraints(pod: Obj) -> list[Obj]:
 
 def _selector(constraint: Obj, pod: Obj) -> dict[str, Any]:
     selector = dict(constraint.get("labelSelector") or {})
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(pod)
     keys = [k for k in constraint.get("matchLabelKeys") or [] if k in labels]
     if keys:
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **{k: labels[k] for k in keys}}
@@ -73,8 +74,8 @@ def _selector(constraint: Obj, pod: Obj) -> dict[str, Any]:
 
 def evaluate(pod: Obj, nodes: Mapping[str, Obj], pods: Sequence[Obj]) -> list[SpreadResult]:
     """Every hard constraint of ``pod`` counted over ``nodes`` and the namespace's ``pods``."""
-    namespace = (pod.get("metadata") or {}).get("namespace")
-    me = (pod.get("metadata") or {}).get("uid")
+    namespace = meta_of(pod).get("namespace")
+    me = meta_of(pod).get("uid")
     out = []
     for constraint in hard_constraints(pod):
         key = str(constraint.get("topologyKey") or "")
@@ -89,7 +90,7 @@ def evaluate(pod: Obj, nodes: Mapping[str, Obj], pods: Sequence[Obj]) -> list[Sp
         for name, node in sorted(nodes.items()):
             if not node_matches(pod, node).ok:
                 continue
-            labels = (node.get("metadata") or {}).get("labels") or {}
+            labels = labels_of(node)
             if key not in labels:
                 result.unlabelled.append(name)
                 continue
@@ -97,7 +98,7 @@ def evaluate(pod: Obj, nodes: Mapping[str, Obj], pods: Sequence[Obj]) -> list[Sp
             node_domain[name] = str(labels[key])
         counts = dict.fromkeys(members, 0)
         for other in pods:
-            meta, spec = other.get("metadata") or {}, other.get("spec") or {}
+            meta, spec = meta_of(other), other.get("spec") or {}
             if meta.get("namespace") != namespace or meta.get("uid") == me or meta.get("deletionTimestamp"):
                 continue
             if (other.get("status") or {}).get("phase") in TERMINAL:

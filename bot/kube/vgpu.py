@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import annotations_of, labels_of
+
 Obj = Mapping[str, Any]
 
 HAMI_DEFAULT_SCHEDULER = "hami-scheduler"
@@ -153,7 +155,7 @@ class Registration:
 
 def node_registration(node: Obj) -> Registration:
     """The node's HAMi registration state from its annotations."""
-    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(node)
     handshake = parse_handshake(annotations.get(HAMI_HANDSHAKE))
     cards = parse_registration(annotations.get(HAMI_REGISTER))
     if HAMI_REGISTER not in annotations:
@@ -169,7 +171,7 @@ def node_registration(node: Obj) -> Registration:
 
 def webhook_ignored(obj: Obj | None) -> bool:
     """The object (namespace or pod) carries ``hami.io/webhook: ignore``."""
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    labels = labels_of(obj)
     return str(labels.get(HAMI_WEBHOOK_LABEL, "")).strip().lower() == "ignore"
 
 
@@ -187,11 +189,11 @@ def flag_value(args: Iterable[Any], flag: str) -> str | None:
 
 def hami_pod_handled(pod: Obj) -> bool:
     """HAMi's scheduler placed (or started to place) this pod: it left its annotations."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(pod)
     return any(k in annotations for k in (HAMI_ASSIGNED_NODE, HAMI_BIND_PHASE, HAMI_DEVICES_ALLOCATED))
 
 
 def vcuda_predicated(pod: Obj) -> bool:
     """tkestack's gpu-admission placed this pod: it left its predicate annotations."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = annotations_of(pod)
     return VCUDA_PREDICATE_NODE in annotations or VCUDA_PREDICATE_TIME in annotations

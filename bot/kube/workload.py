@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of, name_of
+
 Obj = Mapping[str, Any]
 
 
@@ -62,7 +64,7 @@ def _conditions(obj: Obj) -> list[Obj]:
 def workload_status(obj: Obj) -> WorkloadStatus | None:
     """The replica counts of a Deployment, ReplicaSet, StatefulSet, Job or DaemonSet."""
     kind = str(obj.get("kind") or "")
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    name = name_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
@@ -109,7 +111,7 @@ def pod_template(obj: Obj) -> dict[str, Any] | None:
     if not isinstance(template, Mapping):
         return None
     meta = dict(template.get("metadata") or {})
-    meta.setdefault("namespace", (obj.get("metadata") or {}).get("namespace"))
+    meta.setdefault("namespace", meta_of(obj).get("namespace"))
     meta.setdefault("name", f"{(obj.get('metadata') or {}).get('name', '')}-<new>")
     return {"metadata": meta, "spec": dict(template.get("spec") or {}), "status": {"phase": "Pending"}}
 

@@ -15,11 +15,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Hashable
 from typing import Any
 
+from bot.kube.objects import Obj, meta_of
 from bot.probes.kube import KubeReads
 from bot.probes.slim import SlimPod
 from bot.probes.views import DerivedViews, FailedRead
-
-Obj = dict[str, Any]
 
 
 class SharedReads(DerivedViews):
@@ -53,7 +52,7 @@ class SharedReads(DerivedViews):
     async def component_pods(self, controller: Obj) -> list[Obj]:
         if isinstance(self._inner, DerivedViews):
             return await super().component_pods(controller)
-        meta = controller.get("metadata") or {}
+        meta = meta_of(controller)
         key = ("component_pods", controller.get("kind"), meta.get("namespace"), meta.get("name"), meta.get("uid"))
         result: list[Obj] = await self._once(key, lambda: self._inner.component_pods(controller))
         return result
@@ -71,7 +70,7 @@ class SharedReads(DerivedViews):
     def know_pods(self, pods: list[Obj]) -> None:
         """Pods the scan already holds: ``get_object("Pod")`` on them makes no call."""
         for p in pods:
-            meta = p.get("metadata") or {}
+            meta = meta_of(p)
             self._pods[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = p
 
     async def _once(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import textwrap
 
-from bot.pending_model import PendingAnswer, PendingLine
 from bot.report import Report, skip_lines
+from bot.report.pending import PendingAnswer, PendingLine
 
 #: workloads printed under one cause before "and M more like this"
 LINES_PER_CAUSE = 8

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.commands import Invocation, command_prefix
 from bot.engine import unreadable
@@ -29,12 +29,13 @@ from bot.engine.progress import Progress, no_progress
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis, word
 from bot.errors import KubeApiError, NotFoundError
+from bot.kube.objects import Obj, meta_of, name_of
 from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
-from bot.pending_model import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.probes.deadline import until
 from bot.probes.node_memo import NodeReadMemo
 from bot.report import Finding, Report, Unreadable
+from bot.report.pending import NO_CAUSE, PendingAnswer, PendingGroup, PendingLine
 from bot.settings import ClusterConfig, Settings
 
 
@@ -52,7 +53,6 @@ class Service(Protocol):
         self, inv: Invocation, deadline: float, *, progress: Progress = no_progress
     ) -> tuple[ClusterConfig, Sources]: ...
 
-Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
 #: full diagnoses per answer; beyond it workloads are counted like a diagnosed one, or listed
@@ -144,7 +144,7 @@ async def _unready_running(kube: SharedReads, base: Facts) -> list[Obj]:
 
 
 def _key(pod: Obj) -> tuple[str, str]:
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
@@ -166,7 +166,7 @@ async def _unready_scan(kube: SharedReads, base: Facts, report: Report, failures
 async def _replicasets(kube: SharedReads, namespaces: Sequence[str]) -> dict[tuple[str, str], Obj]:
     batches = await asyncio.gather(*(kube.list_replicasets(ns) for ns in namespaces))
     return {
-        (ns, str((rs.get("metadata") or {}).get("name") or "")): rs
+        (ns, name_of(rs)): rs
         for ns, batch in zip(namespaces, batches, strict=True)
         for rs in batch
     }
@@ -179,7 +179,7 @@ async def _scheduling_events(kube: SharedReads, namespace: str) -> dict[str, dic
     index: dict[str, dict[str, list[Obj]]] = {}
     for event in await kube.list_events(namespace, field_selector=SCHEDULING_EVENTS):
         about = event.get("involvedObject") or {}
-        ns = str(about.get("namespace") or (event.get("metadata") or {}).get("namespace") or "")
+        ns = str(about.get("namespace") or meta_of(event).get("namespace") or "")
         index.setdefault(ns, {}).setdefault(str(about.get("name") or ""), []).append(event)
     return index
 

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.kube.objects import Obj, created_of, meta_of, name_of, namespace_of, owner_refs_of
 from bot.kube.pod_status import classify
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 from bot.kube.scheduling import failed_scheduling_events
 from bot.kube.story import needs_story
-
-Obj = dict[str, Any]
 
 #: owner kinds why-pending takes as a workload (``bot.names.WORKLOAD_KINDS``)
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
@@ -44,7 +43,7 @@ class Stuck:
     def asked(self) -> tuple[str, str]:
         """(kind, name) why-pending is asked about."""
         if self.by_pod or self.kind == "Pod":
-            return "Pod", str((self.pods[0].get("metadata") or {}).get("name") or "")
+            return "Pod", name_of(self.pods[0])
         return self.kind, self.name
 
     @property
@@ -58,14 +57,14 @@ class Stuck:
         return name if kind == "Pod" else f"{kind.lower()}/{name}"
 
     def oldest(self) -> str:
-        stamps = [str((p.get("metadata") or {}).get("creationTimestamp") or "") for p in self.pods]
+        stamps = [created_of(p) for p in self.pods]
         return min((s for s in stamps if s), default="")
 
 
 def _settled(pod: Mapping[str, Any]) -> bool:
     """Cheap first look (the scan sees every pod of the cluster): finished, being deleted, or
     Running and Ready. Only the rest are classified in full."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    meta, status = meta_of(pod), pod.get("status") or {}
     phase = status.get("phase")
     if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
         return True
@@ -95,13 +94,13 @@ def is_stuck_gpu_pod(pod: Mapping[str, Any]) -> bool:
 
 
 def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    refs = owner_refs_of(obj)
     return next((r for r in refs if r.get("controller")), None)
 
 
 def owner_of(pod: Mapping[str, Any], replicasets: Mapping[tuple[str, str], Obj]) -> tuple[str, str]:
     """(kind, name) of the workload why-pending should be asked about for ``pod``."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     ref = _controller(pod)
     if ref is None:
         return "Pod", str(meta.get("name") or "")
@@ -121,7 +120,7 @@ def group(pods: Iterable[Obj], replicasets: Mapping[tuple[str, str], Obj]) -> li
     """The stuck pods by workload, in namespace and name order."""
     out: dict[tuple[str, str, str], Stuck] = {}
     for pod in pods:
-        ns = str((pod.get("metadata") or {}).get("namespace") or "")
+        ns = namespace_of(pod)
         kind, name = owner_of(pod, replicasets)
         entry = out.get((ns, kind, name))
         if entry is None:
@@ -133,7 +132,7 @@ def group(pods: Iterable[Obj], replicasets: Mapping[tuple[str, str], Obj]) -> li
 def signature(stuck: Stuck, events_by_name: Mapping[str, list[Obj]]) -> tuple[str, ...]:
     """What the workload's first pod shows before any diagnosis (see ``Stuck.signature``)."""
     pod = stuck.pods[0]
-    name = str((pod.get("metadata") or {}).get("name") or "")
+    name = name_of(pod)
     newest = failed_scheduling_events(events_by_name.get(name, ()))
     words = _DIGITS.sub("N", str(newest[0].get("message") or newest[0].get("note") or "")) if newest else ""
     return (classify(pod).reason, ",".join(sorted(pod_gpu_requests(pod))), words)

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from bot.commands import Invocation
 from bot.kube.batch_workloads import kind_of
 from bot.kube.kueue import is_true
+from bot.kube.objects import created_of, meta_of, name_of
 from bot.proactive.problems import Problem, fingerprint
 from bot.probes.kube import KubeReads, Obj
 from bot.probes.slim import slim
@@ -78,7 +79,7 @@ def namespace_of(subject: str) -> str:
 
 
 def _created(pod: Obj) -> datetime | None:
-    text = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+    text = created_of(pod)
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except ValueError:
@@ -116,7 +117,7 @@ def group_unadmitted(workloads: Iterable[Obj], local_queues: Iterable[Obj] = ())
     """Kueue Workloads neither admitted nor finished, as groups named by their owning workload,
     with the ClusterQueue their LocalQueue points at."""
     cluster_queue = {
-        (str((q.get("metadata") or {}).get("namespace")), str((q.get("metadata") or {}).get("name"))):
+        (str(meta_of(q).get("namespace")), name_of(q)):
         str((q.get("spec") or {}).get("clusterQueue") or "")
         for q in local_queues
     }
@@ -124,7 +125,7 @@ def group_unadmitted(workloads: Iterable[Obj], local_queues: Iterable[Obj] = ())
     for w in workloads:
         if is_true(w, "Admitted") or is_true(w, "Finished") or (w.get("spec") or {}).get("active") is False:
             continue
-        meta = w.get("metadata") or {}
+        meta = meta_of(w)
         owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
         created = _created(w)
         batch = kind_of(owner)

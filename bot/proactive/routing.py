@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.kube.objects import meta_of
 from bot.kube.selectors import labels_match, parse_label_selector
 from bot.observability import log_event
 from bot.settings import WatchConfig
@@ -41,9 +42,6 @@ def owner_of(value: str) -> str:
     return ""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
 
 @dataclass(frozen=True)
 class Route:
@@ -59,7 +57,7 @@ class Router:
     def __init__(self, config: WatchConfig) -> None:
         self.fallback = config.channel
         self.annotation = config.owner_annotation
-        # the settings refused any selector that does not parse (``bot.setting_values.route_selector``)
+        # the settings refused any selector that does not parse (``bot.settings.values.route_selector``)
         self.routes = [(parse_label_selector(r.namespace_selector), r.channel) for r in config.routes]
         #: every channel this watch may post to: the fallback first
         self.channels = tuple(dict.fromkeys([config.channel, *(r.channel for r in config.routes)]))
@@ -68,7 +66,7 @@ class Router:
         """The channel and owner for a problem in ``namespace`` (``None``: no namespace)."""
         if namespace is None:
             return Route(self.fallback)
-        meta = _meta(namespace)
+        meta = meta_of(namespace)
         labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         channel = next((ch for reqs, ch in self.routes if labels_match(reqs, labels)), self.fallback)
         raw = str((meta.get("annotations") or {}).get(self.annotation) or "") if self.annotation else ""

@@ -33,11 +33,10 @@ from typing import Any, Protocol
 
 from bot.engine.node_rows import ready_condition
 from bot.kube.gpu_stack import plugin_daemonsets
+from bot.kube.objects import Obj, meta_of
 from bot.kube.pod_status import crash_looping
 from bot.kube.resources import node_gpu_capacity
 from bot.kube.selectors import selector_string
-
-Obj = dict[str, Any]
 
 
 class CachedReads(Protocol):
@@ -65,9 +64,6 @@ class NodeState:
     #: some GPU resource has less allocatable than capacity
     short: bool
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def node_state(node: Obj) -> NodeState | None:
@@ -128,7 +124,7 @@ class NodeStream:
         now: dict[str, tuple[str, NodeState]] = {}
         triggered: dict[str, str] = {}
         for node in nodes:
-            meta = _meta(node)
+            meta = meta_of(node)
             name, rv = str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
             old = before.get(name) if before is not None else None
             if old is not None and old[0] == rv:
@@ -157,7 +153,7 @@ class NodeStream:
         out: dict[str, str] = {}
         seen: dict[tuple[str, str], int] = {}
         for ds in plugin_daemonsets(await cache.list_daemonsets()):
-            meta = _meta(ds)
+            meta = meta_of(ds)
             key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             ready = int((ds.get("status") or {}).get("numberReady") or 0)
             seen[key] = ready
@@ -166,7 +162,7 @@ class NodeStream:
                 continue
             pods = await cache.list_pods(key[0], label_selector=_selector(ds))
             for pod in pods:
-                pod_key = (key[0], str(_meta(pod).get("name") or ""))
+                pod_key = (key[0], str(meta_of(pod).get("name") or ""))
                 if not crash_looping(pod):
                     self._crashing.discard(pod_key)
                     continue

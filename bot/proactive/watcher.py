@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from bot.commands import Invocation
+from bot.kube.objects import name_of
 from bot.observability import log_event
 from bot.proactive.fleet import Diagnoses, FleetReads
 from bot.proactive.pending import (
@@ -55,8 +56,8 @@ from bot.proactive.stream import NodeStream
 from bot.probes.cache import WatchCache
 from bot.probes.kube import KubeReads, Obj
 from bot.report import Report
-from bot.setting_values import QuietHours
 from bot.settings import WatchConfig
+from bot.settings.values import QuietHours
 from bot.state.contracts import ProblemStore
 from bot.state.records import OpenProblem
 
@@ -329,7 +330,7 @@ class Watcher:
         if names and self.reads is not None:
             try:
                 for ns in await self.reads().list_namespaces():
-                    name = str((ns.get("metadata") or {}).get("name") or "")
+                    name = name_of(ns)
                     if name in names:
                         namespaces[name] = ns
             except Exception:  # routing falls back to the watch's channel; the post still goes out

@@ -24,12 +24,11 @@ from kubernetes import client
 
 from bot.errors import ApiRead, KubeApiError, NotFoundError
 from bot.kube.custom_resources import declared
+from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import remaining
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
 from bot.probes.views import DerivedViews, FailedRead
-
-Obj = dict[str, Any]
 
 #: page size of the slimmed cluster-wide pod walk: each page is dropped as soon as it is slimmed,
 #: so larger pages only cost transient memory, and save round trips on big clusters
@@ -283,7 +282,7 @@ class KubeReader(DerivedViews):
                 if kind and "kind" not in item:
                     item["kind"] = kind
                 items.append(keep(item) if keep is not None else item)
-            token = str((body.get("metadata") or {}).get("continue") or "")
+            token = str(meta_of(body).get("continue") or "")
             if not token:
                 return items
 

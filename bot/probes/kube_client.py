@@ -20,8 +20,8 @@ from bot.identity import Identity
 from bot.names import printable
 from bot.probes.kube import READ_THREADS
 from bot.probes.kubeconfig_problems import explain
-from bot.setting_values import describe, read_yaml_file
 from bot.settings import ClusterConfig
+from bot.settings.values import describe, read_yaml_file
 
 IMPERSONATE_USER = "Impersonate-User"
 IMPERSONATE_GROUP = "Impersonate-Group"

@@ -16,14 +16,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
+from bot.kube.objects import Obj, labels_of, meta_of, name_of
 from bot.kube.pod_status import crash_loop_status, running_ready
 from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, observe_with
 from bot.probes.ssh import CommandResult
-
-Obj = dict[str, Any]
 
 #: the label the chart puts on agent pods (``app.kubernetes.io/name``) and their container's name
 AGENT_NAME = "gpubot-node"
@@ -79,7 +78,7 @@ def _why_unscheduled(node: Obj | None, template: Obj | None, name: str, installe
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(taint, tolerations):
             value = f"={taint['value']}" if taint.get("value") else ""
             return f"not scheduled: taint {taint.get('key')}{value}:{taint.get('effect')} is not tolerated"
-    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     for key, value in (spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return f"not scheduled: the node lacks label {key}={value} (the DaemonSet's nodeSelector)"
@@ -87,7 +86,7 @@ def _why_unscheduled(node: Obj | None, template: Obj | None, name: str, installe
 
 
 def _pod_state(pod: Obj) -> AgentState:
-    name = str((pod.get("metadata") or {}).get("name", ""))
+    name = name_of(pod)
     status = pod.get("status") or {}
     looping = crash_loop_status(pod)
     if looping is not None:
@@ -123,7 +122,7 @@ def find_agents(
     by_node: dict[str, Obj] = {}
     for pod in pods:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node and (pod.get("metadata") or {}).get("deletionTimestamp") is None:
+        if node and meta_of(pod).get("deletionTimestamp") is None:
             best = by_node.get(node)
             # a Ready pod wins over a replacement still starting
             if best is None or _pod_state(pod).ready:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kube.objects import meta_of
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 
 
@@ -59,7 +60,7 @@ def _ready(status: dict[str, Any]) -> bool:
 
 
 def slim(pod: dict[str, Any]) -> SlimPod:
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     spec = pod.get("spec") or {}
     owners = meta.get("ownerReferences") or []
     owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners if o.get("controller")), "")

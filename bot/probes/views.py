@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.errors import KubeApiError
+from bot.kube.objects import Obj, name_of, namespace_of
 from bot.kube.selectors import selector_string
 from bot.probes.slim import SlimPod, slim
-
-Obj = dict[str, Any]
 
 #: told of each read that failed, before the first failure is raised (``slim_pods_by_node``)
 FailedRead = Callable[[KubeApiError], None]
@@ -72,14 +71,14 @@ class DerivedViews:
 
     async def node_map(self: _Basics) -> dict[str, Obj]:
         """Every node by name."""
-        return {str((n.get("metadata") or {}).get("name", "")): n for n in await self.list_nodes()}
+        return {name_of(n): n for n in await self.list_nodes()}
 
     async def component_pods(self: _Basics, controller: Obj) -> list[Obj]:
         """The pods a controller's selector selects in its namespace; none without a selector."""
         selector = selector_string((controller.get("spec") or {}).get("selector"))
         if not selector:
             return []
-        namespace = str((controller.get("metadata") or {}).get("namespace") or "")
+        namespace = namespace_of(controller)
         return await self.list_pods(namespace, label_selector=selector)
 
     async def slim_pods_by_node(

@@ -48,7 +48,7 @@ OnRunning = Callable[[PendingAction], Awaitable[None]]
 
 
 class ClusterClients(Protocol):
-    """The per-cluster Kubernetes clients the caller already holds (``bot.clients.KubeClients``).
+    """The per-cluster Kubernetes clients the caller already holds (``bot.probes.clients.KubeClients``).
 
     Remediation borrows them for each run and never closes them; it keeps no clients of its own.
     """

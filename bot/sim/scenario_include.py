@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import ScenarioError
-from bot.yaml_marks import YamlInputError, load_yaml
+from bot.yamlio.marks import YamlInputError, load_yaml
 
 #: the top-level keys a base passes on; everything else belongs to the file that states it
 INHERITED = ("kubernetes", "nodes", "containers", "api")

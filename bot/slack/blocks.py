@@ -1,6 +1,6 @@
 """Block Kit rendering of a ``Report``: the same findings the CLI prints, shaped for a channel.
 
-A report reads by cause (``bot.report_groups``): a header naming the target, one verdict line
+A report reads by cause (``bot.views.groups``): a header naming the target, one verdict line
 (the root cause, where, the fix to try first), then one section per cause naming every object it
 was found on, each followed by one button per distinct fix it offers, least invasive first.
 node-status adds one line per node with its problems called out. The evidence goes into a second
@@ -20,17 +20,6 @@ from typing import Any
 
 from bot.registry import ACTION_LABELS, action_label
 from bot.report import CardRow, Remediation, Report, skip_pairs
-from bot.report_groups import (
-    FindingGroup,
-    Fix,
-    FixKey,
-    Verdict,
-    counts_text,
-    fix_text,
-    group_findings,
-    node_problems,
-    verdict,
-)
 from bot.slack import limits as L
 from bot.slack.block_kit import (
     MAX_MESSAGE_JSON,
@@ -45,6 +34,17 @@ from bot.slack.block_kit import (
 from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
 from bot.slack.tables import logical_summary
+from bot.views.groups import (
+    FindingGroup,
+    Fix,
+    FixKey,
+    Verdict,
+    counts_text,
+    fix_text,
+    group_findings,
+    node_problems,
+    verdict,
+)
 
 #: prefix of every remediation button's action_id (Slack wants action_ids unique within a block)
 REMEDIATE_ACTION = "remediate"

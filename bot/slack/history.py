@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.kube.objects import meta_of
+
 #: pages of 200 messages read, newest first
 HISTORY_PAGES = 5
 
@@ -31,7 +33,7 @@ async def find_posted(
     for _ in range(HISTORY_PAGES):
         resp = await client.conversations_history(channel=channel, include_all_metadata=True, limit=200, cursor=cursor)
         for message in resp.get("messages") or []:
-            meta = message.get("metadata") or {}
+            meta = meta_of(message)
             if meta.get("event_type") == event_type and meta.get("event_payload") == wanted:
                 return str(message["ts"])
         cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from bot.pending.render import more_line
-from bot.pending_model import PendingAnswer, PendingGroup, PendingLine
 from bot.report import Report
+from bot.report.pending import PendingAnswer, PendingGroup, PendingLine
 from bot.slack import limits as L
 from bot.slack.block_kit import MAX_MESSAGE_JSON, Block, Rendered, context, header, section, severity_marker
 

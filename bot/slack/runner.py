@@ -30,10 +30,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.commands import Invocation
 from bot.errors import GpubotError
-from bot.node_picture import PICTURE_MIN_NODES, render_node_picture
 from bot.observability import Metrics, log_event
 from bot.report import Report
-from bot.report_groups import FixKey, group_findings
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import DiagnosisService, OfferButton, OfferContext, PostedOffers, RemediationOffers
@@ -42,6 +40,8 @@ from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 from bot.slack.slots import DiagnosisSlots
 from bot.slack.web import SLACK_FAILURES, failure_text
+from bot.views.groups import FixKey, group_findings
+from bot.views.node_picture import PICTURE_MIN_NODES, render_node_picture
 
 log = logging.getLogger("gpubot.slack")
 

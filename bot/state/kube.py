@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from bot.errors import NotFoundError, StateStoreError
+from bot.kube.objects import meta_of
 from bot.state.timestamps import parse_ts
 
 GROUP = "gpubot.dev"
@@ -210,7 +211,7 @@ class KubeState:
                 **kwargs,
             )
             items.extend(data.get("items") or [])
-            token = (data.get("metadata") or {}).get("continue") or ""
+            token = meta_of(data).get("continue") or ""
             if not token:
                 return items
 

@@ -410,7 +410,7 @@ class NodeActionLeases:
 
 
 class ApiClients(Protocol):
-    """The caller's per-cluster API connections (``bot.clients.KubeClients``)."""
+    """The caller's per-cluster API connections (``bot.probes.clients.KubeClients``)."""
 
     def api_client_for(self, cluster_name: str) -> ApiClient: ...
 

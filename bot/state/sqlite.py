@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from bot.errors import ConfigError, StateStoreError
+from bot.settings.state_path import ensure_state_dir
 from bot.state.records import STATES, utc
 from bot.state.timestamps import now_utc
-from bot.state_path import ensure_state_dir
 
 #: replaces this host's clock (tests)
 Clock = Callable[[], datetime]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bot.clients import KubeClients
+from bot.probes.clients import KubeClients
 from bot.remediation import RemediationService
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import Scenario, load_scenario

@@ -93,7 +93,7 @@ def test_defaults_point_at_the_published_image() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
     assert values["image"]["repository"].startswith("ghcr.io/")
     assert values["image"]["pullPolicy"] == "IfNotPresent" and values["image"]["tag"] == ""
-    assert values["config"]["node_access"] == "auto", "the CLI's default too (bot/settings.py)"
+    assert values["config"]["node_access"] == "auto", "the CLI's default too (bot/settings/__init__.py)"
 
 
 def test_the_readme_says_what_uninstall_leaves_and_what_each_rename_needs() -> None:

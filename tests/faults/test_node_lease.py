@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot.clients import KubeClients
 from bot.oneshot import shared_remediation_state
+from bot.probes.clients import KubeClients
 from bot.remediation import RemediationService
 from bot.sim.cluster import SimCluster
 from tests.actions.conftest import APPROVER, REQUESTER, ZOMBIE_NODE, scenario

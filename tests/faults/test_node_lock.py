@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.clients import KubeClients
+from bot.probes.clients import KubeClients
 from bot.remediation import RemediationService
 from tests.faults.conftest import NODE, Rig, end_state, offer
 

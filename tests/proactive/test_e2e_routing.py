@@ -16,8 +16,8 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.proactive.routing import owner_of
-from bot.setting_values import route_selector
 from bot.settings import Settings, WatchConfig, WatchRoute, load_settings
+from bot.settings.values import route_selector
 from bot.sim.cluster import SimCluster
 from tests.proactive.rig import CHANNEL, SCENARIOS, posts, put, started, stopped
 from tests.slack.helpers import settings_for

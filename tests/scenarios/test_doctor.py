@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.clients import KubeClients
 from bot.doctor.result import CheckLine, DoctorReport
 from bot.doctor.run import run_doctor_on_scenario
 from bot.errors import KubeApiError
 from bot.exit_codes import ExitCode
+from bot.probes.clients import KubeClients
 from bot.settings import Settings, load_settings
 from bot.sim.cluster import SimCluster
 from bot.slack.scopes import BOT_SCOPES

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.clients import KubeClients
 from bot.commands import parse_invocation
 from bot.probes import node_access
+from bot.probes.clients import KubeClients
 from bot.report import Report
 from bot.service import Service
 from bot.settings import Settings

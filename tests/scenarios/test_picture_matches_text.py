@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.card_state import STATES, totals
 from bot.commands import Invocation
+from bot.console.render_text import render_text
 from bot.errors import UsageError
-from bot.node_picture import picture_states, render_node_picture
 from bot.oneshot import run_invocation
-from bot.render_text import render_text
 from bot.settings import load_settings
+from bot.views.card_state import STATES, totals
+from bot.views.node_picture import picture_states, render_node_picture
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

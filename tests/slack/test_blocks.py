@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report
-from bot.report_groups import distinct_fixes, fix_key
 from bot.slack import blocks as B
 from bot.slack import limits as L
 from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import full_text
+from bot.views.groups import distinct_fixes, fix_key
 
 
 def _walk_text_objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:

@@ -25,18 +25,18 @@ from typing import Any
 import pytest
 
 import bot.slack
-from bot.pending_model import PendingAnswer, PendingGroup, PendingLine
 from bot.proactive.alerts import AlertGroup, parse_payload
 from bot.proactive.problems import Problem
 from bot.remediation.outcomes import ClickOutcome
 from bot.remediation.policy import Approvers
 from bot.report import CardRow, Finding, NodeRow, Remediation, Report, Skipped
-from bot.report_groups import fix_key
+from bot.report.pending import PendingAnswer, PendingGroup, PendingLine
+from bot.report.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
 from bot.slack import alert_messages, blocks, offer_messages, pending_blocks, proactive_messages
 from bot.slack.blocks import Rendered
 from bot.slack.hooks import OfferButton
 from bot.state.records import PendingAction
-from bot.story import PodStory, StoryCondition, StoryContainer, StoryEvent, StoryOwner
+from bot.views.groups import fix_key
 
 #: what cluster and alert data may hold: mentions, a disguised link, entities, mrkdwn formatting
 HOSTILE = (

@@ -6,11 +6,11 @@ import copy
 import json
 
 from bot.report import Finding, Remediation, Report
-from bot.report_groups import fix_key
 from bot.slack.blocks import render_report
 from bot.slack.hooks import OfferButton
 from bot.slack.limits import MAX_BLOCKS
 from bot.slack.offer_messages import STATUS_PREFIX, offer_ids_in, replace_offer
+from bot.views.groups import fix_key
 
 
 def _report(n_rems: int = 3) -> Report:

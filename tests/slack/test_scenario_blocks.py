@@ -16,11 +16,11 @@ import pytest
 
 from bot.commands import parse_invocation
 from bot.oneshot import run_invocation
-from bot.report_groups import distinct_fixes
 from bot.settings import load_settings
 from bot.sim.scenario import load_scenario
 from bot.slack import blocks as B
 from bot.slack.hooks import OfferButton
+from bot.views.groups import distinct_fixes
 from tests.slack.test_blocks import assert_distinct_buttons, assert_within_limits
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from bot.clients import GPU_KEPT
 from bot.kube.gpu import gpu_node_names, is_gpu_node
 from bot.kube.node_map import NodeMap
 from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit
+from bot.probes.clients import GPU_KEPT
 from bot.probes.kube import KubeReader
 from bot.probes.views import KEEP_NOTHING
 from bot.sim.kube_api import KubeApiServer
@@ -44,7 +44,7 @@ class Harness:
 
     def cache(self, **kwargs: Any) -> WatchCache:
         kwargs.setdefault("page_size", 7)  # several pages even on a small cluster
-        kwargs.setdefault("kept", GPU_KEPT)  # what the bot's cache keeps (bot.clients)
+        kwargs.setdefault("kept", GPU_KEPT)  # what the bot's cache keeps (bot.probes.clients)
         c = WatchCache(self.new_client(), self.reader, **kwargs)
         self.caches.append(c)
         return c

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from bot.clients import GPU_KEPT
+from bot.probes.clients import GPU_KEPT
 from bot.probes import cache
 from bot.probes.cache import _Fresh, _Store
 from bot.synth.generate import generate_scenario

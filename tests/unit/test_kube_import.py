@@ -45,7 +45,7 @@ def test_the_read_path_imports_only_the_client_pieces_it_uses(tmp_path: Path) ->
     )
     script = (
         "import json, sys\n"
-        "from bot.clients import KubeClients\n"
+        "from bot.probes.clients import KubeClients\n"
         "from bot.settings import ClusterConfig, load_settings\n"
         f"s = load_settings(env={{}}, clusters=(ClusterConfig(name='c', kubeconfig={str(kubeconfig)!r}),))\n"
         "clients = KubeClients(s).for_cluster('')\n"

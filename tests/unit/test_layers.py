@@ -40,7 +40,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bot.actions": ("bot.slack", "bot.engine.checks", "bot.remediation", *ROOTS),
     # a Slack-free package: views word its outcomes; it takes cluster clients from its caller
     "bot.remediation": (
-        "slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.service", "bot.clients", "bot.sim", *ROOTS
+        "slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.service", "bot.probes.clients", "bot.sim", *ROOTS
     ),
     **{
         f"bot.remediation.{name}": ("bot.actions", "bot.probes", "kubernetes", "asyncssh")
@@ -57,7 +57,22 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                   "bot.remediation", *ROOTS),
     # state keeps records for every feature and knows none of them: they all import it, never the reverse
     "bot.state": ("slack_sdk", "slack_bolt", "bot.slack", "bot.engine", "bot.probes", "bot.actions", "bot.remediation",
-                  "bot.proactive", "bot.service", "bot.clients", "bot.sim", *ROOTS),
+                  "bot.proactive", "bot.service", "bot.probes.clients", "bot.sim", *ROOTS),
+    # the report is plain data every command returns: it knows no producer and no view
+    "bot.report": ("bot.engine", "bot.probes", "bot.kube", "bot.views", "bot.console", "bot.slack", "bot.actions",
+                   "bot.remediation", "bot.proactive", "bot.service", "bot.sim", *ROOTS),
+    # views shared by the terminal and Slack read a report; they never reach a cluster or a surface
+    "bot.views": ("bot.console", "bot.slack", "bot.probes", "bot.actions", "bot.remediation", "bot.proactive",
+                  "bot.service", "bot.sim", "kubernetes", "asyncssh", *ROOTS),
+    # the CLI's presentation: the entry points use it, Slack and the diagnosis never do
+    "bot.console": ("bot.slack", "bot.actions", "bot.remediation", "bot.proactive", "bot.service", "slack_sdk",
+                    "slack_bolt", *ROOTS),
+    # settings are read by every package, so they import none of the features
+    "bot.settings": ("bot.engine", "bot.probes", "bot.actions", "bot.slack", "bot.remediation", "bot.proactive",
+                     "bot.service", "bot.state", "bot.sim", "bot.console", "bot.views", *ROOTS),
+    # line-marked YAML: a leaf every loader uses
+    "bot.yamlio": ("bot.errors", "bot.settings", "bot.engine", "bot.kube", "bot.probes", "bot.sim", "bot.capture",
+                   *ROOTS),
     # doctor reads and asks: it never reaches what changes a cluster, nor the Slack app
     "bot.doctor": ("bot.actions", "bot.remediation", "bot.service", "bot.slack.app", "slack_bolt", *ROOTS),
 }
@@ -84,6 +99,22 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 MODULES = sorted(BOT.rglob("*.py"))
 NAMES = {_module_name(p): p for p in MODULES}
+
+
+#: what may sit at the top of bot/: entry points and modules every package uses; the rest lives in
+#: the package it serves (README, "How it is built")
+TOP = {
+    # entry points and composition roots
+    "cli", "demo", "oneshot", "server", "service", "wiring",
+    # cross-cutting: errors, exit statuses, names, the command table, logs and metrics, ...
+    "aio", "commands", "errors", "exit_codes", "identity", "kube_import", "log_stream", "names", "observability",
+    "registry", "suggest", "version",
+}
+
+
+def test_the_top_of_bot_holds_only_entry_points_and_cross_cutting_modules() -> None:
+    top = {p.stem for p in BOT.glob("*.py")} - {"__init__"}
+    assert top <= TOP, f"new top-level modules {sorted(top - TOP)}: put them in the package they serve"
 
 
 def test_the_cited_design_section_exists() -> None:

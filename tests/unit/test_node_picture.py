@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import struct
 
-from bot.card_state import node_card_states, totals
-from bot.node_picture import layout, render_node_picture, summary_line
 from bot.report import CardRow, Finding, NodeRow, Report
+from bot.views.card_state import node_card_states, totals
+from bot.views.node_picture import layout, render_node_picture, summary_line
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

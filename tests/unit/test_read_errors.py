@@ -9,13 +9,13 @@ import ssl
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from bot.console.render_text import render_text
 from bot.engine.unreadable import detections, incomplete_line, rbac_rules
 from bot.errors import ApiRead
 from bot.probes.read_errors import classify, safe_url
-from bot.render_text import render_text
 from bot.report import Finding, NodeRow, Report, Unreadable
-from bot.report_groups import verdict
 from bot.slack.blocks import verdict_block
+from bot.views.groups import verdict
 
 SERVER = "https://10.0.0.1:6443"
 

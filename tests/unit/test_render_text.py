@@ -3,7 +3,7 @@ the verdict's fix the first fix the entry lists, and consequences folded under t
 
 from __future__ import annotations
 
-from bot.render_text import MAX_TARGETS_LISTED, render_text
+from bot.console.render_text import MAX_TARGETS_LISTED, render_text
 from bot.report import Finding, Remediation, Report
 
 

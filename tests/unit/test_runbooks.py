@@ -34,7 +34,7 @@ from bot.engine.runbooks import (
 from bot.engine.unreadable import CODES as READ_CODES
 from bot.errors import RunbookError, UsageError
 from bot.registry import ACTION_NAMES, ACTIONS
-from bot.yaml_marks import MAX_ALIAS_NODES, MAX_NODES, YamlSyntaxError, parse_yaml
+from bot.yamlio.marks import MAX_ALIAS_NODES, MAX_NODES, YamlSyntaxError, parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 RUNBOOKS = REPO / "runbooks"
@@ -489,7 +489,7 @@ def test_marks_are_the_same_whichever_loader_composes(monkeypatch: pytest.Monkey
     """libyaml composes the shipped runbooks to the very values, lines and duplicates Python does."""
     import yaml
 
-    from bot import yaml_marks
+    from bot.yamlio import marks as yaml_marks
 
     texts = [f.read_text(encoding="utf-8") for f in sorted(RUNBOOKS.glob("*.yaml"))]
     texts.append("m:\n  k: 1\n  j: &a [1, 2]\n  k: *a\n  t: !custom 2\n")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.console.render_text import render_text
 from bot.kube.story import MAX_EVENTS, build_story, history_reason, needs_story, node_change_cutoff
-from bot.render_text import render_text
 from bot.report import Report
 
 NOW = datetime(2026, 5, 7, 11, 0, tzinfo=UTC)

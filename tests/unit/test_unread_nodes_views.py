@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from bot.render_text import render_text
+from bot.console.render_text import render_text
 from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, SHOWN_UNREAD_NODES, Report, skip_lines
 from bot.slack.blocks import render_report
 from bot.slack.plaintext import full_text

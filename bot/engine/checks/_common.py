@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import QGPU_CORE, QGPU_MEMORY, pod_gpu_requests
-
-Obj = dict[str, Any]
 
 __all__ = ["QGPU_CORE", "QGPU_MEMORY", "NodeItem", "PodItem", "asks_qgpu", "fmt_num", "pod_ref"]
 
@@ -26,7 +25,7 @@ class NodeItem(TypedDict):
 
 
 def pod_ref(pod: Obj) -> str:
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 

@@ -15,9 +15,9 @@ from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
 from bot.kube.batch_workloads import display
 from bot.kube.gang import free_gpus, place
+from bot.kube.objects import Obj, meta_of, namespace_of
 from bot.kube.resources import node_gpu_capacity
 
-Obj = dict[str, Any]
 MAX_ROWS = 12
 
 
@@ -56,14 +56,14 @@ def waiting_member(
     if pod is None:
         if workload is None:
             return None
-        meta = workload.get("metadata") or {}
+        meta = meta_of(workload)
         ns, ref = str(meta.get("namespace") or ""), f"{display(workload)}/{meta.get('name')}"
         job: GangMember = {"pod": ref, "namespace": ns, "group": g.group_name or "(none)",
                            "queue": g.queue_name or "(none)"}
         return f"{display(workload)}/{ns}/{meta.get('name')}", job
     if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"):
         return None
-    ns = str((pod.get("metadata") or {}).get("namespace") or "")
+    ns = namespace_of(pod)
     base: GangMember = {"pod": pod_ref(pod), "namespace": ns, "group": g.group_name, "queue": g.queue_name or "(none)"}
     return pod_subject(pod), base
 

@@ -18,11 +18,10 @@ from typing import Any
 
 from bot.engine.facts import Facts
 from bot.errors import NodeProbeError
+from bot.kube.objects import Obj, labels_of, meta_of, name_of
 from bot.kube.resources import node_gpu_capacity
 from bot.probes.gpu_health import XidEvent
 from bot.probes.observation import NodeObservation
-
-Obj = dict[str, Any]
 
 #: severity classes, worst first
 CLASSES = ("lost", "reset", "watch")
@@ -108,7 +107,7 @@ def _card(health: NodeHealth, obs: NodeObservation, pci: str, index: int | None,
 
 def _labelled_count(node: Obj) -> int | None:
     """The number of physical cards GPU feature discovery labelled the node with, if any."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     try:
         return int(str(labels[COUNT_LABEL])) if labels.get(COUNT_LABEL) else None
     except ValueError:
@@ -228,7 +227,7 @@ def node_health(facts: Facts, name: str) -> NodeHealth:
     health.plugin_pods = [
         p
         for p in facts.components.pods_on(name)
-        if "device-plugin" in str((p.get("metadata") or {}).get("name", ""))
+        if "device-plugin" in name_of(p)
     ]
     reading = facts.node_readings.get(name)
     if isinstance(reading, NodeProbeError):
@@ -250,4 +249,4 @@ def node_health(facts: Facts, name: str) -> NodeHealth:
 
 def plugin_running(pod: Obj) -> bool:
     status = pod.get("status") or {}
-    return status.get("phase") == "Running" and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    return status.get("phase") == "Running" and not meta_of(pod).get("deletionTimestamp")

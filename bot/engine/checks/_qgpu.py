@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.kube.objects import labels_of, meta_of
+
 POLICY_LABEL = "tke.cloud.tencent.com/qgpu-schedule-policy"
 #: accepted values and their abbreviations
 POLICIES = {
@@ -18,7 +20,7 @@ DEFAULT_NS_LABEL = "kubernetes.io/metadata.name"
 
 
 def labels(obj: dict[str, Any] | None) -> dict[str, str]:
-    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+    return dict(labels_of(obj))
 
 
 def fmt_labels(values: dict[str, str]) -> str:
@@ -26,6 +28,6 @@ def fmt_labels(values: dict[str, str]) -> str:
 
 
 def is_qgpu(obj: dict[str, Any]) -> bool:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     text = " ".join([str(meta.get("name", ""))] + [str(v) for v in (meta.get("labels") or {}).values()])
     return "qgpu" in text.lower()

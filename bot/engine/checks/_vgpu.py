@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj, annotations_of, meta_of, name_of
 from bot.kube.resources import gpu_family, pod_gpu_requests
 from bot.kube.vgpu import HAMI_DEFAULT_SCHEDULER, HAMI_NODE_SELECTOR, HAMI_REGISTER, flag_value
-
-Obj = dict[str, Any]
 
 #: name fragments of HAMi's scheduler Deployment (the 4paradigm chart called it vgpu-scheduler)
 HAMI_SCHEDULER_NAMES = ("hami-scheduler", "vgpu-scheduler")
@@ -21,11 +19,11 @@ VCUDA_ADMISSION_NAMES = ("gpu-admission", "gpu-quota-admission")
 
 
 def name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return name_of(obj)
 
 
 def ref(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
@@ -48,7 +46,7 @@ def _commands(obj: Obj) -> list[str]:
 
 def pod_ready(pod: Obj) -> bool:
     status = pod.get("status") or {}
-    if status.get("phase") != "Running" or (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if status.get("phase") != "Running" or meta_of(pod).get("deletionTimestamp"):
         return False
     return all((c or {}).get("ready") for c in status.get("containerStatuses") or [{}])
 
@@ -112,7 +110,7 @@ class HamiInstall:
     def hami_nodes(self, facts: Facts) -> set[str]:
         """Nodes HAMi serves: registered with its scheduler, or running its device plugin."""
         out = {n for n, o in facts.nodes.items()
-               if HAMI_REGISTER in ((o.get("metadata") or {}).get("annotations") or {})}
+               if HAMI_REGISTER in (annotations_of(o))}
         return out | {str((p.get("spec") or {}).get("nodeName")) for p in self.plugin_pods
                       if (p.get("spec") or {}).get("nodeName")}
 

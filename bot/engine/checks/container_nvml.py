@@ -17,6 +17,7 @@ from bot.engine.checks._container import (
     started_at,
 )
 from bot.engine.facts import Facts
+from bot.kube.objects import owner_refs_of
 from bot.probes.devices import device_time_skew
 
 
@@ -37,7 +38,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     ex, pod = facts.containers, facts.pod
     if ex is None or pod is None:
         return
-    owned = any(r.get("controller") for r in (pod.get("metadata") or {}).get("ownerReferences") or [])
+    owned = any(r.get("controller") for r in owner_refs_of(pod))
     for view in ex.containers:
         if not nvml_lost(view):
             continue

@@ -21,6 +21,7 @@ from typing import TypedDict
 from bot.engine.check import Check, Code, Outcome, node_subject
 from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
+from bot.kube.objects import meta_of
 from bot.kube.pod_status import CRASH_REASONS, classify
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
 from bot.report import Skipped
@@ -127,7 +128,7 @@ def _evidence(health: NodeHealth, cards: list[CardProblem], facts: Facts) -> lis
     if health.unread:
         lines.append(f"{health.node}: physical checks incomplete ({health.unread})")
     for pod in health.plugin_pods[:2]:
-        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        meta, status = meta_of(pod), pod.get("status") or {}
         lines.append(
             f"device plugin on {health.node}: {meta.get('namespace')}/{meta.get('name')} {status.get('phase', '?')}"
         )
@@ -192,7 +193,7 @@ def run(facts: Facts) -> Iterator[Outcome]:
             if role == "reset" and role_for_pod == "cause":
                 role = "cause"
             what = _summary(sick)
-        meta = (plugin or {}).get("metadata") or {}
+        meta = meta_of(plugin)
         yield GPU_UNHEALTHY.detect(
             node_subject(name),
             {

@@ -53,6 +53,7 @@ from bot.kube.gpu_stack import (
     served_families,
     stage_states,
 )
+from bot.kube.objects import labels_of, meta_of
 from bot.kube.resources import gpu_family, pod_gpu_requests
 from bot.kube.taints import taint_str
 
@@ -169,10 +170,10 @@ def _examine(
 def _why_unlabelled(facts: Facts, node: Obj, prob: Problem) -> None:
     """The labels come from Node Feature Discovery: is its worker running on the node, and which
     PCI labels did it give the node (a class-prefixed pci-0300_10de is not pci-10de)?"""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(node)
     pci = sorted(f"{k}={v}" for k, v in labels.items() if k.startswith("feature.node.kubernetes.io/pci-"))
     if pci:
-        name = (node.get("metadata") or {}).get("name")
+        name = meta_of(node).get("name")
         prob.lines.append(f"{name}: the PCI labels it has: " + ", ".join(pci[:8]))
     for w in nfd_workers(facts.components.controllers):
         p = placement(w, facts.components.pods, node)
@@ -228,7 +229,7 @@ def _detections(
     problems: dict[tuple[str, str], Problem], subject: str, lead: list[str], pod: str, resource: str
 ) -> Iterator[Detection]:
     for prob in problems.values():
-        meta = (prob.ds or {}).get("metadata") or {}
+        meta = meta_of(prob.ds)
         evidence = [f"{meta.get('namespace')}/{meta.get('name')}: {counts(prob.ds).text()}"] if prob.ds else []
         evidence += [line for line in lead if line.split(":", 1)[0] in prob.nodes]
         evidence += prob.lines[:20]

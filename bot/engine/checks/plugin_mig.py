@@ -31,6 +31,7 @@ from bot.kube.gpu_stack import (
     offered,
     operator_operands,
 )
+from bot.kube.objects import namespace_of
 from bot.kube.resources import pod_gpu_requests
 
 
@@ -77,7 +78,7 @@ def _strategy(facts: Facts, names: list[str]) -> str:
 
 def _mig_manager_namespace(facts: Facts) -> str:
     manager = operator_operands(facts.components.controllers).get("mig-manager")
-    return str(((manager or {}).get("metadata") or {}).get("namespace") or "gpu-operator")
+    return (namespace_of(manager) or "gpu-operator")
 
 
 def _pending(facts: Facts) -> Iterator[Detection]:

@@ -30,6 +30,7 @@ from bot.engine.checks._common import fmt_num
 from bot.engine.checks._gpu_health import NodeHealth, node_health, plugin_running
 from bot.engine.facts import Facts
 from bot.kube.admission import Rejection
+from bot.kube.objects import meta_of
 from bot.kube.pod_status import classify, running_ready
 from bot.kube.resources import node_gpu_capacity
 
@@ -173,7 +174,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             evidence.append(f"rejected with the same message: {names} (the oldest at {same[-1].created or '?'})")
         evidence += _node_lines(facts, newest, cause, health)
         plugin = next((p for p in health.plugin_pods if plugin_running(p)), None)
-        meta = (plugin or {}).get("metadata") or {}
+        meta = meta_of(plugin)
         # a plugin that keeps restarting is not helped by one more restart: its log says why
         steady = plugin is not None and _restarts(plugin) == 0
         past = bool(recovered) and recovered > newest.created

@@ -16,6 +16,7 @@ from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.cuda_compat import image_cuda
 from bot.kube.image_pull import pull_failures
+from bot.kube.objects import namespace_of
 from bot.kube.resources import pod_gpu_requests
 
 
@@ -69,7 +70,7 @@ def run(facts: Facts) -> Iterator[Detection]:
             "meaning": str(row.get("meaning", "")),
             "look_at": str(row.get("look_at", "")),
             "node": node or "?",
-            "namespace": str((pod.get("metadata") or {}).get("namespace") or ""),
+            "namespace": namespace_of(pod),
         },
         role=first.cause,
         evidence=evidence,

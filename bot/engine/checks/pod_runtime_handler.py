@@ -10,11 +10,12 @@ none and its container finds no driver.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import event_time
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj, meta_of
 from bot.kube.pod_status import classify
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.runtime_class import NO_DRIVER, RuntimeRefusal, parse, stack_runtime_class
@@ -32,7 +33,6 @@ RUNTIME_HANDLER_MISSING = Code("RUNTIME_HANDLER_MISSING", RuntimeProblem)
 RUNTIME_CLASS_MISSING = Code("RUNTIME_CLASS_MISSING", RuntimeProblem)
 RUNTIME_CLASS_NOT_SET = Code("RUNTIME_CLASS_NOT_SET", RuntimeProblem)
 
-Obj = dict[str, Any]
 
 
 def _state_messages(pod: Obj) -> list[tuple[str, str]]:
@@ -66,7 +66,7 @@ def _refusal(facts: Facts) -> tuple[RuntimeRefusal, str] | None:
         failure = replica_failure(owner) or ""
         found = parse(failure)
         if found is not None:
-            name = (owner.get("metadata") or {}).get("name")
+            name = meta_of(owner).get("name")
             return found, f"{owner.get('kind')}/{name} condition ReplicaFailure: {failure[:600]}"
     return None
 

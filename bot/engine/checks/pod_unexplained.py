@@ -9,11 +9,12 @@ the user knows where to look next.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import event_time
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj, meta_of
 from bot.kube.pod_status import classify
 from bot.kube.workload import replica_failure, workload_status
 
@@ -28,7 +29,6 @@ class PodNotRunningUnexplained(TypedDict):
 
 POD_NOT_RUNNING_UNEXPLAINED = Code("POD_NOT_RUNNING_UNEXPLAINED", PodNotRunningUnexplained)
 
-Obj = dict[str, Any]
 
 CHECKED = (
     "the pod's phase, conditions and container states; its events and its controllers' events "
@@ -91,7 +91,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         evidence += story.lines(max_events=8)
     else:
         if pod is not None:
-            meta = pod.get("metadata") or {}
+            meta = meta_of(pod)
             evidence.append(f"looked at pod {meta.get('namespace')}/{meta.get('name')}")
             evidence += _pod_lines(pod)
         for owner in t.owners:

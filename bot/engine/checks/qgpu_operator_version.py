@@ -10,6 +10,7 @@ from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import asks_qgpu
 from bot.engine.checks._qgpu import is_qgpu
 from bot.engine.facts import Facts
+from bot.kube.objects import meta_of
 
 
 class QgpuOperatorOld(TypedDict):
@@ -28,7 +29,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if pod is None or not asks_qgpu(pod):
         return
     for ctrl in facts.components.controllers:
-        meta = ctrl.get("metadata") or {}
+        meta = meta_of(ctrl)
         if not is_qgpu(ctrl) or "operator" not in str(meta.get("name", "")):
             continue
         containers = (((ctrl.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []

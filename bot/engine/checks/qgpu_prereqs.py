@@ -10,6 +10,7 @@ from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import QGPU_CORE, asks_qgpu, pod_ref
 from bot.engine.checks._qgpu import POLICIES, POLICY_LABEL, fmt_labels, is_qgpu, labels
 from bot.engine.facts import Facts
+from bot.kube.objects import name_of
 
 
 class QgpuNsPolicyMissing(TypedDict):
@@ -55,7 +56,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     managers = [
         p for p in comps.pods
         if is_qgpu(p) and (p.get("status") or {}).get("phase") == "Running"
-        and "manager" in str((p.get("metadata") or {}).get("name"))
+        and "manager" in name_of(p)
     ]
     if not managers:
         found = [

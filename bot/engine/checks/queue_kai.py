@@ -18,6 +18,7 @@ from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._gang import KAI_GANG_UNSCHEDULABLE, GangMember, gang_story, group_lines, waiting_member
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import GangFacts
+from bot.kube.objects import Obj, name_of
 from bot.kube.resources import pod_node_gpu_requests, quantity_or_none
 
 KAI_QUEUE_MISSING = Code("KAI_QUEUE_MISSING", GangMember)
@@ -36,7 +37,6 @@ class KaiParentQueueOverLimit(KaiQueueOverLimit):
 
 KAI_PARENT_QUEUE_OVER_LIMIT = Code("KAI_PARENT_QUEUE_OVER_LIMIT", KaiParentQueueOverLimit)
 
-Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 
 
@@ -95,7 +95,7 @@ def _parent_room(g: GangFacts) -> tuple[str, str, str] | None:
     for parent in g.parents:
         room = _room_in(parent, want)
         if room is not None:
-            return str((parent.get("metadata") or {}).get("name") or "?"), *room
+            return (name_of(parent) or "?"), *room
     return None
 
 

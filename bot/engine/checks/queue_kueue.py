@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.facts import Facts
 from bot.engine.queue_facts import KueueFacts
+from bot.kube import objects
 from bot.kube.batch_workloads import display, suspended
 from bot.kube.kueue import (
     Shortfall,
@@ -31,6 +32,7 @@ from bot.kube.kueue import (
     workload_requests,
     workload_usage,
 )
+from bot.kube.objects import Obj, meta_of, owner_refs_of, uid_of
 from bot.kube.quota import fmt_quantity
 from bot.kube.resources import quantity_or_none
 
@@ -87,7 +89,6 @@ class KueueStillSuspended(KueueNamed):
 
 KUEUE_ADMITTED_STILL_SUSPENDED = Code("KUEUE_ADMITTED_STILL_SUSPENDED", KueueStillSuspended)
 
-Obj = dict[str, Any]
 MAX_HOLDERS = 6
 
 
@@ -96,7 +97,7 @@ def _subject(facts: Facts) -> tuple[str, str]:
     t = facts.target
     obj = t.workload or t.pod or {}
     kind = display(obj, t.kind)
-    name = str((obj.get("metadata") or {}).get("name") or t.name)
+    name = str(meta_of(obj).get("name") or t.name)
     return f"{kind}/{t.namespace}/{name}", f"{kind}/{name}"
 
 
@@ -174,7 +175,7 @@ def _not_admitted(facts: Facts, k: KueueFacts, subject: str, ref: str) -> Iterat
     cq = name_of(k.cluster_queue)
     ns = facts.target.namespace
     evicted = condition(wl, "Evicted")
-    wl_name = str((wl.get("metadata") or {}).get("name") or "?")
+    wl_name = (objects.name_of(wl) or "?")
     base: _KueueWorkload = {"ref": ref, "namespace": ns, "name": wl_name, "queue": k.queue_name, "cluster_queue": cq}
     if evicted is not None and evicted.get("status") == "True":
         yield KUEUE_EVICTED.detect(
@@ -336,13 +337,13 @@ def _admitted_in(workload: Obj) -> str:
 def _still_suspended(facts: Facts, workload: Obj) -> str | None:
     """``kind/name`` of the object Kueue manages for an admitted Workload when it is still
     suspended well after admission (Kueue's job reconciler should have unsuspended it)."""
-    owner = next((o for o in (workload.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+    owner = next((o for o in owner_refs_of(workload) if o.get("controller")),
                  None)
     chain: list[Obj] = []  # the target and its owners, nearest first, each once
     for obj in (facts.target.workload, *facts.target.owners):
         if obj is not None and all(obj is not seen for seen in chain):
             chain.append(obj)
-    uids = [str((o.get("metadata") or {}).get("uid") or "") for o in chain]
+    uids = [uid_of(o) for o in chain]
     if owner is None or str(owner.get("uid") or "") not in uids:
         return None
     # the managed job itself, what lies between it and the target, or what it made (a RayJob's RayCluster)
@@ -380,7 +381,7 @@ def _admitted(k: KueueFacts, subject: str, base: KueueBase) -> Detection:
     return KUEUE_ADMITTED.detect(
         subject,
         {
-            "name": str((wl.get("metadata") or {}).get("name") or "?"),
+            "name": (objects.name_of(wl) or "?"),
             "cluster_queue": cq,
             "what": what,
             **base,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.facts import Facts
 from bot.kube.affinity import node_matches
 from bot.kube.autoscaler import CLUSTER_AUTOSCALER, ScaleUpRefusal, newest_refusal, node_group
+from bot.kube.objects import Obj, labels_of
 from bot.kube.quota import fmt_quantity
 from bot.kube.resources import is_gpu_resource, parse_quantity, pod_requests
 from bot.kube.scheduling import NOT_READY_TAINTS
@@ -34,7 +35,6 @@ class AutoscalerNoScaleUp(TypedDict):
 
 AUTOSCALER_NO_SCALE_UP = Code("AUTOSCALER_NO_SCALE_UP", AutoscalerNoScaleUp)
 
-Obj = dict[str, Any]
 MAX_GROUPS = 12
 
 _CATEGORY_WORDS = {
@@ -121,7 +121,7 @@ def _groups(facts: Facts, pod: Obj) -> list[str]:
     lines = []
     for group, names in sorted(by_group.items())[:MAX_GROUPS]:
         sample = facts.nodes[names[0]]
-        labels = (sample.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(sample)
         kind = labels.get("node.kubernetes.io/instance-type") or labels.get("beta.kubernetes.io/instance-type")
         what = f"{len(names)} node(s)" + (f", {kind}" if kind else "")
         lines.append(f"group {group} ({what}): {_group_verdict(pod, sample)}")

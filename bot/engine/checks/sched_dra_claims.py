@@ -14,7 +14,7 @@ gone; otherwise the claims' state is evidence of DRA_CLAIM_PENDING.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
@@ -33,6 +33,7 @@ from bot.kube.dra_devices import (
     select,
 )
 from bot.kube.dra_plugins import allocated_drivers, allocated_nodes, for_driver, state_on, unregistered_driver
+from bot.kube.objects import Obj, meta_of, namespace_of
 from bot.kube.pod_status import classify
 
 
@@ -81,7 +82,6 @@ DRA_SELECTOR_NO_MATCH = Code("DRA_SELECTOR_NO_MATCH", DraDevices)
 DRA_CLAIM_STALE_RESERVATION = Code("DRA_CLAIM_STALE_RESERVATION", DraDevices)
 DRA_DRIVER_PLUGIN_NOT_READY = Code("DRA_DRIVER_PLUGIN_NOT_READY", DraPlugin)
 
-Obj = dict[str, Any]
 MAX_ROWS = 8
 #: what the device story concludes: the code, its parameters (without the pod's), the evidence
 Story = tuple[Code[DraDevices] | None, DraSlices | None, list[str]]
@@ -111,7 +111,7 @@ def _plugin_down(
     names = ", ".join(c.claim or c.name for c in claims[:4])
     for driver in sorted(drivers):
         for ds in for_driver(dra.plugin_sets, driver):
-            meta = ds.get("metadata") or {}
+            meta = meta_of(ds)
             key = f"{meta.get('namespace')}/{meta.get('name')}"
             pods = dra.plugin_pods.get(key, [])
             status = ds.get("status") or {}
@@ -252,7 +252,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     story = _story(dra, claims) if dra is not None and dra.version else None
     if story is not None and dra is not None and dra.plugins_unread:
         story[2].append(f"could not read the DRA drivers' kubelet-plugin pods: {dra.plugins_unread}")
-    ns = str((pod.get("metadata") or {}).get("namespace") or "")
+    ns = namespace_of(pod)
     if dra is not None and dra.version:
         down = _plugin_down(dra, pod, claims, found[2] if found else "", story)
         if down is not None:

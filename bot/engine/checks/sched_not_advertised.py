@@ -16,6 +16,7 @@ from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
 from bot.kube.gpu import advertised_gpu_resources, gpu_labels
+from bot.kube.objects import name_of
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
 
@@ -42,7 +43,7 @@ def _node_line(facts: Facts, name: str) -> str:
     if labels:
         why.append("labels " + ", ".join(labels[:3]))
     plugins = [
-        str((p.get("metadata") or {}).get("name"))
+        name_of(p)
         for p in facts.components.pods
         if (p.get("spec") or {}).get("nodeName") == name
     ]

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
+from bot.kube.objects import meta_of
 from bot.kube.story import history_reason
 
 
@@ -51,7 +52,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if scheduler == DEFAULT:
         return
     row = _row(facts, scheduler)
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
     evidence = [f"spec.schedulerName: {scheduler}"]
     evidence += [f"{k}: {marks[k]}" for k in OBJECT_KEYS if k in marks]

@@ -12,6 +12,7 @@ from typing import TypedDict
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.facts import Facts
+from bot.kube.objects import meta_of
 
 
 class SchedNoEvents(TypedDict):
@@ -40,11 +41,11 @@ def run(facts: Facts) -> Iterator[Detection]:
     if (pod.get("spec") or {}).get("schedulingGates"):
         return  # a gated pod is not offered to any scheduler: its silence is expected (the gate's owner says why)
     scheduler = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
-    created = str((pod.get("metadata") or {}).get("creationTimestamp") or "?")
+    created = str(meta_of(pod).get("creationTimestamp") or "?")
     history = facts.events.scheduling_history
     if history:
         newest, why = history[0]
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         since = str(newest.get("lastTimestamp") or newest.get("eventTime") or newest.get("firstTimestamp") or "?")
         yield SCHED_EVENTS_STALE.detect(
             pod_subject(pod),

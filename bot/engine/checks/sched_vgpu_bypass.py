@@ -14,12 +14,13 @@ annotations, so a scheduler placed it by adding up vcuda-core per node instead o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import event_time, pod_ref
 from bot.engine.checks._vgpu import HamiInstall, hami_install, pod_ready, pod_state, ref, vcuda_admission, vgpu_asks
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests, vgpu_families
 from bot.kube.vgpu import HAMI_WEBHOOK_LABEL, hami_pod_handled, vcuda_predicated, webhook_ignored
 
@@ -36,7 +37,6 @@ class VgpuSchedulerBypassed(TypedDict):
 
 VGPU_SCHEDULER_BYPASSED = Code("VGPU_SCHEDULER_BYPASSED", VgpuSchedulerBypassed)
 
-Obj = dict[str, Any]
 DEFAULT = "default-scheduler"
 
 
@@ -79,7 +79,7 @@ def _hami_owns_gpu(facts: Facts, pod: Obj, hami: HamiInstall) -> bool:
 
 def _hami_why(facts: Facts, pod: Obj, hami: HamiInstall) -> tuple[str, str, list[str]]:
     """(why the webhook did not take it, the fix, evidence)."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     ns = str(meta.get("namespace") or "")
     expected = hami.scheduler_name
     namespace = facts.namespaces.get(ns)

@@ -15,13 +15,14 @@ scheduler's local time without a zone, and the scheduler itself turns a stale on
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
 from bot.engine.checks._vgpu import HamiInstall, hami_install, name, pod_ready, pod_state, ref
 from bot.engine.facts import Facts
 from bot.kube.gpu import is_gpu_component
+from bot.kube.objects import Obj, labels_of
 from bot.kube.resources import pod_gpu_requests
 from bot.kube.vgpu import HAMI_HANDSHAKE, HAMI_REGISTER, Registration, node_registration
 
@@ -38,11 +39,10 @@ class VgpuNodeNotRegistered(TypedDict):
 
 VGPU_NODE_NOT_REGISTERED = Code("VGPU_NODE_NOT_REGISTERED", VgpuNodeNotRegistered)
 
-Obj = dict[str, Any]
 
 
 def _labels(node: Obj) -> dict[str, str]:
-    return {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+    return {str(k): str(v) for k, v in (labels_of(node)).items()}
 
 
 def _other_plugin(facts: Facts, node: str, hami: HamiInstall) -> str | None:

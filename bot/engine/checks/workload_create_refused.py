@@ -8,12 +8,13 @@ RUNTIME_CLASS_MISSING.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
 from bot.kube.create_refusal import CreateRefusal, parse
+from bot.kube.objects import labels_of
 from bot.kube.workload import workload_status
 
 
@@ -29,7 +30,6 @@ class WorkloadCreateRefused(TypedDict):
 
 WORKLOAD_CREATE_REFUSED = Code("WORKLOAD_CREATE_REFUSED", WorkloadCreateRefused)
 
-Obj = dict[str, Any]
 PSA = "pod-security.kubernetes.io/"
 
 
@@ -41,7 +41,7 @@ def _refusals(facts: Facts) -> list[tuple[CreateRefusal, str, str]]:
 def _refuser(refusal: CreateRefusal, facts: Facts, namespace: str) -> tuple[str, list[str]]:
     """The object that refuses, in words, and what shows it."""
     if refusal.kind == "pod_security":
-        labels = ((facts.namespaces.get(namespace) or {}).get("metadata") or {}).get("labels") or {}
+        labels = labels_of(facts.namespaces.get(namespace))
         psa = {k: v for k, v in labels.items() if k.startswith(PSA)}
         if psa:
             shown = ", ".join(f"{k}={v}" for k, v in sorted(psa.items()))

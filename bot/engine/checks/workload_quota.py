@@ -13,11 +13,12 @@ normal for a namespace that uses what it was given.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._owner_refusals import owner_refusals, short_of_pods
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj, meta_of, name_of
 from bot.kube.quota import QuotaDenial, fmt_quantity, parse_quota_denial, quota_lines, quota_users
 from bot.kube.workload import pod_template, workload_status
 
@@ -33,7 +34,6 @@ class QuotaExceeded(TypedDict):
 
 QUOTA_EXCEEDED = Code("QUOTA_EXCEEDED", QuotaExceeded)
 
-Obj = dict[str, Any]
 MAX_USERS = 12
 
 
@@ -59,7 +59,7 @@ def _what(denial: QuotaDenial) -> str:
 
 
 def _quota_evidence(quota: Obj, template: Obj | None, pods: Sequence[Obj], focus: Sequence[str]) -> list[str]:
-    name = (quota.get("metadata") or {}).get("name", "?")
+    name = meta_of(quota).get("name", "?")
     lines = []
     # the resources the refusal is about first, then the rest of the quota
     for line in sorted(quota_lines(quota, template), key=lambda q: (q.resource not in focus, q.resource)):
@@ -98,7 +98,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     workload = _workload(facts)
     status = workload_status(workload) if workload is not None else None
     template = pod_template(workload) if workload is not None else None
-    quotas = {str((q.get("metadata") or {}).get("name", "")): q for q in facts.quotas.quotas}
+    quotas = {name_of(q): q for q in facts.quotas.quotas}
     where = _kind_name(workload) if workload is not None else f"{t.kind.lower()}/{t.name}"
     subject = f"{where.split('/')[0]}/{t.namespace}/{where.split('/', 1)[1]}"
     state = [status.describe()] if status is not None else []

@@ -10,6 +10,7 @@ import asyncio
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
+from bot.kube.objects import meta_of
 from bot.probes.container import ExecFacts, containers_to_examine, examine_container, running_containers
 
 
@@ -18,7 +19,7 @@ async def containers(facts: Facts, src: Sources) -> None:
     if pod is None:
         facts.put("containers", None)
         return  # pod.lookup reports the missing pod
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     ns, name = str(meta.get("namespace") or facts.target.namespace), str(meta.get("name") or facts.target.name)
     out = ExecFacts(namespace=ns, pod=name, node=str((pod.get("spec") or {}).get("nodeName") or ""))
     facts.put("containers", out)

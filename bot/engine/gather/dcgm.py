@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.engine.facts import GpuComponents
+from bot.kube.objects import Obj, labels_of, meta_of
 from bot.probes.dcgm import DEFAULT_PORT, DcgmCard, DcgmReading, fetch_metrics, parse_metrics
 from bot.probes.gpu_health import XidEvent
 from bot.probes.observation import NodeObservation
 
-Obj = dict[str, Any]
 #: the labels of the exporter's pods: the GPU Operator's, and dcgm-exporter's own chart's
 EXPORTER_LABELS = (("app", "nvidia-dcgm-exporter"), ("app.kubernetes.io/name", "dcgm-exporter"))
 #: exporter reads in flight at once
@@ -41,7 +41,7 @@ SOURCE = "dcgm-exporter"
 def exporter_on(pods: list[Obj]) -> tuple[str, str, int] | None:
     """(namespace/name, pod IP, metrics port) of the running exporter among ``pods``; None."""
     for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(pod)
         status = pod.get("status") or {}
         if not any(labels.get(k) == v for k, v in EXPORTER_LABELS) or status.get("phase") != "Running":
             continue
@@ -51,7 +51,7 @@ def exporter_on(pods: list[Obj]) -> tuple[str, str, int] | None:
         ports = [p for c in (pod.get("spec") or {}).get("containers") or [] for p in c.get("ports") or []]
         port = next((p.get("containerPort") for p in ports if p.get("name") == "metrics"), None)
         port = port or next((p.get("containerPort") for p in ports if p.get("containerPort") == DEFAULT_PORT), None)
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         return f"{meta.get('namespace')}/{meta.get('name')}", ip, int(port or DEFAULT_PORT)
     return None
 

@@ -13,6 +13,7 @@ from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NotFoundError
 from bot.kube.batch_workloads import BY_KEY, BatchKind, kind_of, pod_owner_name
 from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
+from bot.kube.objects import Obj, meta_of, name_of, namespace_of, owner_refs_of, uid_of
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.pod_status import pod_ready
 from bot.kube.selectors import selector_string
@@ -21,7 +22,6 @@ from bot.kube.topology_spread import hard_constraints
 from bot.probes.kube import KubeReads
 from bot.report import Unreadable
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 #: pods a quota still counts and a pod (anti-)affinity can be about: not Succeeded/Failed. A field
@@ -50,15 +50,15 @@ async def _every(facts: Facts, fact: str, jobs: Iterable[Awaitable[T]]) -> list[
 
 
 def _owned_by(obj: Obj, owner: Obj) -> bool:
-    uid = (owner.get("metadata") or {}).get("uid")
-    return any(o.get("uid") == uid for o in (obj.get("metadata") or {}).get("ownerReferences") or [])
+    uid = meta_of(owner).get("uid")
+    return any(o.get("uid") == uid for o in owner_refs_of(obj))
 
 
 def _pod_priority(pod: Obj) -> tuple[int, str]:
     """The most interesting pod of a workload first: pending, then not ready, then the rest."""
     phase = (pod.get("status") or {}).get("phase")
     rank = 0 if phase == "Pending" else 1 if not pod_ready(pod) else 2
-    return rank, str((pod.get("metadata") or {}).get("name"))
+    return rank, name_of(pod)
 
 
 async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
@@ -69,9 +69,9 @@ async def _owner_chain(facts: Facts, kube: KubeReads, obj: Obj) -> list[Obj]:
     """
     chain: list[Obj] = []
     current = obj
-    ns = (obj.get("metadata") or {}).get("namespace", "")
+    ns = meta_of(obj).get("namespace", "")
     for _ in range(4):
-        refs = [r for r in (current.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
+        refs = [r for r in owner_refs_of(current) if r.get("controller")]
         batch = kind_of(refs[0]) if refs else None
         if batch is None and (not refs or refs[0].get("kind") not in OWNER_KINDS):
             break
@@ -132,11 +132,11 @@ async def _suggest(facts: Facts, kube: KubeReads, t: TargetFacts) -> None:
 
 async def _close_names(kube: KubeReads, t: TargetFacts) -> None:
     if not t.namespace_exists:
-        names = [(n.get("metadata") or {}).get("name", "") for n in await kube.list_namespaces()]
+        names = [meta_of(n).get("name", "") for n in await kube.list_namespaces()]
         t.suggestions = difflib.get_close_matches(t.namespace, names, n=3, cutoff=0.5)
         return
     pods = await kube.list_pods(t.namespace)
-    names = [(p.get("metadata") or {}).get("name", "") for p in pods]
+    names = [meta_of(p).get("name", "") for p in pods]
     t.suggestions = difflib.get_close_matches(t.name, names, n=3, cutoff=0.5)
 
 
@@ -185,7 +185,7 @@ async def target(facts: Facts, src: Sources) -> None:
         # The ReplicaSets are where a webhook denial is recorded (FailedCreate), newest first.
         sets = await kube.list_replicasets(inv.namespace, label_selector=selector) if selector else []
         mine = [rs for rs in sets if _owned_by(rs, workload)]
-        mine.sort(key=lambda rs: str((rs.get("metadata") or {}).get("creationTimestamp", "")), reverse=True)
+        mine.sort(key=lambda rs: str(meta_of(rs).get("creationTimestamp", "")), reverse=True)
         t.owners = [workload, *mine[:3]]
         t.pods = candidates
     else:
@@ -203,7 +203,7 @@ async def events(facts: Facts, src: Sources) -> None:
         return
 
     def about(obj: Obj) -> Any:
-        name = (obj.get("metadata") or {}).get("name")
+        name = meta_of(obj).get("name")
         return src.kube.list_events(t.namespace, field_selector=f"involvedObject.name={name}")
 
     jobs = ([about(t.pod)] if t.pod is not None else []) + [about(o) for o in t.owners]
@@ -215,7 +215,7 @@ async def events(facts: Facts, src: Sources) -> None:
 
 async def namespaces(facts: Facts, src: Sources) -> None:
     """Every namespace with its labels: the policy label and the System-vs-Tenant diff need them."""
-    facts.put("namespaces", {(n.get("metadata") or {}).get("name", ""): n for n in await src.kube.list_namespaces()})
+    facts.put("namespaces", {meta_of(n).get("name", ""): n for n in await src.kube.list_namespaces()})
 
 
 async def nodes(facts: Facts, src: Sources) -> None:
@@ -232,7 +232,7 @@ async def components(facts: Facts, src: Sources) -> None:
     controllers = [
         o
         for o in [*daemonsets, *deployments]
-        if is_gpu_component(str((o.get("metadata") or {}).get("name", "")), (o.get("metadata") or {}).get("labels"))
+        if is_gpu_component(name_of(o), meta_of(o).get("labels"))
     ]
 
     # the watch-fed cache keeps the GPU-stack DaemonSets' pods whole (bot.probes.cache)
@@ -248,7 +248,7 @@ async def components(facts: Facts, src: Sources) -> None:
     troubled = [p for p in pods if needs_story(p)][:MAX_COMPONENT_STORIES]
 
     async def events_of(pod: Obj) -> list[Obj]:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         found = await src.kube.list_events(str(meta.get("namespace") or ""),
                                            field_selector=f"involvedObject.name={meta.get('name')}")
         return [e for e in found if (e.get("involvedObject") or {}).get("kind", "Pod") == "Pod"]
@@ -259,7 +259,7 @@ async def components(facts: Facts, src: Sources) -> None:
         facts.skip("events of GPU-stack pods that do not run", exc.user_message)
         batches = []
     for pod, batch in zip(troubled, batches, strict=False):
-        out.events[str((pod.get("metadata") or {}).get("uid") or "")] = batch
+        out.events[uid_of(pod)] = batch
     facts.put("components", out)
 
 
@@ -293,7 +293,7 @@ async def peers(facts: Facts, src: Sources) -> None:
     )
     if not terms and not blamed and not hard_constraints(pod):
         return
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    namespace = namespace_of(pod)
     jobs = [src.kube.list_pods(namespace, field_selector=NON_TERMINAL)]
     for term in terms:
         selector = selector_string(dict(term.selector)) if term.selector else ""
@@ -308,7 +308,7 @@ async def peers(facts: Facts, src: Sources) -> None:
     seen: dict[tuple[str, str], Obj] = {}
     for batch in await _every(facts, "peers", jobs):
         for p in batch:
-            meta = p.get("metadata") or {}
+            meta = meta_of(p)
             seen.setdefault((str(meta.get("namespace", "")), str(meta.get("name", ""))), p)
     facts.put("peers", list(seen.values()))
 

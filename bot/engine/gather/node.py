@@ -19,6 +19,7 @@ from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
+from bot.kube.objects import meta_of
 from bot.kube.resources import pod_gpu_requests
 from bot.probes.kube import KubeReads
 from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
@@ -102,7 +103,7 @@ async def agent_states(kube: KubeReads, namespace: str, nodes: Mapping[str, Any]
     daemonsets = [
         d
         for d in await kube.list_daemonsets(label_selector=AGENT_SELECTOR)
-        if (d.get("metadata") or {}).get("namespace") == namespace
+        if meta_of(d).get("namespace") == namespace
     ]
     return find_agents(nodes, pods, daemonsets)
 

@@ -10,7 +10,6 @@ gatherer marks the fact unreadable, and no check concludes from it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from bot.engine.facts import Facts
 from bot.engine.gather.sources import Sources
@@ -20,10 +19,9 @@ from bot.kube.batch_workloads import kind_of
 from bot.kube.dra import pod_claims
 from bot.kube.dra_devices import is_allocated, reserving_pods
 from bot.kube.dra_plugins import is_plugin_daemonset
+from bot.kube.objects import Obj, meta_of
 from bot.kube.selectors import selector_string
 from bot.probes.kube import KubeReads
-
-Obj = dict[str, Any]
 
 KUEUE = "kueue.x-k8s.io"
 #: newest first: Kueue 0.15 serves v1beta2 beside v1beta1
@@ -47,9 +45,6 @@ DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 MAX_RESERVATION_READS = 32
 
 
-def _meta(obj: Obj | None) -> Obj:
-    return (obj or {}).get("metadata") or {}
-
 
 def _subjects(facts: Facts) -> list[Obj]:
     t = facts.target
@@ -58,7 +53,7 @@ def _subjects(facts: Facts) -> list[Obj]:
 
 def _label(objs: list[Obj], key: str) -> str:
     for obj in objs:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         value = (meta.get("labels") or {}).get(key) or (meta.get("annotations") or {}).get(key)
         if value:
             return str(value)
@@ -82,10 +77,10 @@ async def _get(kube: KubeReads, group: str, version: str, plural: str, name: str
 
 
 def _owned_by_any(obj: Obj, uids: set[str]) -> bool:
-    refs = _meta(obj).get("ownerReferences") or []
+    refs = meta_of(obj).get("ownerReferences") or []
     if any(r.get("uid") in uids for r in refs):
         return True
-    return (_meta(obj).get("labels") or {}).get("kueue.x-k8s.io/job-uid") in uids
+    return (meta_of(obj).get("labels") or {}).get("kueue.x-k8s.io/job-uid") in uids
 
 
 def _admitted_in(workload: Obj) -> str:
@@ -103,10 +98,10 @@ async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
         out.installed = False
         return out
     ns = facts.target.namespace
-    uids = {str(_meta(o).get("uid")) for o in subjects if _meta(o).get("uid")}
+    uids = {str(meta_of(o).get("uid")) for o in subjects if meta_of(o).get("uid")}
     workloads = await kube.list_custom(KUEUE, version, "workloads")
-    mine = [w for w in workloads if _meta(w).get("namespace") == ns and _owned_by_any(w, uids)]
-    mine.sort(key=lambda w: str(_meta(w).get("creationTimestamp", "")), reverse=True)
+    mine = [w for w in workloads if meta_of(w).get("namespace") == ns and _owned_by_any(w, uids)]
+    mine.sort(key=lambda w: str(meta_of(w).get("creationTimestamp", "")), reverse=True)
     out.workload = mine[0] if mine else None
     queue = str(((out.workload or {}).get("spec") or {}).get("queueName") or queue)
     out.queue_name = queue
@@ -115,9 +110,9 @@ async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
     if not cq_name:
         return out
     out.cluster_queue = await _get(kube, KUEUE, version, "clusterqueues", cq_name)
-    own = _meta(out.workload).get("uid")
+    own = meta_of(out.workload).get("uid")
     out.admitted = [
-        w for w in workloads if _admitted_in(w) == cq_name and _meta(w).get("uid") != own
+        w for w in workloads if _admitted_in(w) == cq_name and meta_of(w).get("uid") != own
     ]
     spec = (out.cluster_queue or {}).get("spec") or {}
     cohort = spec.get("cohort") or spec.get("cohortName")
@@ -127,7 +122,7 @@ async def _kueue(facts: Facts, kube: KubeReads) -> KueueFacts | None:
             q
             for q in queues
             if ((q.get("spec") or {}).get("cohort") or (q.get("spec") or {}).get("cohortName")) == cohort
-            and _meta(q).get("name") != cq_name
+            and meta_of(q).get("name") != cq_name
         ]
     return out
 
@@ -148,10 +143,10 @@ async def _job_group(facts: Facts, kube: KubeReads) -> GangFacts | None:
         out.installed = False
         return out
     ns = facts.target.namespace
-    uid = str(_meta(job).get("uid") or "")
+    uid = str(meta_of(job).get("uid") or "")
     groups = await kube.list_custom(VOLCANO, version, "podgroups", ns)
     out.pod_group = next((g for g in groups if _owned_by_any(g, {uid})), None)
-    out.group_name = str(_meta(out.pod_group).get("name") or "")
+    out.group_name = str(meta_of(out.pod_group).get("name") or "")
     if out.pod_group is not None:
         out.events = await kube.list_events(ns, field_selector=f"involvedObject.name={out.group_name}")
     queue = str(((out.pod_group or {}).get("spec") or {}).get("queue") or spec.get("queue") or "default")
@@ -179,7 +174,7 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
     pod = facts.target.pod
     if pod is None:
         return await _job_group(facts, kube) if system == "volcano" else None
-    meta, spec = _meta(pod), pod.get("spec") or {}
+    meta, spec = meta_of(pod), pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     scheduler = str(spec.get("schedulerName") or "")
     if system == "volcano":
@@ -212,7 +207,7 @@ async def _gang(facts: Facts, kube: KubeReads, system: str) -> GangFacts | None:
         if system == "kai":
             await _parents(kube, out, group, queue_version)
     pods = await kube.list_pods(ns)
-    out.pods = [p for p in pods if (_meta(p).get("annotations") or {}).get(group_key) == name]
+    out.pods = [p for p in pods if (meta_of(p).get("annotations") or {}).get(group_key) == name]
     return out
 
 
@@ -223,14 +218,14 @@ async def _dra(facts: Facts, kube: KubeReads) -> DraFacts | None:
     out = DraFacts(version=await _version(kube, DRA, DRA_VERSIONS))
     if not out.version:
         return out
-    ns = str(_meta(pod).get("namespace") or "")
+    ns = str(meta_of(pod).get("namespace") or "")
     for claim in pod_claims(pod):
         if claim.claim:
             found = await _get(kube, DRA, out.version, "resourceclaims", claim.claim, ns)
             if found is not None:
                 out.claims[claim.claim] = found
     classes = await kube.list_custom(DRA, out.version, "deviceclasses")
-    out.device_classes = {str(_meta(c).get("name")): c for c in classes}
+    out.device_classes = {str(meta_of(c).get("name")): c for c in classes}
     out.slices = await kube.list_custom(DRA, out.version, "resourceslices")
     out.all_claims = await kube.list_custom(DRA, out.version, "resourceclaims")
     await _reservations(kube, out, own=set(out.claims))
@@ -244,7 +239,7 @@ async def _plugins(kube: KubeReads, out: DraFacts) -> None:
     try:
         out.plugin_sets = [ds for ds in await kube.list_daemonsets() if is_plugin_daemonset(ds)]
         for ds in out.plugin_sets:
-            meta = _meta(ds)
+            meta = meta_of(ds)
             selector = selector_string((ds.get("spec") or {}).get("selector"))
             ns = str(meta.get("namespace") or "")
             pods = await kube.list_pods(ns, label_selector=selector) if selector else []
@@ -259,7 +254,7 @@ async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
     from everyone until the resourceclaim controller (kube-controller-manager) drops the entry."""
     reads: list[tuple[str, str, str, str]] = []
     for claim in out.all_claims:
-        meta = _meta(claim)
+        meta = meta_of(claim)
         if not is_allocated(claim) or str(meta.get("name")) in own:
             continue
         ns = str(meta.get("namespace") or "")
@@ -272,7 +267,7 @@ async def _reservations(kube: KubeReads, out: DraFacts, own: set[str]) -> None:
             return True
         except KubeApiError as exc:
             return exc.user_message
-        return bool(uid) and str(_meta(pod).get("uid") or "") != uid
+        return bool(uid) and str(meta_of(pod).get("uid") or "") != uid
 
     answers = await asyncio.gather(*(gone(ns, name, uid) for _, ns, name, uid in reads[:MAX_RESERVATION_READS]))
     for (key, _, name, _), answer in zip(reads, answers, strict=False):

@@ -1,7 +1,7 @@
 """node-status as a picture: a fleet card map, one bordered cell per card, read at a glance.
 
 Each node is a row: its name, then one cell per card with the card's index, coloured by the
-card's state (``bot.card_state``: the same classification the text table prints, so the two can
+card's state (``bot.views.card_state``: the same classification the text table prints, so the two can
 not disagree). Nodes run down columns sized so the image stays about 16:10 from 10 to 1,000+
 nodes; cells shrink with the fleet (the index is drawn while it fits). On top, a summary line
 (nodes, cards, how many free and busy) and the legend with every state's count. A node that is
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.card_state import STATES, node_card_states, totals
 from bot.errors import UsageError
 from bot.report import Finding, NodeRow, Report
+from bot.views.card_state import STATES, node_card_states, totals
 
 #: node-status attaches the picture from this many GPU nodes on
 PICTURE_MIN_NODES = 20
@@ -96,7 +96,7 @@ def summary_line(report: Report, counts: dict[str, int]) -> str:
 
 
 def picture_states(report: Report) -> list[list[str]]:
-    """Each node's card states as drawn: the text table's classification (``bot.card_state``)."""
+    """Each node's card states as drawn: the text table's classification (``bot.views.card_state``)."""
     return [node_card_states(row) for row in report.nodes]
 
 

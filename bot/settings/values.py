@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.errors import ConfigError
 from bot.kube.selectors import LabelRequirement, SelectorError, parse_label_selector
-from bot.yaml_marks import YamlInputError, load_yaml
+from bot.yamlio.marks import YamlInputError, load_yaml
 
 #: the environment spellings of a boolean (compared lower-cased, stripped)
 ENV_TRUE = frozenset({"1", "true", "yes", "on"})

@@ -17,7 +17,7 @@ import time
 from types import TracebackType
 from typing import TextIO
 
-from bot.terminal import is_tty, terminal_for
+from bot.console.terminal import is_tty, terminal_for
 
 #: how long a command runs before the line appears (short commands never flicker)
 DELAY_S = 1.0

@@ -1,8 +1,8 @@
-"""The PyYAML half of ``bot.yaml_marks``: composing a document and converting its node graph.
+"""The PyYAML half of ``bot.yamlio.marks``: composing a document and converting its node graph.
 
-Kept apart so that importing ``bot.yaml_marks`` (every command imports the settings, which import
+Kept apart so that importing ``bot.yamlio.marks`` (every command imports the settings, which import
 it) does not import PyYAML and libyaml; ``parse_yaml`` imports this module with the first document
-it parses. Same rules as ``bot.yaml_marks``: only core-schema scalars, lists and dicts are built.
+it parses. Same rules as ``bot.yamlio.marks``: only core-schema scalars, lists and dicts are built.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from bot.yaml_model import MAX_ALIAS_NODES, MAX_DEPTH, MAX_NODES, DuplicateKey, Parsed, YamlPath, YamlSyntaxError
+from bot.yamlio.model import MAX_ALIAS_NODES, MAX_DEPTH, MAX_NODES, DuplicateKey, Parsed, YamlPath, YamlSyntaxError
 
 
 @functools.cache

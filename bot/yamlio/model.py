@@ -1,7 +1,7 @@
-"""The values ``bot.yaml_marks`` gives back and the errors it raises: no PyYAML here.
+"""The values ``bot.yamlio.marks`` gives back and the errors it raises: no PyYAML here.
 
-Shared by ``bot.yaml_marks`` (the public parsing functions, which re-export all of this) and
-``bot.yaml_convert`` (the PyYAML half, imported with the first document parsed).
+Shared by ``bot.yamlio.marks`` (the public parsing functions, which re-export all of this) and
+``bot.yamlio.convert`` (the PyYAML half, imported with the first document parsed).
 """
 
 from __future__ import annotations

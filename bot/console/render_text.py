@@ -1,6 +1,6 @@
 """Render a Report as readable terminal text (the CLI's default output).
 
-Read by cause like the Slack view (``bot.report_groups``): the verdict line first, then one entry
+Read by cause like the Slack view (``bot.views.groups``): the verdict line first, then one entry
 per finding code naming every object it was found on, each distinct fix offered once, least
 invasive first, an action offered on many objects worded once with its other targets on one line.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import textwrap
 from functools import partial
 
-from bot.card_state import label as card_label
-from bot.card_state import node_card_states
+from bot.console.terminal import Terminal
 from bot.report import Report, skip_lines
-from bot.report_groups import FindingGroup, Fix, group_findings, verdict
-from bot.terminal import Terminal
+from bot.views.card_state import label as card_label
+from bot.views.card_state import node_card_states
+from bot.views.groups import FindingGroup, Fix, group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)

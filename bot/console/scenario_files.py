@@ -23,7 +23,7 @@ _PREFIX = "scenarios/"
 def bundled_scenario_dir() -> Path:
     """The scenarios shipped with gpubot: ``bot/scenarios/`` in an installed package, else the
     ``scenarios/`` directory next to the ``bot`` package (a source checkout or an editable install)."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     installed = package / "scenarios"
     return installed if installed.is_dir() else package.parent / "scenarios"
 

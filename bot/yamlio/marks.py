@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.yaml_model import (
+from bot.yamlio.model import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
     MAX_NODES,
@@ -48,7 +48,7 @@ __all__ = [
 #: the loader that composes documents; None: libyaml's safe loader when PyYAML was built with it
 #: (it composes the runbooks about six times faster than the pure-Python one, which is most of what
 #: ``gpubot runbook`` and ``help`` cost), else the pure-Python one. PyYAML itself is imported
-#: with the first document parsed (``bot.yaml_convert``), not with this module: commands that
+#: with the first document parsed (``bot.yamlio.convert``), not with this module: commands that
 #: read no YAML (``gpubot --version``) do not pay for it.
 SAFE_LOADER: type | None = None
 
@@ -57,7 +57,7 @@ def parse_yaml(text: str, *, record_lines: bool = True, max_nodes: int | None = 
     """Parse one YAML document; raise ``YamlSyntaxError`` when it is not well-formed YAML."""
     import yaml
 
-    from bot.yaml_convert import Converter, compose_for_the_error, fast_safe_loader
+    from bot.yamlio.convert import Converter, compose_for_the_error, fast_safe_loader
 
     try:
         root = yaml.compose(text, Loader=SAFE_LOADER or fast_safe_loader())

@@ -13,12 +13,12 @@ import json
 import sys
 
 from bot.commands import Command
+from bot.console.render_text import render_text
+from bot.console.terminal import terminal_for
 from bot.errors import UsageError
 from bot.names import printable
-from bot.render_text import render_text
 from bot.report import Report
 from bot.suggest import did_you_mean
-from bot.terminal import terminal_for
 
 #: "never wrap": wider than any line a report holds
 WIDE = 100_000

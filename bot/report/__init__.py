@@ -5,9 +5,9 @@ read its codes. The JSON shape is a public contract (see README):
 ``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes``, and for a
 diagnosis ``complete`` with the structured ``unreadable`` reads. Findings
 ``{"command", "target", "findings", "skipped", "elapsed_ms"}`` plus optional ``nodes`` and
-``story`` (the pod's own story, ``bot.story``). Findings
+``story`` (the pod's own story, ``bot.report.story``). Findings
 stay one flat list (each with its ``subject``); grouping them by cause is a view's business
-(``bot.report_groups``).
+(``bot.views.groups``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.errors import ApiRead, KubeApiError
-from bot.pending_model import PendingAnswer
-from bot.story import PodStory
+from bot.report.pending import PendingAnswer
+from bot.report.story import PodStory
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -232,9 +232,9 @@ class Report:
     def complete(self) -> bool:
         """Every read the answer rests on was read (or found absent)."""
         return not self.unreadable
-    #: the target pod's own story when it is not Running and Ready (``bot.story``)
+    #: the target pod's own story when it is not Running and Ready (``bot.report.story``)
     story: PodStory | None = None
-    #: ``pending``: the stuck GPU workloads by cause (``bot.pending_model.PendingAnswer``)
+    #: ``pending``: the stuck GPU workloads by cause (``bot.report.pending.PendingAnswer``)
     pending: PendingAnswer | None = None
 
     def add(self, finding: Finding) -> None:

@@ -16,7 +16,8 @@ from typing import Any, Literal, get_args
 from bot.errors import ConfigError, UsageError
 from bot.identity import Identity, parse_identity_map
 from bot.names import printable
-from bot.setting_values import (
+from bot.settings.state_path import default_state_path
+from bot.settings.values import (
     QuietHours,
     as_text,
     as_text_list,
@@ -26,8 +27,7 @@ from bot.setting_values import (
     read_yaml_file,
     route_selector,
 )
-from bot.state_path import default_state_path
-from bot.yaml_marks import YamlInputError, load_yaml
+from bot.yamlio.marks import YamlInputError, load_yaml
 
 ENV_PREFIX = "GPUBOT_"
 
@@ -290,7 +290,7 @@ _SECRET_FIELDS = {"slack_bot_token", "slack_app_token", "slack_signing_secret", 
 
 
 def _coerce(name: str, value: Any, default: Any, *, text_ok: bool = True) -> Any:
-    """One field's value, strictly (``bot.setting_values``); ``name`` is how errors call it."""
+    """One field's value, strictly (``bot.settings.values``); ``name`` is how errors call it."""
     field_name = name.rsplit(".", 1)[-1]
     if field_name in _SECRET_FIELDS:
         return value if isinstance(value, Secret) else Secret(as_text(name, value).strip())
