@@ -201,7 +201,8 @@ def drawn(count: int = DRAWN) -> list[dict[str, Any]]:
 
     out: list[dict[str, Any]] = []
 
-    @settings(max_examples=count, database=None, derandomize=True, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(max_examples=count, database=None, derandomize=True, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
     @given(combination_strategy())
     def collect(combo: dict[str, Any]) -> None:
         out.append(combo)
