@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bot.probes.clients import GPU_KEPT
 from bot.probes import cache
 from bot.probes.cache import _Fresh, _Store
+from bot.probes.clients import GPU_KEPT
 from bot.synth.generate import generate_scenario
 
 simdjson = pytest.importorskip("simdjson")
