@@ -78,9 +78,9 @@ EXTRA_SHARE = 0.5
 #: signature diagnosed once (the reads and the firsts, a why-pending's worth of work): at 5,000
 #: nodes each confirmation costs a diagnosis's checks over every node, and twenty of them cost
 #: more than the answer itself
-EXTRA_COST = 1.5
+EXTRA_COST = 1.25
 #: ... or for at least this long after the firsts (on a small cluster a confirmation costs little)
-EXTRA_MIN_S = 1.0
+EXTRA_MIN_S = 0.5
 #: the fix shown on a line, at most this long (cut at a word, saying so)
 FIX_CHARS = 72
 #: the diagnosis runbook whose engine answers
