@@ -49,7 +49,8 @@ from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
 from bot.kube.node_map import NodeMap
-from bot.kube.selectors import selector_string
+from bot.kube.objects import labels_of
+from bot.kube.selectors import SelectorError, labels_match, parse_label_selector, selector_string
 from bot.probes.kube import KubeReads, Obj, ReadStats
 from bot.probes.slim import SlimPod, slim
 from bot.probes.views import KEEP_NOTHING, FailedRead, Kept
@@ -741,9 +742,18 @@ class WatchCache(KubeReads):
         return await self.fallback.list_events(namespace, field_selector=field_selector)
 
     async def list_daemonsets(self, *, label_selector: str = "") -> list[Obj]:
-        if label_selector or not self._serves("DaemonSet"):
+        if not self._serves("DaemonSet"):
             return await self.fallback.list_daemonsets(label_selector=label_selector)
-        return self.stores["DaemonSet"].values()
+        daemonsets = self.stores["DaemonSet"].values()
+        if not label_selector:
+            return daemonsets
+        # kept whole, so their labels are here: the selector is matched as the API server would
+        # (every warm diagnosis asks for the node agent's DaemonSet by label: no request for it)
+        try:
+            wanted = parse_label_selector(label_selector)
+        except SelectorError:
+            return await self.fallback.list_daemonsets(label_selector=label_selector)
+        return [d for d in daemonsets if labels_match(wanted, labels_of(d))]
 
     async def list_deployments(self, *, label_selector: str = "") -> list[Obj]:
         if label_selector or not self._serves("Deployment"):

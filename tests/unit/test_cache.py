@@ -18,6 +18,7 @@ from kubernetes import client, config
 
 from bot.kube.gpu import gpu_node_names, is_gpu_node
 from bot.kube.node_map import NodeMap
+from bot.kube.selectors import SelectorError
 from bot.probes.cache import MIN_RELIST_PAGE, RELIST_PAGE_BYTES, WatchCache, page_limit
 from bot.probes.clients import GPU_KEPT
 from bot.probes.kube import KubeReader
@@ -337,3 +338,22 @@ def test_a_list_head_is_read_before_its_items() -> None:
     assert list_head(b'{"items":[],"metadata":{"continue":"abc"}}') is None
     assert list_head(b'{"kind":"PodList","metadata":{}}') is None
     assert list_head(b'{"kind":"PodList","metadata":{"continue":"a"b"},"items":[]}') is None
+
+
+async def test_daemonsets_by_label_are_answered_from_the_cache_as_the_api_would(sim: Harness) -> None:
+    """Every warm diagnosis asks for the node agent's DaemonSet by label: the whole DaemonSets are
+    kept, so the cache matches the selector itself (the same answer, no request); a selector it
+    cannot parse goes to the API, which says what is wrong with it."""
+    cache = sim.cache()
+    cache.start()
+    assert await cache.wait_ready(10)
+    for selector in ("app=qgpu-manager", "app in (qgpu-manager,nvidia-device-plugin-daemonset)", "!app", "app"):
+        listed = await sim.reader.list_daemonsets(label_selector=selector)
+        before = sim.reader.stats.requests
+        cached = await cache.list_daemonsets(label_selector=selector)
+        assert sim.reader.stats.requests == before, selector  # no API request
+        assert sorted(_by_name(cached)) == sorted(_by_name(listed)), selector
+    assert await cache.list_daemonsets(label_selector="app=qgpu-manager")
+    with pytest.raises(Exception) as refused:  # noqa: B017 - the API's own refusal
+        await cache.list_daemonsets(label_selector="app==(")
+    assert not isinstance(refused.value, SelectorError)  # the cache's parser did not answer it
