@@ -131,6 +131,12 @@ async def test_a_node_action_cut_off_by_a_lost_replica_is_restored_by_the_other(
         assert final is not None and rig.replica_of(final.owner or "") is survivor
         assert end_state(sim) == ("active", False)  # kubelet running again, node schedulable
         assert checkpoint_kept(sim, original)
+
+        async def audited() -> bool:
+            # the record is finished first, then the trail is written: a moment apart
+            return (await rig.trail(offer_id))[-1].event == "interrupted"
+
+        await rig.wait_for(audited, timeout=10, every=0.05)
         trail = await rig.trail(offer_id)
         last = trail[-1]
         assert (last.event, last.actor, last.outcome) == ("interrupted", "gpubot", "interrupted"), [
