@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -264,3 +265,28 @@ async def post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str, 
     async with aiohttp.ClientSession() as session, session.post(url, data=body, headers=headers) as resp:
         text = await resp.text()
         return resp.status, text, time.monotonic()
+
+
+async def slash_and_direct(
+    mock_slack: Any, scenario: Path, workdir: Path, reader: str, command: str, *, surface: str = "cli"
+) -> Report:
+    """Send ``/gpu COMMAND`` signed to the bot reading through ``reader`` on a simulator of
+    ``scenario`` and wait for its answer to land; return what the service says for the same
+    command read directly, for the test to compare the posted blocks with."""
+    from bot.commands import parse_invocation
+    from bot.service import Service
+    from bot.sim.cluster import SimCluster
+    from tests.readers import service_reading
+
+    async with SimCluster.from_file(scenario, workdir=workdir) as sim:
+        settings = settings_for(mock_slack, base=sim.settings())
+        async with running_app(settings, await service_reading(settings, reader)) as app:
+            body = form(slash_payload(mock_slack, command))
+            status, ack, _ = await post(app.url + "/slack/events", body, sign(body))
+            assert (status, ack) == (200, "")
+            await mock_slack.wait_for(lambda: mock_slack.of("chat.update"), timeout=60)
+        expected_service = Service(settings)
+        try:
+            return await expected_service.run(parse_invocation(command.split(), surface=surface))
+        finally:
+            await expected_service.close()

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands import parse_invocation
-from bot.service import Service
-from bot.sim.cluster import SimCluster
 from bot.slack.blocks import Rendered
 from bot.slack.limits import escape_mrkdwn
-from tests.readers import READERS, service_reading
-from tests.slack.helpers import form, post, running_app, settings_for, sign, slash_payload
+from tests.readers import READERS
+from tests.slack.helpers import slash_and_direct
 from tests.slack.mock_slack_api import MockSlackApi
 from tests.slack.test_blocks import assert_within_limits
 
@@ -30,18 +27,7 @@ NODES = ("tcs-10-29-25-5", "tcs-10-29-25-6")
 async def test_node_status_on_the_zombie_scenario_posts_the_table_and_the_zombie(
     mock_slack: MockSlackApi, tmp_path: Path, reader: str
 ) -> None:
-    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
-        settings = settings_for(mock_slack, base=sim.settings())
-        async with running_app(settings, await service_reading(settings, reader)) as app:
-            body = form(slash_payload(mock_slack, "node-status"))
-            status, ack, _ = await post(app.url + "/slack/events", body, sign(body))
-            assert (status, ack) == (200, "")
-            await mock_slack.wait_for(lambda: mock_slack.of("chat.update"), timeout=60)
-        expected_service = Service(settings)
-        try:
-            expected = await expected_service.run(parse_invocation(["node-status"]))
-        finally:
-            await expected_service.close()
+    expected = await slash_and_direct(mock_slack, SCENARIO, tmp_path, reader, "node-status")
 
     progress, answer, _details = mock_slack.of("chat.postMessage")
     assert "diagnosing all nodes" in progress.body["text"]
