@@ -20,6 +20,8 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
+from bot.probes.http_get import get_text
+
 #: the fields read, by what they tell
 FB_USED = "DCGM_FI_DEV_FB_USED"
 FB_FREE = "DCGM_FI_DEV_FB_FREE"
@@ -128,11 +130,6 @@ def parse_metrics(text: str) -> DcgmReading:
 
 async def fetch_metrics(host: str, port: int, *, timeout: float) -> str:
     """GET ``http://host:port/metrics`` (the exporter's pod IP) within ``timeout`` seconds;
-    ``OSError`` / ``aiohttp.ClientError`` / ``TimeoutError`` for the caller to word."""
-    import aiohttp  # only where an exporter runs: a diagnosis without one never loads it
-
-    url = f"http://{host}:{port}/metrics" if ":" not in host else f"http://[{host}]:{port}/metrics"
-    async with asyncio.timeout(timeout), aiohttp.ClientSession() as session, session.get(url) as response:
-        response.raise_for_status()
-        body = await response.content.read(MAX_BYTES)
-        return body.decode("utf-8", "replace")
+    ``OSError`` / ``http_get.HttpError`` / ``TimeoutError`` for the caller to word."""
+    async with asyncio.timeout(timeout):
+        return await get_text(host, port, "/metrics", limit=MAX_BYTES)

@@ -23,6 +23,7 @@ from bot.engine.facts import GpuComponents
 from bot.kube.objects import Obj, labels_of, meta_of
 from bot.probes.dcgm import DEFAULT_PORT, DcgmCard, DcgmReading, fetch_metrics, parse_metrics
 from bot.probes.gpu_health import XidEvent
+from bot.probes.http_get import HttpError
 from bot.probes.observation import NodeObservation
 
 #: the labels of the exporter's pods: the GPU Operator's, and dcgm-exporter's own chart's
@@ -99,8 +100,6 @@ def apply(obs: NodeObservation, reading: DcgmReading, pod: str) -> None:
 
 async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any], *, timeout: float) -> None:
     """Ask each read node's exporter (if one runs there) and add its answer to the reading."""
-    import aiohttp  # its error type; loaded only when a node has an exporter to ask
-
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(obs: NodeObservation, pod: str, ip: str, port: int) -> None:
@@ -111,7 +110,7 @@ async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any
         async with gate:
             try:
                 text = await fetch_metrics(ip, port, timeout=timeout)
-            except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+            except (OSError, HttpError, TimeoutError) as exc:
                 if isinstance(exc, TimeoutError):
                     _SILENT[(ip, port)] = time.monotonic() + SILENT_FOR_S
                 why = f"no answer within {timeout:g}s" if isinstance(exc, TimeoutError) else (
