@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -722,14 +723,19 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     done = resumed(Path(args.resume)) if args.resume else {}
+    todo = []
     for module, modes in SUITE.items():
         name = module.removeprefix("bench.bench_")
         if name in done:
             print(f"\n== {module}: results taken from {args.resume}", flush=True)
             results[name] = done[name]
-            continue
-        r = run(module, modes[mode], loads)
-        results[str(r.pop("bench"))] = r
+        else:
+            todo.append((module, modes[mode]))
+    # a tiny run measures nothing, so its benchmarks need not wait for each other (most of their
+    # time is starting simulators and processes); a measuring run has the machine to itself
+    with ThreadPoolExecutor(max_workers=3 if mode == "tiny" else 1) as pool:
+        for r in pool.map(lambda job: run(*job, loads), todo):
+            results[str(r.pop("bench"))] = r
     text = report(results, time.perf_counter() - t0, mode != "full", loads, sorted(done))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text, encoding="utf-8")

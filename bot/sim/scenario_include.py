@@ -55,19 +55,40 @@ _LEAF_FACTS = ("torch",)
 Identity = tuple[str, str, str]
 
 
+#: parsed scenario files by (path, mtime, size): the test suite loads each of ~130 scenarios
+#: several times (its parameter lists, the simulators, the expectations), and parsing with line
+#: marks costs twenty times the copy each caller gets
+_PARSED: dict[tuple[str, int, int], Any] = {}
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of parsed YAML (mappings, lists and immutable scalars) that callers may change."""
+    if type(value) is dict:
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_plain_copy(v) for v in value]
+    return value
+
+
 def read_yaml(path: Path) -> Any:
     """Parse one scenario file; ScenarioError names the file and, for bad YAML, the line."""
     try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key in _PARSED:
+            return _plain_copy(_PARSED[key])
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ScenarioError(f"{path}: not UTF-8 text") from None
     try:
-        return load_yaml(text)
+        parsed = load_yaml(text)
     except YamlInputError as exc:
         where = f"line {exc.line}" if exc.line else "yaml"
         raise ScenarioError(f"{path}: {where}: not valid YAML: {exc.message}") from None
+    _PARSED[key] = parsed
+    return _plain_copy(parsed)
 
 
 def object_problems(obj: Any) -> list[str]:
