@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -162,8 +163,22 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+#: the parser of each thread (``build_parser``)
+_BUILT = threading.local()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The CLI's parsers, one per command of the table (``bot.commands.COMMANDS``)."""
+    """The CLI's parsers, one per command of the table (``bot.commands.COMMANDS``). Built once per
+    thread: argparse asks gettext for every help string (~15 ms a build, paid by every in-process
+    call of ``main``), and parsing leaves a parser as it found it but changes it while it runs
+    (intermixed parsing), so threads do not share one."""
+    parser: argparse.ArgumentParser | None = getattr(_BUILT, "parser", None)
+    if parser is None:
+        parser = _BUILT.parser = _new_parser()
+    return parser
+
+
+def _new_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gpubot",
         description=f"gpubot: {TAGLINE}",
