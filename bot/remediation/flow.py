@@ -546,7 +546,9 @@ class ConfirmFlow:
         else:
             restored = "not re-run; check the target's state by hand"
         summary = f"interrupted {where} (the process running it stopped); {restored}"
-        final = await self._io(self.store.finish, record.id, "interrupted", summary)
+        # the trail first: a process stopped between the two writes leaves the record running,
+        # so the next recovery restores it again (each restore step is idempotent) and the trail
+        # says "interrupted" twice; the other order left a record ended with no trail entry for it
         await self._aaudit(
             "interrupted",
             record,
@@ -558,6 +560,7 @@ class ConfirmFlow:
                 "approved_by": record.approved_by or "",
             },
         )
+        final = await self._io(self.store.finish, record.id, "interrupted", summary)
         # a run of another state (found on its node's lock) is not in this store: say how it ended
         return final or replace(record, state="interrupted", result_summary=summary)
 

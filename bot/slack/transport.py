@@ -177,7 +177,13 @@ class SlackServer:
         self._runner = web.AppRunner(self.web_app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # a port in use or not ours to bind is the operator's to fix, not a crash
+            await self._runner.cleanup()
+            where = f"{self.settings.http_host or '*'}:{self.settings.http_port}"
+            raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}; another process may hold "
+                              "the port: stop it or set http_port") from None
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
         self._port = sockets[0].getsockname()[1] if sockets else self.settings.http_port

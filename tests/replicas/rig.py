@@ -57,6 +57,8 @@ class Replica:
     port: int
     proc: subprocess.Popen[bytes]
     log: Path
+    #: how many times it was started again because its port was taken first
+    starts: int = 0
 
     @property
     def url(self) -> str:
@@ -135,6 +137,15 @@ class ReplicaRig:
         return next((r for r in self.replicas if r.proc.pid == pid), None)
 
     def start_replica(self, name: str) -> Replica:
+        replica = self._spawn(name)
+        self.replicas.append(replica)
+        return replica
+
+    def restart_on_another_port(self, replica: Replica) -> None:
+        fresh = self._spawn(replica.name)
+        replica.port, replica.proc, replica.starts = fresh.port, fresh.proc, replica.starts + 1
+
+    def _spawn(self, name: str) -> Replica:
         port = free_port()
         values = {**self.config, "http_port": port, "state_path": str(self.workdir / f"{name}.db")}
         path = self.workdir / f"{name}.yaml"
@@ -146,14 +157,17 @@ class ReplicaRig:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "bot.cli", "serve"], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT
             )
-        replica = Replica(name, port, proc, log)
-        self.replicas.append(replica)
-        return replica
+        return Replica(name, port, proc, log)
 
     async def ready(self, replica: Replica, timeout: float = 90.0) -> None:
         async def up() -> bool:
             if not replica.alive():
-                raise AssertionError(f"{replica.name} exited: {replica.log.read_text()[-3000:]}")
+                said = replica.log.read_text()
+                if "cannot listen on" in said and replica.starts < 3:
+                    # the free port was taken between free_port() and the bind (parallel tests)
+                    self.restart_on_another_port(replica)
+                    return False
+                raise AssertionError(f"{replica.name} exited: {said[-3000:]}")
             try:
                 async with (
                     aiohttp.ClientSession() as session,
