@@ -12,10 +12,21 @@ ruff check bot tests bench
 # start). Compile bot/ once, as an install would, and let pytest keep its rewritten modules.
 python -m compileall -q bot >/dev/null
 export PYTHONDONTWRITEBYTECODE=
-# Files are shared out whole among parallel workers (pytest-xdist), one per CPU this process may
-# use (nproc; not xdist's `auto`, which counts physical cores where psutil is installed and would
-# give one worker on a 2-vCPU runner), or GPUBOT_TEST_WORKERS; `-n 0` in the arguments runs in
-# this one process, as pdb and -s need. Many tests wait on subprocesses and simulators, so two
-# workers on two cores nearly halve the run, and a module's fixtures are still made once per run.
-# The ten slowest tests are listed at the end.
-python -m pytest -q -n "${GPUBOT_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}" --dist loadfile --durations=10 "$@"
+# Two passes. First every test but the `exclusive` ones, their files shared out whole among
+# parallel workers (pytest-xdist): two per CPU this process may use (nproc; not xdist's `auto`,
+# which counts physical cores where psutil is installed), or GPUBOT_TEST_WORKERS. Most tests wait
+# on subprocesses, simulators and sockets more than they compute, so two workers a core keep the
+# CPUs busy; a module's fixtures are still made once. Then the `exclusive` tests (a wall-clock
+# deadline is what they check) one at a time with the machine to themselves: interleaved, each
+# one stopped every worker until the longest running test ended. `-n 0` in the arguments runs
+# the first pass in this one process, as pdb and -s need. The ten slowest tests are listed.
+workers="${GPUBOT_TEST_WORKERS:-$(( 2 * $(nproc 2>/dev/null || echo 1) ))}"
+status=0
+python -m pytest -q -n "$workers" --dist loadfile --durations=10 -m "not exclusive" "$@" || status=$?
+if [ "$#" -eq 0 ]; then
+  # only the files that have such tests: collecting the whole suite again costs more than they run
+  mapfile -t exclusive < <(grep -rl --include='test_*.py' 'pytest.mark.exclusive' tests | sort)
+  set -- "${exclusive[@]}"
+fi
+python -m pytest -q -n 0 --durations=5 -m exclusive "$@" || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
+exit "$status"
