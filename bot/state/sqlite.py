@@ -226,11 +226,16 @@ class SqliteDatabase:
             raise
 
     def close(self) -> None:
+        """Close this thread's connection and let go of the others. Closing a connection that
+        another thread is running a statement on crashes the interpreter (CPython's sqlite3 does not
+        guard against it: a segfault in `gpubot serve`'s shutdown while a sweep listed offers in a
+        worker thread); without our references each one is closed by its thread's last use."""
         with self._lock:
-            conns, self._connections = self._connections, []
-        for conn in conns:
-            conn.close()
+            self._connections = []
+        mine: sqlite3.Connection | None = getattr(self._local, "conn", None)
         self._local = threading.local()
+        if mine is not None:
+            mine.close()
 
 
 def store_error(exc: sqlite3.Error) -> StateStoreError:
