@@ -20,6 +20,21 @@ class HttpError(Exception):
     """The server answered with a status other than 2xx, or broke HTTP/1.1's framing."""
 
 
+def parse_head(head: bytes) -> tuple[int, str, dict[str, str]] | None:
+    """(status, reason, headers in lower case) of an HTTP/1.1 answer's head (its status line and
+    header lines); None when it is not one. Shared with the exec stream's upgrade (``websocket``)."""
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        return None
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), parts[2] if len(parts) > 2 else "", headers
+
+
 def _authority(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -27,14 +42,21 @@ def _authority(host: str, port: int) -> str:
 async def _read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
     body = bytearray()
     while len(body) < limit:
-        line = await reader.readuntil(b"\r\n")
+        try:
+            line = await reader.readuntil(b"\r\n")
+        except asyncio.LimitOverrunError:
+            raise HttpError("a chunk size line too long") from None
         try:
             size = int(line.split(b";", 1)[0].strip(), 16)
         except ValueError:
             raise HttpError(f"bad chunk size {line[:40]!r}") from None
+        if size < 0:
+            raise HttpError(f"bad chunk size {line[:40]!r}")
         if size == 0:
             break
-        body += await reader.readexactly(size)
+        body += await reader.readexactly(min(size, limit - len(body)))  # never more than the limit
+        if len(body) >= limit:
+            break
         await reader.readexactly(2)
     return bytes(body[:limit])
 
@@ -60,19 +82,13 @@ async def get_text(host: str, port: int, path: str, *, limit: int) -> str:
             head = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
             raise HttpError("the answer ended before its headers") from exc
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        parts = status_line.split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-            raise HttpError(f"not an HTTP answer: {status_line[:60]!r}")
-        status = int(parts[1])
+        parsed = parse_head(head)
+        if parsed is None:
+            first = head.partition(b"\r\n")[0][:60].decode("latin-1")
+            raise HttpError(f"not an HTTP answer: {first!r}")
+        status, reason, headers = parsed
         if not 200 <= status < 300:
-            reason = parts[2] if len(parts) > 2 else ""
             raise HttpError(f"HTTP {status} {reason}".strip())
-        headers = {}
-        for line in header_lines:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
         try:
             if "chunked" in headers.get("transfer-encoding", "").lower():
                 body = await _read_chunked(reader, limit)

@@ -21,6 +21,8 @@ import struct
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from bot.probes.http_get import parse_head
+
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 #: a handshake answer larger than this is not an API server's
@@ -82,16 +84,10 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str],
         raise ProtocolError("handshake answer too large") from None
     except asyncio.IncompleteReadError:
         raise ProtocolError("connection closed during the handshake") from None
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[1].isdigit():
+    parsed = parse_head(head)
+    if parsed is None:
         raise ProtocolError("not an HTTP answer")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-    status = int(parts[1])
+    status, _, headers = parsed
     body = b""
     if status != 101:
         length = headers.get("content-length", "")

@@ -73,3 +73,9 @@ async def test_nothing_listening_is_an_os_error() -> None:
     await server.wait_closed()
     with pytest.raises(OSError):
         await get_text("127.0.0.1", port, "/metrics", limit=100)
+
+
+async def test_a_chunk_larger_than_the_limit_is_read_only_up_to_it() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n" + b"y" * 0x100000 + b"\r\n0\r\n\r\n"
+    async with answering(answer) as port:
+        assert await get_text("127.0.0.1", port, "/metrics", limit=1000) == "y" * 1000
