@@ -45,11 +45,21 @@ _FALLBACK = threading.RLock()
 class _LazyPackage(types.ModuleType):
     """A package whose ``__init__`` has not run; names are imported from their module on first use."""
 
-    def _lazy_attr(self, name: str) -> Any:
+    def _names(self) -> dict[str, str]:
         state: dict[str, Any] = self.__dict__["_lazy_state"]
         if state["names"] is None:  # read on first use: commands that never touch the client skip it
             state["names"] = _generated_names(self.__name__, str(self.__dict__["__file__"]))
-        source = state["names"].get(name)
+        names: dict[str, str] = state["names"]
+        return names
+
+    def __dir__(self) -> list[str]:
+        """The names the real package has, not only those used so far: ``dir(kubernetes.client)``
+        is how ``gpubot doctor`` finds every API class (bot/doctor/kube_calls.py)."""
+        return sorted(set(self.__dict__) | set(self._names()))
+
+    def _lazy_attr(self, name: str) -> Any:
+        state: dict[str, Any] = self.__dict__["_lazy_state"]
+        source = self._names().get(name)
         if source is not None:
             if source.startswith("="):  # ``__version__ = "36.0.3"``
                 setattr(self, name, source[1:])

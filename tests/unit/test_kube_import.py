@@ -90,3 +90,19 @@ def test_every_name_of_the_real_packages_is_there_and_the_same() -> None:
     )
     assert isinstance(lazy, dict) and lazy.pop("pod") == "p"
     assert lazy == real
+
+
+def test_dir_lists_every_name_before_any_is_used() -> None:
+    """``dir()`` of a lazy package is the real package's names, read from its ``__init__``, and
+    imports nothing: ``gpubot doctor`` finds the API classes with it. It used to list only the
+    names used so far, so test_rbac's scanner found no call when it ran first in its process."""
+    real = _run(
+        "import json, kubernetes.client as c\nprint(json.dumps(sorted(n for n in dir(c) if n.endswith('Api'))))"
+    )
+    lazy = _run(
+        "import json, sys\nimport bot\nimport kubernetes.client as c\n"
+        "names = sorted(n for n in dir(c) if n.endswith('Api'))\n"
+        "print(json.dumps([names, 'kubernetes.client.api.core_v1_api' in sys.modules]))\n"
+    )
+    assert isinstance(real, list) and "CoreV1Api" in real
+    assert lazy == [real, False]
