@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -287,8 +289,37 @@ def _key(values: dict[str, Any]) -> str:
     return json.dumps(values, sort_keys=True)
 
 
+#: where this run's helm answers are kept for the other workers (None: this process only)
+_shared: Path | None = None
+
+
+def share_renders(directory: Path) -> None:
+    """Keep helm's answers in ``directory`` too, for every worker of this test run: test_chart,
+    test_rbac and test_manifests render many of the same value sets (a third of ~380 helm calls
+    were repeats), each in its own worker process."""
+    global _shared
+    directory.mkdir(parents=True, exist_ok=True)
+    _shared = directory
+
+
+@functools.cache
+def _chart_digest() -> str:
+    """The chart's files, hashed: a kept answer is for this chart only."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in CHART.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(CHART)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 @functools.cache
 def _helm_cached(command: str, key: str, extra: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    kept = None
+    if _shared is not None:
+        name = hashlib.sha256(json.dumps([_chart_digest(), command, key, extra]).encode()).hexdigest()
+        kept = _shared / f"{name}.json"
+        if kept.exists():
+            answer = json.loads(kept.read_text(encoding="utf-8"))
+            return subprocess.CompletedProcess(answer["args"], answer["rc"], answer["stdout"], answer["stderr"])
     with tempfile.TemporaryDirectory() as tmp:
         values_file = Path(tmp) / "values.yaml"
         values_file.write_text(yaml.safe_dump(json.loads(key)), encoding="utf-8")
@@ -296,7 +327,13 @@ def _helm_cached(command: str, key: str, extra: tuple[str, ...]) -> subprocess.C
             args = ["lint", "--strict", str(CHART), "-f", str(values_file), "--namespace", NAMESPACE, *extra]
         else:
             args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(values_file), *extra]
-        return helm_tool.run(args)
+        proc = helm_tool.run(args)
+    if kept is not None:
+        answer = {"args": proc.args, "rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+        part = kept.with_suffix(f".{os.getpid()}.part")
+        part.write_text(json.dumps(answer), encoding="utf-8")
+        part.replace(kept)  # whole or absent for a reader in another worker
+    return proc
 
 
 def helm_template(values: dict[str, Any] | None = None, *extra: str) -> subprocess.CompletedProcess[str]:
