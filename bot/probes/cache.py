@@ -432,6 +432,15 @@ class _Store:
         meta = obj.get("metadata") or {}
         return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
+    def _key_of(self, obj: Obj, value: Any) -> tuple[str, str]:
+        """``obj``'s key, made of its slim record's own strings where they are the same: the
+        namespace the record interned and the name it holds. A lazily parsed page hands out a new
+        string at every read, so each key held two strings of its own (about 13 MB at 100k pods)."""
+        key = self._key(obj)
+        if self.slim_pods and key == (value.namespace, value.name):
+            return value.namespace, value.name
+        return key
+
     def decode(self, data: bytes) -> Any:
         """One listed page: pods parsed lazily where ``simdjson`` is installed (``skeleton``)."""
         if (self.slim_pods or self.kind == "Node") and simdjson is not None:
@@ -465,11 +474,12 @@ class _Store:
                 o = skeleton(item)
             else:
                 o = lazy_node(item)
-            key = self._key(o)
+            value = self._value(o)
+            key = self._key_of(o, value)
             if self.slim_pods and component_owner(o, self.kept):
                 o = item if isinstance(item, dict) else item.as_dict()
                 fresh.full[key] = trimmed(o)
-            fresh[key] = self._value(o)
+            fresh[key] = value
 
     def install(self, fresh: _Fresh) -> None:
         """Make a relist's map the store's content, with its node and owner indexes."""
@@ -496,10 +506,10 @@ class _Store:
             self.generation += 1
 
     def put(self, obj: Obj) -> None:
-        key = self._key(obj)
         owner = component_owner(obj, self.kept) if self.slim_pods else ""
         whole = trimmed(obj) if owner else None
         value = self._value(obj)
+        key = self._key_of(obj, value)
         marked = self.kind == "Node" and self.kept.node_mark(value)
         with self.lock:
             if self.kind == "Node":
