@@ -435,7 +435,8 @@ class _Store:
     def _key_of(self, obj: Obj, value: Any) -> tuple[str, str]:
         """``obj``'s key, made of its slim record's own strings where they are the same: the
         namespace the record interned and the name it holds. A lazily parsed page hands out a new
-        string at every read, so each key held two strings of its own (about 13 MB at 100k pods)."""
+        string at every read, so each key held two strings of its own (the serving process's RSS at
+        5,000 nodes / 100,000 pods: about 4 MB less without them)."""
         key = self._key(obj)
         if self.slim_pods and key == (value.namespace, value.name):
             return value.namespace, value.name
