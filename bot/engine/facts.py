@@ -13,10 +13,11 @@ the runner runs no check that rests on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from bot.commands import Invocation
 from bot.engine.cards import CardPods, CardVerdicts, EarlyCards, card_pods, card_verdicts
@@ -46,6 +47,30 @@ from bot.report.story import PodStory
 
 class FactNotGathered(GpubotError):
     """A check read a fact it did not declare (a bug in the check, caught by the tests)."""
+
+
+_Derivation = TypeVar("_Derivation", bound=Callable[..., Any])
+
+
+def per_question(fn: _Derivation) -> _Derivation:
+    """Work ``fn(facts, *args)`` out once per ``Facts`` and arguments (compared by identity).
+
+    Why: several checks ask the same question of every node for the same pod (which nodes its
+    node selection admits, which GPU nodes could serve it); at 5,000 nodes each asking again cost
+    more than the checks' own logic. The value is a pure function of the facts, so sharing it
+    lets no check see another's result. It is shared: callers must not change it.
+    """
+
+    @functools.wraps(fn)
+    def once(facts: Facts, *args: Any) -> Any:
+        key = (fn, *map(id, args))
+        hit = facts._derived.get(key)
+        # the arguments are kept with the value: an id is only unique among live objects
+        if hit is None or any(kept is not arg for kept, arg in zip(hit[0], args, strict=True)):
+            hit = facts._derived[key] = (args, fn(facts, *args))
+        return hit[1]
+
+    return cast(_Derivation, once)
 
 
 @dataclass
@@ -233,11 +258,14 @@ class Facts:
         self.unreadable: set[str] = set()
         #: each failed read, for the report's "could not read" findings and its ``unreadable`` list
         self.failures: list[Unreadable] = []
+        #: what ``per_question`` derivations worked out: (function, argument ids) -> (arguments, value)
+        self._derived: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
 
     # ------------------------------------------------------------------ filling (loaders only)
 
     def put(self, name: str, value: Any) -> None:
         self._values[name] = value
+        self._derived.clear()  # worked out from what was there before
 
     def gathered(self, name: str) -> bool:
         return name in self._values

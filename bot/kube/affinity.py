@@ -103,11 +103,16 @@ def required_terms(pod: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     return list(required.get("nodeSelectorTerms") or [])
 
 
+def selects_nodes(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod sets a nodeSelector or required node affinity (else every node matches)."""
+    return bool((pod.get("spec") or {}).get("nodeSelector")) or required_terms(pod) is not None
+
+
 def node_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> MatchResult:
     """Evaluate nodeSelector (every pair must match) AND required affinity (any term may match)."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     terms = required_terms(pod)
-    if not selector and terms is None:
+    if not selector and terms is None:  # ``selects_nodes`` is False
         # no node selection at all: every node matches (checks ask this for every node, per question)
         return MatchResult(ok=True, mismatches=[])
     mismatches: list[str] = []

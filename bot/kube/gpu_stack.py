@@ -306,14 +306,22 @@ def sharing(node: Obj) -> tuple[str, int]:
     ``time-slicing`` / ``mps`` / ``none``; a ``.shared`` resource or a replicas label above 1
     without a strategy label reads as time-slicing (older GFD versions label only the replicas).
     """
-    labels = _labels(node)
-    strategy = labels.get(SHARING_STRATEGY, "").lower()
+    return _sharing(node, None)
+
+
+def _sharing(node: Obj, capacity: dict[str, tuple[float, float]] | None) -> tuple[str, int]:
+    """``sharing``, with the node's GPU capacity when the caller has it already."""
+    # two labels read in place: copying every label of the node cost more (asked per GPU node)
+    labels = labels_of(node)
+    if not isinstance(labels, Mapping):
+        labels = {}
+    strategy = str(labels.get(SHARING_STRATEGY, "")).lower()
     try:
-        replicas = int(labels.get(REPLICAS, "1") or 1)
+        replicas = int(str(labels.get(REPLICAS, "1") or 1))
     except ValueError:
         replicas = 1
     if not strategy or strategy == "none":
-        shared = GPU + SHARED_SUFFIX in node_gpu_capacity(node)
+        shared = GPU + SHARED_SUFFIX in (node_gpu_capacity(node) if capacity is None else capacity)
         strategy = "time-slicing" if (replicas > 1 or shared) else "none"
     return strategy, replicas
 
@@ -322,8 +330,8 @@ def is_shared(node: Obj, resource: str) -> bool:
     """The node hands out ``resource`` as replicas of a shared GPU."""
     if gpu_family(resource) != "nvidia" or is_mig_resource(resource):
         return False
+    capacity = node_gpu_capacity(node)
     if resource.endswith(SHARED_SUFFIX):
-        return resource in node_gpu_capacity(node)
-    strategy, _ = sharing(node)
-    return strategy != "none" and resource in node_gpu_capacity(node) and GPU + SHARED_SUFFIX not in \
-        node_gpu_capacity(node)
+        return resource in capacity
+    strategy, _ = _sharing(node, capacity)
+    return strategy != "none" and resource in capacity and GPU + SHARED_SUFFIX not in capacity

@@ -309,9 +309,10 @@ def node_gpu_capacity(node: Mapping[str, Any]) -> dict[str, tuple[float, float]]
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
     result: dict[str, tuple[float, float]] = {}
-    for name in sorted(set(capacity) | set(allocatable)):
-        if not is_gpu_resource(name):
-            continue
+    # the GPU names first: most nodes have none, and the checks ask this of every node
+    names = [n for n in capacity if is_gpu_resource(n)]
+    names += [n for n in allocatable if n not in capacity and is_gpu_resource(n)]
+    for name in sorted(names):
         cap = quantity_or_none(capacity.get(name, 0)) or Decimal(0)
         alloc = quantity_or_none(allocatable.get(name, 0)) or Decimal(0)
         result[name] = (float(cap), float(alloc))

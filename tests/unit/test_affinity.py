@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.kube.affinity import describe_selection, matching_nodes, node_matches, reaches_resource_fit
+from bot.kube.affinity import describe_selection, matching_nodes, node_matches, reaches_resource_fit, selects_nodes
 
 
 def _node(name: str = "gpu-v100-1", **labels: str) -> dict[str, Any]:
@@ -34,6 +34,13 @@ def _expr(key: str, operator: str, *values: str) -> dict[str, Any]:
 def test_no_rules_match_every_node() -> None:
     assert node_matches(_pod(), _node()).ok
     assert node_matches({}, {}).ok
+    assert not selects_nodes(_pod()) and not selects_nodes({}) and not selects_nodes(_pod({}))
+
+
+def test_any_rule_selects_even_one_that_matches_no_node() -> None:
+    assert selects_nodes(_pod({"gpu-type": "a100"}))
+    assert selects_nodes(_pod(terms=[]))  # no terms at all: matches no node
+    assert not node_matches(_pod(terms=[]), _node()).ok
 
 
 def test_node_selector_value_mismatch_and_missing_label() -> None:

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.engine.checks._common import fmt_num
-from bot.engine.facts import Facts
+from bot.engine.facts import Facts, per_question
 from bot.engine.node_rows import ready_condition
-from bot.kube.affinity import node_matches
+from bot.kube.affinity import node_matches, selects_nodes
 from bot.kube.daemonsets import Placement
 from bot.kube.resources import node_gpu_capacity
 from bot.kube.runtime_class import parse as parse_runtime_refusal
@@ -40,10 +40,22 @@ def blocking_taints(pod: Obj, node: Obj) -> list[dict[str, Any]]:
             if t.get("key") != UNSCHEDULABLE_TAINT_KEY and t.get("key") not in NOT_READY_TAINTS]
 
 
+@per_question
+def admitted_nodes(facts: Facts, pod: Obj) -> list[str]:
+    """The nodes whose labels and fields pass the pod's nodeSelector and required node affinity,
+    in ``facts.nodes`` order (every node when it sets neither). Shared: do not change it."""
+    if not selects_nodes(pod):
+        return list(facts.nodes)
+    return [n for n, node in facts.nodes.items() if node_matches(pod, node).ok]
+
+
+@per_question
 def eligible_nodes(facts: Facts, pod: Obj) -> list[str]:
     """Ready GPU machines the pod's nodeSelector / required affinity admits; of those, the ones
-    whose taints it tolerates when there are any (an untolerated taint is its own finding)."""
-    selected = [n for n in gpu_machines(facts) if is_ready(facts.nodes[n]) and node_matches(pod, facts.nodes[n]).ok]
+    whose taints it tolerates when there are any (an untolerated taint is its own finding).
+    Shared: do not change it."""
+    admitted = set(admitted_nodes(facts, pod))
+    selected = [n for n in gpu_machines(facts) if n in admitted and is_ready(facts.nodes[n])]
     tolerated = [n for n in selected if not blocking_taints(pod, facts.nodes[n])]
     return tolerated or selected
 

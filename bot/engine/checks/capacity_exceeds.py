@@ -15,10 +15,9 @@ from typing import Any, TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
-from bot.engine.checks._plugin import blocking_taints
+from bot.engine.checks._plugin import admitted_nodes, blocking_taints
 from bot.engine.facts import Facts
-from bot.kube.affinity import node_matches
-from bot.kube.resources import container_gpu_resources, node_gpu_capacity, pod_node_gpu_requests
+from bot.kube.resources import container_gpu_resources, node_gpu_capacity, pod_node_gpu_requests, quantity_or_none
 
 
 class RequestExceedsNode(TypedDict):
@@ -35,11 +34,22 @@ REQUEST_EXCEEDS_NODE = Code("REQUEST_EXCEEDS_NODE", RequestExceedsNode)
 Obj = dict[str, Any]
 
 
-def usable_nodes(facts: Facts, pod: Obj) -> list[str]:
-    """Nodes the pod's node selection admits (all when none does), narrowed to the tolerated ones."""
-    selected = [n for n, node in facts.nodes.items() if node_matches(pod, node).ok] or list(facts.nodes)
-    tolerated = [n for n in selected if not blocking_taints(pod, facts.nodes[n])]
-    return sorted(tolerated or selected)
+def usable_nodes(facts: Facts, pod: Obj, among: set[str] | None = None) -> list[str]:
+    """Nodes the pod's node selection admits (all when none does), narrowed to the tolerated ones
+    when it tolerates any; only those ``among`` (the nodes that matter) are returned, sorted, so
+    the taints of the thousands of other nodes are not read one by one."""
+    selected = admitted_nodes(facts, pod) or list(facts.nodes)
+    tolerates_some = any(not blocking_taints(pod, facts.nodes[n]) for n in selected)
+    return sorted(
+        n
+        for n in selected
+        if (among is None or n in among) and not (tolerates_some and blocking_taints(pod, facts.nodes[n]))
+    )
+
+
+def _offer_some(node: Obj, resource: str) -> bool:
+    """The node's capacity has some of ``resource`` (what ``node_gpu_capacity`` would say)."""
+    return (quantity_or_none(((node.get("status") or {}).get("capacity") or {}).get(resource, 0)) or 0) > 0
 
 
 def _per_container(pod: Mapping[str, Any], resource: str) -> str:
@@ -59,10 +69,10 @@ def run(facts: Facts) -> Iterator[Detection]:
     asks = pod_node_gpu_requests(pod)
     if not asks:
         return
-    nodes = usable_nodes(facts, pod)
     for resource, want in sorted(asks.items()):
-        sizes = {n: node_gpu_capacity(facts.nodes[n]).get(resource, (0.0, 0.0)) for n in nodes}
-        offering = {n: v for n, v in sizes.items() if v[0] > 0}
+        having = {n for n, node in facts.nodes.items() if _offer_some(node, resource)}
+        nodes = usable_nodes(facts, pod, among=having) if having else []
+        offering = {n: node_gpu_capacity(facts.nodes[n])[resource] for n in nodes}
         if not offering:
             continue  # nobody offers it at all: GPU_RESOURCE_NOT_ADVERTISED's case
         largest = max(sorted(offering), key=lambda n: offering[n][0])

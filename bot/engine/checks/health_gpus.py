@@ -81,16 +81,16 @@ def _scope(facts: Facts) -> dict[str, str]:
     return out
 
 
-def _would_fit(facts: Facts, health: NodeHealth) -> bool:
-    """The waiting pod would fit on this node if its lost or withdrawn cards were back."""
-    pod = facts.pending_pod
-    if pod is None:
+def _would_fit(facts: Facts, health: NodeHealth, asks: dict[str, float]) -> bool:
+    """The waiting pod, asking ``asks``, would fit on this node if its lost or withdrawn cards
+    were back."""
+    if facts.pending_pod is None:
         return False
     back = max(health.withdrawn_count, len(health.by_class("lost")))
     caps = node_gpu_capacity(facts.nodes.get(health.node) or {})
     live = [p for p in facts.node_pods.get(health.node, []) if p.live]
     short = False
-    for resource, want in pod_gpu_requests(pod).items():
+    for resource, want in asks.items():
         free = caps.get(resource, (0.0, 0.0))[1] - sum(p.gpu.get(resource, 0) for p in live)
         if free < want:
             short = True
@@ -150,6 +150,8 @@ def _cordoned(facts: Facts, name: str) -> bool:
 
 def run(facts: Facts) -> Iterator[Outcome]:
     """GPU_LOST and GPU_UNHEALTHY per node in scope."""
+    pending = facts.pending_pod if facts.inv.kind else None  # node-status has no target
+    asks = pod_gpu_requests(pending) if pending is not None else {}  # once, not per node
     for name, place in sorted(_scope(facts).items()):
         health = node_health(facts, name)
         if health.unread == "kernel log not readable":
@@ -157,7 +159,7 @@ def run(facts: Facts) -> Iterator[Outcome]:
         lost = health.by_class("lost")
         sick = health.by_class("reset", "watch")
         withdrawn_left = health.withdrawn_count > len(lost)
-        if place == "candidate" and not _would_fit(facts, health):
+        if place == "candidate" and not _would_fit(facts, health, asks):
             # a waiting pod: only cards the scheduler no longer counts explain the wait, and only
             # where the pod would fit with them back
             continue

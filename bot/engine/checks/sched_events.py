@@ -12,9 +12,10 @@ from typing import Any, TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
+from bot.engine.checks._plugin import admitted_nodes
 from bot.engine.facts import Facts
-from bot.kube.affinity import reaches_resource_fit
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
+from bot.kube.taints import untolerated_taints
 
 
 class PodCount(TypedDict):
@@ -67,7 +68,8 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     offers = {n for n, node in facts.nodes.items() if (allocatable(node, resource) or 0) > 0}
     if not offers:
         return None
-    return sum(1 for n, node in facts.nodes.items() if n not in offers and reaches_resource_fit(pod, node))
+    # reaches_resource_fit, with the node-selection half worked out once per question (it is shared)
+    return sum(1 for n in admitted_nodes(facts, pod) if n not in offers and not untolerated_taints(pod, facts.nodes[n]))
 
 
 def run(facts: Facts) -> Iterator[Detection]:

@@ -29,6 +29,26 @@ def test_exceeds_only_nodes_the_selector_admits_count() -> None:
     assert d.params["node"] == "s" and d.params["value"] == "4"
 
 
+def test_exceeds_counts_tainted_nodes_only_when_the_pod_tolerates_no_node() -> None:
+    taint = {"key": "pool", "value": "big", "effect": "NoSchedule"}
+    nodes = [node("big", gpu=8, taints=[taint]), node("small", gpu=4)]
+    # "small" is tolerated, so the tainted "big" is not a node it may use: 6 never fit on 4
+    d = only("capacity.exceeds", pod=pod(gpu=6), nodes=nodes)
+    assert (d.params["node"], d.params["value"], d.params["count"]) == ("small", "4", 1)
+    # every node tainted: the taint is its own finding, and the sizes are those of all of them
+    both = [node("big", gpu=8, taints=[taint]), node("small", gpu=4, taints=[taint])]
+    assert run("capacity.exceeds", pod=pod(gpu=6), nodes=both) == []
+    # only a CPU node tolerated: no node it may use offers the GPU at all (not this finding's case)
+    gpu_tainted = [node("big", gpu=8, taints=[taint]), node("small", gpu=4, taints=[taint]), node("cpu", gpu=None)]
+    assert run("capacity.exceeds", pod=pod(gpu=16), nodes=gpu_tainted) == []
+
+
+def test_exceeds_uses_every_node_when_the_selector_admits_none() -> None:
+    p = pod(gpu=16, spec={"nodeSelector": {"pool": "gone"}})  # the mismatch is its own finding
+    d = only("capacity.exceeds", pod=p, nodes=[node("a", gpu=8), node("b", gpu=4)])
+    assert (d.params["node"], d.params["count"]) == ("a", 2)
+
+
 # ------------------------------------------------------------------ capacity.gpu
 
 
