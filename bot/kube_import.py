@@ -15,22 +15,44 @@ only). The name-to-module map is read from the package's own ``__init__`` source
 ``from X import Y`` lines), so a client upgrade brings its own map; a name the map does not
 explain runs the package's real ``__init__`` (everything, as before). This is still the official
 client; only the order and moment of its imports change. Nothing here reads a cluster.
+
+Three client modules also import, at module level, what only a rare path uses (``DEFERRED``):
+the REST layer takes requests' proxy rule (asked only when a proxy is configured), the kubeconfig
+loader takes requests-oauthlib and oauthlib (only to refresh an OIDC token), the API client takes
+dateutil's parser and a thread pool (only for typed models and ``async_req``). Together they were
+about 190 of the 690 modules a why-pending imported, ~70 ms of CPU in every cold command. While
+such a module runs, those imports find stand-ins: a name taken from one is a function that
+imports the real module on its first call. The stand-ins are gone from ``sys.modules`` when the
+client module is done, so any later import is the real one.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.machinery
 import re
 import sys
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 #: the client's packages whose ``__init__`` imports every submodule eagerly (outermost first)
 LAZY_PACKAGES = ("kubernetes", "kubernetes.client", "kubernetes.client.api", "kubernetes.client.models")
+
+#: client module -> {module it imports for a rare path: the names it takes from that module}
+DEFERRED: dict[str, dict[str, tuple[str, ...]]] = {
+    # ``should_bypass_proxies`` is called only when the configuration has a proxy
+    "kubernetes.client.rest": {"requests.utils": ("should_bypass_proxies",)},
+    # ``OAuth2Session`` and ``oauthlib.oauth2``'s errors: only in the refresh of an OIDC token, and
+    # requests-oauthlib imports ``oauthlib.oauth2`` for real before those errors can be looked up
+    "kubernetes.config.kube_config": {"requests_oauthlib": ("OAuth2Session",), "oauthlib.oauth2": ()},
+    # dateutil's parser: only to deserialise a date into a model (gpubot reads JSON); the thread
+    # pool: only for ``async_req`` calls, which gpubot does not make
+    "kubernetes.client.api_client": {"dateutil.parser": ("parse",), "multiprocessing.pool": ("ThreadPool",)},
+}
 
 #: ``from X import A`` / ``from X import A, B`` on one line (the generated ``__init__`` files)
 _FROM_IMPORT = re.compile(r"^from ([\w.]+) import ([\w, ]+)$", re.MULTILINE)
@@ -127,9 +149,81 @@ def _lazy_package(name: str, parent_path: Sequence[str] | None) -> _LazyPackage 
     return module
 
 
+def _on_first_call(module: str, name: str) -> Callable[..., Any]:
+    """A stand-in for function ``module.name`` that imports ``module`` when it is first called."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{module}.{name}, imported on its first call (bot.kube_import.DEFERRED)"
+    return call
+
+
+class _StandIn(types.ModuleType):
+    """What ``import X`` and ``from X import name`` find while a ``DEFERRED`` client module runs."""
+
+    def __init__(self, name: str, names: tuple[str, ...]) -> None:
+        super().__init__(name)
+        self.__spec__ = None  # the import system reads it to see whether a module is initialising
+        for attr in names:
+            setattr(self, attr, _on_first_call(name, attr))
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # ``__path__`` and the like: what the import system asks of any module
+            raise AttributeError(attr)
+        # a name the stand-in does not defer: the client module needs the real one now
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+class _DeferringLoader(importlib.abc.Loader):
+    """Runs a client module with stand-ins for the modules ``DEFERRED`` names, then removes them."""
+
+    def __init__(self, loader: importlib.machinery.SourceFileLoader, deferred: dict[str, tuple[str, ...]]) -> None:
+        self.loader = loader
+        self.deferred = deferred
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_filename, …: the real loader's
+        return getattr(self.loader, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        placed = {name: _StandIn(name, names) for name, names in self.deferred.items() if name not in sys.modules}
+        sys.modules.update(placed)
+        try:
+            self.loader.exec_module(module)
+        finally:
+            for name, stand_in in placed.items():
+                if sys.modules.get(name) is stand_in:
+                    del sys.modules[name]
+
+
+class _DeferringFinder(importlib.abc.MetaPathFinder):
+    """Finds the ``DEFERRED`` client modules as usual and gives them the deferring loader."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        deferred = DEFERRED.get(fullname)
+        if deferred is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return spec
+        spec.loader = _DeferringLoader(spec.loader, deferred)
+        return spec
+
+
 def install() -> None:
     """Put the client's eager packages in ``sys.modules`` as lazy ones (once; never when any of
-    them is imported already, since the real package would then be half replaced)."""
+    them is imported already, since the real package would then be half replaced), and defer the
+    rare-path imports of ``DEFERRED``."""
+    if not any(isinstance(finder, _DeferringFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _DeferringFinder())
     if any(name in sys.modules for name in LAZY_PACKAGES):
         return
     made: dict[str, _LazyPackage] = {}

@@ -21,6 +21,12 @@ NEVER_FOR_A_DIAGNOSIS = (
     "kubernetes.leaderelection",
     "websocket",
     "jsonschema",
+    # what the REST layer and the kubeconfig loader use only for a proxy or an OIDC refresh
+    "requests",
+    "requests_oauthlib",
+    "oauthlib.oauth2",
+    "dateutil.parser",
+    "multiprocessing.pool",
 )
 
 
@@ -106,3 +112,38 @@ def test_dir_lists_every_name_before_any_is_used() -> None:
     )
     assert isinstance(real, list) and "CoreV1Api" in real
     assert lazy == [real, False]
+
+
+def test_a_deferred_import_is_the_real_one_when_its_path_is_taken() -> None:
+    """The proxy rule, the OIDC refresh, dates in models and the thread pool work through their
+    stand-ins (``DEFERRED``), which import the real modules on first call, and a later ``import
+    requests`` is the real package."""
+    script = (
+        "import json, sys\n"
+        "import bot\n"
+        "from kubernetes.client import Configuration, rest\n"
+        "from kubernetes.config import kube_config\n"
+        "import urllib3\n"
+        "before = sorted(m for m in ('requests', 'requests_oauthlib', 'oauthlib.oauth2') if m in sys.modules)\n"
+        "def pool(no_proxy):\n"
+        "    c = Configuration(host='http://10.0.0.1:6443')\n"
+        "    c.proxy, c.no_proxy = 'http://127.0.0.1:3128', no_proxy\n"
+        "    return type(rest.RESTClientObject(c).pool_manager).__name__\n"
+        "bypassed, proxied = pool('10.0.0.1'), pool('')\n"
+        "session = kube_config.OAuth2Session(client_id='gpubot')\n"
+        "from kubernetes.client import ApiClient\n"
+        "api = ApiClient()\n"
+        "answer = type('R', (), {'data': json.dumps({'creationTimestamp': '2026-12-03T10:00:00Z'})})()\n"
+        "created = api.deserialize(answer, 'V1ObjectMeta').creation_timestamp.isoformat()\n"
+        "pooled = api.pool.apply(lambda: 'pooled')\n"
+        "api.close()\n"
+        "import requests, requests_oauthlib\n"
+        "error = kube_config.oauthlib.oauth2.rfc6749.errors.InvalidClientIdError\n"
+        "print(json.dumps([before, bypassed, proxied, isinstance(session, requests_oauthlib.OAuth2Session),\n"
+        "                  requests.utils.should_bypass_proxies.__module__, error.__name__,\n"
+        "                  type(sys.modules['requests']).__name__, created, pooled]))\n"
+    )
+    assert _run(script) == [
+        [], "PoolManager", "ProxyManager", True, "requests.utils", "InvalidClientIdError", "module",
+        "2026-12-03T10:00:00+00:00", "pooled",
+    ]
