@@ -444,11 +444,11 @@ class Facts:
         pod = self.pod
         if pod is None:
             return {}
-        wanted = set(pod_node_gpu_requests(pod))
+        wanted = list(pod_node_gpu_requests(pod))
         return {
             name: node
             for name, node in self.nodes.items()
-            if wanted <= set((node.get("status") or {}).get("capacity") or {})
+            if all(r in ((node.get("status") or {}).get("capacity") or {}) for r in wanted)
         }
 
     @cached_property

@@ -73,19 +73,23 @@ def node_change_cutoff(pod: Obj, nodes: Mapping[str, Obj]) -> Cutoff | None:
     asks for: a node that became Ready or joined. None when there is none (or the pod is placed)."""
     if (pod.get("spec") or {}).get("nodeName"):
         return None
-    wanted = set(pod_node_gpu_requests(pod))
-    best: Cutoff | None = None
+    wanted = list(pod_node_gpu_requests(pod))
+    best: tuple[datetime, str, str] | None = None  # worded once, at the end: asked of every node
     for name, node in nodes.items():
-        if not wanted <= set((node.get("status") or {}).get("capacity") or {}):
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        if not all(r in capacity for r in wanted):
             continue
         ready = _condition(node, "Ready")
         if ready.get("status") != "True":
             continue
-        for at, why in ((_parse(ready.get("lastTransitionTime")), f"node {name} became Ready"),
-                        (_parse(meta_of(node).get("creationTimestamp")), f"node {name} joined")):
-            if at is not None and (best is None or at > best.at):
-                best = Cutoff(at, f"{why} at {at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
-    return best
+        for at, why in ((_parse(ready.get("lastTransitionTime")), "became Ready"),
+                        (_parse(meta_of(node).get("creationTimestamp")), "joined")):
+            if at is not None and (best is None or at > best[0]):
+                best = (at, name, why)
+    if best is None:
+        return None
+    at, name, why = best
+    return Cutoff(at, f"node {name} {why} at {at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
 
 
 def history_reason(event: Obj, pod: Obj | None, cutoff: Cutoff | None) -> str:
