@@ -15,7 +15,9 @@ dataclass); any other text is compiled as before, and at exit the module's file 
 with exactly the texts this process used, where Python itself would write bytecode (not under
 ``PYTHONDONTWRITEBYTECODE``, not into a folder it may not write). A file carries the
 interpreter's bytecode magic: another Python ignores it, as one that cannot be read is ignored.
-Classes of other modules (the tests', third parties') are compiled as before.
+Classes of other modules (the tests', third parties') are compiled as before. ``compile_all``
+writes every module's file at once, as ``compileall`` writes bytecode (scripts/test.sh and
+scripts/bench.sh run it after ``compileall``).
 """
 
 from __future__ import annotations
@@ -120,12 +122,30 @@ def _write(path: str, codes: dict[str, types.CodeType]) -> None:
             os.unlink(tmp)
 
 
-def _save() -> None:
-    if sys.dont_write_bytecode:
+def _save(*, always: bool = False) -> None:
+    """Write the files of the modules that compiled something (``always``: even under
+    ``PYTHONDONTWRITEBYTECODE``, as ``compileall`` writes bytecode when asked to)."""
+    if sys.dont_write_bytecode and not always:
         return
     for module in list(_modules.values()):
         if module.missed and module.path is not None:
             _write(module.path, module.used)
+
+
+def compile_all() -> int:
+    """Import every gpubot module and write their files: what an installer runs after
+    ``compileall``, so that the first processes find them too. Returns how many modules have one."""
+    import importlib
+    import pkgutil
+
+    import bot
+
+    for info in pkgutil.walk_packages(bot.__path__, "bot."):
+        if not info.name.endswith(".__main__"):
+            with contextlib.suppress(ImportError):  # an optional dependency not installed
+                importlib.import_module(info.name)
+    _save(always=True)
+    return sum(1 for m in _modules.values() if m.path is not None and os.path.exists(m.path))
 
 
 def install() -> None:

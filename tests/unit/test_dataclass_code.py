@@ -101,22 +101,23 @@ def test_other_modules_and_dont_write_bytecode_leave_no_file(
     assert not _cache_file(tmp_path).exists()
 
 
-def test_real_modules_compile_nothing_the_second_time() -> None:
-    """End to end, two interpreters: the first writes what it compiled, the second compiles none
-    of the methods of the ~140 dataclasses a why-pending's modules define."""
-    script = (
-        "import json, bot, bot.engine.runner, bot.console.output\n"
+def test_after_compile_all_a_command_compiles_nothing() -> None:
+    """End to end, two interpreters, as test.sh and bench.sh run them: ``compile_all`` writes
+    every module's file (even under PYTHONDONTWRITEBYTECODE, like compileall), and a process
+    importing what a diagnosis imports then compiles none of their generated methods."""
+    compile_all = "import json\nfrom bot.dataclass_code import compile_all\nprint(json.dumps(compile_all()))\n"
+    command = (
+        "import json, bot, bot.engine.runner, bot.console.output, bot.oneshot\n"
         "from bot import dataclass_code as d\n"
         "print(json.dumps([len(d._modules), sorted(n for n, m in d._modules.items() if m.missed)]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-    def run() -> Any:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, env=env,
-                              timeout=120, check=False)
+    def run(script: str) -> Any:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.splitlines()[-1])
 
-    run()
-    modules, missed = run()
+    assert run(compile_all) > 100
+    modules, missed = run(command)
     assert modules > 30 and missed == []
