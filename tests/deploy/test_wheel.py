@@ -83,3 +83,15 @@ def test_the_wheel_runs_version_demo_and_the_readme_example(installed: Path, tmp
 
     help_text = _gpubot(installed, "help", cwd=tmp_path)
     assert help_text.stdout.splitlines()[0].endswith(f"(version {package})"), help_text.stdout[:200]
+
+
+def test_the_dockerfiles_dataclass_step_writes_beside_the_installed_bytecode(installed: Path, tmp_path: Path) -> None:
+    """deploy/Dockerfile's build stage runs this after compileall, from its source folder: ``-I``
+    keeps that folder off the path, so the files go beside the installed package's bytecode."""
+    step = "from bot.dataclass_code import compile_all; compile_all()"
+    assert step in (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    (tmp_path / "bot").mkdir()  # a source tree in the working directory, as /src is in the build stage
+    done = _run([str(installed / "python"), "-I", "-c", step], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept = list(installed.parent.glob("lib/python*/site-packages/bot/**/__pycache__/*.dataclasses"))
+    assert len(kept) > 100 and not list(tmp_path.rglob("*.dataclasses"))
