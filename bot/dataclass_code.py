@@ -132,6 +132,14 @@ def _save(*, always: bool = False) -> None:
             _write(module.path, module.used)
 
 
+def release() -> None:
+    """Write what is new now and forget the texts: a long-running process (``gpubot serve``)
+    calls this once its start-up imports are done, so the texts do not stay in its memory (about
+    half a megabyte); a module imported later starts its own record."""
+    _save()
+    _modules.clear()
+
+
 def compile_all() -> int:
     """Import every gpubot module and write their files: what an installer runs after
     ``compileall``, so that the first processes find them too. Returns how many modules have one."""

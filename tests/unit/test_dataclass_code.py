@@ -121,3 +121,12 @@ def test_after_compile_all_a_command_compiles_nothing() -> None:
     assert run(compile_all) > 100
     modules, missed = run(command)
     assert modules > 30 and missed == []
+
+
+def test_release_writes_what_is_new_and_forgets_the_texts(tmp_path: Path, fresh: dict[str, Any]) -> None:
+    _module("bot.fake_cards", tmp_path)
+    assert fresh["bot.fake_cards"].used
+    dataclass_code.release()
+    assert fresh == {} and _cache_file(tmp_path).is_file()
+    _module("bot.fake_cards", tmp_path)  # imported after: its own record, from the file
+    assert not fresh["bot.fake_cards"].missed
