@@ -146,9 +146,8 @@ def compile_all() -> int:
     import importlib
     import pkgutil
 
-    import bot
-
-    for info in pkgutil.walk_packages(bot.__path__, "bot."):
+    # this module's own folder is the package's: no import of the package from here (a cycle)
+    for info in pkgutil.walk_packages([os.path.dirname(__file__)], PACKAGE + "."):
         if not info.name.endswith(".__main__"):
             with contextlib.suppress(ImportError):  # an optional dependency not installed
                 importlib.import_module(info.name)
