@@ -34,16 +34,14 @@ REQUEST_EXCEEDS_NODE = Code("REQUEST_EXCEEDS_NODE", RequestExceedsNode)
 Obj = dict[str, Any]
 
 
-def usable_nodes(facts: Facts, pod: Obj, among: set[str] | None = None) -> list[str]:
+def usable_nodes(facts: Facts, pod: Obj, among: set[str]) -> list[str]:
     """Nodes the pod's node selection admits (all when none does), narrowed to the tolerated ones
     when it tolerates any; only those ``among`` (the nodes that matter) are returned, sorted, so
     the taints of the thousands of other nodes are not read one by one."""
     selected = admitted_nodes(facts, pod) or list(facts.nodes)
     tolerates_some = any(not blocking_taints(pod, facts.nodes[n]) for n in selected)
     return sorted(
-        n
-        for n in selected
-        if (among is None or n in among) and not (tolerates_some and blocking_taints(pod, facts.nodes[n]))
+        n for n in selected if n in among and not (tolerates_some and blocking_taints(pod, facts.nodes[n]))
     )
 
 
