@@ -50,6 +50,8 @@ NODE_DEADLINE_S = 2.0
 #: a loaded 2-core machine, the command deadline, and slack; never a performance bound
 HANG_GUARD_S = COMMAND_DEADLINE_S * 3 + 120
 _ONE = re.compile(r"physical checks on (\S+)$")
+#: why a node is not read when the pods on the GPU nodes could not be listed within the deadline
+UNLISTED = "not read: it rests on pods on GPU nodes, which could not be read"
 
 
 def _hung_fleet(nodes: int = NODES, hung_count: int = HUNG, arrangement: str = "spread") -> tuple[SimCluster, set[str]]:
@@ -143,10 +145,12 @@ async def test_a_third_of_the_fleet_hung_is_named_as_skipped_and_the_process_end
     # transport's (it reached its own deadline) or the command's deadline (its turn never came)
     assert set(named) == not_read, sorted(not_read ^ set(named))[:10]
     # (a node that answers may still miss its own deadline on a loaded machine: it is then
-    # reported the same way, which is the truth, so only the reason is checked here)
-    assert set(named.values()) <= {f"{transport} timeout", DEADLINE_SKIP}, set(named.values())
+    # reported the same way, which is the truth, so only the reason is checked here; on a machine
+    # so loaded that the pods on the nodes were not listed in time, no node is read, and each is
+    # named with that reason)
+    assert set(named.values()) <= {f"{transport} timeout", DEADLINE_SKIP, UNLISTED}, set(named.values())
     assert {rows[n]["ssh"] for n, why in named.items() if why != DEADLINE_SKIP} <= {"timeout"}
-    assert {rows[n]["ssh"] for n, why in named.items() if why == DEADLINE_SKIP} <= {"not checked"}
+    assert {rows[n]["ssh"] for n, why in named.items() if why in (DEADLINE_SKIP, UNLISTED)} <= {"not checked"}
     assert all(row["gpus"] for n, row in rows.items() if n not in not_read), "a row read is read in full"
 
 

@@ -23,7 +23,7 @@ from bot.engine.gather.sources import NO_EXEC, Sources
 from bot.engine.queue_facts import DraFacts, QueueFacts
 from bot.errors import GpubotError, KubeApiError
 from bot.probes.deadline import until
-from bot.report import Unreadable
+from bot.report import DEADLINE_SKIP, NODE_READ_SKIP, Unreadable
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,19 @@ class Loader:
     #: needs that only widen what it reads: when one could not be read the loader still runs,
     #: and its fact stands for what it covers (the checks that read the unread need itself skip)
     soft: tuple[str, ...] = ()
+    #: the report entries ("what") of the parts the fact covers, for naming each one that was not
+    #: read when the loader as a whole was not taken (failed, cancelled, or its inputs unread):
+    #: an operator counts unread nodes by name, not from one line that says "node readings"
+    parts: Callable[[Facts], list[str]] | None = None
+
+    def named_parts(self, facts: Facts) -> list[str]:
+        """The entries of the parts this fact covers (none where unknown or not declared)."""
+        return self.parts(facts) if self.parts is not None else []
+
+    def not_taken(self, facts: Facts, why: str) -> None:
+        """Say in the report that this loader's fact was not read, part by part where it can."""
+        for what in self.named_parts(facts) or [self.label]:
+            facts.skip(what, why)
 
 
 LOADERS: dict[str, Loader] = {
@@ -55,7 +68,10 @@ LOADERS: dict[str, Loader] = {
     "dra_inventory": Loader(queues.dra_inventory, (), DraFacts, "DRA devices (ResourceSlices, ResourceClaims)"),
     "peers": Loader(kube.peers, ("target", "events"), list, "pods the pod's affinity rules name", soft=("events",)),
     "node_pods": Loader(kube.node_pods, ("target", "nodes", "components"), dict, "pods on GPU nodes"),
-    "node_readings": Loader(node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings"),
+    "node_readings": Loader(
+        node.readings, ("target", "nodes", "components", "node_pods"), dict, "node readings",
+        parts=lambda facts: [f"{NODE_READ_SKIP} {n}" for n in node.unread_scope(facts)],
+    ),
     "containers": Loader(container.containers, ("target",), lambda: None, "reads inside the containers"),
 }
 
@@ -103,21 +119,25 @@ async def _load(name: str, facts: Facts, sources: Sources) -> None:
     unread = sorted(n for n in loader.needs if n in facts.unreadable and n not in loader.soft)
     if unread:
         # what it would read rests on facts nobody knows: reading it would only look like an answer
+        # (the unread input is in the report already; the parts are named so each is accounted for)
+        why = "not read: it rests on " + ", ".join(LOADERS[n].label for n in unread) + ", which could not be read"
+        for what in loader.named_parts(facts):
+            facts.skip(what, why)
         facts.cannot_read(name)
         facts.put(name, loader.empty())
         return
     try:
         await loader.fn(facts, sources)
     except KubeApiError as exc:
-        facts.skip(loader.label, exc.user_message)
+        loader.not_taken(facts, exc.user_message)
         facts.cannot_read(name, Unreadable.of(exc, loader.label))
     except GpubotError as exc:
-        facts.skip(loader.label, exc.user_message)
+        loader.not_taken(facts, exc.user_message)
         facts.cannot_read(name, Unreadable(loader.label, "failed", exc.user_message))
     except Exception as exc:  # noqa: BLE001 - a broken loader must not sink the report
         log.exception("loading fact %s failed", name)
         why = f"internal error ({type(exc).__name__})"
-        facts.skip(loader.label, why)
+        loader.not_taken(facts, why)
         facts.cannot_read(name, Unreadable(loader.label, "internal", why + "; rerun with -v"))
     else:
         if not facts.gathered(name):
@@ -151,7 +171,7 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
             name = tasks[task]
             loader = LOADERS[name]
             late = "not finished within the command's deadline"
-            facts.skip(loader.label, late)
+            loader.not_taken(facts, DEADLINE_SKIP if loader.named_parts(facts) else late)
             facts.cannot_read(name, Unreadable(loader.label, "timeout", late))
             facts.put(name, loader.empty())
 

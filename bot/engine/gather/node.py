@@ -46,6 +46,18 @@ def physical_scope(facts: Facts) -> list[str]:
     offer what it asks, most allocated first, at most ``ssh_concurrency`` of them. Nodes whose
     kubelet rejected one of the target's pods at admission (a workload's Failed pods) come first.
     """
+    candidates = _scope(facts)
+    limit = facts.ssh_concurrency if facts.inv.kind else len(candidates)
+    if len(candidates) > limit:
+        facts.skip(
+            f"{NODE_READ_SKIP} some nodes",
+            f"looked at the {limit} most allocated of {len(candidates)} candidate nodes",
+        )
+    return candidates[:limit]
+
+
+def _scope(facts: Facts) -> list[str]:
+    """``physical_scope`` before its cut to ``ssh_concurrency`` candidates of a pending pod."""
     if not facts.inv.kind:
         return facts.scope_nodes
     pod = facts.target.pod
@@ -55,7 +67,7 @@ def physical_scope(facts: Facts) -> list[str]:
     rejected = sorted({r.node for r in facts.admission_rejected if r.node in facts.nodes})
     node = (pod.get("spec") or {}).get("nodeName")
     if node:
-        return [str(node)] + [n for n in rejected if n != node][: max(facts.ssh_concurrency - 1, 0)]
+        return ([str(node)] + [n for n in rejected if n != node])[: max(facts.ssh_concurrency, 1)]
     wanted = set(pod_gpu_requests(pod))
     if not wanted:
         return rejected[: facts.ssh_concurrency]
@@ -65,14 +77,18 @@ def physical_scope(facts: Facts) -> list[str]:
         if wanted & set(((facts.nodes[n].get("status") or {}).get("capacity") or {}).keys())
     ]
     candidates.sort(key=lambda n: -_allocated_share(facts.node_pods.get(n, [])))
-    candidates = rejected + [n for n in candidates if n not in rejected]
-    limit = facts.ssh_concurrency
-    if len(candidates) > limit:
-        facts.skip(
-            f"{NODE_READ_SKIP} some nodes",
-            f"looked at the {limit} most allocated of {len(candidates)} candidate nodes",
-        )
-    return candidates[:limit]
+    return rejected + [n for n in candidates if n not in rejected]
+
+
+def unread_scope(facts: Facts) -> list[str]:
+    """The nodes the readings would have covered, for naming each one when the readings as a
+    whole were not taken (cancelled at the deadline, or resting on a fact that could not be
+    read). Empty where the scope itself rests on an unread fact: no node is claimed then."""
+    rests_on = ("nodes", "components") + (("target", "node_pods") if facts.inv.kind else ())
+    if any(name in facts.unreadable or not facts.gathered(name) for name in rests_on):
+        return []
+    scope = _scope(facts)
+    return scope[: facts.ssh_concurrency] if facts.inv.kind else scope
 
 
 def ssh_targets(
