@@ -39,7 +39,7 @@ from bot.slack.remediation import SlackRemediation
 from bot.slack.transport import SlackServer
 from bot.slack.watch_buttons import register_watch_buttons
 from bot.slack.watch_notifier import SlackWatchNotifier
-from bot.slack.web import new_web_client
+from bot.slack.web import CountingWebClient, new_web_client
 from bot.state.contracts import Leader, SeenRequests
 from bot.state.leadership import SoleLeader
 from bot.state.opening import open_state
@@ -80,9 +80,8 @@ class Bot:
         await self.service.close()
         if self.seen is not None:
             self.seen.close()
-        session = getattr(self.web, "session", None)
-        if session is not None and not session.closed:
-            await session.close()
+        if isinstance(self.web, CountingWebClient):
+            await self.web.aclose()
 
 
 def build_bot(

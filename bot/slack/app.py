@@ -21,7 +21,6 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.error import BoltUnhandledRequestError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.commands import commands_for
 from bot.errors import ConfigError, GpubotError
@@ -37,7 +36,7 @@ from bot.slack.parse import parse_slash
 from bot.slack.runner import Answerer, SlashRequest
 from bot.slack.slots import DiagnosisSlots
 from bot.slack.tasks import TaskTracker
-from bot.slack.web import new_web_client
+from bot.slack.web import new_web_client, response_hook
 
 log = logging.getLogger("gpubot.slack")
 
@@ -256,7 +255,7 @@ def create_app(
         if on_remediate is None:
             if response_url:
                 bot.after_ack_once(
-                    context, "remediate-not-enabled", key, lambda: _say_not_enabled(response_url), kind="action"
+                    context, "remediate-not-enabled", key, lambda: _say_not_enabled(response_url, web), kind="action"
                 )
             return
         click = Click(offer, user, channel, message_ts, response_url, blocks=blocks, thread_ts=thread_ts, kind=kind)
@@ -281,8 +280,8 @@ def create_app(
     return bot
 
 
-async def _say_not_enabled(response_url: str) -> None:
-    await AsyncWebhookClient(response_url).send(
+async def _say_not_enabled(response_url: str, web: AsyncWebClient) -> None:
+    await response_hook(response_url, web).send(
         text=NOT_ENABLED, response_type="ephemeral", replace_original=False
     )
 

@@ -17,12 +17,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.slack import limits as L
 from bot.slack.blocks import Block
 from bot.slack.offer_messages import LINE_LIMIT, replace_offer
-from bot.slack.web import SLACK_FAILURES, failure_text
+from bot.slack.web import SLACK_FAILURES, failure_text, response_hook
 
 log = logging.getLogger("gpubot.slack.offers")
 
@@ -160,7 +159,7 @@ class OfferEditor:
         if not response_url:
             return
         try:
-            await AsyncWebhookClient(response_url).send(
+            await response_hook(response_url, self.client).send(
                 text=L.clip(text, L.MAX_FALLBACK_TEXT), response_type="ephemeral", replace_original=False
             )
         except Exception:  # noqa: BLE001 - a lost ephemeral note must not fail the click handling

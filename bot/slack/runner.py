@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.commands import Invocation
 from bot.errors import GpubotError
@@ -39,7 +38,7 @@ from bot.slack.identities import SlackIdentities
 from bot.slack.offer_messages import offer_ids_in
 from bot.slack.plaintext import full_text
 from bot.slack.slots import DiagnosisSlots
-from bot.slack.web import SLACK_FAILURES, failure_text
+from bot.slack.web import SLACK_FAILURES, failure_text, response_hook
 from bot.views.groups import FixKey, group_findings
 from bot.views.node_picture import PICTURE_MIN_NODES, render_node_picture
 
@@ -316,7 +315,7 @@ class Answerer:
     async def _webhook(self, req: SlashRequest, msg: B.Rendered, *, response_type: str) -> None:
         if not req.response_url:
             return
-        hook = AsyncWebhookClient(req.response_url)
+        hook = response_hook(req.response_url, self._client)
         try:
             resp = await hook.send(
                 text=msg.text, blocks=msg.blocks, response_type=response_type, replace_original=False

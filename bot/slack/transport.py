@@ -27,6 +27,7 @@ from bot.slack.app import AFTER_ACK, Job, SlackBot
 from bot.slack.bolt_adapter import send_socket_mode_ack, socket_mode_headers
 from bot.slack.health import add_health_routes
 from bot.slack.payloads import MalformedPayload, parse, shape_error
+from bot.slack.web import CountingWebClient
 
 log = logging.getLogger("gpubot.slack")
 
@@ -204,6 +205,8 @@ class SlackServer:
         cancelled = await self.bot.drain(grace_s)
         if self._runner is not None:
             await self._runner.cleanup()
+        if isinstance(self.bot.app.client, CountingWebClient):
+            await self.bot.app.client.aclose()  # its kept connections to Slack, after the last answer
         log_event(log, "slack app stopped", cancelled=cancelled)
         return cancelled
 

@@ -11,6 +11,7 @@ the user still sees (the command's ``response_url``) and count it, never "intern
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -26,6 +27,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.observability import Metrics
 from bot.settings import Settings
@@ -62,10 +64,62 @@ class CountingRateLimitHandler(AsyncRateLimitErrorRetryHandler):
         return await super().can_retry_async(state=state, request=request, response=response, error=error)
 
 
+class LoopSession:
+    """One aiohttp session, made on first use in the running event loop, for every Slack call.
+
+    slack_sdk opens a new session, so a new TCP connection and TLS handshake with slack.com, for
+    each call made without one; the bot posts and edits messages and answers ``response_url`` all
+    day, and each post paid a handshake (a click's refusal notes: one connection each). A session
+    belongs to the loop it was made in: a call from another loop gets its own, and the old one is
+    left to that loop. ``timeout_s`` is the whole call's limit, as slack_sdk sets it on a session
+    of its own.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    def get(self) -> aiohttp.ClientSession | None:
+        """The running loop's session; None outside a loop (slack_sdk then makes one per call)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout_s))
+            self._loop = loop
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session if this loop made it (at shutdown, after the last call)."""
+        session, self._session = self._session, None
+        if session is not None and not session.closed and self._loop is asyncio.get_running_loop():
+            await session.close()
+
+
 class CountingWebClient(AsyncWebClient):
-    """An ``AsyncWebClient`` that counts the calls that failed after their retries."""
+    """An ``AsyncWebClient`` that counts the calls that failed after their retries, and keeps its
+    connections to Slack open between calls (``LoopSession``), for Bolt's per-request clients and
+    ``response_url`` posts too (``response_hook``)."""
 
     metrics: Metrics | None = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._pool = LoopSession(kwargs.get("timeout", 30))  # slack_sdk's default call limit
+        super().__init__(**kwargs)
+
+    @property  # type: ignore[override]
+    def session(self) -> aiohttp.ClientSession | None:
+        return self._pool.get()
+
+    @session.setter
+    def session(self, given: aiohttp.ClientSession | None) -> None:
+        if given is not None:
+            raise ValueError("CountingWebClient keeps its own session")
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         try:
@@ -91,6 +145,11 @@ def new_web_client(settings: Settings, *, metrics: Metrics | None = None) -> Asy
     )
     client.metrics = metrics
     return client
+
+
+def response_hook(url: str, web: AsyncWebClient | None) -> AsyncWebhookClient:
+    """A poster to a command's or click's ``response_url`` on ``web``'s connections."""
+    return AsyncWebhookClient(url, session=web.session if web is not None else None)
 
 
 #: what a Web API or response_url call raises when Slack refuses after the retries or never answers

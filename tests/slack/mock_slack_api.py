@@ -32,6 +32,13 @@ class Call:
     token: str = ""
     at: float = field(default_factory=time.monotonic)
     raw: bytes = b""
+    #: the client's address and port: one per TCP connection the client opened
+    peer: str = ""
+
+
+def _peer(request: web.Request) -> str:
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    return f"{peer[0]}:{peer[1]}" if peer else ""
 
 
 class MockSlackApi:
@@ -147,7 +154,7 @@ class MockSlackApi:
         body, raw = await self._read(request)
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") or str(body.get("token", ""))
-        self.calls.append(Call(method, body, token, raw=raw))
+        self.calls.append(Call(method, body, token, raw=raw, peer=_peer(request)))
         headers = {"x-oauth-scopes": self.scopes} if self.scopes is not None else None
         if method in self.failures:
             return web.json_response({"ok": False, "error": self.failures[method]}, headers=headers)
@@ -234,12 +241,14 @@ class MockSlackApi:
 
     async def _upload(self, request: web.Request) -> web.Response:
         raw = await request.read()
-        self.calls.append(Call("upload", {"file_id": request.match_info["file_id"]}, raw=raw))
+        self.calls.append(Call("upload", {"file_id": request.match_info["file_id"]}, raw=raw, peer=_peer(request)))
         return web.Response(text=f"OK - {len(raw)}")
 
     async def _response(self, request: web.Request) -> web.Response:
         body, raw = await self._read(request)
-        self.calls.append(Call("response_url", {**body, "hook": request.match_info["hook"]}, raw=raw))
+        self.calls.append(
+            Call("response_url", {**body, "hook": request.match_info["hook"]}, raw=raw, peer=_peer(request))
+        )
         return web.Response(text="ok")
 
     # -- Socket Mode -------------------------------------------------------------------------
