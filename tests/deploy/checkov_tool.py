@@ -40,20 +40,32 @@ def checkov() -> str:
     with open(venv.parent / f"{venv.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time; the others wait, then reuse it
         if not done.exists():
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
-            proc = subprocess.run(
-                # --no-compile: byte-compiling all ~100 packages cost 20 s of CPU on every CI run
-                # (a fresh HOME); the scan compiles only what it imports, once
-                [str(venv / "bin" / "pip"), "install", "-q", "--no-compile", "-r", str(REQUIREMENTS)],
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            if proc.returncode != 0:
-                raise AssertionError(f"installing checkov into {venv} failed:\n{proc.stderr[-3000:]}")
+            _install(venv)
             done.write_text(REQUIREMENTS.read_text())
     return str(exe)
+
+
+def _install(venv: Path) -> None:
+    """The pinned checkov into a new virtualenv at ``venv``: with uv where the project's
+    environment has it (scripts/bootstrap.sh installs it; seconds, where pip took 60-100 s of
+    every CI run, whose HOME is fresh), else, or if uv fails, with pip."""
+    uv = Path(sys.executable).parent / "uv"
+    if uv.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True, timeout=120)
+        proc = _run([str(uv), "pip", "install", "--quiet", "--native-tls", "--python", str(venv / "bin" / "python"),
+                     "-r", str(REQUIREMENTS)])
+        if proc.returncode == 0:
+            return
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+    # --no-compile: byte-compiling all ~100 packages cost 20 s of CPU on every CI run (a fresh
+    # HOME); the scan compiles only what it imports, once
+    proc = _run([str(venv / "bin" / "pip"), "install", "-q", "--no-compile", "-r", str(REQUIREMENTS)])
+    if proc.returncode != 0:
+        raise AssertionError(f"installing checkov into {venv} failed:\n{proc.stderr[-3000:]}")
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
 
 def scan(directory: Path, frameworks: list[str]) -> list[dict[str, Any]]:
