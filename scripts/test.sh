@@ -15,16 +15,17 @@ python -m compileall -q bot >/dev/null
 python -c 'from bot.dataclass_code import compile_all; compile_all()'
 export PYTHONDONTWRITEBYTECODE=
 # Two passes. First every test but the `exclusive` ones, their files shared out whole among
-# parallel workers (pytest-xdist): two per CPU this process may use (nproc; not xdist's `auto`,
-# which counts physical cores where psutil is installed), or GPUBOT_TEST_WORKERS. Most tests wait
-# on subprocesses, simulators and sockets more than they compute, so two workers a core keep the
-# CPUs busy; a module's fixtures are still made once. Then the `exclusive` tests (a wall-clock
-# deadline is what they check) one at a time with the machine to themselves: interleaved, each
-# one stopped every worker until the longest running test ended. `-n 0` in the arguments runs
-# the first pass in this one process, as pdb and -s need. The ten slowest tests are listed.
+# parallel workers (pytest-xdist), the slowest files first (tests/slow_files.yaml): two per CPU
+# this process may use (nproc; not xdist's `auto`, which counts physical cores where psutil is
+# installed), or GPUBOT_TEST_WORKERS. Most tests wait on subprocesses, simulators and sockets more
+# than they compute, so two workers a core keep the CPUs busy; a module's fixtures are still made
+# once. Then the `exclusive` tests (a wall-clock deadline is what they check) one at a time with
+# the machine to themselves: interleaved, each one stopped every worker until the longest running
+# test ended. `-n 0` in the arguments runs the first pass in this one process, as pdb and -s need.
+# The ten slowest tests are listed.
 workers="${GPUBOT_TEST_WORKERS:-$(( 2 * $(nproc 2>/dev/null || echo 1) ))}"
 status=0
-python -m pytest -q -n "$workers" --dist loadfile --durations=10 -m "not exclusive" "$@" || status=$?
+python -m pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder --durations=10 -m "not exclusive" "$@" || status=$?
 if [ "$#" -eq 0 ]; then
   # only the files that have such tests: collecting the whole suite again costs more than they run
   mapfile -t exclusive < <(grep -rl --include='test_*.py' 'pytest.mark.exclusive' tests | sort)

@@ -9,10 +9,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import settings as hypothesis_settings
 
 from bot.sim.scenario import Scenario
 from bot.sim.ssh_server import SshFleet
+
+SLOW_FILES = Path(__file__).with_name("slow_files.yaml")
 
 # CI runs the same examples every time (a failure there is reproducible, never a coin toss);
 # locally hypothesis keeps exploring. Found failures are pinned with @example. No profile has a
@@ -63,6 +66,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "exclusive: a wall-clock assertion (an answer within a deadline): with parallel workers "
         "(scripts/test.sh) the test runs while no other test does, so another worker's load cannot fail it",
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first (tests/slow_files.yaml), each file's tests kept together and in
+    order. Parallel workers take whole files in this order (scripts/test.sh passes
+    ``--no-loadscope-reorder``; xdist's own order, most tests first, put the long one-test files
+    last, and one worker ran them while the others had nothing left)."""
+    seconds = yaml.safe_load(SLOW_FILES.read_text(encoding="utf-8")) or {}
+    weight = {item: float(seconds.get(item.nodeid.split("::", 1)[0], 0.0)) for item in items}
+    items.sort(key=lambda item: -weight[item])  # stable: every other order is kept
 
 
 @pytest.fixture(autouse=True)

@@ -30,9 +30,7 @@ import re
 import time
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Literal, Protocol
-
-import asyncssh
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from bot.errors import ActionError
 from bot.probes.checkpoint import CHECKPOINT_PATH, Checkpoint, CheckpointError, parse_checkpoint
@@ -46,6 +44,9 @@ from bot.probes.ssh import (
     open_connection,
     run_command,
 )
+
+if TYPE_CHECKING:  # asyncssh is imported by the probes' SSH client when it connects
+    import asyncssh
 
 RESTART_KUBELET = "systemctl restart kubelet"
 STOP_KUBELET = "systemctl stop kubelet"
