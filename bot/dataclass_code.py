@@ -16,8 +16,9 @@ with exactly the texts this process used, where Python itself would write byteco
 ``PYTHONDONTWRITEBYTECODE``, not into a folder it may not write). A file carries the
 interpreter's bytecode magic: another Python ignores it, as one that cannot be read is ignored.
 Classes of other modules (the tests', third parties') are compiled as before. ``compile_all``
-writes every module's file at once, as ``compileall`` writes bytecode (scripts/test.sh and
-scripts/bench.sh run it after ``compileall``).
+writes every module's file at once, as ``compileall`` writes bytecode (``python -m
+bot.precompile`` runs it; scripts/test.sh, scripts/bench.sh and the Dockerfile run that after
+``compileall``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import marshal
 import os
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 #: the modules whose dataclass methods are kept: gpubot's own
@@ -140,17 +142,23 @@ def release() -> None:
     _modules.clear()
 
 
-def compile_all() -> int:
-    """Import every gpubot module and write their files: what an installer runs after
-    ``compileall``, so that the first processes find them too. Returns how many modules have one."""
+def import_all() -> None:
+    """Import every gpubot module (those of an optional dependency not installed are left out)."""
     import importlib
     import pkgutil
 
     # this module's own folder is the package's: no import of the package from here (a cycle)
     for info in pkgutil.walk_packages([os.path.dirname(__file__)], PACKAGE + "."):
         if not info.name.endswith(".__main__"):
-            with contextlib.suppress(ImportError):  # an optional dependency not installed
+            with contextlib.suppress(ImportError):
                 importlib.import_module(info.name)
+
+
+def compile_all(import_everything: Callable[[], None] = import_all) -> int:
+    """Import every gpubot module (through ``import_everything``) and write their files: what an
+    installer runs after ``compileall`` (``python -m bot.precompile``), so that the first
+    processes find them too. Returns how many modules have one."""
+    import_everything()
     _save(always=True)
     return sum(1 for m in _modules.values() if m.path is not None and os.path.exists(m.path))
 

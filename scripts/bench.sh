@@ -13,6 +13,7 @@ command -v kubectl >/dev/null || { echo "bench: kubectl is needed on PATH" >&2; 
 # has it if something wrote it, and with PYTHONDONTWRITEBYTECODE set nothing does: every cold CLI
 # run would compile bot/ from source. Compile it once, as an install would.
 python -m compileall -q bot bench >/dev/null
-# and the methods @dataclass generates, kept beside that bytecode (bot/dataclass_code.py)
-python -c 'from bot.dataclass_code import compile_all; compile_all()'
+# and what every process would redo at start-up, kept beside that bytecode: the methods @dataclass
+# generates, the compiled regular expressions, the validated runbooks (bot/precompile.py)
+python -m bot.precompile >/dev/null
 python -m bench.run_all "$@"

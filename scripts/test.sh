@@ -11,8 +11,9 @@ ruff check bot tests bench
 # rewrote the assertions of all ~280 test modules again while collecting (15 s of each worker's
 # start). Compile bot/ once, as an install would, and let pytest keep its rewritten modules.
 python -m compileall -q bot >/dev/null
-# and the methods @dataclass generates, kept beside that bytecode (bot/dataclass_code.py)
-python -c 'from bot.dataclass_code import compile_all; compile_all()'
+# and what every process would redo at start-up, kept beside that bytecode: the methods @dataclass
+# generates, the compiled regular expressions, the validated runbooks (bot/precompile.py)
+python -m bot.precompile >/dev/null
 export PYTHONDONTWRITEBYTECODE=
 # Two passes. First every test but the `exclusive` ones, their files shared out whole among
 # parallel workers (pytest-xdist), the slowest files first (tests/slow_files.yaml): two per CPU

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import cast
 
 import bot
+from bot.engine import runbook_cache
 from bot.engine.check import Check
 from bot.engine.checks import builtin_checks
 from bot.engine.runbook_model import FindingTemplate, Runbook, RunbookSet
@@ -110,7 +111,12 @@ def load_with_overrides(overrides: str | Path | None, *, checks: Mapping[str, Ch
 #: a process that builds several services, or a test suite that runs hundreds of in-process
 #: commands, parsed and cross-checked the same unchanged files each time (~0.1 s a time); a
 #: changed, added or removed file is a new key
-_VALIDATED: dict[tuple[str, tuple[tuple[str, int, int], ...]], tuple[RunbookSet, list[str]]] = {}
+_VALIDATED: dict[runbook_cache.SetKey, tuple[RunbookSet, list[str]]] = {}
+
+
+def _set_key(files: list[Path], directory: str) -> runbook_cache.SetKey:
+    """What a validated set is kept under: its directory and each file's path, mtime and size."""
+    return directory, tuple((str(p), st.st_mtime_ns, st.st_size) for p in files for st in [p.stat()])
 
 
 def _check_files(files: list[Path], checks: Mapping[str, Check] | None, directory: str) -> tuple[RunbookSet, list[str]]:
@@ -118,9 +124,11 @@ def _check_files(files: list[Path], checks: Mapping[str, Check] | None, director
     key = None
     if checks is None:
         try:
-            key = (directory, tuple((str(p), st.st_mtime_ns, st.st_size) for p in files for st in [p.stat()]))
+            key = _set_key(files, directory)
         except OSError:
             key = None  # read below, where the problem is named
+        if key is not None and key not in _VALIDATED and (kept := runbook_cache.load(key)) is not None:
+            _VALIDATED[key] = kept  # validated by an earlier process (bot/engine/runbook_cache.py)
         if key in _VALIDATED:
             rs, problems = _VALIDATED[key]
             # the caller's own mappings (the runbooks in them are shared: swap one, never edit it): one that swaps a
@@ -131,7 +139,19 @@ def _check_files(files: list[Path], checks: Mapping[str, Check] | None, director
     rs, problems = _read_and_assemble(files, checks, directory)
     if key is not None:
         _VALIDATED[key] = (rs, list(problems))
+        runbook_cache.save(key, rs, problems)
     return rs, problems
+
+
+def keep_builtin() -> bool:
+    """Validate the built-in set and keep it for later processes even under
+    ``PYTHONDONTWRITEBYTECODE`` (``python -m bot.precompile`` runs it after ``compileall``); True if it is valid."""
+    builtin = builtin_runbook_dir()
+    files = runbook_files(builtin)
+    key = _set_key(files, str(builtin))
+    rs, problems = _read_and_assemble(files, builtin_checks(), str(builtin))
+    runbook_cache.save(key, rs, problems, always=True)
+    return not problems
 
 
 def _read_and_assemble(

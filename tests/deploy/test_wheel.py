@@ -85,13 +85,17 @@ def test_the_wheel_runs_version_demo_and_the_readme_example(installed: Path, tmp
     assert help_text.stdout.splitlines()[0].endswith(f"(version {package})"), help_text.stdout[:200]
 
 
-def test_the_dockerfiles_dataclass_step_writes_beside_the_installed_bytecode(installed: Path, tmp_path: Path) -> None:
+def test_the_dockerfiles_precompile_step_writes_beside_the_installed_bytecode(installed: Path, tmp_path: Path) -> None:
     """deploy/Dockerfile's build stage runs this after compileall, from its source folder: ``-I``
     keeps that folder off the path, so the files go beside the installed package's bytecode."""
-    step = "from bot.dataclass_code import compile_all; compile_all()"
+    step = "python -I -m bot.precompile"
     assert step in (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
     (tmp_path / "bot").mkdir()  # a source tree in the working directory, as /src is in the build stage
-    done = _run([str(installed / "python"), "-I", "-c", step], cwd=tmp_path)
+    done = _run([str(installed / "python"), "-I", "-m", "bot.precompile"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    kept = list(installed.parent.glob("lib/python*/site-packages/bot/**/__pycache__/*.dataclasses"))
+    site = next(installed.parent.glob("lib/python*/site-packages"))
+    kept = list(site.glob("bot/**/__pycache__/*.dataclasses"))
     assert len(kept) > 100 and not list(tmp_path.rglob("*.dataclasses"))
+    # the compiled regular expressions and the validated built-in runbooks (bot/precompile.py)
+    assert list(site.glob("bot/__pycache__/regex.*.sre")) and list(site.glob("bot/engine/__pycache__/*.runbooks"))
+    assert not list(tmp_path.rglob("__pycache__"))

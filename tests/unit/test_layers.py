@@ -105,12 +105,13 @@ NAMES = {_module_name(p): p for p in MODULES}
 #: the package it serves (README, "How it is built")
 TOP = {
     # entry points and composition roots
-    "cli", "demo", "oneshot", "server", "service", "wiring",
+    "cli", "demo", "oneshot", "precompile", "server", "service", "wiring",
     # cross-cutting: errors, exit statuses, names, the command table, logs and metrics, ...
     "aio", "commands", "errors", "exit_codes", "identity", "log_stream", "names", "observability",
     "registry", "suggest", "version",
-    # how the interpreter starts gpubot: the client imported by the piece, dataclass methods kept compiled
-    "dataclass_code", "kube_import",
+    # how the interpreter starts gpubot: the client imported by the piece, dataclass methods and
+    # regular expressions kept compiled
+    "dataclass_code", "kube_import", "regex_code",
 }
 
 

@@ -1,0 +1,35 @@
+"""``python -m bot.precompile``: what an installer runs after ``compileall``, so that the first
+gpubot processes start as fast as the later ones.
+
+It imports every gpubot module once and keeps, beside the bytecode, what each process would
+otherwise redo at start-up: the methods ``@dataclass`` generates (bot/dataclass_code.py), the
+regular expressions those imports compile (bot/regex_code.py) and the validated built-in
+runbooks (bot/engine/runbook_cache.py). Written even under ``PYTHONDONTWRITEBYTECODE``, as
+``compileall`` writes bytecode when asked to. scripts/test.sh, scripts/bench.sh and the
+Dockerfile's build stage run it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from bot import dataclass_code, regex_code
+from bot.engine.runbook_dir import keep_builtin
+
+
+def main() -> int:
+    patterns = 0
+
+    def import_everything() -> None:
+        nonlocal patterns
+        patterns = regex_code.record_all(dataclass_code.import_all)
+
+    modules = dataclass_code.compile_all(import_everything)
+    valid = keep_builtin()
+    print(f"kept: dataclass methods of {modules} modules, {patterns} regular expressions, "
+          f"the built-in runbooks ({'valid' if valid else 'with problems'})")
+    return 0 if valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The validated runbook set kept between processes (bot/engine/runbook_cache.py): same set, and
+any change to a runbook file or to gpubot's code is a miss."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.engine import runbook_cache, runbook_dir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private cache file, writes allowed, and no set validated in this process yet."""
+    path = tmp_path / "runbooks.pickle"
+    monkeypatch.setattr(runbook_cache, "cache_path", lambda: str(path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(runbook_dir, "_VALIDATED", {})
+    yield path
+
+
+def overrides(tmp_path: Path, text: str = "") -> Path:
+    """An override directory whose one file replaces the built-in why-pending runbook."""
+    root = tmp_path / "overrides"
+    root.mkdir(exist_ok=True)
+    shutil.copy(runbook_dir.builtin_runbook_dir() / "why-pending.yaml", root / "why-pending.yaml")
+    if text:
+        with (root / "why-pending.yaml").open("a", encoding="utf-8") as f:
+            f.write(text)
+    return root
+
+
+def test_a_later_process_gets_the_same_set_without_reading_the_files(
+    kept: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = overrides(tmp_path)
+    first, problems = runbook_dir.check_with_overrides(root, None)
+    assert problems == [] and kept.is_file()
+    monkeypatch.setattr(runbook_dir, "_VALIDATED", {})  # a new process
+    monkeypatch.setattr(runbook_dir, "_read_and_assemble", lambda *a: pytest.fail("the files were read again"))
+    again, problems = runbook_dir.check_with_overrides(root, None)
+    assert problems == [] and again == first
+
+
+def test_a_changed_runbook_file_is_read_again(kept: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = overrides(tmp_path)
+    runbook_dir.check_with_overrides(root, None)
+    monkeypatch.setattr(runbook_dir, "_VALIDATED", {})
+    overrides(tmp_path, "\nnot_a_key: 1\n")  # same name, new size and mtime
+    _, problems = runbook_dir.check_with_overrides(root, None)
+    assert any("not_a_key" in p for p in problems), problems
+
+
+def test_changed_code_is_a_miss(kept: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = overrides(tmp_path)
+    rs, problems = runbook_dir.check_with_overrides(root, None)
+    key = runbook_dir._set_key(sorted(root.iterdir()), str(root))
+    runbook_cache.save(key, rs, problems)
+    assert runbook_cache.load(key) is not None
+    stamp = runbook_cache._code_stamp()
+    monkeypatch.setattr(runbook_cache, "_code_stamp", lambda: (*stamp, ("bot/new_check.py", 1, 1)))
+    assert runbook_cache.load(key) is None
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", runbook_cache.MAGIC + b"\x80\x05not a pickle"])
+def test_a_damaged_file_is_a_miss(kept: Path, content: bytes) -> None:
+    kept.write_bytes(content)
+    assert runbook_cache.load(("x", ())) is None
+
+
+def test_nothing_is_written_where_bytecode_would_not_be_unless_asked(
+    kept: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    runbook_cache.save(("x", ()), None, [])
+    assert not kept.exists()
+    runbook_cache.save(("x", ()), None, [], always=True)
+    assert runbook_cache.load(("x", ())) == (None, [])
+
+
+def test_after_precompile_a_command_reads_no_runbook_file() -> None:
+    """End to end, two interpreters under PYTHONDONTWRITEBYTECODE, as test.sh and bench.sh run them."""
+    script = (
+        "from bot.engine import runbook_dir\n"
+        "runbook_dir.parse_yaml = None  # any read of a file would fail\n"
+        "rs = runbook_dir.load_with_overrides(None)\n"
+        "print(sorted(rs.diagnoses))\n"
+    )
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for argv in (["-m", "bot.precompile"], ["-c", script]):
+        proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=REPO, env=env,
+                              timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "why-pending" in proc.stdout
