@@ -82,11 +82,11 @@ def install() -> None:
 
 def record_all(import_everything: Callable[[], None]) -> int:
     """Run ``import_everything`` recording each pattern ``re`` generates code for, and write the
-    file (with what was kept before). Returns how many patterns the file holds."""
+    file with exactly those. Returns how many patterns the file holds."""
     path = cache_path()
     if path is None:
         return 0
-    recorded: Kept = dict(_read(path))
+    recorded: Kept = {}
     current: list[tuple[str | bytes, int]] = []
     original_sre = _sre.compile
 
