@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 
 from bot import dataclass_code, regex_code
-from bot.engine.runbook_dir import keep_builtin
 
 
 def main() -> int:
@@ -25,6 +24,9 @@ def main() -> int:
         patterns = regex_code.record_all(dataclass_code.import_all)
 
     modules = dataclass_code.compile_all(import_everything)
+    # imported only now: a module imported before the recording would compile nothing in it
+    from bot.engine.runbook_dir import keep_builtin
+
     valid = keep_builtin()
     print(f"kept: dataclass methods of {modules} modules, {patterns} regular expressions, "
           f"the built-in runbooks ({'valid' if valid else 'with problems'})")
