@@ -16,7 +16,8 @@ only). The name-to-module map is read from the package's own ``__init__`` source
 explain runs the package's real ``__init__`` (everything, as before). This is still the official
 client; only the order and moment of its imports change. Nothing here reads a cluster.
 
-Three client modules also import, at module level, what only a rare path uses (``DEFERRED``):
+Three client modules (and urllib3's HTTP/2 switch) also import, at module level, what only a rare
+path uses (``DEFERRED``):
 the REST layer takes requests' proxy rule (asked only when a proxy is configured), the kubeconfig
 loader takes requests-oauthlib and oauthlib (only to refresh an OIDC token), the API client takes
 dateutil's parser and a thread pool (only for typed models and ``async_req``). Together they were
@@ -29,7 +30,6 @@ client module is done, so any later import is the real one.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import re
 import sys
@@ -52,6 +52,9 @@ DEFERRED: dict[str, dict[str, tuple[str, ...]]] = {
     # dateutil's parser: only to deserialise a date into a model (gpubot reads JSON); the thread
     # pool: only for ``async_req`` calls, which gpubot does not make
     "kubernetes.client.api_client": {"dateutil.parser": ("parse",), "multiprocessing.pool": ("ThreadPool",)},
+    # urllib3 (the client's HTTP layer) asks importlib.metadata for h2's version only when HTTP/2 is
+    # injected into it, which the client never does; importlib.metadata brings zipfile and more
+    "urllib3.http2": {"importlib.metadata": ("version",)},
 }
 
 #: ``from X import A`` / ``from X import A, B`` on one line (the generated ``__init__`` files)
@@ -178,8 +181,12 @@ class _StandIn(types.ModuleType):
         return getattr(importlib.import_module(self.__name__), attr)
 
 
-class _DeferringLoader(importlib.abc.Loader):
-    """Runs a client module with stand-ins for the modules ``DEFERRED`` names, then removes them."""
+class _DeferringLoader:
+    """Runs a client module with stand-ins for the modules ``DEFERRED`` names, then removes them.
+
+    A plain class, as is the finder below: the import system asks only for these methods, and
+    ``importlib.abc`` imports importlib.resources, tempfile, shutil and three compressors (about
+    5 ms of every process's start-up) for base classes that add nothing here."""
 
     def __init__(self, loader: importlib.machinery.SourceFileLoader, deferred: dict[str, tuple[str, ...]]) -> None:
         self.loader = loader
@@ -202,7 +209,7 @@ class _DeferringLoader(importlib.abc.Loader):
                     del sys.modules[name]
 
 
-class _DeferringFinder(importlib.abc.MetaPathFinder):
+class _DeferringFinder:
     """Finds the ``DEFERRED`` client modules as usual and gives them the deferring loader."""
 
     def find_spec(
@@ -214,7 +221,7 @@ class _DeferringFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return spec
-        spec.loader = _DeferringLoader(spec.loader, deferred)
+        spec.loader = _DeferringLoader(spec.loader, deferred)  # type: ignore[assignment]
         return spec
 
 

@@ -27,6 +27,9 @@ NEVER_FOR_A_DIAGNOSIS = (
     "oauthlib.oauth2",
     "dateutil.parser",
     "multiprocessing.pool",
+    # urllib3's HTTP/2 switch (importlib.metadata), and what importlib.abc would bring
+    "importlib.metadata",
+    "importlib.resources",
 )
 
 
@@ -137,13 +140,15 @@ def test_a_deferred_import_is_the_real_one_when_its_path_is_taken() -> None:
         "created = api.deserialize(answer, 'V1ObjectMeta').creation_timestamp.isoformat()\n"
         "pooled = api.pool.apply(lambda: 'pooled')\n"
         "api.close()\n"
+        "from urllib3 import http2\n"
+        "h2_check = (http2.version('urllib3') == urllib3.__version__, 'importlib.metadata' in sys.modules)\n"
         "import requests, requests_oauthlib\n"
         "error = kube_config.oauthlib.oauth2.rfc6749.errors.InvalidClientIdError\n"
         "print(json.dumps([before, bypassed, proxied, isinstance(session, requests_oauthlib.OAuth2Session),\n"
         "                  requests.utils.should_bypass_proxies.__module__, error.__name__,\n"
-        "                  type(sys.modules['requests']).__name__, created, pooled]))\n"
+        "                  type(sys.modules['requests']).__name__, created, pooled, h2_check]))\n"
     )
     assert _run(script) == [
         [], "PoolManager", "ProxyManager", True, "requests.utils", "InvalidClientIdError", "module",
-        "2026-12-03T10:00:00+00:00", "pooled",
+        "2026-12-03T10:00:00+00:00", "pooled", [True, True],
     ]
