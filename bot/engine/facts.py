@@ -24,7 +24,7 @@ from bot.engine.cards import CardPods, CardVerdicts, EarlyCards, card_pods, card
 from bot.engine.queue_facts import DraFacts, QueueFacts
 from bot.errors import GpubotError, NodeProbeError
 from bot.kube.admission import Rejection, rejections
-from bot.kube.gpu import gpu_node_names, is_gpu_component
+from bot.kube.gpu import gpu_node_names, is_gpu_component, nodes_that_may_offer
 from bot.kube.objects import Obj, meta_of, uid_of
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
@@ -317,7 +317,9 @@ class Facts:
         value: EventFacts = self._get("events")
         if not value.aged and "target" in self._values:
             pod = self.target.pod
-            nodes = self._values.get("nodes") or {}
+            # the nodes that offer what the pod asks (shared with the checks): a walk of every
+            # node per question was the largest cost of a warm why-pending on a big cluster
+            nodes = self.candidates if self._values.get("nodes") else {}
             value.age(pod, node_change_cutoff(pod, nodes) if pod is not None and nodes else None)
         return value
 
@@ -445,10 +447,11 @@ class Facts:
         if pod is None:
             return {}
         wanted = list(pod_node_gpu_requests(pod))
+        nodes = self.nodes
         return {
-            name: node
-            for name, node in self.nodes.items()
-            if all(r in ((node.get("status") or {}).get("capacity") or {}) for r in wanted)
+            name: nodes[name]
+            for name in nodes_that_may_offer(nodes, wanted)
+            if all(r in ((nodes[name].get("status") or {}).get("capacity") or {}) for r in wanted)
         }
 
     @cached_property

@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.kube.daemonsets import Placement, placement
 from bot.kube.objects import labels_of, meta_of, name_of, owner_refs_of
-from bot.kube.resources import gpu_family, node_gpu_capacity
+from bot.kube.resources import GpuCapacity, gpu_family, node_gpu_capacity
 
 Obj = Mapping[str, Any]
 
@@ -105,12 +105,13 @@ def nfd_workers(controllers: Iterable[Obj]) -> list[Obj]:
     return [c for c in controllers if is_daemonset(c) and any(h in name_of(c).lower() for h in NFD_WORKER_HINTS)]
 
 
-def served_families(node: Obj) -> set[str]:
+def served_families(node: Obj, capacity: GpuCapacity | None = None) -> set[str]:
     """Resource families the node has allocatable cards of: some plugin registers them there.
 
     A capacity of 0 does not count: the kubelet keeps a resource whose plugin went away at 0
-    instead of dropping it."""
-    return {f for r, (_, a) in node_gpu_capacity(node).items() if a > 0 and (f := gpu_family(r)) is not None}
+    instead of dropping it. ``capacity``: the node's ``node_gpu_capacity`` where the caller has it."""
+    caps = node_gpu_capacity(node) if capacity is None else capacity
+    return {f for r, (_, a) in caps.items() if a > 0 and (f := gpu_family(r)) is not None}
 
 
 # ---------------------------------------------------------------------------------------- operator

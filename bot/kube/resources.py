@@ -303,6 +303,10 @@ def spec_problems(pod: Mapping[str, Any]) -> list[SpecProblem]:
     return problems
 
 
+#: ``node_gpu_capacity``'s answer, as a caller that asks it once and passes it on holds it
+GpuCapacity = Mapping[str, tuple[float, float]]
+
+
 def node_gpu_capacity(node: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     """``{resource: (capacity, allocatable)}`` for every GPU resource a node reports."""
     status = node.get("status") or {}

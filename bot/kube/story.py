@@ -70,7 +70,8 @@ def scheduled_at(pod: Obj) -> datetime | None:
 
 def node_change_cutoff(pod: Obj, nodes: Mapping[str, Obj]) -> Cutoff | None:
     """The newest change a pending pod's scheduler reacts to on a node that could offer what it
-    asks for: a node that became Ready or joined. None when there is none (or the pod is placed)."""
+    asks for: a node that became Ready or joined. None when there is none (or the pod is placed).
+    ``nodes``: the cluster's, or any part of them that holds every node offering what it asks."""
     if (pod.get("spec") or {}).get("nodeName"):
         return None
     wanted = list(pod_node_gpu_requests(pod))

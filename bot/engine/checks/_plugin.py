@@ -15,7 +15,7 @@ from bot.engine.facts import Facts, per_question
 from bot.engine.node_rows import ready_condition
 from bot.kube.affinity import node_matches, selects_nodes
 from bot.kube.daemonsets import Placement
-from bot.kube.resources import node_gpu_capacity
+from bot.kube.resources import GpuCapacity, node_gpu_capacity
 from bot.kube.runtime_class import parse as parse_runtime_refusal
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
@@ -60,16 +60,18 @@ def eligible_nodes(facts: Facts, pod: Obj) -> list[str]:
     return tolerated or selected
 
 
-def short_of(node: Obj, resource: str) -> bool:
+def short_of(node: Obj, resource: str, caps: GpuCapacity | None = None) -> bool:
     """The node offers none of ``resource``, or less than its capacity (cards marked unhealthy or a
-    plugin that stopped: the kubelet keeps capacity and drops allocatable)."""
-    capacity, alloc = node_gpu_capacity(node).get(resource, (0.0, 0.0))
+    plugin that stopped: the kubelet keeps capacity and drops allocatable). ``caps``: the node's
+    ``node_gpu_capacity`` where the caller has it (a check asking it of hundreds of nodes)."""
+    capacity, alloc = (node_gpu_capacity(node) if caps is None else caps).get(resource, (0.0, 0.0))
     return alloc <= 0 or alloc < capacity
 
 
-def offer_text(node: Obj, resource: str) -> str:
-    capacity, alloc = node_gpu_capacity(node).get(resource, (0.0, 0.0))
-    if resource not in node_gpu_capacity(node):
+def offer_text(node: Obj, resource: str, caps: GpuCapacity | None = None) -> str:
+    caps = node_gpu_capacity(node) if caps is None else caps
+    capacity, alloc = caps.get(resource, (0.0, 0.0))
+    if resource not in caps:
         return f"no {resource}"
     return f"{resource} allocatable {fmt_num(alloc)} of capacity {fmt_num(capacity)}"
 

@@ -17,6 +17,7 @@ from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import admitted_nodes, blocking_taints
 from bot.engine.facts import Facts
+from bot.kube.gpu import nodes_that_may_offer
 from bot.kube.resources import container_gpu_resources, node_gpu_capacity, pod_node_gpu_requests, quantity_or_none
 
 
@@ -68,7 +69,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if not asks:
         return
     for resource, want in sorted(asks.items()):
-        having = {n for n, node in facts.nodes.items() if _offer_some(node, resource)}
+        having = {n for n in nodes_that_may_offer(facts.nodes, [resource]) if _offer_some(facts.nodes[n], resource)}
         nodes = usable_nodes(facts, pod, among=having) if having else []
         offering = {n: node_gpu_capacity(facts.nodes[n])[resource] for n in nodes}
         if not offering:

@@ -54,7 +54,7 @@ from bot.kube.gpu_stack import (
     stage_states,
 )
 from bot.kube.objects import labels_of, meta_of
-from bot.kube.resources import gpu_family, pod_gpu_requests
+from bot.kube.resources import GpuCapacity, gpu_family, node_gpu_capacity, pod_gpu_requests
 from bot.kube.taints import taint_str
 
 
@@ -132,9 +132,15 @@ def _left_to_operator(facts: Facts, operands: dict[str, Obj], ds: Obj, node: str
 
 
 def _examine(
-    facts: Facts, stack: _Stack, node: str, families: set[str], problems: dict[tuple[str, str], Problem]
+    facts: Facts,
+    stack: _Stack,
+    node: str,
+    families: set[str],
+    problems: dict[tuple[str, str], Problem],
+    caps: GpuCapacity | None = None,
 ) -> None:
-    """Record what keeps a plugin for ``families`` from running on ``node``."""
+    """Record what keeps a plugin for ``families`` from running on ``node`` (``caps``: its
+    ``node_gpu_capacity`` where the caller has it)."""
     obj = facts.nodes[node]
     serving = stack.serving(families)
     placed = [(d, placement(d, facts.components.pods, obj)) for d in serving]
@@ -151,7 +157,7 @@ def _examine(
                     problems[(f"{p.namespace}/{p.daemonset}", placement_status(p))].lines.append(
                         f"{node}: MIG labels " + ", ".join(f"{k}={v}" for k, v in sorted(mig.items())))
         return
-    if served_families(obj):
+    if served_families(obj, caps):
         return  # something registers cards here: a plugin run by the host (Bottlerocket), or another stack
     if placed:
         for d, p in placed:
@@ -271,11 +277,14 @@ def run(facts: Facts) -> Iterator[Detection]:
             if family is None:
                 continue
             for node in eligible:
-                if (node, family) in seen or not short_of(facts.nodes[node], resource):
+                if (node, family) in seen:
+                    continue
+                caps = node_gpu_capacity(facts.nodes[node])  # asked once here, used three times
+                if not short_of(facts.nodes[node], resource, caps):
                     continue
                 seen.add((node, family))
-                _examine(facts, stack, node, {family}, problems)
-                lead.append(f"{node}: {offer_text(facts.nodes[node], resource)}; "
+                _examine(facts, stack, node, {family}, problems, caps)
+                lead.append(f"{node}: {offer_text(facts.nodes[node], resource, caps)}; "
                             f"{pod_ref(pod)} asks {resource}: {fmt_num(want)}")
                 taints = blocking_taints(pod, facts.nodes[node])
                 if taints:

@@ -14,6 +14,7 @@ from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import admitted_nodes
 from bot.engine.facts import Facts
+from bot.kube.gpu import nodes_that_may_offer
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
 from bot.kube.taints import untolerated_taints
 
@@ -64,12 +65,14 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     """
     if not is_gpu_resource(resource):
         return None
-    # the one allocatable value per node, not every GPU resource of every node: 5,000 nodes a question
-    offers = {n for n, node in facts.nodes.items() if (allocatable(node, resource) or 0) > 0}
+    # the one allocatable value per node, not every GPU resource of every node, and only of the
+    # nodes that may offer it (the kubelet lists a resource in allocatable as in capacity)
+    nodes = facts.nodes
+    offers = {n for n in nodes_that_may_offer(nodes, [resource]) if (allocatable(nodes[n], resource) or 0) > 0}
     if not offers:
         return None
     # reaches_resource_fit, with the node-selection half worked out once per question (it is shared)
-    return sum(1 for n in admitted_nodes(facts, pod) if n not in offers and not untolerated_taints(pod, facts.nodes[n]))
+    return sum(1 for n in admitted_nodes(facts, pod) if n not in offers and not untolerated_taints(pod, nodes[n]))
 
 
 def run(facts: Facts) -> Iterator[Detection]:
