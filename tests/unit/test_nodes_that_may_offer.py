@@ -1,0 +1,72 @@
+"""A question walks only the GPU-marked nodes of the watch cache's NodeMap to find those offering
+what a pod asks (bot.kube.gpu.nodes_that_may_offer), and answers exactly as over a plain map."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.engine.facts import Facts
+from bot.kube.gpu import marks_gpu, nodes_that_may_offer
+from bot.kube.node_map import NodeMap
+from tests import facts as f
+
+Obj = dict[str, Any]
+
+
+def cluster() -> dict[str, Obj]:
+    """CPU nodes around GPU nodes of three kinds, one cordoned, one tainted, one labelled GPU
+    without advertising any (its plugin never registered)."""
+    nodes = [f.node(f"cpu-{i}", gpu=None) for i in range(6)]
+    nodes += [f.node("gpu-a", gpu=4), f.node("gpu-b", gpu=8, unschedulable=True),
+              f.node("gpu-c", gpu=8, taints=[{"key": "gpu", "value": "x", "effect": "NoSchedule"}]),
+              f.node("mig-a", gpu=7, resource="nvidia.com/mig-1g.10gb"),
+              f.node("amd-a", gpu=2, resource="amd.com/gpu"),
+              f.node("gpu-zero", gpu=0),
+              f.node("labelled", gpu=None, labels={"nvidia.com/gpu.present": "true"})]
+    return {n["metadata"]["name"]: n for n in nodes}
+
+
+def marked(nodes: dict[str, Obj]) -> NodeMap:
+    return NodeMap(nodes, [n for n, o in nodes.items() if marks_gpu(o)], marks_gpu)
+
+
+def test_a_node_map_gives_its_gpu_marks_in_order_and_anything_else_every_node() -> None:
+    nodes = cluster()
+    names = list(nodes_that_may_offer(marked(nodes), ["nvidia.com/gpu"]))
+    assert names == sorted(n for n in nodes if not n.startswith("cpu-"))
+    assert list(nodes_that_may_offer(nodes, ["nvidia.com/gpu"])) == list(nodes)  # a plain map
+    assert list(nodes_that_may_offer(marked(nodes), [])) == list(nodes)  # asks nothing: every node
+    assert list(nodes_that_may_offer(marked(nodes), ["cpu"])) == list(nodes)  # not a GPU resource
+    other = NodeMap(nodes, ["cpu-0"], lambda node: False)  # marks of another rule are not GPU marks
+    assert list(nodes_that_may_offer(other, ["nvidia.com/gpu"])) == list(nodes)
+
+
+def _with_nodes(facts: Facts, nodes: dict[str, Obj]) -> Facts:
+    facts.put("nodes", nodes)
+    return facts
+
+
+@pytest.mark.parametrize(
+    ("resource", "gpu", "message"),
+    [
+        ("nvidia.com/gpu", 16,
+         "0/13 nodes are available: 6 Insufficient nvidia.com/gpu, 7 node(s) had untolerated taint."),
+        ("nvidia.com/gpu", 2, "0/13 nodes are available: 9 Insufficient nvidia.com/gpu."),
+        ("nvidia.com/mig-1g.10gb", 9, "0/13 nodes are available: 12 Insufficient nvidia.com/mig-1g.10gb."),
+        ("amd.com/gpu", 1, "0/13 nodes are available: 12 Insufficient amd.com/gpu."),
+    ],
+)
+def test_checks_answer_the_same_over_a_node_map_and_a_plain_map(resource: str, gpu: int, message: str) -> None:
+    nodes = cluster()
+    target = f.pod("p", gpu=gpu, resource=resource)
+    answers = []
+    for view in (dict(nodes), marked(nodes)):
+        built = _with_nodes(f.facts(pod=target, events=[f.event(message)]), view)
+        found = []
+        for name in ("capacity.exceeds", "sched.events", "plugin.daemonset", "capacity.gpu"):
+            found += [(d.code, d.subject, sorted(d.params.items()), d.evidence) for d in f.check(name).run(built)]
+        answers.append((sorted(built.candidates), found, built.events.aged))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == sorted(n for n, o in nodes.items() if resource in o["status"]["capacity"])
