@@ -13,6 +13,7 @@ import time
 
 from bot.aio import in_daemon_thread
 from bot.commands import Invocation, Surface, command_prefix
+from bot.engine.checks import builtin_checks
 from bot.engine.facts import Facts
 from bot.engine.gather import NO_EXEC, Sources
 from bot.engine.help_text import help_text, runbook_report
@@ -56,8 +57,11 @@ class Service:
         self._ready = False
 
     async def start(self) -> None:
-        """Create the default cluster's clients so the first command does not pay for it."""
+        """Create the default cluster's clients and import the checks so the first command does
+        not pay for them: with the runbooks validated by an earlier process (runbook_cache) the
+        ~55 check modules are first imported by a diagnosis, on the event loop that acks Slack."""
         self.clients.for_cluster("")
+        builtin_checks()
         self._ready = True
 
     def ready(self) -> bool:

@@ -100,3 +100,22 @@ def test_after_precompile_a_command_reads_no_runbook_file() -> None:
                               timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "why-pending" in proc.stdout
+
+
+def test_the_bot_imports_the_checks_at_start_not_in_its_first_answer() -> None:
+    """With the runbooks from the cache nothing imports the check modules before a diagnosis; the
+    long-running bot's start does, so its first answer does not stall the loop that acks Slack."""
+    script = (
+        "import asyncio, sys\n"
+        "from bot.service import Service\n"
+        "from bot.settings import load_settings\n"
+        "service = Service(load_settings(env={}))\n"
+        "before = 'bot.engine.checks.sched_events' in sys.modules\n"
+        "service.clients.for_cluster = lambda name: None  # no cluster here: only what start warms\n"
+        "asyncio.run(service.start())\n"
+        "print(before, 'bot.engine.checks.sched_events' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == "True", proc.stdout
