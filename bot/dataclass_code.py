@@ -107,18 +107,23 @@ def _read(path: str) -> dict[str, types.CodeType]:
 
 
 def _write(path: str, codes: dict[str, types.CodeType]) -> None:
-    """Replace ``path`` with ``codes`` atomically (processes exit side by side); quietly not at all
-    where the folder cannot be written."""
-    import tempfile  # at exit only, and only when something was compiled
+    write_beside_bytecode(path, importlib.util.MAGIC_NUMBER + marshal.dumps(codes))
+
+
+def write_beside_bytecode(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (processes exit side by side), readable like the
+    bytecode beside it; quietly not at all where the folder cannot be written. What this module,
+    ``bot.regex_code`` and ``bot.engine.runbook_cache`` keep is written so."""
+    import tempfile  # only when something is written
 
     folder = os.path.dirname(path)
     with contextlib.suppress(OSError):
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dataclasses.")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(importlib.util.MAGIC_NUMBER + marshal.dumps(codes))
-            os.chmod(tmp, 0o644)  # readable like the bytecode beside it
+                out.write(data)
+            os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except OSError:
             os.unlink(tmp)

@@ -115,16 +115,6 @@ def record_all(import_everything: Callable[[], None]) -> int:
 
 
 def _write(path: str, kept: Kept) -> None:
-    import tempfile
+    from bot.dataclass_code import write_beside_bytecode  # at precompile time only
 
-    folder = os.path.dirname(path)
-    with contextlib.suppress(OSError):
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".regex.")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(HEADER + marshal.dumps(kept))
-            os.chmod(tmp, 0o644)  # readable like the bytecode beside it
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
+    write_beside_bytecode(path, HEADER + marshal.dumps(kept))

@@ -23,6 +23,8 @@ import pickle
 import sys
 from typing import Any
 
+from bot.dataclass_code import write_beside_bytecode
+
 #: what the file starts with; another interpreter or layout ignores it
 MAGIC = importlib.util.MAGIC_NUMBER + b"gpubot-runbooks-1\n"
 #: the key of a validated set: its directory and its files' (path, mtime_ns, size)
@@ -80,16 +82,4 @@ def save(key: SetKey, rs: Any, problems: list[str], *, always: bool = False) -> 
     path = cache_path()
     if path is None or (sys.dont_write_bytecode and not always):
         return
-    import tempfile  # only when a set was validated
-
-    folder = os.path.dirname(path)
-    with contextlib.suppress(OSError):
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".runbooks.")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(MAGIC + pickle.dumps((key, _code_stamp(), rs, list(problems)), protocol=5))
-            os.chmod(tmp, 0o644)  # readable like the bytecode beside it
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
+    write_beside_bytecode(path, MAGIC + pickle.dumps((key, _code_stamp(), rs, list(problems)), protocol=5))

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -15,8 +12,7 @@ from typing import Any
 import pytest
 
 from bot import dataclass_code
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.interpreter import run_json
 
 SOURCE = '''
 from dataclasses import dataclass, field
@@ -111,15 +107,8 @@ def test_after_compile_all_a_command_compiles_nothing() -> None:
         "from bot import dataclass_code as d\n"
         "print(json.dumps([len(d._modules), sorted(n for n, m in d._modules.items() if m.missed)]))\n"
     )
-
-    def run(script: str) -> Any:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(proc.stdout.splitlines()[-1])
-
-    assert run(compile_all) > 100
-    modules, missed = run(command)
+    assert run_json(compile_all) > 100
+    modules, missed = run_json(command)
     assert modules > 30 and missed == []
 
 

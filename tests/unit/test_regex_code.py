@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bot import regex_code
+from tests.interpreter import run_json
 
-REPO = Path(__file__).resolve().parents[2]
 PATTERNS = [
     (r"(?P<node>[a-z0-9.-]+) didn't match (?P<what>.+?)(?:, |\.$)", 0),
     (r"^\s*GPU\s+(\d+):\s*(?:ERR!|[\d.]+)\s*$", re.MULTILINE | re.IGNORECASE),
@@ -80,7 +76,6 @@ def test_after_compile_all_a_diagnosis_compiles_almost_no_pattern() -> None:
     """End to end, two interpreters, as test.sh and bench.sh run them: ``bot.precompile`` keeps the
     patterns, and a process importing what a diagnosis imports then compiles almost none (those
     of modules imported before gpubot: argparse, the interpreter's start-up)."""
-    compile_all = "from bot.precompile import main; main()\n"
     command = (
         "import json, re._compiler as c\n"
         "misses = []\n"
@@ -90,13 +85,6 @@ def test_after_compile_all_a_diagnosis_compiles_almost_no_pattern() -> None:
         "from bot import regex_code\n"
         "print(json.dumps([len(regex_code._kept), len(misses)]))\n"
     )
-
-    def run(script: str) -> str:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc.stdout.splitlines()[-1] if proc.stdout else ""
-
-    run(compile_all)
-    kept, misses = json.loads(run(command))
+    run_json("", argv=("-m", "bot.precompile"))
+    kept, misses = run_json(command)
     assert kept > 150 and misses <= 5, (kept, misses)
