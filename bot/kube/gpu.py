@@ -125,9 +125,10 @@ def is_gpu_node(node: Obj, component_nodes: Iterable[str] = ()) -> bool:
 
 def nodes_that_may_offer(nodes: Mapping[str, Obj], resources: Collection[str]) -> Iterable[str]:
     """The names of ``nodes`` that may advertise any of ``resources`` (GPU resources, as a pod asks
-    them), in ``nodes``' order: a ``NodeMap``'s GPU marks where there are some, since a node whose
-    capacity lists a GPU resource is marked; else every name. A question at 5,000 nodes then walks
-    its 500 GPU nodes, not all of them, to find those offering what a pod asks."""
+    them): a ``NodeMap``'s GPU marks, by name (the watch cache's map is in that order), since a
+    node whose capacity lists a GPU resource is marked; else every name, in ``nodes``' order. A
+    question at 5,000 nodes then walks its 500 GPU nodes, not all of them, to find those offering
+    what a pod asks."""
     if isinstance(nodes, NodeMap) and nodes.mark is marks_gpu and all(is_gpu_resource(r) for r in resources):
         return sorted(nodes.marked) if resources else nodes.keys()
     return nodes.keys()

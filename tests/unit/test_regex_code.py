@@ -24,8 +24,10 @@ def kept_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     path = tmp_path / "regex.sre"
     monkeypatch.setattr(regex_code, "cache_path", lambda: str(path))
     monkeypatch.setattr(regex_code, "_kept", {})
+    # as a process starts: not installed yet (this one installed the repository's file at import;
+    # monkeypatch puts that back afterwards)
+    monkeypatch.setattr(re._compiler, "compile", regex_code._original_compile)  # type: ignore[attr-defined]
     yield path
-    re._compiler.compile = regex_code._original_compile  # type: ignore[attr-defined]
     re.purge()
 
 
@@ -34,12 +36,15 @@ def compile_them() -> None:
         re.compile(pattern, flags)
 
 
-def test_a_kept_pattern_is_the_pattern_re_builds(kept_file: Path) -> None:
+def test_a_kept_pattern_is_the_pattern_re_builds(kept_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert regex_code.record_all(compile_them) == len(PATTERNS)
     expected = {(p, f): re.compile(p, f) for p, f in PATTERNS}
     regex_code.install()
     assert re._compiler.compile is regex_code._kept_compile  # type: ignore[attr-defined]
     re.purge()
+    original = regex_code._original_compile
+    # only the kept code may build these: compiling one from its text would fail the test
+    monkeypatch.setattr(regex_code, "_original_compile", lambda p, flags=0: pytest.fail(f"compiled {p!r}"))
     for (pattern, flags), want in expected.items():
         got = re.compile(pattern, flags)
         assert got is not want  # built again, from the kept code
@@ -50,6 +55,7 @@ def test_a_kept_pattern_is_the_pattern_re_builds(kept_file: Path) -> None:
         "node": "gpu-1", "what": "Pod's node affinity/selector"}
     assert re.compile(PATTERNS[1][0], PATTERNS[1][1]).findall("gpu 0: 12\n  GPU 1: ERR!\n") == ["0", "1"]
     assert re.compile(PATTERNS[2][0]).findall(b"\x00a=1\x00bb=2") == [b"a", b"bb"]
+    monkeypatch.setattr(regex_code, "_original_compile", original)
 
 
 def test_a_pattern_not_kept_is_compiled_as_before(kept_file: Path) -> None:
