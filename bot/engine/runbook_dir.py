@@ -143,15 +143,16 @@ def _check_files(files: list[Path], checks: Mapping[str, Check] | None, director
     return rs, problems
 
 
-def keep_builtin() -> bool:
+def keep_builtin() -> list[str]:
     """Validate the built-in set and keep it for later processes even under
-    ``PYTHONDONTWRITEBYTECODE`` (``python -m bot.precompile`` runs it after ``compileall``); True if it is valid."""
+    ``PYTHONDONTWRITEBYTECODE`` (``python -m bot.precompile`` runs it after ``compileall``).
+    Returns its problems (none: valid), for the step to name them."""
     builtin = builtin_runbook_dir()
     files = runbook_files(builtin)
     key = _set_key(files, str(builtin))
     rs, problems = _read_and_assemble(files, builtin_checks(), str(builtin))
     runbook_cache.save(key, rs, problems, always=True)
-    return not problems
+    return problems
 
 
 def _read_and_assemble(
