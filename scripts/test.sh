@@ -20,10 +20,11 @@ export PYTHONDONTWRITEBYTECODE=
 # this process may use (nproc; not xdist's `auto`, which counts physical cores where psutil is
 # installed), or GPUBOT_TEST_WORKERS. Most tests wait on subprocesses, simulators and sockets more
 # than they compute, so two workers a core keep the CPUs busy; a module's fixtures are still made
-# once. Then the `exclusive` tests (a wall-clock deadline is what they check) one at a time with
-# the machine to themselves: interleaved, each one stopped every worker until the longest running
-# test ended. `-n 0` in the arguments runs the first pass in this one process, as pdb and -s need.
-# The ten slowest tests are listed.
+# once. Then the `exclusive` tests (a wall-clock deadline is what they check) with no ordinary
+# test beside them: interleaved, each one stopped every worker until the longest running test
+# ended. They wait on deadlines far more than they compute (under half a core each, measured), so
+# two workers run their two files at once. `-n 0` in the arguments runs both passes in this one
+# process, as pdb and -s need. The ten slowest tests are listed.
 workers="${GPUBOT_TEST_WORKERS:-$(( 2 * $(nproc 2>/dev/null || echo 1) ))}"
 status=0
 python -m pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder --durations=10 -m "not exclusive" "$@" || status=$?
@@ -32,5 +33,5 @@ if [ "$#" -eq 0 ]; then
   mapfile -t exclusive < <(grep -rl --include='test_*.py' 'pytest.mark.exclusive' tests | sort)
   set -- "${exclusive[@]}"
 fi
-python -m pytest -q -n 0 --durations=5 -m exclusive "$@" || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
+python -m pytest -q -n 2 --dist loadfile --durations=5 -m exclusive "$@" || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }
 exit "$status"

@@ -64,7 +64,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "exclusive: a wall-clock assertion (an answer within a deadline): with parallel workers "
-        "(scripts/test.sh) the test runs while no other test does, so another worker's load cannot fail it",
+        "the test runs while no ordinary test does, so another worker's load cannot fail it "
+        "(scripts/test.sh runs them in a pass of their own, two at a time: each uses under half a core)",
     )
 
 
@@ -84,13 +85,16 @@ def one_at_a_time_when_exclusive(
 ) -> Iterator[None]:
     """Under pytest-xdist every test holds a shared lock on one file of this run and an
     ``exclusive`` test holds it exclusively: it waits for the other workers' running tests and
-    they start no new one until it ends. Without workers there is nothing to wait for.
+    they start no new one until it ends. Without workers there is nothing to wait for; in a run
+    of the exclusive tests alone they run beside each other.
 
     ``flock`` prefers no one: while an exclusive test waited, the other workers kept taking the
     shared lock between their tests and it waited minutes (228 s in one run with four workers).
     So an exclusive test first holds a gate that every test passes on its way in: the workers
     finish the test they are in and then queue behind it."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not os.environ.get("PYTEST_XDIST_WORKER") or request.config.getoption("markexpr") == "exclusive":
+        # no workers, or a run of the exclusive tests only (scripts/test.sh's second pass): they
+        # wait on deadlines more than they compute, and two of them at once stay under one core
         yield
         return
     # the run's temp root (pytest-N), above each worker's own basetemp (pytest-N/popen-gwK)

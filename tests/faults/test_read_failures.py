@@ -238,8 +238,10 @@ def test_an_api_server_out_of_reach_is_the_whole_answer(
 
 # ------------------------------------------------------------------ the deadline (issue 31.3)
 
-#: the deadline the issue measured with; the answer is due 1 s after it, counted from the spawn
-DEADLINE_S = 3.0
+#: the command deadline these tests give (issue 31.3 measured with 5 s and the default 20 s); the
+#: answer is due 1 s after it, counted from the spawn. Two seconds leave a cold process more than
+#: a second after its imports for the reads, and each test waits it out, alone on the machine
+DEADLINE_S = 2.0
 MARGIN_S = 1.0
 
 
