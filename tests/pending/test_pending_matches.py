@@ -29,7 +29,7 @@ from bot.pending import run as pending_run
 from bot.pending.scan import is_stuck_gpu_pod
 from bot.service import Service
 from bot.sim.cluster import SimCluster
-from bot.sim.scenario import ApiFault
+from bot.sim.scenario import ApiFault, scenario_from_dict
 from bot.sim.threaded import run_in_thread
 from bot.synth.generate import generate_scenario
 from tests.faults.read_rig import ROOT, ReadRig
@@ -83,10 +83,9 @@ def test_every_stuck_pod_is_found_and_its_cause_is_why_pendings(name: str) -> No
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadRig]:
     """A cluster whose GPU nodes are few (so the pods on them are read node by node, as at scale)."""
     workdir = tmp_path_factory.mktemp("gen")
-    path = workdir / "generated.yaml"
     data = generate_scenario(nodes=200, gpu_nodes=10, pods=3000, seed=3, pending_gpu=20)
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    with run_in_thread(SimCluster.from_file(path, workdir=workdir / "sim")) as sim:
+    scenario = scenario_from_dict(data, source="generated:200-nodes-3000-pods")
+    with run_in_thread(SimCluster(scenario, workdir=workdir / "sim")) as sim:
         yield ReadRig(sim, workdir)
 
 

@@ -7,10 +7,10 @@ bot upload the picture with files.upload v2 into the answer's thread, and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bot.cli import main
 from bot.exit_codes import ExitCode
@@ -26,7 +26,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture
 def cluster_file(tmp_path: Path) -> Path:
     path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump(generate_scenario(nodes=25, gpu_nodes=25, pods=80, seed=3)))
+    path.write_text(json.dumps(generate_scenario(nodes=25, gpu_nodes=25, pods=80, seed=3)))  # JSON is YAML
     return path
 
 
