@@ -7,11 +7,13 @@ per-user authority) impersonation are set up in exactly one place.
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
 import yaml
 from kubernetes import client, config
+from kubernetes.config import kube_config
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import HTTPHeaderDict
 
@@ -61,8 +63,9 @@ def kubeconfig_files(cluster: ClusterConfig) -> list[str]:
     return [p for p in paths if p and os.path.isfile(p)]
 
 
-def check_kubeconfig(path: str) -> None:
-    """Refuse a kubeconfig the official client would choke on, with a line naming the file and key.
+def check_kubeconfig(path: str) -> dict[str, Any]:
+    """Refuse a kubeconfig the official client would choke on, with a line naming the file and key;
+    else the file's document, for the client to use (``KubeconfigMerger``).
 
     The client reads the file with ``yaml.safe_load`` (an alias bomb would take minutes and
     gigabytes) and then indexes into it (a list or a string where a mapping belongs raises a bare
@@ -88,6 +91,58 @@ def check_kubeconfig(path: str) -> None:
     current = data.get("current-context")
     if current is not None and not isinstance(current, str):
         raise ConfigError(f"{where}: current-context: expected a context name, got {describe(current)}")
+    return data
+
+
+class KubeconfigMerger(kube_config.KubeConfigMerger):
+    """The client's own merge of the kubeconfig files, over the documents gpubot has just read.
+
+    The client parses each file again with PyYAML's pure-Python loader: 2 ms for a one-context
+    file, tens of milliseconds for a real one carrying certificates, in every process that builds
+    a client. ``check_kubeconfig`` has read it a moment before with libyaml, so that document is
+    merged here instead, by the client's own rules (``load_config`` below is the client's, with
+    the parse taken out). A file whose users have an ``auth-provider`` (whose refreshed tokens the
+    client writes back, comparing with what it parsed) or that was not read is parsed by the client.
+    """
+
+    config_merged: Any  # the client's: a ConfigNode once a file is merged
+
+    def __init__(self, paths: str, documents: dict[str, dict[str, Any]]) -> None:
+        self._documents = documents
+        super().__init__(paths)
+
+    def load_config(self, path: str) -> None:
+        document = self._documents.get(os.path.abspath(path))
+        if document is None or any(isinstance(u, dict) and "auth-provider" in (u.get("user") or {})
+                                 for u in document.get("users") or []):
+            super().load_config(path)
+            return
+        if self.config_merged is None:
+            config_merged = copy.deepcopy(document)
+            for item in ("clusters", "contexts", "users"):
+                config_merged[item] = []
+            self.config_merged = kube_config.ConfigNode(path, config_merged, path)
+        for item in ("clusters", "contexts", "users"):
+            self._merge(item, document.get(item, []) or [], path)
+        if "current-context" in document:
+            self.config_merged.value["current-context"] = document["current-context"]
+        self.config_files[path] = document
+
+
+def load_kubeconfig(cluster: ClusterConfig, cfg: client.Configuration) -> None:
+    """``config.load_kube_config(cluster's file or the default, cluster's context, cfg)``, with
+    each file checked first (``check_kubeconfig``) and parsed once."""
+    documents = {os.path.abspath(path): check_kubeconfig(path) for path in kubeconfig_files(cluster)}
+    merger = KubeconfigMerger(cluster.kubeconfig or kube_config.KUBE_CONFIG_DEFAULT_LOCATION, documents)
+    if merger.config is None:
+        raise ConfigException("Invalid kube-config file. No configuration found.")
+    loader = kube_config.KubeConfigLoader(
+        config_dict=merger.config,
+        config_base_path=None,
+        active_context=cluster.context or None,
+        config_persister=merger.save_changes,
+    )
+    loader.load_and_set(cfg)
 
 
 def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) -> client.ApiClient:
@@ -98,11 +153,7 @@ def new_api_client(cluster: ClusterConfig, *, identity: Identity | None = None) 
         if cluster.in_cluster:
             config.load_incluster_config(client_configuration=cfg)
         else:
-            for path in kubeconfig_files(cluster):
-                check_kubeconfig(path)
-            config.load_kube_config(
-                config_file=cluster.kubeconfig or None, context=cluster.context or None, client_configuration=cfg
-            )
+            load_kubeconfig(cluster, cfg)
         # Our read facade retries transient failures itself, within the request timeout; urllib3's
         # own three silent retries would multiply a hung API server's cost by four.
         cfg.retries = 0
