@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.stream import stream
 
@@ -34,6 +33,7 @@ from bot.probes.ssh import READ_COMMANDS
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import ApiFault, load_scenario, scenario_from_dict
 from bot.state.records import PendingAction
+from tests import yaml_data
 from tests.actions.conftest import (
     APPROVER,
     REQUESTER,
@@ -280,7 +280,7 @@ async def test_a_scenario_with_remediation_has_an_actuator_per_node_section(tmp_
 
 
 def test_scenario_knobs_are_checked() -> None:
-    data = yaml.safe_load((scenario("unreachable-node")).read_text())
+    data = yaml_data.load_file(scenario("unreachable-node"))
     data["remediation"] = "yes"
     next(iter(data["nodes"].values()))["actuator"] = "sleepy"
     with pytest.raises(ScenarioError) as raised:

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bot.capture.redact import REDACTED
 from bot.sim.scenario import Scenario, load_scenario, scenario_from_dict
 from bot.sim.scenario_include import read_yaml, resolve_base
+from tests import yaml_data
 from tests.capture.conftest import SCENARIOS, LiveSim, cli
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "planted_secrets.yaml"
@@ -30,7 +30,7 @@ APP = "xapp-1-A0PLANTED-5555555555-deadbeefcafe"
 
 
 def _corpus() -> dict[str, list[dict[str, Any]]]:
-    data: dict[str, list[dict[str, Any]]] = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))
+    data: dict[str, list[dict[str, Any]]] = yaml_data.load_file(CORPUS)
     return data
 
 
@@ -106,7 +106,7 @@ def test_no_planted_secret_survives_an_anonymized_capture(
     code, stdout, err = cli(argv, capsys)
     assert code == 0, err
     data = out.read_text(encoding="utf-8")
-    text = "\n".join(_all_text(yaml.safe_load(data)))
+    text = "\n".join(_all_text(yaml_data.load(data)))
     survivors = [
         f"{e['id']}: {s}"
         for e in corpus["secrets"]

@@ -20,6 +20,7 @@ import yaml
 from bot.commands import parse_invocation
 from bot.sim.scenario import load_scenario, scenario_from_dict
 from bot.sim.scenario_include import read_yaml, resolve_base
+from tests import yaml_data
 from tests.capture.conftest import SCENARIOS, LiveSim, cli, diagnose
 
 #: why-pending (qGPU zombie checkpoint, a Deployment refused by a webhook, a quota), node-status
@@ -68,7 +69,7 @@ def test_capture_replays_to_the_same_findings(
     assert f"to {out}" in err and "redacted:" in err
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# gpubot capture of cluster"), text[:200]
-    doc = yaml.safe_load(text)
+    doc = yaml_data.load(text)
     assert doc["capture"]["node_access"] == access
     assert load_scenario(out).nodes, "the capture has no node sections"
     for exp in expectations:
@@ -91,7 +92,7 @@ def test_unreachable_nodes_are_captured_with_the_reason(
     out = tmp_path / "capture.yaml"
     code, _, err = cli(["--config", str(live.config), "capture", "-o", str(out), "--node-access", "ssh"], capsys)
     assert code == 0, err
-    doc = yaml.safe_load(out.read_text(encoding="utf-8"))
+    doc = yaml_data.load_file(out)
     for node in silent:
         assert doc["nodes"][node]["ssh"] != "ok"
         assert node in doc["capture"]["unreachable"], doc["capture"]["unreachable"]

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bot.cli import main
 from bot.exit_codes import ExitCode
@@ -32,6 +31,7 @@ from bot.sim.cluster import SimCluster
 from bot.sim.scenario import ApiFault, scenario_from_dict
 from bot.sim.threaded import run_in_thread
 from bot.synth.generate import generate_scenario
+from tests import yaml_data
 from tests.faults.read_rig import ROOT, ReadRig
 
 #: pending pods, GPU pods that run and are not ready (crash loops, not-ready containers), and
@@ -59,7 +59,7 @@ def gpubot(argv: list[str]) -> tuple[int, dict[str, Any]]:
 
 def stuck_in_file(path: Path) -> int:
     """How many pods of the scenario file the scan's rule picks, looking at every pod."""
-    objects = (yaml.safe_load(path.read_text(encoding="utf-8")).get("kubernetes") or {}).get("objects") or []
+    objects = (yaml_data.load_file(path).get("kubernetes") or {}).get("objects") or []
     return sum(1 for o in objects if isinstance(o, dict) and o.get("kind") == "Pod" and is_stuck_gpu_pod(o))
 
 

@@ -25,13 +25,14 @@ from bot.service import Service
 from bot.settings import load_settings
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import scenario_from_dict
+from tests import yaml_data
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "gpu-unhealthy-xid94-h100.yaml"
 NODE = "gpu-h100-07"
 
 
 def _data(**facts: str) -> dict[str, Any]:
-    data = yaml.safe_load(SCENARIO.read_text())
+    data = yaml_data.load_file(SCENARIO)
     data["nodes"][NODE].update(facts)
     return data
 

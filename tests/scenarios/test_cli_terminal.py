@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import yaml_data
+
 ROOT = Path(__file__).resolve().parents[2]
 ARGV = [sys.executable, "-m", "bot.cli", "why-pending", "gpu-full-5d8c6-q7wz2", "-n", "ai"]
 ERASE = "\r\x1b[K"
@@ -28,7 +30,7 @@ SLOW_S = 2.5
 
 @pytest.fixture(scope="module")
 def slow_scenario(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = yaml.safe_load((ROOT / "scenarios" / "zombie-checkpoint.yaml").read_text())
+    data = yaml_data.load_file(ROOT / "scenarios" / "zombie-checkpoint.yaml")
     data.pop("expect", None)
     data["base"] = str(ROOT / "scenarios" / data["base"])  # the copy lives elsewhere
     data["api"] = {"faults": [{"match": "/api/v1/nodes", "verb": "GET", "delay_s": SLOW_S, "times": 1}]}

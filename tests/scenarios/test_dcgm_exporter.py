@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from aiohttp import web
 
 from bot.commands import parse_invocation
@@ -27,6 +26,7 @@ from bot.report import NodeRow, Report
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import scenario_from_dict
+from tests import yaml_data
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "gpu-unhealthy-xid94-h100.yaml"
 NODE = "gpu-h100-07"
@@ -52,7 +52,7 @@ async def exporter() -> AsyncIterator[tuple[int, list[str]]]:
     """A dcgm-exporter stand-in on 127.0.0.1 serving the node's cards, the last Xid 94 on GPU 5
     (port, the paths it was asked for)."""
     asked: list[str] = []
-    text = _metrics(yaml.safe_load(SCENARIO.read_text())["nodes"][NODE]["gpus"], xid_on=5)
+    text = _metrics(yaml_data.load_file(SCENARIO)["nodes"][NODE]["gpus"], xid_on=5)
     app = web.Application()
 
     async def metrics(request: web.Request) -> web.Response:
@@ -72,7 +72,7 @@ async def exporter() -> AsyncIterator[tuple[int, list[str]]]:
 
 
 def _with_exporter(port: int, **facts: Any) -> dict[str, Any]:
-    data = yaml.safe_load(SCENARIO.read_text())
+    data = yaml_data.load_file(SCENARIO)
     data["nodes"][NODE].update(facts)
     labels = {"app": "nvidia-dcgm-exporter"}
     ds = {"apiVersion": "apps/v1", "kind": "DaemonSet",

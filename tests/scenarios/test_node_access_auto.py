@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bot.cli import main
 from bot.commands import parse_invocation
@@ -21,13 +20,14 @@ from bot.service import Service
 from bot.settings import Settings
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import Scenario, scenario_from_dict
+from tests import yaml_data
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "unreachable-node.yaml"
 
 
 def _scenario(*, agents: bool) -> Scenario:
     """unreachable-node.yaml with every node reachable over SSH, with or without agent pods."""
-    data: dict[str, Any] = yaml.safe_load(SCENARIO.read_text())
+    data: dict[str, Any] = yaml_data.load_file(SCENARIO)
     for facts in data["nodes"].values():
         facts["ssh"] = "ok"
         if not agents:

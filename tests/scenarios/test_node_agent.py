@@ -26,6 +26,7 @@ from bot.report import Report
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import scenario_from_dict
+from tests import yaml_data
 from tests.exit_status import assert_answered
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "unreachable-node.yaml"
@@ -35,7 +36,7 @@ VIA = "exec into its gpubot-node agent"
 
 def _data(agents: dict[str, str], faults: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """unreachable-node.yaml with every node reachable over SSH, the given agent modes and API faults."""
-    data = yaml.safe_load(SCENARIO.read_text())
+    data = yaml_data.load_file(SCENARIO)
     for name, facts in data["nodes"].items():
         facts["ssh"] = "ok"
         if name in agents:
@@ -134,7 +135,7 @@ async def test_a_missing_pending_or_crash_looping_agent_is_node_agent_missing_wi
 
 
 async def test_a_tainted_node_without_agent_names_the_taint() -> None:
-    data = yaml.safe_load(SCENARIO.read_text())
+    data = yaml_data.load_file(SCENARIO)
     for facts in data["nodes"].values():
         facts["ssh"] = "ok"
     data["nodes"]["gpu-ok-2"]["agent"] = "missing"

@@ -12,19 +12,18 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bot.commands import parse_invocation
 from bot.report import Report
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import scenario_from_dict
+from tests import yaml_data
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "unreachable-node.yaml"
 
 
 def _data(*, systemd: bool, not_ready: str = "") -> dict[str, Any]:
-    data = yaml.safe_load(SCENARIO.read_text())
+    data = yaml_data.load_file(SCENARIO)
     for facts in data["nodes"].values():
         facts["ssh"] = "ok"
         facts["agent"] = "ok"

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bot.cli import main
 from bot.exit_codes import ExitCode
 from bot.sim.scenario import load_scenario, scenario_from_dict
 from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD, generate_scenario, parse_spec
+from tests import yaml_data
 
 
 def test_parse_spec() -> None:
@@ -94,7 +94,7 @@ def test_cli_writes_the_generated_scenario_and_the_simulator_loads_it(
     out = tmp_path / "gen.yaml"
     assert main(["sim", "--generate", "nodes=12,gpu_nodes=3,pods=40,seed=5", "--write", str(out)]) == 0
     assert capsys.readouterr().out == f"wrote {out}\n"
-    assert yaml.safe_load(out.read_text()) == generate_scenario(nodes=12, gpu_nodes=3, pods=40, seed=5)
+    assert yaml_data.load_file(out) == generate_scenario(nodes=12, gpu_nodes=3, pods=40, seed=5)
     assert load_scenario(str(out)).name == "generated-n12-g3-p40-s5"
 
 

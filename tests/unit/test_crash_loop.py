@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bot.kube.pod_status import classify, crash_loop_status, crash_looping, keeps_failing, pod_ready, running_ready
+from tests import yaml_data
 
-CASES: list[dict[str, Any]] = yaml.safe_load(
+CASES: list[dict[str, Any]] = yaml_data.load(
     (Path(__file__).resolve().parents[1] / "data/pod_states.yaml").read_text()
 )
 CRASH_LOOPING = {"init-crashloop", "crashloop-oomkilled"}

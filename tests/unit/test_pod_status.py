@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from bot.kube.pod_status import PodState, classify
+from tests import yaml_data
 
-CASES: list[dict[str, Any]] = yaml.safe_load(
+CASES: list[dict[str, Any]] = yaml_data.load(
     (Path(__file__).resolve().parents[2] / "tests/data/pod_states.yaml").read_text()
 )
 FIELDS = {"display": "display_status"}

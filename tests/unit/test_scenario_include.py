@@ -10,6 +10,7 @@ import yaml
 
 from bot.errors import ScenarioError
 from bot.sim.scenario import load_scenario, scenario_from_dict
+from tests import yaml_data
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -256,7 +257,7 @@ def test_shared_bases_are_fragments_outside_the_scenario_glob() -> None:
     bases = sorted((ROOT / "scenarios" / "bases").glob("*.yaml"))
     assert bases, "the bundled scenarios share their clusters through scenarios/bases/"
     for path in bases:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_data.load_file(path)
         assert "expect" not in data and "scenario" not in data, path.name
-    users = [p for p in (ROOT / "scenarios").glob("*.yaml") if "base" in yaml.safe_load(p.read_text(encoding="utf-8"))]
+    users = [p for p in (ROOT / "scenarios").glob("*.yaml") if "base" in yaml_data.load_file(p)]
     assert len(users) >= 2

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,9 +22,10 @@ from bot.kube.scheduling import (
     parse_scheduling_message,
 )
 from bot.sim.scenario import load_scenario
+from tests import yaml_data
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES: list[dict[str, Any]] = yaml.safe_load((ROOT / "tests/data/scheduling_messages.yaml").read_text())
+CASES: list[dict[str, Any]] = yaml_data.load_file(ROOT / "tests/data/scheduling_messages.yaml")
 
 
 def _reason_tuple(reason: Any) -> list[Any]:
