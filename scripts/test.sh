@@ -11,10 +11,12 @@ ruff check bot tests bench
 # rewrote the assertions of all ~280 test modules again while collecting (15 s of each worker's
 # start). Compile bot/ once, as an install would, and let pytest keep its rewritten modules.
 python -m compileall -q bot >/dev/null
-# and what every process would redo at start-up, kept beside that bytecode: the methods @dataclass
-# generates, the compiled regular expressions, the validated runbooks (bot/precompile.py)
-python -m bot.precompile >/dev/null
 export PYTHONDONTWRITEBYTECODE=
+# and what every process would redo at start-up, kept beside that bytecode: the methods @dataclass
+# generates, the compiled regular expressions, the validated runbooks (bot/precompile.py). It
+# imports every gpubot module, so the dependencies' bytecode is written here, once, too (uv
+# installs none): else the four workers compiled the same ~560 modules side by side.
+python -m bot.precompile >/dev/null
 # Two passes. First every test but the `exclusive` ones, their files shared out whole among
 # parallel workers (pytest-xdist), the slowest files first (tests/slow_files.yaml): two per CPU
 # this process may use (nproc; not xdist's `auto`, which counts physical cores where psutil is
