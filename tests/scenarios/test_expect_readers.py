@@ -4,7 +4,8 @@ beside the direct API reader that the one-shot CLI (``test_expect``) uses, on on
 The cache answers the reads interface's views from its own indexes (``bot.probes.cache``) and the
 direct reader derives them from its lists (``bot.probes.views``): a scenario whose report differs
 between the two is a bug in one of them. One simulator and one cache per scenario file serve all
-its expectations; the report is compared whole (less its timing), as JSON.
+its expectations; the report is compared whole (less its timing), as JSON. And neither reader
+writes: no write reaches the API, and every node read is an allow-listed read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 
 from bot.cli import build_parser, invocation_from_args
 from bot.commands import Invocation
+from bot.probes.exec import EXEC_COMMANDS
+from bot.probes.ssh import READ_COMMANDS
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import load_scenario
@@ -73,6 +76,12 @@ async def test_the_cache_reader_answers_as_the_direct_one(path: Path, tmp_path: 
                 assert not [c for c in exp.absent if c in codes], f"{path.name}: {exp.run}: got {codes}"
                 if exp.first:
                     assert codes and codes[0] in exp.first, f"{path.name}: {exp.run}: got {codes}"
+            # a diagnosis never writes, whichever reader it reads through
+            assert sim.api.writes == [], f"{path.name}: a diagnosis wrote: {sim.api.writes[:3]}"
+            for record in sim.ssh.command_log:
+                assert record.allowed and record.command in READ_COMMANDS, record
+            for _ns, _pod, _container, argv, _code in sim.api.exec_log:
+                assert list(argv) in EXEC_COMMANDS.values(), argv
         finally:
             await direct.close()
             await cached.close()
