@@ -12,12 +12,12 @@ from typing import Any
 
 import yaml
 
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from bot.yamlio.convert import fast_safe_loader
 
 
 def load(text: str) -> Any:
     """One YAML document, as ``yaml.safe_load`` reads it."""
-    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader, the C one
+    return yaml.load(text, Loader=fast_safe_loader())  # noqa: S506 - a safe loader, the C one
 
 
 def load_file(path: Path) -> Any:
