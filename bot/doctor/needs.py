@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.doctor.kube_calls import Perm, Use, needed, scan_tree
+from bot.kept import KeptFile
 from bot.kube.custom_resources import CUSTOM_READS
 from bot.state.kube import APPEND_ONLY, GROUP, PLURALS, WITH_STATUS
 
@@ -48,11 +49,41 @@ def _under(use: Use, *roots: Path) -> bool:
     return any(path == r or path.is_relative_to(r) for r in roots)
 
 
-@functools.cache
-def scanned() -> tuple[tuple[Use, ...], tuple[str, ...]]:
-    """Every official-client call in the package, and the calls the scan could not attribute."""
+Scan = tuple[tuple[Use, ...], tuple[str, ...]]
+
+#: the scan kept between processes (bot/kept.py): parsing every module costs about 1.6 s, on
+#: every ``gpubot doctor``, and its answer changes only with gpubot's code or the client's version
+_KEPT = KeptFile(__file__, "scan")
+
+
+def _scan_key() -> tuple[str, str]:
+    """What the scan depends on besides gpubot's modules: where they are, and the official client
+    (its generated sources give each method's URL)."""
+    import kubernetes
+
+    return str(BOT), str(getattr(kubernetes, "__version__", ""))
+
+
+def _scan() -> Scan:
     uses, problems = scan_tree(BOT, relative_to=BOT.parent)
     return tuple(uses), tuple(problems)
+
+
+@functools.cache
+def scanned() -> Scan:
+    """Every official-client call in the package, and the calls the scan could not attribute."""
+    key = _scan_key()
+    kept: Scan | None = _KEPT.load(key)
+    if kept is not None:
+        return kept
+    found = _scan()
+    _KEPT.save(key, found)
+    return found
+
+
+def keep_scan() -> None:
+    """Scan now and keep the result even under ``PYTHONDONTWRITEBYTECODE`` (``bot.precompile``)."""
+    _KEPT.save(_scan_key(), _scan(), always=True)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The validated runbook set kept between processes (bot/engine/runbook_cache.py): same set, and
-any change to a runbook file or to gpubot's code is a miss."""
+"""The validated runbook set kept between processes (bot/engine/runbook_cache.py, on bot/kept.py):
+same set, and any change to a runbook file or to gpubot's code is a miss."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot import kept as kept_module
 from bot.engine import runbook_cache, runbook_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache file, writes allowed, and no set validated in this process yet."""
     path = tmp_path / "runbooks.pickle"
-    monkeypatch.setattr(runbook_cache, "cache_path", lambda: str(path))
+    monkeypatch.setattr(runbook_cache.KEPT, "path", lambda: str(path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(runbook_dir, "_VALIDATED", {})
     yield path
@@ -65,12 +66,12 @@ def test_changed_code_is_a_miss(kept: Path, tmp_path: Path, monkeypatch: pytest.
     key = runbook_dir._set_key(sorted(root.iterdir()), str(root))
     runbook_cache.save(key, rs, problems)
     assert runbook_cache.load(key) is not None
-    stamp = runbook_cache._code_stamp()
-    monkeypatch.setattr(runbook_cache, "_code_stamp", lambda: (*stamp, ("bot/new_check.py", 1, 1)))
+    stamp = kept_module.code_stamp()
+    monkeypatch.setattr(kept_module, "code_stamp", lambda: (*stamp, ("bot/new_check.py", 1, 1)))
     assert runbook_cache.load(key) is None
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage", runbook_cache.MAGIC + b"\x80\x05not a pickle"])
+@pytest.mark.parametrize("content", [b"", b"garbage", runbook_cache.KEPT.magic + b"\x80\x05not a pickle"])
 def test_a_damaged_file_is_a_miss(kept: Path, content: bytes) -> None:
     kept.write_bytes(content)
     assert runbook_cache.load(("x", ())) is None
@@ -84,22 +85,6 @@ def test_nothing_is_written_where_bytecode_would_not_be_unless_asked(
     assert not kept.exists()
     runbook_cache.save(("x", ()), None, [], always=True)
     assert runbook_cache.load(("x", ())) == (None, [])
-
-
-def test_after_precompile_a_command_reads_no_runbook_file() -> None:
-    """End to end, two interpreters under PYTHONDONTWRITEBYTECODE, as test.sh and bench.sh run them."""
-    script = (
-        "from bot.engine import runbook_dir\n"
-        "runbook_dir.parse_yaml = None  # any read of a file would fail\n"
-        "rs = runbook_dir.load_with_overrides(None)\n"
-        "print(sorted(rs.diagnoses))\n"
-    )
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    for argv in (["-m", "bot.precompile"], ["-c", script]):
-        proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=REPO, env=env,
-                              timeout=120, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "why-pending" in proc.stdout
 
 
 def test_the_bot_imports_the_checks_at_start_not_in_its_first_answer() -> None:
