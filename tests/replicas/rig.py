@@ -91,13 +91,20 @@ class ReplicaRig:
         record = await self.io(self.flow.offer, action, params, self.sim.cluster_name, REQUESTER, "C0GPU")
         return str(record.id)
 
-    async def clicks(self, offer_id: str, n: int, *, user: str = APPROVER) -> None:
-        """``n`` distinct signed clicks on one button, spread round-robin over the live replicas."""
+    async def clicks(
+        self, offer_id: str, n: int, *, user: str = APPROVER, session: aiohttp.ClientSession | None = None
+    ) -> None:
+        """``n`` distinct signed clicks on one button, spread round-robin over the live replicas.
+
+        ``session``: one the caller keeps across rounds, so its connections are reused as Slack
+        reuses its own (a new session opens ``n`` connections every round)."""
         live = [r for r in self.replicas if r.alive()]
         bodies = [interaction_form(click_payload(self.mock, offer_id, user=user)) for _ in range(n)]
-        async with aiohttp.ClientSession() as session:
+        async with contextlib.AsyncExitStack() as stack:
+            if session is None:
+                session = await stack.enter_async_context(aiohttp.ClientSession())
 
-            async def send(i: int, body: str) -> int:
+            async def send(i: int, body: str, session: aiohttp.ClientSession = session) -> int:
                 url = live[i % len(live)].url + "/slack/events"
                 async with session.post(url, data=body, headers=sign(body)) as resp:
                     await resp.read()

@@ -13,6 +13,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
+
 from bot.state.kube import object_name
 from tests.actions.conftest import ZOMBIE_NODE
 from tests.replicas.conftest import NAMESPACE
@@ -33,12 +35,12 @@ def node_patches(writes: list[object]) -> int:
 async def test_fifty_clicks_over_two_replicas_run_each_offer_exactly_once(tmp_path: Path) -> None:
     # 5,000 clicks log three INFO lines each (received, audited, answered): a tenth of the replicas'
     # CPU in this test, and nothing here reads them
-    async with replica_rig(tmp_path, log_level="WARNING") as rig:
+    async with replica_rig(tmp_path, log_level="WARNING") as rig, aiohttp.ClientSession() as session:
         for n in range(ROUNDS):
             action = "node.cordon" if n % 2 == 0 else "node.uncordon"
             before = node_patches(rig.sim.api.writes)
             offer_id = await rig.offer(action, {"node": ZOMBIE_NODE})
-            await rig.clicks(offer_id, CLICKS)
+            await rig.clicks(offer_id, CLICKS, session=session)
 
             async def settled(offer_id: str = offer_id) -> list[str] | None:
                 # the offer's own object first, in the simulator's memory: until its one run has

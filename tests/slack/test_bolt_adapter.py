@@ -26,8 +26,11 @@ PRIVATE_NAMES = frozenset({"_async_middleware_list", "_middleware_list"})
 
 def _private_uses(path: Path) -> list[int]:
     """Lines importing a Bolt ``internals`` module or naming a private Bolt attribute."""
+    text = path.read_text(encoding="utf-8")
+    if not any(word in text for word in (*PRIVATE_NAMES, "internals")):
+        return []  # none of the words any such line holds: no need to parse it (most modules)
     lines = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("slack_bolt"):
             if "internals" in (node.module or ""):
                 lines.append(node.lineno)
