@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import setuptools
 import yaml
 
 from bot.cli import main
@@ -71,6 +70,8 @@ def builtin() -> RunbookSet:
 
 def _setup_kwargs(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """What setup.py hands to setuptools (it computes packages relative to the repository)."""
+    import setuptools  # here, not at the top: every worker collects this file, and it costs 0.3 s
+
     captured: dict[str, Any] = {}
     monkeypatch.setattr(setuptools, "setup", lambda **kw: captured.update(kw))
     monkeypatch.chdir(REPO)
@@ -82,6 +83,8 @@ def _setup_kwargs(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 def test_built_package_carries_the_runbooks_and_finds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """setuptools' build_py (what a wheel and the image's `pip install .` contain) puts runbooks/
     inside the package, and an installed package loads them as its built-in set."""
+    import setuptools
+
     dist = setuptools.Distribution({"name": "gpubot", "script_name": "setup.py", **_setup_kwargs(monkeypatch)})
     build = dist.get_command_obj("build_py")
     build.build_lib = str(tmp_path)  # type: ignore[attr-defined]
