@@ -1,5 +1,7 @@
 """Every scenario's expectations through the watch-fed cache, the reader ``gpubot serve`` uses,
-beside the direct API reader that the one-shot CLI (``test_expect``) uses, on one simulator.
+beside the direct API reader that the one-shot CLI uses, on one simulator, the node reads over SSH;
+each report meets the expectation and the JSON contract (test_expect's checks, which test_expect
+makes of the CLI's run over the agent).
 
 The cache answers the reads interface's views from its own indexes (``bot.probes.cache``) and the
 direct reader derives them from its lists (``bot.probes.views``): a scenario whose report differs
@@ -24,6 +26,7 @@ from bot.probes.ssh import READ_COMMANDS
 from bot.service import Service
 from bot.sim.cluster import SimCluster
 from bot.sim.scenario import load_scenario
+from tests.scenarios.report_checks import assert_expected, assert_report_contract
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = [p for p in sorted((ROOT / "scenarios").glob("*.yaml")) if load_scenario(p).expect]
@@ -71,11 +74,9 @@ async def test_the_cache_reader_answers_as_the_direct_one(path: Path, tmp_path: 
                 assert cache.ready and all(cache.fresh(kind) for kind in cache.KINDS), "answered from the API"
                 differ = _differences(_comparable(want), _comparable(got))
                 assert not differ, f"{path.name}: {exp.run}: the readers differ: " + "; ".join(differ[:5])
-                codes = [f["code"] for f in got["findings"]]
-                assert not [c for c in exp.codes if c not in codes], f"{path.name}: {exp.run}: got {codes}"
-                assert not [c for c in exp.absent if c in codes], f"{path.name}: {exp.run}: got {codes}"
-                if exp.first:
-                    assert codes and codes[0] in exp.first, f"{path.name}: {exp.run}: got {codes}"
+                # the checks test_expect makes of its CLI run over the agent, here over SSH
+                assert_report_contract(want)
+                assert_expected(path, exp, got)
             # a diagnosis never writes, whichever reader it reads through
             assert sim.api.writes == [], f"{path.name}: a diagnosis wrote: {sim.api.writes[:3]}"
             for record in sim.ssh.command_log:
