@@ -10,7 +10,7 @@ ruff check bot tests bench
 # process a test starts compiled the ~120 modules it imports from source, and every worker
 # rewrote the assertions of all ~280 test modules again while collecting (15 s of each worker's
 # start). Compile bot/ once, as an install would, and let pytest keep its rewritten modules.
-python -m compileall -q bot >/dev/null
+python -m compileall -q -j 0 bot >/dev/null
 export PYTHONDONTWRITEBYTECODE=
 # and what every process would redo at start-up, kept beside that bytecode: the methods @dataclass
 # generates, the compiled regular expressions, the validated runbooks (bot/precompile.py). It
