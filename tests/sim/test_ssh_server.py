@@ -31,7 +31,12 @@ async def run(target: SshTarget, command: str) -> tuple[str, str, int]:
     """Run any command (tests only: bypasses the allow-list on purpose) over the strict client."""
     conn = await open_connection(target, timeout=5)
     async with conn:
-        result = await run_command(conn, command, allowed=frozenset({command}), node=target.node)
+        return await run_on(conn, target, command)
+
+
+async def run_on(conn: asyncssh.SSHClientConnection, target: SshTarget, command: str) -> tuple[str, str, int]:
+    """``run`` on a connection already open to ``target`` (several commands, one handshake)."""
+    result = await run_command(conn, command, allowed=frozenset({command}), node=target.node)
     return result.stdout, result.stderr, result.exit_status
 
 
@@ -72,44 +77,47 @@ async def test_every_scenario_serves_its_numbers_in_nvidia_smi_format(
     for node, facts in scenario.nodes.items():
         if facts.ssh != "ok":
             continue
-        prefix = "chroot /run/nvidia/driver " if facts.driver_install == "operator" else ""
-        out, err, rc = await run(targets[node], prefix + GPU_CSV)
-        lost = [g for g in facts.gpus if g.lost]
-        if lost:
-            # a card without a handle: the real tool prints only that, and fails
-            assert rc in (15, 255) and err == ""
-            gap = "" if int(facts.driver.split(".")[0]) >= 525 else " "
-            assert [line.split(":", 1)[0] for line in out.splitlines()] == [
-                f"Unable to determine the device handle for GPU{gap}0000"
-            ] * len(lost)
-            continue
-        assert (rc, err) == (0, "")
-        lines = out.splitlines()
-        assert lines[0] == (
-            "index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
-            "temperature.gpu, power.draw [W], memory.free [MiB]"
-        )
-        assert lines[1:] == [expected_row(g) for g in facts.gpus]
+        # one connection for the node's reads, as the probes hold one (a handshake per command
+        # was most of this test)
+        async with await open_connection(targets[node], timeout=5) as conn:
+            prefix = "chroot /run/nvidia/driver " if facts.driver_install == "operator" else ""
+            out, err, rc = await run_on(conn, targets[node], prefix + GPU_CSV)
+            lost = [g for g in facts.gpus if g.lost]
+            if lost:
+                # a card without a handle: the real tool prints only that, and fails
+                assert rc in (15, 255) and err == ""
+                gap = "" if int(facts.driver.split(".")[0]) >= 525 else " "
+                assert [line.split(":", 1)[0] for line in out.splitlines()] == [
+                    f"Unable to determine the device handle for GPU{gap}0000"
+                ] * len(lost)
+                continue
+            assert (rc, err) == (0, "")
+            lines = out.splitlines()
+            assert lines[0] == (
+                "index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
+                "temperature.gpu, power.draw [W], memory.free [MiB]"
+            )
+            assert lines[1:] == [expected_row(g) for g in facts.gpus]
 
-        out, _, rc = await run(targets[node], prefix + APPS_CSV)
-        assert rc == 0
-        names = {g.uuid: g.name for g in facts.gpus}
-        assert out.splitlines() == ["pid, process_name, used_gpu_memory [MiB], gpu_uuid, gpu_name"] + [
-            f"{p.pid}, {p.name}, {int(p.used_memory_mib or 0)} MiB, {p.gpu_uuid}, {names[p.gpu_uuid]}"
-            for p in facts.processes
-        ]
+            out, _, rc = await run_on(conn, targets[node], prefix + APPS_CSV)
+            assert rc == 0
+            names = {g.uuid: g.name for g in facts.gpus}
+            assert out.splitlines() == ["pid, process_name, used_gpu_memory [MiB], gpu_uuid, gpu_name"] + [
+                f"{p.pid}, {p.name}, {int(p.used_memory_mib or 0)} MiB, {p.gpu_uuid}, {names[p.gpu_uuid]}"
+                for p in facts.processes
+            ]
 
-        out, _, rc = await run(targets[node], prefix + "nvidia-smi")
-        assert rc == 0
-        assert f"Driver Version: {facts.driver}" in out and f"CUDA Version: {facts.cuda}" in out
-        if not facts.processes:
-            assert "No running processes found" in out
+            out, _, rc = await run_on(conn, targets[node], prefix + "nvidia-smi")
+            assert rc == 0
+            assert f"Driver Version: {facts.driver}" in out and f"CUDA Version: {facts.cuda}" in out
+            if not facts.processes:
+                assert "No running processes found" in out
 
-        out, _, rc = await run(targets[node], f"cat {CHECKPOINT}")
-        assert (out if facts.checkpoint is not None else None, rc) == (
-            facts.checkpoint,
-            0 if facts.checkpoint is not None else 1,
-        )
+            out, _, rc = await run_on(conn, targets[node], f"cat {CHECKPOINT}")
+            assert (out if facts.checkpoint is not None else None, rc) == (
+                facts.checkpoint,
+                0 if facts.checkpoint is not None else 1,
+            )
     assert all(r.allowed for r in fleet.command_log)
 
 
