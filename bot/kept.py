@@ -54,16 +54,18 @@ class KeptFile:
         #: what the file starts with; another interpreter, layout or format version ignores it
         self.magic = importlib.util.MAGIC_NUMBER + f"gpubot-{suffix}-{version}\n".encode()
 
-    def path(self) -> str | None:
-        """Where the file goes; None where there is no such place."""
+    def path(self, part: str = "") -> str | None:
+        """Where the file goes (``part``: one of several such files, each with its own key);
+        None where there is no such place."""
         try:
-            return importlib.util.cache_from_source(self.module_file).removesuffix(".pyc") + "." + self.suffix
+            base = importlib.util.cache_from_source(self.module_file).removesuffix(".pyc")
         except (NotImplementedError, ValueError):
             return None
+        return f"{base}.{part}.{self.suffix}" if part else f"{base}.{self.suffix}"
 
-    def load(self, key: Any) -> Any | None:
+    def load(self, key: Any, part: str = "") -> Any | None:
         """The value kept for ``key``, or None (missing, stale, foreign or damaged)."""
-        path = self.path()
+        path = self.path(part)
         if path is None:
             return None
         try:
@@ -81,9 +83,9 @@ class KeptFile:
             return None
         return value
 
-    def save(self, key: Any, value: Any, *, always: bool = False) -> None:
+    def save(self, key: Any, value: Any, part: str = "", *, always: bool = False) -> None:
         """Keep ``value`` for ``key``, atomically; quietly not at all where the folder cannot be written."""
-        path = self.path()
+        path = self.path(part)
         if path is None or (sys.dont_write_bytecode and not always):
             return
         write_beside_bytecode(path, self.magic + pickle.dumps((key, code_stamp(), value), protocol=5))

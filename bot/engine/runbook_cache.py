@@ -5,15 +5,18 @@ files before it read the cluster: about 30 ms of a cold why-pending that takes a
 a result that only changes when a runbook file or gpubot's code does. The set is a tree of plain
 dataclasses (``bot.engine.runbook_model``), so it keeps as a pickle: loading it takes about 1 ms.
 
-The file is ``__pycache__/runbook_dir.<tag>.runbooks`` (``bot.kept``). It holds one set, with its
-key: the runbook directory and each runbook file's path, mtime and size; ``bot.kept`` adds the
-stamp of every gpubot module (the checks' declared parameters and the validation code decide the
-result too). Any difference is a miss, and the files are read as before.
+The file is ``__pycache__/runbook_dir.<tag>.<directory hash>.runbooks`` (``bot.kept``): one per
+runbook directory, so a process with an override directory never replaces the built-in set that
+the others read. It holds its set with the key: the directory and each runbook file's path, mtime
+and size; ``bot.kept`` adds the stamp of every gpubot module (the checks' declared parameters and
+the validation code decide the result too). Any difference is a miss, and the files are read as
+before.
 ``runbook_dir.keep_builtin`` writes it always (``python -m bot.precompile`` runs it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
@@ -25,9 +28,14 @@ SetKey = tuple[str, tuple[tuple[str, int, int], ...]]
 KEPT = KeptFile(os.path.join(os.path.dirname(__file__), "runbook_dir.py"), "runbooks", version=2)
 
 
+def _part(key: SetKey) -> str:
+    """The file of ``key``'s directory."""
+    return hashlib.sha256(key[0].encode()).hexdigest()[:16]
+
+
 def load(key: SetKey) -> tuple[Any, list[str]] | None:
     """The set and its problems kept for ``key``, or None (missing, stale, foreign or damaged)."""
-    kept = KEPT.load(key)
+    kept = KEPT.load(key, _part(key))
     if kept is None:
         return None
     rs, problems = kept
@@ -36,4 +44,4 @@ def load(key: SetKey) -> tuple[Any, list[str]] | None:
 
 def save(key: SetKey, rs: Any, problems: list[str], *, always: bool = False) -> None:
     """Keep the set for ``key``; quietly not at all where the folder cannot be written."""
-    KEPT.save(key, (rs, list(problems)), always=always)
+    KEPT.save(key, (rs, list(problems)), _part(key), always=always)

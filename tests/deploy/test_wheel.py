@@ -109,6 +109,8 @@ def test_the_dockerfiles_precompile_step_writes_beside_the_installed_bytecode(in
     site = next(installed.parent.glob("lib/python*/site-packages"))
     kept = list(site.glob("bot/**/__pycache__/*.dataclasses"))
     assert len(kept) > 100 and not list(tmp_path.rglob("*.dataclasses"))
-    # the compiled regular expressions and the validated built-in runbooks (bot/precompile.py)
+    # the compiled regular expressions, the validated built-in runbooks and doctor's scan of the
+    # client calls (bot/precompile.py)
     assert list(site.glob("bot/__pycache__/regex.*.sre")) and list(site.glob("bot/engine/__pycache__/*.runbooks"))
+    assert list(site.glob("bot/doctor/__pycache__/needs.*.scan"))
     assert not list(tmp_path.rglob("__pycache__"))

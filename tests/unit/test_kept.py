@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 def scan_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private file for the doctor's scan, writes allowed, nothing scanned in this process yet."""
     path = tmp_path / "needs.scan"
-    monkeypatch.setattr(needs_module._KEPT, "path", lambda: str(path))
+    monkeypatch.setattr(needs_module._KEPT, "path", lambda part="": str(path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     needs_module.scanned.cache_clear()
     yield path
@@ -74,13 +74,13 @@ def test_another_client_version_is_a_miss(scan_file: Path, monkeypatch: pytest.M
 def test_a_damaged_or_foreign_file_is_a_miss(tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     kept = KeptFile(__file__, "test")
     path = tmp_path / "f.test"
-    monkeypatch.setattr(kept, "path", lambda: str(path))
+    monkeypatch.setattr(kept, "path", lambda part="": str(path))
     path.write_bytes(content)
     assert kept.load("k") is None
     path.write_bytes(kept.magic + b"\x80\x05not a pickle")
     assert kept.load("k") is None
     other = KeptFile(__file__, "test", version=2)  # a later format: its files are not read as this one's
-    monkeypatch.setattr(other, "path", lambda: str(path))
+    monkeypatch.setattr(other, "path", lambda part="": str(path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     other.save("k", 1)
     assert other.load("k") == 1 and kept.load("k") is None

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache file, writes allowed, and no set validated in this process yet."""
     path = tmp_path / "runbooks.pickle"
-    monkeypatch.setattr(runbook_cache.KEPT, "path", lambda: str(path))
+    monkeypatch.setattr(runbook_cache.KEPT, "path", lambda part="": str(path))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(runbook_dir, "_VALIDATED", {})
     yield path
@@ -104,3 +104,15 @@ def test_the_bot_imports_the_checks_at_start_not_in_its_first_answer() -> None:
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[-1] == "True", proc.stdout
+
+
+def test_each_runbook_directory_has_its_own_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process with an override directory must not replace the built-in set the others read
+    (seen: a worker validating its overrides between bot.precompile and the next command)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(runbook_cache.KEPT, "module_file", str(tmp_path / "runbook_dir.py"))
+    builtin, override = ("/opt/runbooks", ()), ("/etc/gpubot/runbooks", ())
+    runbook_cache.save(builtin, "built-in", [])
+    runbook_cache.save(override, "overrides", [])
+    assert runbook_cache.load(builtin) == ("built-in", []) and runbook_cache.load(override) == ("overrides", [])
+
