@@ -89,3 +89,17 @@ class KeptFile:
         if path is None or (sys.dont_write_bytecode and not always):
             return
         write_beside_bytecode(path, self.magic + pickle.dumps((key, code_stamp(), value), protocol=5))
+        if part:
+            self._prune(path)
+
+    def _prune(self, newest: str, keep: int = 8) -> None:
+        """Keep the ``keep`` most recently written files of this kind: one per part is written only
+        on a miss, and parts come and go (a test's temporary runbook directory, say)."""
+        folder, name = os.path.split(newest)
+        stem = name.rsplit(".", 2)[0] + "."
+        with contextlib.suppress(OSError):
+            siblings = [e for e in os.scandir(folder) if e.name.startswith(stem) and e.name.endswith("." + self.suffix)]
+            siblings.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+            for old in siblings[keep:]:
+                if old.path != newest:
+                    os.unlink(old.path)

@@ -116,3 +116,12 @@ def test_each_runbook_directory_has_its_own_file(tmp_path: Path, monkeypatch: py
     runbook_cache.save(override, "overrides", [])
     assert runbook_cache.load(builtin) == ("built-in", []) and runbook_cache.load(override) == ("overrides", [])
 
+
+def test_no_more_than_eight_directories_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(runbook_cache.KEPT, "module_file", str(tmp_path / "runbook_dir.py"))
+    for n in range(12):
+        runbook_cache.save((f"/tmp/runbooks-{n}", ()), n, [])
+    assert len(list((tmp_path / "__pycache__").glob("runbook_dir.*.runbooks"))) == 8
+    assert runbook_cache.load(("/tmp/runbooks-11", ())) == (11, [])
+
