@@ -17,6 +17,7 @@ from bot import kept as kept_module
 from bot.doctor import needs as needs_module
 from bot.doctor.kube_calls import Perm, Use
 from bot.kept import KeptFile
+from tests.unit.kept_files import private
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,9 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def scan_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private file for the doctor's scan, writes allowed, nothing scanned in this process yet."""
-    path = tmp_path / "needs.scan"
-    monkeypatch.setattr(needs_module._KEPT, "path", lambda part="": str(path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = private(needs_module._KEPT, tmp_path / "needs.scan", monkeypatch)
     needs_module.scanned.cache_clear()
     yield path
     needs_module.scanned.cache_clear()
@@ -73,15 +72,13 @@ def test_another_client_version_is_a_miss(scan_file: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize("content", [b"", b"garbage", b"\x00" * 64])
 def test_a_damaged_or_foreign_file_is_a_miss(tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     kept = KeptFile(__file__, "test")
-    path = tmp_path / "f.test"
-    monkeypatch.setattr(kept, "path", lambda part="": str(path))
+    path = private(kept, tmp_path / "f.test", monkeypatch)
     path.write_bytes(content)
     assert kept.load("k") is None
     path.write_bytes(kept.magic + b"\x80\x05not a pickle")
     assert kept.load("k") is None
     other = KeptFile(__file__, "test", version=2)  # a later format: its files are not read as this one's
-    monkeypatch.setattr(other, "path", lambda part="": str(path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    private(other, path, monkeypatch)
     other.save("k", 1)
     assert other.load("k") == 1 and kept.load("k") is None
 

@@ -14,6 +14,7 @@ import pytest
 
 from bot import kept as kept_module
 from bot.engine import runbook_cache, runbook_dir
+from tests.unit.kept_files import private
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,9 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private cache file, writes allowed, and no set validated in this process yet."""
-    path = tmp_path / "runbooks.pickle"
-    monkeypatch.setattr(runbook_cache.KEPT, "path", lambda part="": str(path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = private(runbook_cache.KEPT, tmp_path / "runbooks.pickle", monkeypatch)
     monkeypatch.setattr(runbook_dir, "_VALIDATED", {})
     yield path
 
