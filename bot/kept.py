@@ -3,8 +3,9 @@
 Why: some start-up work gives the same answer until gpubot's code (or a file it reads) changes:
 the validated built-in runbooks (``bot.engine.runbook_cache``, ~30 ms of every command) and the
 RBAC permissions the code needs (``bot.doctor.needs``: an AST scan of every module, ~1.6 s of
-every ``gpubot doctor``). Each is kept as one pickle, with its key and the stamp of every gpubot
-module (path, mtime, size); any difference is a miss, and the work is done as before.
+every ``gpubot doctor``). Each is kept as a pickle (one per runbook directory for the runbooks),
+with its key and the stamp of every gpubot module (path, mtime, size); any difference is a miss,
+and the work is done as before.
 
 A file lives in ``__pycache__`` beside the bytecode of the module named, and is written where
 Python itself would write bytecode (not under ``PYTHONDONTWRITEBYTECODE``, not into a folder it
@@ -46,7 +47,7 @@ def code_stamp() -> CodeStamp:
 
 
 class KeptFile:
-    """One kept result: ``__pycache__/<module>.<tag>.<suffix>`` beside ``module_file``'s bytecode."""
+    """One kept result: ``__pycache__/<module>.<tag>[.<part>].<suffix>`` beside ``module_file``'s bytecode."""
 
     def __init__(self, module_file: str, suffix: str, version: int = 1) -> None:
         self.module_file = module_file

@@ -5,8 +5,8 @@ It imports every gpubot module once and keeps, beside the bytecode, what each pr
 otherwise redo at start-up: the methods ``@dataclass`` generates (bot/dataclass_code.py), the
 regular expressions those imports compile (bot/regex_code.py), the validated built-in
 runbooks (bot/engine/runbook_cache.py) and the scan of the client calls that ``gpubot doctor``
-checks permissions for (bot/doctor/needs.py, through bot/kept.py). Written even under ``PYTHONDONTWRITEBYTECODE``, as
-``compileall`` writes bytecode when asked to. scripts/test.sh, scripts/bench.sh and the
+checks permissions for (bot/doctor/needs.py; both through bot/kept.py). Written even under
+``PYTHONDONTWRITEBYTECODE``, as ``compileall`` writes bytecode when asked to. scripts/test.sh, scripts/bench.sh and the
 Dockerfile's build stage run it.
 """
 
