@@ -101,12 +101,11 @@ class ReplicaRig:
         live = [r for r in self.replicas if r.alive()]
         bodies = [interaction_form(click_payload(self.mock, offer_id, user=user)) for _ in range(n)]
         async with contextlib.AsyncExitStack() as stack:
-            if session is None:
-                session = await stack.enter_async_context(aiohttp.ClientSession())
+            client = session or await stack.enter_async_context(aiohttp.ClientSession())
 
-            async def send(i: int, body: str, session: aiohttp.ClientSession = session) -> int:
+            async def send(i: int, body: str) -> int:
                 url = live[i % len(live)].url + "/slack/events"
-                async with session.post(url, data=body, headers=sign(body)) as resp:
+                async with client.post(url, data=body, headers=sign(body)) as resp:
                     await resp.read()
                     return resp.status
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.errors import NodeProbeError
 from bot.probes.ssh import READ_COMMANDS, SshTarget, open_connection, run_command
-from bot.sim.scenario import GpuFacts, load_scenario
+from bot.sim.scenario import GpuFacts, NodeFacts, load_scenario
 from bot.sim.ssh_server import CHECKPOINT
 from tests.conftest import StartFleet
 from tests.probes import many_nodes, node_dict, scenario_of, targets_of
@@ -66,6 +66,49 @@ def expected_row(g: GpuFacts) -> str:
     )
 
 
+async def check_node_reads(conn: asyncssh.SSHClientConnection, target: SshTarget, facts: NodeFacts) -> None:
+    """One node's nvidia-smi CSV, compute apps, summary and checkpoint, as its facts say, on one
+    connection (as the probes hold one: a handshake per command was most of this file)."""
+    prefix = "chroot /run/nvidia/driver " if facts.driver_install == "operator" else ""
+    out, err, rc = await run_on(conn, target, prefix + GPU_CSV)
+    lost = [g for g in facts.gpus if g.lost]
+    if lost:
+        # a card without a handle: the real tool prints only that, and fails
+        assert rc in (15, 255) and err == ""
+        gap = "" if int(facts.driver.split(".")[0]) >= 525 else " "
+        assert [line.split(":", 1)[0] for line in out.splitlines()] == [
+            f"Unable to determine the device handle for GPU{gap}0000"
+        ] * len(lost)
+        return
+    assert (rc, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == (
+        "index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
+        "temperature.gpu, power.draw [W], memory.free [MiB]"
+    )
+    assert lines[1:] == [expected_row(g) for g in facts.gpus]
+
+    out, _, rc = await run_on(conn, target, prefix + APPS_CSV)
+    assert rc == 0
+    names = {g.uuid: g.name for g in facts.gpus}
+    assert out.splitlines() == ["pid, process_name, used_gpu_memory [MiB], gpu_uuid, gpu_name"] + [
+        f"{p.pid}, {p.name}, {int(p.used_memory_mib or 0)} MiB, {p.gpu_uuid}, {names[p.gpu_uuid]}"
+        for p in facts.processes
+    ]
+
+    out, _, rc = await run_on(conn, target, prefix + "nvidia-smi")
+    assert rc == 0
+    assert f"Driver Version: {facts.driver}" in out and f"CUDA Version: {facts.cuda}" in out
+    if not facts.processes:
+        assert "No running processes found" in out
+
+    out, _, rc = await run_on(conn, target, f"cat {CHECKPOINT}")
+    assert (out if facts.checkpoint is not None else None, rc) == (
+        facts.checkpoint,
+        0 if facts.checkpoint is not None else 1,
+    )
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 async def test_every_scenario_serves_its_numbers_in_nvidia_smi_format(
     path: Path, start_fleet: StartFleet
@@ -75,49 +118,9 @@ async def test_every_scenario_serves_its_numbers_in_nvidia_smi_format(
     targets = targets_of(fleet)
     assert set(targets) == set(scenario.nodes)
     for node, facts in scenario.nodes.items():
-        if facts.ssh != "ok":
-            continue
-        # one connection for the node's reads, as the probes hold one (a handshake per command
-        # was most of this test)
-        async with await open_connection(targets[node], timeout=5) as conn:
-            prefix = "chroot /run/nvidia/driver " if facts.driver_install == "operator" else ""
-            out, err, rc = await run_on(conn, targets[node], prefix + GPU_CSV)
-            lost = [g for g in facts.gpus if g.lost]
-            if lost:
-                # a card without a handle: the real tool prints only that, and fails
-                assert rc in (15, 255) and err == ""
-                gap = "" if int(facts.driver.split(".")[0]) >= 525 else " "
-                assert [line.split(":", 1)[0] for line in out.splitlines()] == [
-                    f"Unable to determine the device handle for GPU{gap}0000"
-                ] * len(lost)
-                continue
-            assert (rc, err) == (0, "")
-            lines = out.splitlines()
-            assert lines[0] == (
-                "index, uuid, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], "
-                "temperature.gpu, power.draw [W], memory.free [MiB]"
-            )
-            assert lines[1:] == [expected_row(g) for g in facts.gpus]
-
-            out, _, rc = await run_on(conn, targets[node], prefix + APPS_CSV)
-            assert rc == 0
-            names = {g.uuid: g.name for g in facts.gpus}
-            assert out.splitlines() == ["pid, process_name, used_gpu_memory [MiB], gpu_uuid, gpu_name"] + [
-                f"{p.pid}, {p.name}, {int(p.used_memory_mib or 0)} MiB, {p.gpu_uuid}, {names[p.gpu_uuid]}"
-                for p in facts.processes
-            ]
-
-            out, _, rc = await run_on(conn, targets[node], prefix + "nvidia-smi")
-            assert rc == 0
-            assert f"Driver Version: {facts.driver}" in out and f"CUDA Version: {facts.cuda}" in out
-            if not facts.processes:
-                assert "No running processes found" in out
-
-            out, _, rc = await run_on(conn, targets[node], f"cat {CHECKPOINT}")
-            assert (out if facts.checkpoint is not None else None, rc) == (
-                facts.checkpoint,
-                0 if facts.checkpoint is not None else 1,
-            )
+        if facts.ssh == "ok":
+            async with await open_connection(targets[node], timeout=5) as conn:
+                await check_node_reads(conn, targets[node], facts)
     assert all(r.allowed for r in fleet.command_log)
 
 
