@@ -10,7 +10,16 @@ import asyncssh
 import pytest
 
 from bot.errors import NodeProbeError
-from bot.probes.ssh import READ_COMMANDS, SshTarget, open_connection, run_command
+from bot.probes.ssh import (
+    COMBINED_READ,
+    FIRST_READS,
+    KUBELET_ACTIVE,
+    READ_COMMANDS,
+    SshTarget,
+    open_connection,
+    run_command,
+    split_reads,
+)
 from bot.sim.scenario import GpuFacts, NodeFacts, load_scenario
 from bot.sim.ssh_server import CHECKPOINT
 from tests.conftest import StartFleet
@@ -307,6 +316,26 @@ async def test_checkpoint_clear_sequence_changes_state(start_fleet: StartFleet) 
     # a backup name that is not a timestamp is not in the table
     out, _, rc = await run(target, f"mv {CHECKPOINT} /tmp/x")
     assert rc == 127 and fleet.command_log[-1].allowed is False
+
+
+async def test_kept_combined_read_is_renewed_when_a_command_changes_the_node(start_fleet: StartFleet) -> None:
+    """The benchmarks' simulator keeps each node's combined answer; a change must not be hidden by it."""
+    fleet = await start_fleet(many_nodes(1))
+    fleet.keep_combined = True
+    target = targets_of(fleet)["node-000"]
+
+    def kubelet_of(stdout: str) -> str:
+        results = split_reads(stdout)
+        assert results is not None
+        return results[KUBELET_ACTIVE].stdout.strip()
+
+    first = await run(target, COMBINED_READ)
+    logged = len(fleet.command_log)
+    assert await run(target, COMBINED_READ) == first  # kept, and still logged part by part
+    assert [r.command for r in fleet.command_log[logged:]] == list(FIRST_READS)
+    assert kubelet_of(first[0]) == "active"
+    assert await run(target, "systemctl stop kubelet") == ("", "", 0)
+    assert kubelet_of((await run(target, COMBINED_READ))[0]) == "inactive"
 
 
 async def test_kubelet_that_fails_to_start(start_fleet: StartFleet) -> None:
