@@ -12,11 +12,13 @@ multi-core API server and hundreds of nodes that answer in parallel, yet here on
 loop serves every exec and SSH session on the cores the bot is measured on, and the default
 loop's own overhead queued 16 concurrent node reads behind each other (node-status through the
 agent: the fan-out took ~1.15 s on it, ~0.95 s on uvloop, with the same bot and the same CPU
-seconds in the simulator). ``info.json`` says which loop served (``sim_loop``). For the same reason each node's answer to
-the combined read is rendered once and kept (``SshFleet.keep_combined``; a command that changes
-the node renews it): real nodes render their nvidia-smi output on their own CPUs, in parallel,
-and here that rendering was a third of the simulator's CPU in a 500-node fan-out (the fan-out of
-bare execs through the agent: 0.87-0.92 s with it, 0.73 s without, the bot's CPU unchanged).
+seconds in the simulator). ``info.json`` says which loop served (``sim_loop``).
+
+For the same reason each node's answer to the combined read is rendered once and kept
+(``SshFleet.keep_combined``; a command that changes the node renews it): real nodes render their
+nvidia-smi output on their own CPUs, in parallel, and here that rendering was a third of the
+simulator's CPU in a 500-node fan-out (the fan-out of bare execs through the agent: 0.87-0.92 s
+with it, 0.73 s without, the bot's CPU unchanged).
 """
 
 from __future__ import annotations
