@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, emit, median, sim_process, table
+from bench.common import ROOT, emit, in_turns, median, sim_process, table
 from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 
 DEFAULT_SIZE = "5000:500:100000:500"
@@ -70,13 +70,20 @@ def main() -> None:
     with sim_process(spec) as sim:
         config = sim.config_file()
         # interleaved, so a load that comes and goes on a shared machine weighs on both alike
-        one: list[Run] = []
-        many: list[Run] = []
         loads = [os.getloadavg()[0]]
-        for _ in range(args.runs):
-            one.append(timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config, args.deadline))
-            many.append(timed(["pending", "-A"], config, args.deadline))
+
+        def pending_all() -> Run:
+            run = timed(["pending", "-A"], config, args.deadline)
             loads.append(os.getloadavg()[0])
+            return run
+
+        turns = in_turns({
+            "one": (args.runs, lambda: timed(["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE], config,
+                                             args.deadline)),
+            "many": (args.runs, pending_all),
+        })
+        one: list[Run] = turns["one"]
+        many: list[Run] = turns["many"]
     answer = many[-1][2]["pending"]
     pending_s, why_s = median([r[0] for r in many]), median([r[0] for r in one])
     pending_cpu, why_cpu = median([r[3] for r in many]), median([r[3] for r in one])

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bench.common import ANSWERED, ROOT, SimProc, emit, median, sim_process, table
+from bench.common import ANSWERED, ROOT, SimProc, emit, in_turns, median, sim_process, table
 from bench.floor_child import Reader
 from bot.kube.gpu import gpu_node_names
 from bot.probes.kube import PER_NODE_CONCURRENCY, PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE, SLIM_PAGE_SIZE
@@ -227,16 +227,20 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
         config = sim.config_file()
         plan = floor_plan(sim)
         listing = record_imports(sim, config)
-        # cold first, while this process is still small: the real CLI, the floor, the breakdown
-        clis = [cli_once(sim, config) for _ in range(args.cold_runs)]
-        floors = [floor_once(sim, plan) for _ in range(args.floor_runs)]
+        # cold first, while this process is still small: the real CLI, the floor and kubectl's
+        # procedure in turns (each ratio is of the same moments), then the breakdown
+        turns = in_turns({
+            "cli": (args.cold_runs, lambda: cli_once(sim, config)),
+            "floor": (args.floor_runs, lambda: floor_once(sim, plan)),
+            "kubectl": (args.kubectl_runs, lambda: kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL)),
+        })
+        clis, floors, minimal = turns["cli"], turns["floor"], turns["kubectl"]
         inproc = cold_once(sim)
         imported = [imports_once(listing) for _ in range(args.cold_runs)]
         imports = median([t.wall_s for t in imported])
         cli_walls = [c["wall_s"] for c in clis]
         floor_walls = [f["process_wall_s"] for f in floors]
         downloads = [download_once(sim) for _ in range(args.download_runs)]
-        minimal = [kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL) for _ in range(args.kubectl_runs)]
         seed_runs = args.seed_runs if pods <= SEED_MAX_PODS else 0
         seed = [kubectl_procedure(sim.kubeconfig, KUBECTL_SEED) for _ in range(seed_runs)]
         w = warm_once(sim, args.warm_runs)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +102,20 @@ def sim_process(spec: str, *, timeout: float = 300.0) -> Iterator[SimProc]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def in_turns(runs: Mapping[str, tuple[int, Callable[[], Any]]]) -> dict[str, list[Any]]:
+    """``{name: (times, run)}`` run in turns (a, b, c, a, b, c, ...), the results by name.
+
+    A ratio of two medians is only as fair as the moments they were measured in: on a shared
+    machine a slow minute that falls on one procedure's block of runs and not on the other's moves
+    the ratio by more than the change being measured. In turns, each meets the machine alike."""
+    out: dict[str, list[Any]] = {name: [] for name in runs}
+    for i in range(max((times for times, _ in runs.values()), default=0)):
+        for name, (times, run) in runs.items():
+            if i < times:
+                out[name].append(run())
+    return out
 
 
 def median(values: Sequence[float]) -> float:
