@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.common import SimProc
 from bot.cli import tune_gc
 from bot.commands import parse_invocation
+from bot.exit_heap import keep_until_exit
 from bot.service import Service
 
 
@@ -37,6 +38,7 @@ def peak_rss_mb() -> float:
 
 async def main(info_path: str, namespace: str, pod: str) -> None:
     tune_gc()  # as the CLI does
+    keep_until_exit()  # and keeps what the answer was built from to its exit (bot.exit_heap)
     info = json.loads(Path(info_path).read_text())
     sim = SimProc(0, info, Path(info_path).parent)
     service = Service(sim.settings())

@@ -39,6 +39,7 @@ from bot.console.progress import progress_for
 from bot.console.scenario_files import resolve_scenario
 from bot.errors import ConfigError, GpubotError, RunbookError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
+from bot.exit_heap import keep_until_exit
 from bot.log_stream import CurrentStderrHandler
 from bot.names import printable
 from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
@@ -499,6 +500,7 @@ def run() -> NoReturn:
     """
     global _START
     _START = process_start()
+    keep_until_exit()  # what an answer was built from is dropped with the heap, not freed before it
     code = _main()
     _flush_and_exit(code)
 

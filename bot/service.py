@@ -22,6 +22,7 @@ from bot.engine.runbook_dir import load_with_overrides
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis
 from bot.errors import KubeApiError
+from bot.exit_heap import spent
 from bot.probes.clients import Clients, KubeClients
 from bot.probes.failed_reads import FailedReads
 from bot.probes.ssh_pool import SshPool
@@ -99,6 +100,7 @@ class Service:
             ssh_concurrency=self.settings.ssh_concurrency,
             deadline=deadline,
         )
+        spent(facts)  # a one-shot process keeps it to its exit, not freed before the answer is shown
         report = await run_diagnosis(
             runbook,
             self.runbooks,

@@ -29,6 +29,7 @@ from bot.engine.progress import Progress, no_progress
 from bot.engine.runbooks import RunbookSet
 from bot.engine.runner import run_diagnosis, word
 from bot.errors import KubeApiError, NotFoundError
+from bot.exit_heap import spent
 from bot.kube.objects import Obj, meta_of, name_of
 from bot.pending.reads import SharedReads
 from bot.pending.scan import Stuck, age, group, is_stuck_gpu_pod, signature
@@ -230,8 +231,10 @@ class PendingRun:
         self.extra_until = extras_until(time.monotonic(), took, self.extra_until)
 
     def facts(self, inv: Invocation) -> Facts:
-        return Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
-                     deadline=self.deadline)
+        facts = Facts(inv, tables=self.runbook.tables, ssh_concurrency=self.service.settings.ssh_concurrency,
+                      deadline=self.deadline)
+        spent(facts)  # a one-shot process keeps it to its exit (bot.exit_heap)
+        return facts
 
     async def diagnose(self, base: Facts, stuck: Stuck, *, extra: bool = False) -> _Outcome | None:
         """The why-pending engine on one workload, on the shared facts; None: no time left to start

@@ -1,0 +1,73 @@
+"""What a diagnosis was built from is kept to the exit only by the one-shot ``gpubot`` process
+(``bot.exit_heap``): there it is dropped with the heap instead of being freed before the answer is
+printed; the long-running bot frees it as soon as each answer is made."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+
+from bot import exit_heap
+from bot.commands import parse_invocation
+from bot.engine.facts import Facts
+from bot.service import Service
+from bot.sim.cluster import SimCluster
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "scenarios" / "zombie-checkpoint.yaml"
+
+
+async def _facts_of_one_diagnosis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[weakref.ref[Facts]]:
+    made: list[weakref.ref[Facts]] = []
+    real_init = Facts.__init__
+
+    def init(self: Facts, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(Facts, "__init__", init)
+    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
+        service = Service(sim.settings())
+        try:
+            report = await service.run(parse_invocation(["node-status"]))
+        finally:
+            await service.close()
+    assert report.nodes, "the diagnosis ran"
+    gc.collect()
+    return made
+
+
+async def test_the_long_running_bot_frees_what_an_answer_was_built_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(exit_heap, "_kept", None)
+    made = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
+    assert made and all(ref() is None for ref in made)
+
+
+async def test_a_process_that_asked_keeps_it_to_its_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exit_heap, "_kept", None)
+    exit_heap.keep_until_exit()
+    made = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
+    assert made and all(ref() is not None for ref in made)
+    assert [ref() for ref in made] == [k for k in exit_heap._kept or [] if isinstance(k, Facts)]
+
+
+def test_the_gpubot_process_asks_for_it_and_in_process_callers_do_not() -> None:
+    script = (
+        "from bot import cli, exit_heap\n"
+        "cli._main = lambda argv=None: print('kept' if exit_heap._kept is not None else 'freed') or 0\n"
+        "cli.main(['--version'])\n"
+        "print('after main:', 'kept' if exit_heap._kept is not None else 'freed')\n"
+        "cli.run()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["after main: freed", "kept"]
