@@ -22,7 +22,6 @@ import asyncio
 import functools
 import json
 import ssl
-import time
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -30,6 +29,7 @@ from kubernetes import client
 
 from bot.errors import KubeApiError, NotFoundError
 from bot.probes.agent_reads import AGENT_READ_COMMANDS
+from bot.probes.api_transport import CredentialHeaders, ssl_context
 from bot.probes.container_commands import EXEC_COMMANDS
 from bot.probes.ssh import MAX_OUTPUT_BYTES, READ_COMMANDS, CommandResult
 from bot.probes.websocket import BINARY, Endpoint, HandshakeError, ProtocolError, connect
@@ -83,21 +83,6 @@ def _exec_query(argv: tuple[str, ...], container: str) -> str:
     return urlencode([*params, ("container", container), ("stdout", "true"), ("stderr", "true")])
 
 
-def _ssl_context(cfg: client.Configuration) -> ssl.SSLContext | None:
-    """The TLS settings the kubeconfig (or the service account) gave the official client."""
-    if not str(cfg.host).startswith("https"):
-        return None
-    context = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-    if cfg.cert_file:
-        context.load_cert_chain(cfg.cert_file, cfg.key_file or None)
-    if not cfg.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif cfg.assert_hostname is False:
-        context.check_hostname = False
-    return context
-
-
 class _Channels:
     """Output gathered per channel, each capped (a runaway command must not fill the memory)."""
 
@@ -121,29 +106,15 @@ class ExecStream:
     No allow-list here: every caller checks its own first (see the module docstring).
     """
 
-    #: how long the credentials read from the client configuration are reused: its refresh hook
-    #: (kubeconfig exec plugins, the service account's rotated token) re-reads the whole config
-    HEADERS_TTL_S = 10.0
-
     def __init__(self, api_client: client.ApiClient, *, timeout: float = 15.0) -> None:
         self.api_client = api_client
         self.timeout = timeout
         cfg = api_client.configuration
         self._base = str(cfg.host).rstrip("/")
-        self._ssl = _ssl_context(cfg)
+        self._ssl = ssl_context(cfg)
         self._server_hostname = getattr(cfg, "tls_server_name", None) or None
         self._proxy = cfg.proxy or None
-        self._headers_read: tuple[float, dict[str, str]] | None = None
-
-    def _headers(self) -> dict[str, str]:
-        now = time.monotonic()
-        if self._headers_read is None or now - self._headers_read[0] > self.HEADERS_TTL_S:
-            headers = dict(self.api_client.default_headers)
-            for setting in self.api_client.configuration.auth_settings().values():
-                if setting.get("in") == "header" and setting.get("value"):
-                    headers[str(setting["key"])] = str(setting["value"])
-            self._headers_read = (now, headers)
-        return self._headers_read[1]
+        self._headers = CredentialHeaders(api_client)
 
     async def stream_exec(
         self, namespace: str, pod: str, container: str, argv: list[str], *, timeout: float | None = None

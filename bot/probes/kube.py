@@ -6,7 +6,9 @@ must never write: it calls only ``read_*``/``list_*`` methods of the official cl
 
 The synchronous official client runs in a thread pool (``asyncio.to_thread``); responses are
 read raw (``_preload_content=False``) and parsed as JSON, so every object is the plain dict the API
-served (camelCase keys), the same shape the simulator's scenario files hold.
+served (camelCase keys), the same shape the simulator's scenario files hold. The per-node pod
+lists, made by the hundred on a large cluster, go over kept connections instead where the client's
+settings allow it (``bot.probes.kept_gets``): the same GET, without the client's per-request cost.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 import orjson
 from kubernetes import client
@@ -26,6 +30,7 @@ from bot.errors import ApiRead, KubeApiError, NotFoundError
 from bot.kube.custom_resources import declared
 from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import remaining
+from bot.probes.kept_gets import KeptGets
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
 from bot.probes.views import DerivedViews, FailedRead
@@ -46,6 +51,8 @@ PER_NODE_SLIM_LIMIT = 1000
 PER_NODE_SLIM_SHARE = 0.5
 #: field-selected per-node lists in flight at once
 PER_NODE_CONCURRENCY = 8
+#: the client method a per-node list over a kept connection stands for (its RBAC: list pods)
+_POD_LIST_CALL = "list_pod_for_all_namespaces"
 
 #: kinds whose objects ``get_object`` can read, with the API class and method stem
 _READERS: dict[str, tuple[str, str, bool]] = {
@@ -204,6 +211,8 @@ class KubeReader(DerivedViews):
         self.server = safe_url(str(getattr(api_client.configuration, "host", "") or ""))
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
         self._custom = client.CustomObjectsApi(api_client)
+        #: the per-node pod lists' kept connections, where the client's settings allow them
+        self._gets = KeptGets.for_client(api_client)
         #: (read at, served group/versions) from ``/apis``: read once, shared by every command
         self._discovery: tuple[float, frozenset[str]] | None = None
 
@@ -220,16 +229,24 @@ class KubeReader(DerivedViews):
         return KubeApiError(f"{read.text()}: {detail}", kind="timeout", read=read, server=self.server, detail=detail)
 
     async def _call(self, read: ApiRead, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
-        """One request with bounded retries on transient failures; returns the parsed body."""
+        """One request through the client with bounded retries on transient failures; returns the parsed body."""
+
+        def send(timeout: float) -> bytes:
+            return bytes(fn(*args, **kwargs, _preload_content=False, _request_timeout=timeout).data)
+
+        return await self._send(read, getattr(fn, "__name__", read.text()), send)
+
+    async def _send(self, read: ApiRead, call: str, send: Callable[[float], bytes]) -> Obj:
+        """One request (``send(timeout)`` → the body) with bounded retries on transient failures;
+        returns the parsed body. ``call`` names it in the stats."""
         what = read.text()
 
         def do(timeout: float) -> Obj:
             try:
-                resp = fn(*args, **kwargs, _preload_content=False, _request_timeout=timeout)
-                data = resp.data
+                data = send(timeout)
             except Exception as exc:  # noqa: BLE001 - translated at this boundary
                 raise _api_error(exc, read, self.server, timeout_s=timeout) from None
-            self.stats.record(getattr(fn, "__name__", what), len(data))
+            self.stats.record(call, len(data))
             try:
                 parsed = orjson.loads(data)  # a third of json.loads's time on API lists
             except ValueError:
@@ -269,14 +286,38 @@ class KubeReader(DerivedViews):
         self, read: ApiRead, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
     ) -> list[Any]:
         """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go."""
-        items: list[Any] = []
-        token = ""
         limit = max(self.page_size, int(kwargs.pop("page_size", 0) or 0))
-        while True:
+
+        async def page(token: str) -> Obj:
             page_kwargs = dict(kwargs, limit=limit)
             if token:
                 page_kwargs["_continue"] = token
-            body = await self._call(read, fn, *args, **page_kwargs)
+            return await self._call(read, fn, *args, **page_kwargs)
+
+        return await self._pages(page, keep)
+
+    async def _pods_of_node(self, node: str) -> list[SlimPod]:
+        """The pods bound to ``node``, slimmed: over a kept connection where the client's settings
+        allow one (``bot.probes.kept_gets``), else through the client."""
+        selector = f"spec.nodeName={node}"
+        read = ApiRead("list", "pods", selector=selector)
+        gets = self._gets
+        if gets is None:
+            return await self._walk(read, slim, self._core.list_pod_for_all_namespaces, field_selector=selector)
+        query = {"fieldSelector": selector, "limit": str(self.page_size)}
+
+        async def page(token: str) -> Obj:
+            path = "/api/v1/pods?" + urlencode({**query, "continue": token} if token else query)
+            return await self._send(read, _POD_LIST_CALL, partial(gets.get, path))
+
+        return await self._pages(page, slim)
+
+    async def _pages(self, page: Callable[[str], Awaitable[Obj]], keep: Callable[[Obj], Any] | None) -> list[Any]:
+        """Every item of the pages ``page(continue_token)`` answers, kept as ``keep(item)``."""
+        items: list[Any] = []
+        token = ""
+        while True:
+            body = await page(token)
             kind = str(body.get("kind", "")).removesuffix("List")
             for item in body.get("items") or []:
                 if kind and "kind" not in item:
@@ -319,12 +360,7 @@ class KubeReader(DerivedViews):
 
             async def on(node: str) -> list[SlimPod]:
                 async with gate:
-                    return await self._walk(
-                        ApiRead("list", "pods", selector=f"spec.nodeName={node}"),
-                        slim,
-                        self._core.list_pod_for_all_namespaces,
-                        field_selector=f"spec.nodeName={node}",
-                    )
+                    return await self._pods_of_node(node)
 
             return [p for batch in await asyncio.gather(*(on(n) for n in sorted(nodes))) for p in batch]
         sel = {"field_selector": field_selector} if field_selector else {}
@@ -423,4 +459,6 @@ class KubeReader(DerivedViews):
     def close(self) -> None:
         # never wait here for a request a silent server still holds: its own timeout ends it
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._gets is not None:
+            self._gets.close()
         self._client.close()
