@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import TypedDict
 
 from bot.engine.check import Check, Code, Outcome, node_subject
-from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running
+from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running, xid_rows
 from bot.engine.facts import Facts
 from bot.kube.objects import meta_of
 from bot.kube.pod_status import CRASH_REASONS, classify
@@ -152,8 +152,9 @@ def run(facts: Facts) -> Iterator[Outcome]:
     """GPU_LOST and GPU_UNHEALTHY per node in scope."""
     pending = facts.pending_pod if facts.inv.kind else None  # node-status has no target
     asks = pod_gpu_requests(pending) if pending is not None else {}  # once, not per node
+    xids = xid_rows(facts)
     for name, place in sorted(_scope(facts).items()):
-        health = node_health(facts, name)
+        health = node_health(facts, name, xids)
         if health.unread == "kernel log not readable":
             yield Skipped(f"Xid check on {name}", "the kernel log is not readable (journalctl and dmesg refused)")
         lost = health.by_class("lost")

@@ -108,14 +108,18 @@ class _Stack:
 
     plugins: list[Obj]
     operands: dict[str, Obj]
+    #: the families each plugin serves, in ``plugins``' order (worked out from names and labels)
+    families: list[frozenset[str]]
 
     @classmethod
     def of(cls, facts: Facts) -> _Stack:
         controllers = facts.components.controllers
-        return cls(plugin_daemonsets(controllers), operator_operands(controllers))
+        plugins = plugin_daemonsets(controllers)
+        families = [k.families if (k := plugin_kind(d)) else frozenset() for d in plugins]
+        return cls(plugins, operator_operands(controllers), families)
 
     def serving(self, families: set[str]) -> list[Obj]:
-        return [d for d in self.plugins if (k := plugin_kind(d)) and k.families & families]
+        return [d for d, served in zip(self.plugins, self.families, strict=True) if served & families]
 
 
 def _left_to_operator(facts: Facts, operands: dict[str, Obj], ds: Obj, node: str) -> bool:
