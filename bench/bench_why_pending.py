@@ -227,16 +227,17 @@ def run_size(nodes: int, gpu: int, pods: int, args: argparse.Namespace) -> dict[
         config = sim.config_file()
         plan = floor_plan(sim)
         listing = record_imports(sim, config)
-        # cold first, while this process is still small: the real CLI, the floor and kubectl's
-        # procedure in turns (each ratio is of the same moments), then the breakdown
+        # cold first, while this process is still small: the real CLI, the floor, kubectl's
+        # procedure and the imports-only process in turns (each ratio is of the same moments, and
+        # the imports are the CLI's own fixed cost at those moments), then the breakdown
         turns = in_turns({
             "cli": (args.cold_runs, lambda: cli_once(sim, config)),
             "floor": (args.floor_runs, lambda: floor_once(sim, plan)),
             "kubectl": (args.kubectl_runs, lambda: kubectl_procedure(sim.kubeconfig, KUBECTL_MINIMAL)),
+            "imports": (args.cold_runs, lambda: imports_once(listing)),
         })
-        clis, floors, minimal = turns["cli"], turns["floor"], turns["kubectl"]
+        clis, floors, minimal, imported = turns["cli"], turns["floor"], turns["kubectl"], turns["imports"]
         inproc = cold_once(sim)
-        imported = [imports_once(listing) for _ in range(args.cold_runs)]
         imports = median([t.wall_s for t in imported])
         cli_walls = [c["wall_s"] for c in clis]
         floor_walls = [f["process_wall_s"] for f in floors]

@@ -157,8 +157,9 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
         f"Runs per size: cold CLI {big['runs']['cold']} (a fresh `gpubot why-pending --json` process each, timed "
         f"from spawn to exit), floor {big['runs']['floor']}, warm {big['runs']['warm']} (after one warm-up), "
         f"kubectl minimal {big['runs']['kubectl']}, kubectl seed {big['runs']['kubectl_seed']} (not above 100,000 "
-        "pods), download 1. The cold CLI, the floor and kubectl minimal run in turns (CLI, floor, kubectl, CLI, "
-        "...), so each ratio is of the same moments of a shared machine. Times are medians unless marked first. "
+        "pods), download 1. The cold CLI, the floor, kubectl minimal and the imports-only process run in turns "
+        "(CLI, floor, kubectl, imports, CLI, ...), so each ratio is of the same moments of a shared machine. "
+        "Times are medians unless marked first. "
         "Default settings (SSH deadline 10 s). Load: the 1-minute load average when the size started.",
         "",
     ]
