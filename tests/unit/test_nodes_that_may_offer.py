@@ -3,16 +3,21 @@ what a pod asks (bot.kube.gpu.nodes_that_may_offer), and answers exactly as over
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.commands import parse_invocation
 from bot.engine.facts import Facts
 from bot.kube.gpu import marks_gpu, nodes_that_may_offer
 from bot.kube.node_map import NodeMap
+from bot.service import Service
+from bot.sim.cluster import SimCluster
 from tests import facts as f
 
 Obj = dict[str, Any]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cluster() -> dict[str, Obj]:
@@ -70,3 +75,29 @@ def test_checks_answer_the_same_over_a_node_map_and_a_plain_map(resource: str, g
         answers.append((sorted(built.candidates), found, built.events.aged))
     assert answers[0] == answers[1]
     assert answers[0][0] == sorted(n for n, o in nodes.items() if resource in o["status"]["capacity"])
+
+
+async def test_the_api_readers_plain_map_is_marked_once_for_the_whole_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold question (no watch cache) gets the same GPU-marked NodeMap the cache hands out, so
+    every later walk (the candidates, the GPU nodes; each diagnosis of a ``pending``) takes the
+    marks instead of every node."""
+    made: list[Facts] = []
+    real_init = Facts.__init__
+
+    def init(self: Facts, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Facts, "__init__", init)
+    async with SimCluster.from_file(ROOT / "scenarios" / "zombie-checkpoint.yaml", workdir=tmp_path) as sim:
+        service = Service(sim.settings())
+        try:
+            await service.run(parse_invocation(["node-status"]))
+        finally:
+            await service.close()
+    nodes = made[-1].nodes
+    assert isinstance(nodes, NodeMap) and nodes.mark is marks_gpu
+    assert nodes.marked == {name for name, node in nodes.items() if marks_gpu(node)} and nodes.marked
+    assert made[-1].gpu_nodes == sorted(nodes.marked | made[-1].components.nodes_running_components())

@@ -12,7 +12,8 @@ from bot.engine.facts import EventFacts, Facts, GpuComponents, QuotaFacts, Targe
 from bot.engine.gather.sources import Sources
 from bot.errors import GpubotError, KubeApiError, NotFoundError
 from bot.kube.batch_workloads import BY_KEY, BatchKind, kind_of, pod_owner_name
-from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component
+from bot.kube.gpu import COMPONENT_HINTS, is_gpu_component, marks_gpu
+from bot.kube.node_map import NodeMap
 from bot.kube.objects import Obj, meta_of, name_of, namespace_of, owner_refs_of, uid_of
 from bot.kube.pod_affinity import required_pod_terms
 from bot.kube.pod_status import pod_ready
@@ -219,9 +220,14 @@ async def namespaces(facts: Facts, src: Sources) -> None:
 
 
 async def nodes(facts: Facts, src: Sources) -> None:
-    """All nodes (taints, labels, capacity, conditions); the watch-fed cache hands out one map per
-    change of its nodes, with their GPU marks worked out once (``bot.kube.node_map.NodeMap``)."""
-    facts.put("nodes", await src.kube.node_map())
+    """All nodes (taints, labels, capacity, conditions), as a ``NodeMap`` with its GPU marks: the
+    watch-fed cache hands out one per change of its nodes; a plain reader's map is marked here,
+    once, so the questions that follow (the candidates of every diagnosis of a ``pending``, the
+    GPU nodes) walk the GPU nodes instead of every node (at 5,000 nodes, ~20 ms each)."""
+    found = await src.kube.node_map()
+    if not (isinstance(found, NodeMap) and found.mark is marks_gpu):
+        found = NodeMap(found, [name for name, node in found.items() if marks_gpu(node)], marks_gpu)
+    facts.put("nodes", found)
 
 
 async def components(facts: Facts, src: Sources) -> None:
