@@ -6,6 +6,8 @@ side by side so a person can see what the findings rest on.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from bot.engine.cards import gone_holders
 from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts
@@ -80,6 +82,7 @@ def _fill_physical(row: NodeRow, facts: Facts) -> None:
     row.notes = list(result.notes[:10]) + ([result.checkpoint_error] if result.checkpoint_error else [])
     placed = facts.card_pods.get(row.node, {})
     gone = gone_holders(result, {p.uid for p in facts.node_pods.get(row.node, []) if p.live})
+    processes = Counter(p.gpu_uuid for p in result.processes if p.gpu_uuid)  # once a node, not once a card
     for g, verdict in facts.card_verdicts.get(row.node, []):
         row.gpus.append(CardRow(
             index=g.index,
@@ -90,7 +93,7 @@ def _fill_physical(row: NodeRow, facts: Facts) -> None:
             memory_total_mib=g.memory_total_mib,
             temperature_c=g.temperature_c,
             power_w=g.power_w,
-            processes=sum(1 for p in result.processes if p.gpu_uuid and p.gpu_uuid == g.uuid),
+            processes=processes[g.uuid] if g.uuid else 0,
             verdict=verdict.state,
             pods=[p.ref for p, _ in placed.get(g.uuid, [])],
             gone_holders=gone.get(g.uuid, []),

@@ -103,6 +103,9 @@ def is_own_component(name: str, labels: Mapping[str, str] | None = None) -> bool
 def is_gpu_component(name: str, labels: Mapping[str, str] | None = None) -> bool:
     """A pod or controller that belongs to the GPU stack, judged by its name and app labels;
     never one of gpubot's own (see ``OWN_COMPONENTS``)."""
+    if not labels:  # by name alone: asked of every pod on every GPU node of a node-status
+        low = name.lower()
+        return _OWN.search(low) is None and _HINT.search(low) is not None
     if is_own_component(name, labels):
         return False
     text = " ".join([name, *((labels or {}).values())]).lower()
