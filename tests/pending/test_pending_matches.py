@@ -150,6 +150,14 @@ def test_confirmations_cost_at_most_a_quarter_again_what_the_answer_needed() -> 
     assert pending_run.extras_until(100.0, took=8.0, until=102.0) == 102.0
 
 
+def test_a_confirmation_starts_only_where_it_should_end_within_the_window() -> None:
+    """An extra takes about what the longest first diagnosis took: one that would run past the
+    window is not started (its workload is counted like the diagnosed one of its signature)."""
+    assert pending_run.starts_extra(100.0, longest_first=0.3, until=100.5)
+    assert not pending_run.starts_extra(100.3, longest_first=0.3, until=100.5)
+    assert pending_run.starts_extra(100.0, longest_first=0.0, until=100.0)
+
+
 def test_pods_on_gpu_nodes_unread_leave_the_answer_incomplete(generated: ReadRig) -> None:
     """Without the pods on GPU nodes, whether a GPU pod runs and is not ready is not known: the
     answer says so (exit 3) instead of listing only the pending ones as if that were all."""
