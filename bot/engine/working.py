@@ -126,7 +126,7 @@ def closest_profile(readings: Mapping[str, float | None], profiles: Sequence[Pro
     """The profile nearest to the readings, each signal scaled by its spread across profiles."""
     best, best_distance = "", math.inf
     for p in profiles:
-        terms = []
+        total, count = 0.0, 0
         for signal, ref in p.values.items():
             value = readings.get(signal)
             if value is None:
@@ -134,11 +134,10 @@ def closest_profile(readings: Mapping[str, float | None], profiles: Sequence[Pro
             spread = p.spreads.get(signal)
             if spread is None:
                 spread = _spread(profiles, signal, ref)
-            terms.append(abs(value - ref) / (spread or 1.0))
-        if terms:
-            distance = sum(terms) / len(terms)
-            if distance < best_distance:
-                best, best_distance = p.name, distance
+            total += abs(value - ref) / (spread or 1.0)
+            count += 1
+        if count and total / count < best_distance:
+            best, best_distance = p.name, total / count
     return best
 
 
@@ -153,8 +152,10 @@ def classify_card(
     """Busy when more signals vote busy than idle, idle when more vote idle, else unknown."""
     votes: dict[str, Vote] = {}
     parts = []
+    # readings from ``card_readings`` are numbers already: _number only for anything else
+    clean = {k: v if type(v) is float and math.isfinite(v) else _number(v) for k, v in readings.items()}
     for t in thresholds:
-        value = _number(readings.get(t.signal))
+        value = clean.get(t.signal)
         if value is None:
             votes[t.signal] = "n/a"
             parts.append(f"{t.name} N/A")
@@ -172,7 +173,6 @@ def classify_card(
     cast = list(votes.values())
     busy, idle = cast.count("busy"), cast.count("idle")
     state: State = "busy" if busy > idle else "idle" if idle > busy else "unknown"
-    clean = {k: _number(v) for k, v in readings.items()}
     profile = closest_profile(clean, profiles)
     util_value = _number(utilization)
     util = "N/A" if util_value is None else _fmt(util_value, "%").replace(" ", "")
