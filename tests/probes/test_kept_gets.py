@@ -5,6 +5,7 @@ TLS with the kubeconfig's own credentials, and the client wherever its settings 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import socket
@@ -93,10 +94,18 @@ def _api(tmp_path: Path, url: str, *, identity: Identity | None = None) -> ApiCl
     return new_api_client(ClusterConfig(name="c", kubeconfig=str(path)), identity=identity)
 
 
-def _gets_for(tmp_path: Path, url: str) -> KeptGets:
+@contextlib.contextmanager
+def _serving(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path, handle: Callable[[socket.socket], None]
+) -> Iterator[tuple[KeptGets, list[int]]]:
+    """KeptGets of a loopback server whose connections ``handle`` serves, and the connections it saw."""
+    url, seen = raw_server(handle)
     gets = KeptGets.for_client(_api(tmp_path, url))
     assert gets is not None
-    return gets
+    try:
+        yield gets, seen
+    finally:
+        gets.close()
 
 
 async def test_per_node_lists_read_the_pods_the_client_reads_one_request_a_node(tmp_path: Path) -> None:
@@ -123,14 +132,10 @@ def test_a_kept_connection_the_server_closed_is_opened_again(
             if _read_request(conn):
                 conn.sendall(_answer(200, POD_LIST))
 
-    url, seen = raw_server(one_answer_then_close)
-    gets = _gets_for(tmp_path, url)
-    try:
+    with _serving(raw_server, tmp_path, one_answer_then_close) as (gets, seen):
         assert gets.get("/api/v1/pods", 5) == POD_LIST
         time.sleep(0.05)  # the server has closed the connection the first answer came on
         assert gets.get("/api/v1/pods", 5) == POD_LIST
-    finally:
-        gets.close()
     assert len(seen) == 2
 
 
@@ -142,12 +147,8 @@ def test_answers_share_one_connection_while_the_server_keeps_it(
             while _read_request(conn):
                 conn.sendall(_answer(200, POD_LIST))
 
-    url, seen = raw_server(keep_answering)
-    gets = _gets_for(tmp_path, url)
-    try:
+    with _serving(raw_server, tmp_path, keep_answering) as (gets, seen):
         assert [gets.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3Dn{i}", 5) for i in range(5)] == [POD_LIST] * 5
-    finally:
-        gets.close()
     assert len(seen) == 1
 
 
@@ -161,13 +162,8 @@ def test_an_error_answer_is_the_clients_exception_with_the_servers_message(
             if _read_request(conn):
                 conn.sendall(_answer(403, status, "Forbidden"))
 
-    url, _ = raw_server(forbid)
-    gets = _gets_for(tmp_path, url)
-    try:
-        with pytest.raises(ApiException) as caught:
-            gets.get("/api/v1/pods", 5)
-    finally:
-        gets.close()
+    with _serving(raw_server, tmp_path, forbid) as (gets, _), pytest.raises(ApiException) as caught:
+        gets.get("/api/v1/pods", 5)
     assert caught.value.status == 403
     assert classify(caught.value) == ("forbidden", 'pods is forbidden: User "x" cannot list', 403)
 
@@ -194,14 +190,9 @@ def test_the_timeout_bounds_the_whole_request(
                 time.sleep(0.05)
             time.sleep(3)
 
-    url, _ = raw_server(slow)
-    gets = _gets_for(tmp_path, url)
     started = time.monotonic()
-    try:
-        with pytest.raises(TimeoutError):
-            gets.get("/api/v1/pods", 0.4)
-    finally:
-        gets.close()
+    with _serving(raw_server, tmp_path, slow) as (gets, _), pytest.raises(TimeoutError):
+        gets.get("/api/v1/pods", 0.4)
     assert time.monotonic() - started < 1.5
     assert classify(TimeoutError())[0] == "timeout"
 
