@@ -51,6 +51,9 @@ log = logging.getLogger("gpubot")
 #: ``time.monotonic()`` when the command started: the process's start for the ``gpubot`` process
 #: (``run``), the call for in-process callers (``main``); the command's deadline counts from it
 _START: float | None = None
+#: this is the ``gpubot`` process (``run``), which ends with ``os._exit``: a one-shot diagnosis
+#: keeps what its answer was built from to that exit (``bot.exit_heap``); ``serve`` never does
+_EXITS_AFTER_ANSWER = False
 
 
 def _started() -> float:
@@ -272,6 +275,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     # gc.callbacks) find nothing worth it. It stays off until the process exits (``run``);
     # ``main`` gives it back to in-process callers.
     gc.disable()
+    if _EXITS_AFTER_ANSWER:
+        keep_until_exit()  # freed with the heap at os._exit, not object by object before the answer
     from bot.oneshot import run_invocation
 
     deadline = _started() + settings.command_deadline_s  # from process start, client setup included
@@ -498,9 +503,9 @@ def run() -> NoReturn:
     first; only then does ``os._exit`` end the process, with ``main``'s exit status. In-process
     callers (tests) use ``main`` and keep the ordinary exit.
     """
-    global _START
+    global _START, _EXITS_AFTER_ANSWER
     _START = process_start()
-    keep_until_exit()  # what an answer was built from is dropped with the heap, not freed before it
+    _EXITS_AFTER_ANSWER = True
     code = _main()
     _flush_and_exit(code)
 

@@ -57,14 +57,25 @@ async def test_a_process_that_asked_keeps_it_to_its_exit(tmp_path: Path, monkeyp
     assert [ref() for ref in made] == [k for k in exit_heap._kept or [] if isinstance(k, Facts)]
 
 
-def test_the_gpubot_process_asks_for_it_and_in_process_callers_do_not() -> None:
+def _kept_after(entry: str, *argv: str) -> bool:
+    """Whether ``bot.exit_heap`` keeps what an answer was built from once ``cli.<entry>`` has run
+    ``gpubot ARGV`` in a fresh interpreter (the exit itself replaced by a report of that)."""
     script = (
-        "import json\n"
+        "import json, sys\n"
         "from bot import cli, exit_heap\n"
-        "seen = []\n"
-        "cli._main = lambda argv=None: seen.append(exit_heap._kept is not None) or 0\n"
-        "cli.main(['--version'])\n"
-        "cli._flush_and_exit = lambda code: print(json.dumps(seen))\n"
-        "cli.run()\n"
+        f"sys.argv = ['gpubot', *{list(argv)!r}]\n"
+        "cli._flush_and_exit = lambda code: None\n"
+        f"cli.{entry}() if {entry!r} == 'run' else cli.main(sys.argv[1:])\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(json.dumps(exit_heap._kept is not None))\n"
     )
-    assert run_json(script) == [False, True]  # main leaves the heap alone; the gpubot process keeps it
+    return bool(run_json(script))
+
+
+def test_only_a_one_shot_diagnosis_of_the_gpubot_process_keeps_it() -> None:
+    """``gpubot why-pending`` keeps it (the process ends with ``os._exit``); a command that is not a
+    diagnosis (``serve`` among them) and an in-process caller (``main``: tests) never do."""
+    diagnosis = ("node-status", "--scenario", str(SCENARIO), "--json")
+    assert _kept_after("run", *diagnosis)
+    assert not _kept_after("main", *diagnosis)
+    assert not _kept_after("run", "runbook", "list")
