@@ -5,7 +5,8 @@ Why: node-level pod lists are made by the hundred (one ``spec.nodeName=`` list p
 read. Through the generated client and urllib3 a request cost ~1.2 ms of CPU; over a kept
 ``http.client`` connection ~0.55 ms (1,000 such lists from 8 threads, one process, the same
 simulated API server), and the cold why-pending spent most of its time beyond the necessary reads
-there (bench/bench_why_pending.py).
+there (bench/bench_why_pending.py). (``bot.probes.http_get`` is another GET: one request to a
+metrics exporter on the event loop, with no kept connection and no cluster credentials.)
 
 What it covers: ``http`` and ``https`` servers with the client's CA, client certificate and
 verification settings (``bot.probes.api_transport``), its default headers and credentials, and
