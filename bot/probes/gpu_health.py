@@ -138,6 +138,8 @@ def parse_handle_errors(text: str) -> list[LostGpu]:
     """The ``Unable to determine the device handle for GPU…`` lines of any nvidia-smi output."""
     out: list[LostGpu] = []
     seen: set[str] = set()
+    if "device handle" not in (text or ""):  # the usual answer: no line to look at (read per node)
+        return out
     for line in (text or "").splitlines():
         match = _HANDLE.search(line.strip())
         if match is None:

@@ -123,7 +123,7 @@ def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResu
         obs.cuda_version = parse_cuda_version(summary.stdout) or ""
         obs.driver_version = parse_driver_version(summary.stdout) or ""
         obs.table = parse_table(summary.stdout)
-    for row in obs.gpus:
+    for row in obs.gpus if "[GPU is lost]" in gpu.stdout else ():  # the usual answer has none
         if any(v.strip() == "[GPU is lost]" for v in row.raw.values()):
             text = f"GPU {row.index} {row.uuid}: [GPU is lost]"
             lost.append(LostGpu(pci="", index=row.index, source="query", text=text))
