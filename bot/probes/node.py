@@ -289,13 +289,12 @@ async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> Node
     obs = NodeObservation(node=node)
     results = await _first_reads(run)
 
-    async def smi_elsewhere() -> None:
-        if results[GPU_QUERY].exit_status == NOT_FOUND:
-            await _nvidia_smi_elsewhere(run, results, agent, obs)
-
-    # the two fallbacks are independent: one round trip for both where both are needed
-    (kernel, source, tried), _ = await asyncio.gather(_kernel_log(run, results[KERNEL_LOG], agent, obs),
-                                                      smi_elsewhere())
+    kernel_log = _kernel_log(run, results[KERNEL_LOG], agent, obs)
+    if results[GPU_QUERY].exit_status == NOT_FOUND:
+        # the two fallbacks are independent: one round trip for both where both are needed
+        (kernel, source, tried), _ = await asyncio.gather(kernel_log, _nvidia_smi_elsewhere(run, results, agent, obs))
+    else:  # awaited in place: no task per node for what is, on most nodes, no read at all
+        kernel, source, tried = await kernel_log
     _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
     _read_health(obs, results[ECC_QUERY], kernel, source, tried)
     _read_rest(obs, results)
