@@ -104,6 +104,8 @@ async def _run_all(conn: asyncssh.SSHClientConnection, node: str, commands: list
         async with gate:
             return await run_command(conn, command, allowed=READ_COMMANDS, node=node)
 
+    if len(commands) == 1:  # the combined read, on every node: awaited in place, no task for it
+        return {commands[0]: await one(commands[0])}
     results = await asyncio.gather(*(one(c) for c in commands))
     return dict(zip(commands, results, strict=True))
 

@@ -173,6 +173,8 @@ class AgentTransport:
                     raise NodeProbeError(node, "error", exc.user_message, via="agent") from None
 
         async def run(commands: list[str]) -> dict[str, CommandResult]:
+            if len(commands) == 1:  # the combined read, on every node: awaited in place, no task for it
+                return {commands[0]: await one(commands[0])}
             results = await asyncio.gather(*(one(c) for c in commands))
             return dict(zip(commands, results, strict=True))
 
