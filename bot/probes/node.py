@@ -104,7 +104,15 @@ async def _run_all(conn: asyncssh.SSHClientConnection, node: str, commands: list
         async with gate:
             return await run_command(conn, command, allowed=READ_COMMANDS, node=node)
 
-    if len(commands) == 1:  # the combined read, on every node: awaited in place, no task for it
+    return await each_command(one, commands)
+
+
+async def each_command(
+    one: Callable[[str], Awaitable[CommandResult]], commands: list[str]
+) -> dict[str, CommandResult]:
+    """Every command's result, by command, the commands run at once; a single command (the combined
+    read, on every node of a fleet-wide read) is awaited in place, without a task of its own."""
+    if len(commands) == 1:
         return {commands[0]: await one(commands[0])}
     results = await asyncio.gather(*(one(c) for c in commands))
     return dict(zip(commands, results, strict=True))

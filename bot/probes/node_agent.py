@@ -21,7 +21,7 @@ from typing import Protocol
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.objects import Obj, labels_of, meta_of, name_of
 from bot.kube.pod_status import crash_loop_status, running_ready
-from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, observe_with
+from bot.probes.node import CHANNELS_PER_NODE, NodeObservation, RunReads, each_command, observe_with
 from bot.probes.ssh import CommandResult
 
 #: the label the chart puts on agent pods (``app.kubernetes.io/name``) and their container's name
@@ -173,10 +173,7 @@ class AgentTransport:
                     raise NodeProbeError(node, "error", exc.user_message, via="agent") from None
 
         async def run(commands: list[str]) -> dict[str, CommandResult]:
-            if len(commands) == 1:  # the combined read, on every node: awaited in place, no task for it
-                return {commands[0]: await one(commands[0])}
-            results = await asyncio.gather(*(one(c) for c in commands))
-            return dict(zip(commands, results, strict=True))
+            return await each_command(one, commands)
 
         return run
 
