@@ -28,12 +28,12 @@ from bot.kube.gpu import gpu_node_names, is_gpu_component, nodes_that_may_offer
 from bot.kube.objects import Obj, meta_of, uid_of
 from bot.kube.pod_affinity import AffinityResult, evaluate, required_pod_terms
 from bot.kube.resources import pod_node_gpu_requests
-from bot.kube.scheduling import ParsedSchedulingMessage, failed_scheduling_events, parse_scheduling_message
+from bot.kube.scheduling import ParsedSchedulingMessage, parse_scheduling_message, timed_scheduling_events
 from bot.kube.story import (
     Cutoff,
+    HistoryJudge,
     build_story,
     build_workload_story,
-    history_reason,
     needs_story,
     node_change_cutoff,
 )
@@ -139,8 +139,9 @@ class EventFacts:
     def _split(self) -> tuple[list[Mapping[str, Any]], list[tuple[Mapping[str, Any], str]]]:
         current: list[Mapping[str, Any]] = []
         history: list[tuple[Mapping[str, Any], str]] = []
-        for e in failed_scheduling_events(self.pod):
-            why = history_reason(e, self.subject, self.cutoff)
+        judge = HistoryJudge(self.subject, self.cutoff)
+        for when, e in timed_scheduling_events(self.pod):
+            why = judge.reason(e, when)
             if why:
                 history.append((e, why))
             else:

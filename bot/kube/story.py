@@ -93,23 +93,38 @@ def node_change_cutoff(pod: Obj, nodes: Mapping[str, Obj]) -> Cutoff | None:
     return Cutoff(at, f"node {name} {why} at {at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
 
 
+class HistoryJudge:
+    """``history_reason`` for the events of one pod: its uid and the moment it was placed read
+    once, not once per event (a pod can carry 20,000 events)."""
+
+    def __init__(self, pod: Obj | None, cutoff: Cutoff | None) -> None:
+        self.pod = pod
+        self.cutoff = cutoff
+        self.uid = meta_of(pod).get("uid") if pod is not None else None
+        self.placed = scheduled_at(pod) if pod is not None else None
+
+    def reason(self, event: Obj, when: datetime | None = None) -> str:
+        """Why ``event`` is history, or "" when it is current; ``when``: its ``event_time`` where
+        the caller has it (a scheduler's event)."""
+        if self.pod is None:
+            return ""
+        obj = event.get("involvedObject") or event.get("regarding") or {}
+        if obj.get("kind") == "Pod" and obj.get("uid") and self.uid and obj.get("uid") != self.uid:
+            return "about an earlier pod of the same name"
+        if when is None:
+            if not is_scheduler_event(event):
+                return ""
+            when = event_time(event)
+        if self.placed is not None and when < self.placed:
+            return f"before the pod was scheduled at {self.placed.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        if self.cutoff is not None and when != _EPOCH and when < self.cutoff.at:
+            return f"before {self.cutoff.why}; the scheduler has not answered since"
+        return ""
+
+
 def history_reason(event: Obj, pod: Obj | None, cutoff: Cutoff | None) -> str:
     """Why ``event`` (about the pod or an owner) is history, or "" when it is current."""
-    if pod is None:
-        return ""
-    meta = meta_of(pod)
-    obj = event.get("involvedObject") or event.get("regarding") or {}
-    if obj.get("kind") == "Pod" and obj.get("uid") and meta.get("uid") and obj.get("uid") != meta.get("uid"):
-        return "about an earlier pod of the same name"
-    if not is_scheduler_event(event):
-        return ""
-    when = event_time(event)
-    placed = scheduled_at(pod)
-    if placed is not None and when < placed:
-        return f"before the pod was scheduled at {placed.strftime('%Y-%m-%dT%H:%M:%SZ')}"
-    if cutoff is not None and when != _EPOCH and when < cutoff.at:
-        return f"before {cutoff.why}; the scheduler has not answered since"
-    return ""
+    return HistoryJudge(pod, cutoff).reason(event)
 
 
 def _container(cs: Mapping[str, Any], *, init: bool) -> StoryContainer | None:
@@ -191,9 +206,10 @@ def _events(events: Iterable[Obj], pod: Obj | None, cutoff: Cutoff | None, now: 
             newest = (when, e) if when >= seen[0] else (seen[0], seen[1])
             folded[key] = (newest[0], newest[1], seen[2] + count)
     out = []
+    judge = HistoryJudge(pod, cutoff)
     for (ref, kind, reason, message), (when, e, count) in sorted(folded.items(), key=lambda kv: kv[1][0],
                                                                   reverse=True):
-        why = history_reason(e, pod, cutoff)
+        why = judge.reason(e)
         known = when != _EPOCH
         out.append(StoryEvent(
             object=ref, type=kind, reason=reason, message=message[:MESSAGE_CHARS], source=event_source(e),

@@ -162,3 +162,25 @@ def test_a_workload_without_pods_tells_its_owners_story() -> None:
     assert lines[1] == "deployment/d ReplicaFailure=True (FailedCreate)"  # its words are the event's, shown once
     assert "exceeded quota: gpu" in lines[2] and story.scheduler == "kai-scheduler"
     assert story.to_dict()["kind"] == "Deployment"
+
+
+def test_the_events_split_dates_each_event_once_and_keeps_the_order_of_one_moment() -> None:
+    from bot.engine.facts import EventFacts
+    from bot.kube.scheduling import failed_scheduling_events, timed_scheduling_events
+
+    placed = _pod(conditions=[{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-05-07T10:30:00Z"}])
+    events = [_event("FailedScheduling", f"0/{i} nodes", f"2026-05-07T10:{20 + i % 20:02d}:00Z",
+                     source="default-scheduler", uid=UID if i % 7 else "someone-else") for i in range(40)]
+    events.append(_event("FailedScheduling", "Failed to schedule pod, no nodepool", "2026-05-07T10:59:00Z",
+                         source="karpenter"))
+    timed = timed_scheduling_events(events)
+    assert [e for _, e in timed] == failed_scheduling_events(events)
+    assert len(timed) == 40 and "karpenter" not in str(timed)  # a provisioner's borrowed reason is not the scheduler's
+    same = [e["message"] for _, e in timed if e["lastTimestamp"] == "2026-05-07T10:20:00Z"]
+    assert same == ["0/0 nodes", "0/20 nodes"]  # one moment: the order they came in
+    split = EventFacts(pod=events)
+    split.age(placed, None)
+    history = {id(e): why for e, why in split.scheduling_history}
+    for _, e in timed:  # the same verdicts as asking history_reason of each event alone
+        assert history.get(id(e), "") == history_reason(e, placed, None)
+    assert len(split.scheduling) + len(history) == 40
