@@ -5,9 +5,10 @@ over HTTP, remediation on), its Web API pointed at the recording mock of Slack, 
 simulator in its own process whose pending pod (zombie-checkpoint's ``ai/gpu-full-5d8c6-q7wz2``)
 has ``--events`` FailedScheduling events. One signed ``/gpu why-pending`` on that pod starts the
 heavy diagnosis; while it runs, ``--commands`` signed ``/gpu help`` commands go out evenly spaced
-over the first half of its expected duration (each without waiting for the previous ack), and
-each ack's latency is measured (request sent to response received); p50/p99 are over the acks
-of commands sent while the diagnosis was still running. A probe coroutine measures
+over the first half of its expected duration (each without waiting for the previous ack), from
+Slack's side in a process of its own (``bench.slack_side``: the client's cost is not the bot's),
+and each ack's latency is measured (request sent to response received); p50/p99 are over the
+acks of commands sent while the diagnosis was still running. A probe coroutine measures
 how late a 5 ms sleep wakes up: the longest stall of the loop. The diagnosis is run once first
 (not measured) to warm the connections and learn its length; the same burst is also sent with
 nothing else running ("idle"), and the load average is printed: on a shared machine other
@@ -27,27 +28,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import hashlib
-import hmac
 import json
 import logging
+import math
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import aiohttp
 
 from bench.common import ROOT, emit, percentile, sim_process, table
+from bench.slack_side import SECRET, Command, SlackSide, signed, slash_body
 from bot.cli import tune_gc
 from bot.server import freeze_startup_heap, set_switch_interval
 from bot.sim.scenario_include import read_yaml, resolve_base
 from bot.wiring import build_bot
 from tests.slack.mock_slack_api import MockSlackApi
-
-SECRET = "bench-signing-secret-0123456789abcdef"
 
 
 def http_settings(sim: Any, slack_api_url: str, **extra: Any) -> Any:
@@ -107,34 +106,9 @@ def scenario_with_events(n: int, out: Path) -> Path:
     return out
 
 
-def signed(body: str) -> dict[str, str]:
-    ts = str(int(time.time()))
-    digest = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {
-        "X-Slack-Request-Timestamp": ts,
-        "X-Slack-Signature": f"v0={digest}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
-
-
 def command_body(mock: MockSlackApi, i: int, text: str) -> str:
-    return urlencode(
-        {
-            "token": "legacy",
-            "team_id": "T0BENCH",
-            "team_domain": "bench",
-            "channel_id": "C0GPU",
-            "channel_name": "gpu-ops",
-            "user_id": f"U{i:05d}",
-            "user_name": f"user{i}",
-            "command": "/gpu",
-            "text": text,
-            "api_app_id": "A0BENCH",
-            "is_enterprise_install": "false",
-            "response_url": mock.response_url(f"cmd{i}"),
-            "trigger_id": f"{i}.{time.time_ns()}.trigger",
-        }
-    )
+    """A signed-to-be ``/gpu`` command whose answer goes to ``mock``'s response URL."""
+    return slash_body(i, text, mock.response_url(f"cmd{i}"))
 
 
 _gc_started: list[float] = []
@@ -222,25 +196,32 @@ async def run(events: int, commands: int, workdir: Path) -> dict[str, Any]:
                 warm_s = await heavy(0)  # warms the cache and the SSH connections; not measured
                 gap = 0.5 * warm_s / commands  # over its first half
 
-                async def burst(first: int, diagnosis: asyncio.Task[float] | None) -> tuple[list[float], list[float]]:
-                    """``commands`` helps, evenly spaced, each sent without waiting for the last ack:
-                    (every ack, the acks of the commands sent while the diagnosis ran)."""
-                    sent: list[tuple[asyncio.Task[float], bool]] = []
-                    for i in range(commands):
-                        running = diagnosis is not None and not diagnosis.done()
-                        sent.append((asyncio.create_task(send(first + i, "help")), running))
-                        await asyncio.sleep(gap)
-                    acks = [await task for task, _ in sent]
-                    return acks, [ack for ack, (_, running) in zip(acks, sent, strict=True) if running]
+                async def burst(
+                    first: int, start: Callable[[], asyncio.Task[float]] | None = None
+                ) -> tuple[list[float], list[float], asyncio.Task[float] | None]:
+                    """``commands`` helps from Slack's side (``bench.slack_side``), evenly spaced,
+                    each sent without waiting for the last ack, ``start`` (the diagnosis) begun
+                    just before: (every ack, the acks of the commands sent while it ran, it)."""
+                    plan = [Command(first + i, "help", i * gap, mock.response_url(f"cmd{first + i}"))
+                            for i in range(commands)]
+                    async with SlackSide(url, plan) as slack:
+                        diagnosis = start() if start is not None else None
+                        ended: list[float] = []
+                        if diagnosis is not None:
+                            diagnosis.add_done_callback(lambda _: ended.append(time.monotonic()))
+                            await asyncio.sleep(0.02)  # the diagnosis has started reading
+                        slack.go()
+                        acks = await slack.acks()
+                    end = ended[0] if ended else (math.inf if diagnosis is not None else -math.inf)
+                    return [a.ack_s for a in acks], [a.ack_s for a in acks if a.sent < end], diagnosis
 
                 await settle(bot)
                 with StallProbe() as idle_probe:  # the same burst with nothing else running
-                    idle_acks, _ = await burst(1000, None)
+                    idle_acks, _, _ = await burst(1000)
                 await settle(bot)
                 with StallProbe() as probe:
-                    diagnosis = asyncio.create_task(heavy(1))
-                    await asyncio.sleep(0.02)  # the diagnosis has started reading
-                    acks, during = await burst(2000, diagnosis)
+                    acks, during, diagnosis = await burst(2000, lambda: asyncio.create_task(heavy(1)))
+                    assert diagnosis is not None
                     heavy_s = await diagnosis
                 await settle(bot)
                 report = next(

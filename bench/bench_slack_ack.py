@@ -5,9 +5,12 @@ app over HTTP), its Web API pointed at the recording mock of Slack, against a ge
 with realistic objects in its own process (``bench.simproc``). After one warm-up why-pending
 (not measured), ``--diagnoses`` signed ``/gpu why-pending`` commands on the pending target go out
 at once, each a real diagnosis (cache reads, API requests, SSH to the candidate nodes, every
-check); while they run, ``--commands`` signed ``/gpu help`` commands go out evenly spaced. Every
-ack is timed from sending the request to receiving the response (Slack wants it within 3 s);
-p50/p99 are over all the acks of commands sent while at least one diagnosis was still running.
+check); while they run, ``--commands`` signed ``/gpu help`` commands go out evenly spaced. The
+commands come from Slack's side in a process of its own (``bench.slack_side``), as Slack's own
+requests do: sending them from the bot's loop put the client's cost of 50 requests (~30 ms) on
+every ack. Every ack is timed from sending the request to receiving the response (Slack wants it
+within 3 s); p50/p99 are over all the acks of commands sent while at least one diagnosis was
+still running (before the last report was posted).
 The longest stall of the event loop is measured as in ``bench.bench_loop``.
 
 Serve runs at most ``max_concurrent_diagnoses`` of them at once (``--limit``, default the
@@ -33,8 +36,9 @@ from typing import Any
 
 import aiohttp
 
-from bench.bench_loop import StallProbe, command_body, http_settings, settle, signed
+from bench.bench_loop import StallProbe, command_body, http_settings, settle
 from bench.common import emit, percentile, sim_process, table
+from bench.slack_side import Command, SlackSide, signed
 from bot.cli import tune_gc
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
 from bot.service import Service
@@ -93,21 +97,21 @@ async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: fl
                 one_s = time.perf_counter() - t0
                 await settle(bot)
                 before = reports()
-                with StallProbe() as probe:
-                    started = time.perf_counter()
-                    heavy = [asyncio.create_task(send(1 + i, why)) for i in range(diagnoses)]
-                    gap = max(0.005, one_s * diagnoses / 4 / max(commands, 1))
-                    light: list[tuple[asyncio.Task[float], bool]] = []
-                    for i in range(commands):
-                        running = reports() - before < diagnoses
-                        light.append((asyncio.create_task(send(1000 + i, "help")), running))
-                        await asyncio.sleep(gap)
-                    heavy_acks = [await t for t in heavy]
-                    light_acks = [await t for t, _ in light]
-                    deadline = time.monotonic() + 600
-                    while reports() - before < diagnoses and time.monotonic() < deadline:
-                        await asyncio.sleep(0.02)
-                    all_done_s = time.perf_counter() - started
+                gap = max(0.005, one_s * diagnoses / 4 / max(commands, 1))
+                reply_to = mock.response_url
+                plan = [Command(1 + i, why, 0.0, reply_to(f"cmd{1 + i}")) for i in range(diagnoses)]
+                plan += [Command(1000 + i, "help", i * gap, reply_to(f"cmd{1000 + i}")) for i in range(commands)]
+                async with SlackSide(url, plan) as slack:
+                    with StallProbe() as probe:
+                        started = slack.go()
+                        # when the last report was posted: a command sent before it was sent
+                        # while a diagnosis was still running
+                        deadline = started + 600
+                        while reports() - before < diagnoses and time.monotonic() < deadline:
+                            await asyncio.sleep(0.005)
+                        done_at = time.monotonic()
+                        all_done_s = done_at - started
+                        acks = await slack.acks()
                 await settle(bot)
                 posted = reports() - before
                 report = next(
@@ -117,7 +121,8 @@ async def run(size: str, diagnoses: int, commands: int, limit: int, switch_s: fl
             await bot.server.stop(settings.shutdown_grace_s)
             await bot.close()
             await mock.stop()
-    during = heavy_acks + [a for a, (_, running) in zip(light_acks, light, strict=True) if running]
+    heavy_acks = [a.ack_s for a in acks if a.text == why]
+    during = heavy_acks + [a.ack_s for a in acks if a.text != why and a.sent < done_at]
     p99 = percentile(during, 99) * 1000
     return {
         "size": size,
