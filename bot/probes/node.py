@@ -18,6 +18,7 @@ This module must never run anything but ``READ_COMMANDS``, and never change a no
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -290,6 +291,27 @@ async def _nvidia_smi_elsewhere(run: RunReads, results: dict[str, CommandResult]
         obs.notes.append("nvidia-smi not found on the host nor under /run/nvidia/driver")
 
 
+#: set by ``observe_many`` around each node's read, whatever the transport: frees the node's slot
+_SLOT_FREE: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("slot_free", default=None)
+
+
+async def _reads_are_in() -> None:
+    """Every read of this node is in: free its slot of the fan-out before the answer is parsed,
+    and let the next node's read start first.
+
+    A slot bounds the reads in flight (what the nodes and the API server carry); parsing is the
+    bot's own CPU. Parsed while it held the slot, each node's ~0.4 ms of parsing and card
+    verdicts came, on every slot, before the next node's connect, all on one event loop: at 500
+    nodes through the agent the fan-out took 0.87-0.89 s; freed first, 0.79-0.81 s. Two turns of
+    the loop: the waiter of the freed slot starts the next node's read, and that read sends its
+    connect, before this node's answer is parsed."""
+    free = _SLOT_FREE.get()
+    if free is not None:
+        free()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+
 async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> NodeObservation:
     """The read commands through ``run``, turned into a ``NodeObservation`` (any transport).
 
@@ -305,6 +327,7 @@ async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> Node
         (kernel, source, tried), _ = await asyncio.gather(kernel_log, _nvidia_smi_elsewhere(run, results, agent, obs))
     else:  # awaited in place: no task per node for what is, on most nodes, no read at all
         kernel, source, tried = await kernel_log
+    await _reads_are_in()
     _read_nvidia_smi(obs, results[GPU_QUERY], results[APPS_QUERY], results[SUMMARY])
     _read_health(obs, results[ECC_QUERY], kernel, source, tried)
     _read_rest(obs, results)
@@ -381,6 +404,9 @@ async def observe_many(
 ) -> dict[str, NodeObservation | NodeProbeError]:
     """Observe many nodes, at most ``concurrency`` reading at once; a failure is a value, not a raise.
 
+    A node holds its slot while it is being read, not while its answer is parsed (see
+    ``_reads_are_in``).
+
     ``until`` (``time.monotonic()``) bounds the whole call: a node whose turn comes later is not
     read (reason ``deadline``), and no node's own deadline runs past it. Within it a node holds its
     slot for its fair share of the time left (``fair_hold``); still silent then, it yields the
@@ -415,11 +441,18 @@ async def observe_many(
                 budget = deadline if until is None else min(deadline, until - now)
                 if budget <= 0:
                     return NodeProbeError(node, "deadline", "not read: the command's deadline ran out first")
+                def free() -> None:
+                    nonlocal held
+                    if held:
+                        held = False
+                        gate.release()
+
+                _SLOT_FREE.set(free)  # the read's task runs in a copy of this context
                 task = asyncio.ensure_future(observe(node, budget))
                 try:
                     hold = budget if until is None else fair_hold(until - now, slots, waiting)
                     done, _ = await asyncio.wait({task}, timeout=hold)
-                    if not done:  # silent so far: the next node starts while this one goes on
+                    if not done and held:  # silent so far: the next node starts while this one goes on
                         held = False
                         gate.release()
                     return await task

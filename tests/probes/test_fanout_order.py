@@ -13,7 +13,8 @@ import time
 import pytest
 
 from bot.errors import NodeProbeError
-from bot.probes.node import MIN_HOLD_S, NodeObservation, fair_hold, observe_many
+from bot.probes.node import MIN_HOLD_S, NodeObservation, fair_hold, observe_many, observe_with
+from bot.probes.ssh import COMBINED_READ, CommandResult
 
 
 class RecordingTransport:
@@ -110,3 +111,33 @@ def test_the_fair_hold_shares_the_time_left_among_the_nodes_waiting() -> None:
     assert fair_hold(10.0, 4, 0) == 10.0  # nobody waits: keep the slot
     assert fair_hold(10.0, 4, 40) == 1.0
     assert fair_hold(1.0, 4, 400) == MIN_HOLD_S
+
+
+class ReadingTransport:
+    """Nodes read through ``observe_with``, each command answered at once and logged."""
+
+    name = "reading"
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def observe(self, node: str, *, deadline: float) -> NodeObservation:
+        async def run(commands: list[str]) -> dict[str, CommandResult]:
+            self.log.append(f"read {node}")
+            await asyncio.sleep(0)
+            # the combined read fails (an old shell): the commands are run one by one, as asked
+            code = 1 if commands == [COMBINED_READ] else 0
+            return {c: CommandResult("", "", code) for c in commands}
+
+        return await observe_with(run, node)
+
+
+async def test_a_node_frees_its_slot_once_its_reads_are_in_not_once_its_answer_is_parsed() -> None:
+    """One slot: the second node's read starts before the first node's answer is parsed and
+    handed on (parsing is the bot's CPU, not a read the slot bounds)."""
+    log: list[str] = []
+    results = await observe_many(ReadingTransport(log), ["a", "b"], concurrency=1, deadline=1.0,
+                                 answered=lambda node, _: log.append(f"answered {node}"))
+    assert log.index("read b") < log.index("answered a")
+    assert max(i for i, e in enumerate(log) if e == "read a") < log.index("read b")  # a's reads all came first
+    assert all(isinstance(r, NodeObservation) for r in results.values())
