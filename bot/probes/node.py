@@ -441,6 +441,7 @@ async def observe_many(
                 budget = deadline if until is None else min(deadline, until - now)
                 if budget <= 0:
                     return NodeProbeError(node, "deadline", "not read: the command's deadline ran out first")
+
                 def free() -> None:
                     nonlocal held
                     if held:
@@ -452,9 +453,8 @@ async def observe_many(
                 try:
                     hold = budget if until is None else fair_hold(until - now, slots, waiting)
                     done, _ = await asyncio.wait({task}, timeout=hold)
-                    if not done and held:  # silent so far: the next node starts while this one goes on
-                        held = False
-                        gate.release()
+                    if not done:  # silent so far: the next node starts while this one goes on
+                        free()
                     return await task
                 except BaseException:
                     task.cancel()
