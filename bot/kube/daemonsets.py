@@ -328,17 +328,44 @@ def _forget_finished() -> None:
         del _BY_NODE[key]
 
 
+def controller_is_content(ds: Obj) -> bool:
+    """The DaemonSet's own status says every node it wants a pod on has one (CURRENT = DESIRED,
+    for the spec it last saw). Our reading of the template can admit a node the controller does
+    not count (a predicate we do not model, a template we misread); its count is the authority."""
+    status = ds.get("status")
+    if not isinstance(status, Mapping) or "desiredNumberScheduled" not in status:
+        return False  # no status read: nothing to go by
+    generation, seen = meta_of(ds).get("generation"), status.get("observedGeneration")
+    if isinstance(generation, int) and isinstance(seen, int) and seen < generation:
+        return False  # a newer spec the controller has not acted on yet
+    return _count(status, "currentNumberScheduled") >= _count(status, "desiredNumberScheduled")
+
+
+def _uncounted(ds: Obj) -> Admission:
+    status = ds.get("status") or {}
+    desired, current = _count(status, "desiredNumberScheduled"), _count(status, "currentNumberScheduled")
+    return Admission(ok=False, reasons=(f"its controller does not count the node (DESIRED {desired}, "
+                                        f"CURRENT {current}: a pod on every node it wants one on)",))
+
+
 def placement(ds: Obj, pods: Iterable[Obj], node: Obj) -> Placement:
-    """The DaemonSet's situation on ``node``: admitted or not, its pod there and its health."""
+    """The DaemonSet's situation on ``node``: admitted or not, its pod there and its health.
+
+    A node the template admits but that has no pod, of a DaemonSet whose controller reports a pod
+    on every node it wants, is not admitted: "admits the node but made no pod" would accuse the
+    controller of a failure its own status denies."""
     meta = meta_of(ds)
     name = name_of(node)
     mine = _owned_by_node(ds, pods).get(name, [])
     pod = _pick(mine)
+    admission = daemonset_admits(ds, node)
+    if pod is None and admission.ok and controller_is_content(ds):
+        admission = _uncounted(ds)
     return Placement(
         daemonset=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
         node=name,
-        admission=daemonset_admits(ds, node),
+        admission=admission,
         pod=pod,
         health=pod_health(pod) if pod is not None else None,
     )
@@ -358,19 +385,19 @@ class DaemonSetCounts:
         return f"DESIRED {self.desired} CURRENT {self.current} READY {self.ready} NODE SELECTOR {sel}"
 
 
+def _count(status: Mapping[str, Any], key: str) -> int:
+    try:
+        return int(status.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def counts(ds: Obj) -> DaemonSetCounts:
     status = ds.get("status") or {}
-
-    def num(key: str) -> int:
-        try:
-            return int(status.get(key) or 0)
-        except (TypeError, ValueError):
-            return 0
-
     selector = template_spec(ds).get("nodeSelector") or {}
     return DaemonSetCounts(
-        desired=num("desiredNumberScheduled"),
-        current=num("currentNumberScheduled"),
-        ready=num("numberReady"),
+        desired=_count(status, "desiredNumberScheduled"),
+        current=_count(status, "currentNumberScheduled"),
+        ready=_count(status, "numberReady"),
         selector={str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {},
     )

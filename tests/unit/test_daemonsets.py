@@ -198,6 +198,31 @@ def test_running_ready_pod_is_ok() -> None:
 
 # -- placement ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
+    ("status", "generation", "state"),
+    [
+        ({"desiredNumberScheduled": 2, "currentNumberScheduled": 2}, None, "not-scheduled"),
+        ({"desiredNumberScheduled": 0}, None, "not-scheduled"),
+        ({"desiredNumberScheduled": 3, "currentNumberScheduled": 2}, None, "no-pod"),
+        # the controller has not acted on the newest spec yet: its count says nothing about it
+        ({"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "observedGeneration": 4}, 5, "no-pod"),
+        ({"desiredNumberScheduled": 2, "currentNumberScheduled": 2, "observedGeneration": 5}, 5, "not-scheduled"),
+        ({}, None, "no-pod"),  # no status read: the template's reading stands
+    ],
+)
+def test_an_admitted_podless_node_the_controller_does_not_count_is_not_admitted(
+    status: dict[str, Any], generation: int | None, state: str
+) -> None:
+    d = ds({"affinity": AFFINITY})
+    d["status"] = status
+    if generation is not None:
+        d["metadata"]["generation"] = generation
+    p = placement(d, [], node(labels={"nvidia.com/gpu.present": "true"}))
+    assert p.state == state
+    if state == "not-scheduled":
+        assert p.admission.reasons[0].startswith("its controller does not count the node (DESIRED ")
+
+
+@pytest.mark.parametrize(
     ("labels", "pods", "state"),
     [
         ({}, [], "not-scheduled"),
@@ -207,6 +232,7 @@ def test_running_ready_pod_is_ok() -> None:
 )
 def test_placement_states(labels: dict[str, str], pods: list[dict[str, Any]], state: str) -> None:
     d = ds({"affinity": AFFINITY})
+    d["status"] = {"desiredNumberScheduled": 3, "currentNumberScheduled": 2, "numberReady": 1}  # one pod short
     for p in pods:
         p["metadata"].update({"namespace": "kube-system", "ownerReferences": [{"kind": "DaemonSet", "uid": "ds-uid"}]})
     p = placement(d, pods, node(labels=labels))

@@ -87,3 +87,37 @@ def test_odd_data_never_raises(name: str, mode: str) -> None:
 
 def test_plugin_checks_exist() -> None:
     assert PLUGIN_CHECKS == ["plugin.daemonset", "plugin.mig", "plugin.operator", "plugin.sharing"]
+
+
+def _mixed_fleet(status: dict[str, Any]) -> Facts:
+    """A qGPU node with its manager pod and an NVIDIA node served by another plugin; the manager's
+    DaemonSet selects no nodes in its template (as a hand-written one may)."""
+    manager = {"kind": "DaemonSet", "metadata": {"name": "qgpu-manager", "namespace": "qgpu", "uid": "m-uid"},
+               "spec": {"selector": {"matchLabels": {"app": "qgpu-manager"}},
+                        "template": {"metadata": {"labels": {"app": "qgpu-manager"}}, "spec": {"containers": []}}},
+               "status": status}
+    pod = {"metadata": {"name": "qgpu-manager-a", "namespace": "qgpu",
+                        "ownerReferences": [{"kind": "DaemonSet", "name": "qgpu-manager", "uid": "m-uid"}]},
+           "spec": {"nodeName": "qgpu-1", "containers": [{"name": "m"}]},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                      "containerStatuses": [{"name": "m", "ready": True, "restartCount": 0, "state": {"running": {}}}]}}
+    nodes = {"qgpu-1": node("qgpu-1", {"qgpu-device-enable": "enable"},
+                            {"tke.cloud.tencent.com/qgpu-core": "400", "tke.cloud.tencent.com/qgpu-memory": "124"}),
+             "a100-1": node("a100-1", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}, {"nvidia.com/gpu": "8"})}
+    return make_facts("node-status", nodes=nodes, controllers=[manager], component_pods=[pod], tables={})
+
+
+def test_a_daemonset_whose_controller_has_every_pod_it_wants_is_not_missing_elsewhere() -> None:
+    """The manager's own status says it runs everywhere it should (1 of 1): its absence from the
+    NVIDIA node is the controller's choice, not a plugin down (was the first finding of
+    node-status on such a fleet)."""
+    found = list(builtin_checks()["plugin.daemonset"].run(
+        _mixed_fleet({"desiredNumberScheduled": 1, "currentNumberScheduled": 1, "numberReady": 1})))
+    assert found == []
+
+
+def test_a_daemonset_short_of_a_pod_it_wants_is_reported_on_the_podless_node() -> None:
+    found = list(builtin_checks()["plugin.daemonset"].run(
+        _mixed_fleet({"desiredNumberScheduled": 2, "currentNumberScheduled": 1, "numberReady": 1})))
+    assert [d.code for d in found] == ["DEVICE_PLUGIN_NOT_RUNNING"]
+    assert found[0].params["nodes"] == "a100-1" and found[0].params["status"] == "no pod"
