@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import yaml
+from bot.yamlio.dump import dump_yaml
 
 Obj = dict[str, Any]
 _SAFE_ID = re.compile(r"[^a-z0-9-]+")
@@ -79,6 +79,5 @@ def header(cap: Capture) -> str:
 
 def render(cap: Capture) -> str:
     """The whole file: header comment, then the YAML document."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    body = yaml.dump(to_document(cap), Dumper=dumper, sort_keys=False, allow_unicode=True, width=120)
+    body = dump_yaml(to_document(cap), width=120)
     return header(cap) + body

@@ -32,8 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from bot.capture.secret_names import secret_name
 from bot.capture.secret_text import (
     REDACTED,
@@ -42,6 +40,7 @@ from bot.capture.secret_text import (
     scrub_command_text,
     scrub_text,
 )
+from bot.yamlio.dump import dump_yaml
 from bot.yamlio.marks import YamlSyntaxError, load_yaml
 
 __all__ = ["REDACTED", "Redactions", "looks_secret", "redact_object", "redact_objects", "redact_words", "scrub_text"]
@@ -280,8 +279,7 @@ def _reserialise(original: str, redacted: Any) -> str:
     if original.strip().startswith(("{", "[")):
         compact = '": ' not in original and '", ' not in original  # written back as it came
         return json.dumps(redacted, ensure_ascii=False, separators=(",", ":") if compact else None)
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return str(yaml.dump(redacted, Dumper=dumper, sort_keys=False, allow_unicode=True))
+    return dump_yaml(redacted)
 
 
 def _redact_value(key: str, text: str, what: str, tally: Redactions, *, annotations: bool) -> str | None:

@@ -44,9 +44,9 @@ def emit_report(report: Report, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     elif fmt == "yaml":
-        import yaml  # only for this format: most commands print text or JSON
+        from bot.yamlio.dump import dump_yaml  # only for this format: most commands print text or JSON
 
-        print(yaml.safe_dump(report.to_dict(), sort_keys=False, allow_unicode=True, width=WIDE), end="")
+        print(dump_yaml(report.to_dict(), width=WIDE), end="")
     else:
         term = terminal_for(sys.stdout)
         print(render_text(report, width=WIDE if fmt == "wide" else term.width, term=term), end="")

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bot.errors import UsageError
 from bot.synth.generate import generate_scenario, parse_spec
+from bot.yamlio.dump import dump_yaml
 
 
 def generated_scenario(spec: str) -> dict[str, Any]:
@@ -24,4 +23,4 @@ def generated_scenario(spec: str) -> dict[str, Any]:
 
 def write_scenario(path: str, data: dict[str, Any]) -> None:
     """Write generated data as a scenario YAML file that ``gpubot sim FILE`` serves unchanged."""
-    Path(path).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    Path(path).write_text(dump_yaml(data), encoding="utf-8")

@@ -98,6 +98,18 @@ def test_cli_writes_the_generated_scenario_and_the_simulator_loads_it(
     assert load_scenario(str(out)).name == "generated-n12-g3-p40-s5"
 
 
+def test_a_written_realistic_scenario_has_no_aliases_and_loads_back(tmp_path: Path) -> None:
+    """The realistic generator shares one image list, toleration list and so on among its objects;
+    written with aliases, the file expanded past the reader's alias bound and every command
+    refused it ("an alias bomb?")."""
+    out = tmp_path / "gen.yaml"
+    assert main(["sim", "--generate", "nodes=200,gpu_nodes=40,pods=400,seed=1,realistic=1", "--write", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "&id" not in text and "*id" not in text
+    sc = load_scenario(str(out))
+    assert len([o for o in sc.objects if o["kind"] == "Node"]) == 200
+
+
 @pytest.mark.parametrize("spec", ["nodes=2,gpu_nodes=1,pods=3,color=red", "nodes=x", "nodes=1,gpu_nodes=4,pods=1"])
 def test_cli_bad_spec_is_a_one_line_usage_error(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "--generate", spec]) == ExitCode.USAGE
