@@ -17,6 +17,7 @@ flat list). Nothing here decides whether a fix may be offered or who may approve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -104,10 +105,15 @@ class FindingGroup:
 
     @property
     def next_steps(self) -> list[str]:
-        """The members' next steps interleaved by position, repeats dropped (a step that names
-        a node appears once per node, next to its siblings)."""
+        """The members' next steps interleaved by position, repeats dropped; steps that differ
+        only by the member's own object are one step naming them all ("restart kubelet on a, b"),
+        not a line per node."""
         longest = max((len(f.next_steps) for f in self.findings), default=0)
-        return _unique(f.next_steps[i] for i in range(longest) for f in self.findings if i < len(f.next_steps))
+        out: list[str] = []
+        for i in range(longest):
+            out += _one_per_shape([(_object_name(f.subject), f.next_steps[i])
+                                   for f in self.findings if i < len(f.next_steps)])
+        return _unique(out)
 
     def where(self) -> str:
         return where_text(self.subjects)
@@ -300,3 +306,39 @@ def node_problems(row: NodeRow, findings: Iterable[Finding] = ()) -> list[str]:
 
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+#: how many objects a merged next step names before "and N more" (the group's head names them all)
+STEP_NAMES_SHOWN = 8
+_HOLE = "\x00"
+
+
+def _object_name(subject: str) -> str:
+    """``node/a`` -> ``a``; ``pod/ns/p`` -> ``ns/p``; "" when there is no subject."""
+    return subject.partition("/")[2] if "/" in subject else subject
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """``name`` as a whole word: not inside a longer name (``gpu-1`` in ``gpu-10``), though a
+    sentence may end right after it."""
+    return re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)")
+
+
+def _one_per_shape(steps: Sequence[tuple[str, str]]) -> list[str]:
+    """(object name, step) of the members at one position -> the steps, those equal but for the
+    member's own name written once with every name in its place."""
+    names: dict[str, list[str]] = {}
+    for name, step in steps:
+        shape = _name_pattern(name).sub(_HOLE, step) if name else step
+        listed = names.setdefault(shape, [])
+        if name and name not in listed:
+            listed.append(name)
+    out = []
+    for shape, listed in names.items():
+        if _HOLE not in shape:
+            out.append(shape)
+            continue
+        shown = ", ".join(listed[:STEP_NAMES_SHOWN])
+        more = f" and {len(listed) - STEP_NAMES_SHOWN} more" if len(listed) > STEP_NAMES_SHOWN else ""
+        out.append(shape.replace(_HOLE, shown + more))
+    return out
