@@ -24,6 +24,7 @@ from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
 from bot.errors import GpubotError
+from bot.kube.resources import capacities_remembered
 from bot.report import Finding, Report, Skipped
 
 log = logging.getLogger(__name__)
@@ -94,15 +95,16 @@ def _conclude(
     strict: bool,
     command_prefix: str,
 ) -> Report:
-    # what could not be read comes first: it is why the rest of the answer is incomplete
-    detections = [*unreadable.detections(facts.failures), *run_checks(runbook, facts, checks, strict=strict)]
-    report = Report(command=runbook.command, target=facts.inv.target())
-    report.unreadable = unreadable.unique(facts.failures)
-    report.findings = word(detections, runbooks, {"gpubot": command_prefix})
-    if report.unreadable:
-        _withhold_offers(report, facts)
-    if "node_table" in runbook.views:
-        report.nodes = build_node_rows(facts)
+    with capacities_remembered():  # every check and the node table ask it of the same nodes
+        # what could not be read comes first: it is why the rest of the answer is incomplete
+        detections = [*unreadable.detections(facts.failures), *run_checks(runbook, facts, checks, strict=strict)]
+        report = Report(command=runbook.command, target=facts.inv.target())
+        report.unreadable = unreadable.unique(facts.failures)
+        report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+        if report.unreadable:
+            _withhold_offers(report, facts)
+        if "node_table" in runbook.views:
+            report.nodes = build_node_rows(facts)
     if facts.gathered("target") and facts.gathered("events"):
         report.story = facts.story
     return report

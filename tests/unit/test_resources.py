@@ -276,3 +276,17 @@ def test_vgpu_node_capacity() -> None:
     assert node_gpu_capacity(node) == {"tencent.com/vcuda-core": (400.0, 400.0),
                                        "tencent.com/vcuda-memory": (512.0, 512.0)}
     assert is_gpu_node(node)
+
+
+def test_capacities_are_worked_out_once_per_node_within_a_question_and_not_kept_after() -> None:
+    from bot.kube.resources import capacities_remembered, node_gpu_capacity
+
+    a = {"status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}}
+    b = {"status": {"capacity": {"nvidia.com/gpu": "4"}, "allocatable": {"nvidia.com/gpu": "4"}}}
+    with capacities_remembered():
+        first = node_gpu_capacity(a)
+        assert node_gpu_capacity(a) is first
+        assert node_gpu_capacity(b) == {"nvidia.com/gpu": (4.0, 4.0)}
+        assert first == {"nvidia.com/gpu": (8.0, 7.0)}
+    assert node_gpu_capacity(a) is not node_gpu_capacity(a)  # no memory outside a question
+    assert node_gpu_capacity(a) == {"nvidia.com/gpu": (8.0, 7.0)}
