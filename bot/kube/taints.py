@@ -56,6 +56,13 @@ def node_taints(node: Mapping[str, Any], *, include_unschedulable: bool = True) 
     return taints
 
 
+def has_taints(node: Mapping[str, Any], *, include_unschedulable: bool = True) -> bool:
+    """The node has a taint, or (with ``include_unschedulable``) a cordon: most nodes have
+    neither, and a scan over every node can skip them without asking what a pod tolerates."""
+    spec = node.get("spec") or {}
+    return bool(spec.get("taints")) or (include_unschedulable and spec.get("unschedulable") is True)
+
+
 def untolerated_taints(
     pod: Mapping[str, Any], node: Mapping[str, Any], *, include_unschedulable: bool = True
 ) -> list[dict[str, Any]]:
@@ -64,8 +71,7 @@ def untolerated_taints(
     With ``include_unschedulable`` (default) a cordoned node contributes
     ``node.kubernetes.io/unschedulable:NoSchedule`` even if the taint is not in ``spec.taints``.
     """
-    spec = node.get("spec") or {}
-    if not spec.get("taints") and not (include_unschedulable and spec.get("unschedulable") is True):
+    if not has_taints(node, include_unschedulable=include_unschedulable):
         return []  # most nodes: asked for every node, per question
     tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or [] if isinstance(t, Mapping)]
     return [

@@ -13,10 +13,10 @@ from typing import Any, TypedDict
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import admitted_nodes
-from bot.engine.facts import Facts
+from bot.engine.facts import Facts, per_question
 from bot.kube.gpu import nodes_that_may_offer
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
-from bot.kube.taints import untolerated_taints
+from bot.kube.taints import has_taints, untolerated_taints
 
 
 class PodCount(TypedDict):
@@ -72,7 +72,16 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     if not offers:
         return None
     # reaches_resource_fit, with the node-selection half worked out once per question (it is shared)
-    return sum(1 for n in admitted_nodes(facts, pod) if n not in offers and not untolerated_taints(pod, nodes[n]))
+    # by set algebra: at 10,000 nodes a walk asking each node's taints was a fifth of the checks'
+    # time; an untainted node (most of them) passes without asking what the pod tolerates
+    lacking = set(admitted_nodes(facts, pod)) - offers
+    return len(lacking) - sum(1 for n in lacking & _tainted(facts) if untolerated_taints(pod, nodes[n]))
+
+
+@per_question
+def _tainted(facts: Facts) -> frozenset[str]:
+    """The nodes with a taint or a cordon."""
+    return frozenset(n for n, node in facts.nodes.items() if has_taints(node))
 
 
 def run(facts: Facts) -> Iterator[Detection]:
