@@ -9,6 +9,7 @@ It never performs I/O and never reads logs; it only interprets ``status`` as the
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -163,8 +164,33 @@ def _counts(pod: Mapping[str, Any]) -> tuple[int, int, int]:
     return restarts, ready, total
 
 
+#: the last few thousand pods classified, by object: (the pod, its resourceVersion, its state)
+_KNOWN: dict[int, tuple[Mapping[str, Any], str, PodState]] = {}
+_KNOWN_KEEP = 1024
+_KNOWN_LOCK = threading.Lock()  # the checks of concurrent questions run in worker threads
+
+
 def classify(pod: Mapping[str, Any]) -> PodState:
-    """The pod's PodState (kubectl ``printPod`` for display, plus a stable diagnosis reason)."""
+    """The pod's PodState (kubectl ``printPod`` for display, plus a stable diagnosis reason).
+
+    The watch cache hands every question the same pod objects: a GPU-stack pod on each of 1,000
+    nodes was classified again by every question (~8 ms of a warm why-pending at 10,000 nodes).
+    A pod object seen before, at the same resourceVersion, gets the state it got then."""
+    version = meta_of(pod).get("resourceVersion")
+    if not version:
+        return _classify(pod)
+    hit = _KNOWN.get(id(pod))
+    if hit is not None and hit[0] is pod and hit[1] == version:
+        return hit[2]
+    state = _classify(pod)
+    with _KNOWN_LOCK:
+        if len(_KNOWN) >= _KNOWN_KEEP:
+            del _KNOWN[next(iter(_KNOWN))]  # the oldest: the object it holds may be long replaced
+        _KNOWN[id(pod)] = (pod, str(version), state)
+    return state
+
+
+def _classify(pod: Mapping[str, Any]) -> PodState:
     metadata, spec, status = meta_of(pod), pod.get("spec") or {}, pod.get("status") or {}
     phase = str(status.get("phase") or "Unknown")
     walk = _Walk(status=str(status.get("reason") or phase))

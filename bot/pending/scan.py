@@ -90,7 +90,7 @@ def is_stuck_gpu_pod(pod: Mapping[str, Any]) -> bool:
     state = classify(pod)
     if state.terminating or state.phase in ("Succeeded", "Failed"):
         return False
-    return needs_story(dict(pod))
+    return needs_story(pod)
 
 
 def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:

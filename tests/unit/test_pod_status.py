@@ -41,3 +41,22 @@ def test_every_reason_is_a_plain_word() -> None:
     for case in CASES:
         reason = classify(case["pod"]).reason
         assert reason and ":" not in reason and not reason[0].isdigit(), (case["id"], reason)
+
+
+def test_a_pod_object_is_classified_once_per_resource_version() -> None:
+    from bot.kube.pod_status import classify
+
+    pod: dict = {"metadata": {"name": "p", "uid": "u-1", "resourceVersion": "7"},
+                 "spec": {"nodeName": "n", "containers": [{"name": "c"}]},
+                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                            "containerStatuses": [{"name": "c", "ready": True, "state": {"running": {}}}]}}
+    first = classify(pod)
+    assert classify(pod) is first and first.ready
+    # the watch hands over a newer version: a changed object has a new resourceVersion
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pod["metadata"]["resourceVersion"] = "8"
+    assert not classify(pod).ready
+    twin = {**pod, "metadata": dict(pod["metadata"])}  # equal content, another object: worked out anew
+    assert classify(twin) == classify(pod) and classify(twin) is not classify(pod)
+    pod["metadata"].pop("resourceVersion")  # hand-made objects without one are never remembered
+    assert classify(pod) is not classify(pod)
