@@ -96,8 +96,17 @@ class FindingGroup:
 
     @property
     def explanation(self) -> str:
-        """The lead's explanation: the cause reads the same on every object."""
-        return self.lead.explanation
+        """The lead's explanation: the cause reads the same on every object. Where the members'
+        explanations differ (each names its own pods and counts), it says whose it is: the lead's
+        two zombie UIDs are not the whole group's."""
+        lead = self.lead.explanation
+        if not lead or all(f.explanation == lead for f in self.findings):
+            return lead
+        name = _object_name(self.lead.subject)
+        others = len(self.subjects) - 1
+        if not name or others < 1:
+            return lead
+        return f"On {name} (and alike on {others} more): {lead}"
 
     @property
     def explained_by(self) -> str:

@@ -44,3 +44,13 @@ def test_many_nodes_are_named_up_to_a_bound() -> None:
 
 def test_one_node_reads_as_before() -> None:
     assert steps("gpu-7")[1] == "If that fails, restart kubelet on gpu-7: it rebuilds the checkpoint."
+
+
+def test_an_explanation_that_names_the_leads_own_pods_says_whose_it_is() -> None:
+    a, b = zombie("gpu-1"), zombie("gpu-2")
+    a.explanation, b.explanation = "Entries for pods u-1, u-2 still hold 4 devices.", "Entries for u-3 hold 2."
+    [group] = group_findings([a, b])
+    assert group.explanation == "On gpu-1 (and alike on 1 more): Entries for pods u-1, u-2 still hold 4 devices."
+    a.explanation = b.explanation = "The same words on every node."
+    [group] = group_findings([a, b])
+    assert group.explanation == "The same words on every node."
