@@ -176,7 +176,7 @@ def classify(pod: Mapping[str, Any]) -> PodState:
     The watch cache hands every question the same pod objects: a GPU-stack pod on each of 1,000
     nodes was classified again by every question (~8 ms of a warm why-pending at 10,000 nodes).
     A pod object seen before, at the same resourceVersion, gets the state it got then."""
-    version = meta_of(pod).get("resourceVersion")
+    version = str(meta_of(pod).get("resourceVersion") or "")
     if not version:
         return _classify(pod)
     hit = _KNOWN.get(id(pod))
@@ -186,7 +186,7 @@ def classify(pod: Mapping[str, Any]) -> PodState:
     with _KNOWN_LOCK:
         if len(_KNOWN) >= _KNOWN_KEEP:
             del _KNOWN[next(iter(_KNOWN))]  # the oldest: the object it holds may be long replaced
-        _KNOWN[id(pod)] = (pod, str(version), state)
+        _KNOWN[id(pod)] = (pod, version, state)
     return state
 
 
