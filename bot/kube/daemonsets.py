@@ -341,10 +341,14 @@ def controller_is_content(ds: Obj) -> bool:
     return _count(status, "currentNumberScheduled") >= _count(status, "desiredNumberScheduled")
 
 
+#: how an admission refused by the DaemonSet's own count opens its reason
+UNCOUNTED = "its controller does not count the node"
+
+
 def _uncounted(ds: Obj) -> Admission:
     status = ds.get("status") or {}
     desired, current = _count(status, "desiredNumberScheduled"), _count(status, "currentNumberScheduled")
-    return Admission(ok=False, reasons=(f"its controller does not count the node (DESIRED {desired}, "
+    return Admission(ok=False, reasons=(f"{UNCOUNTED} (DESIRED {desired}, "
                                         f"CURRENT {current}: a pod on every node it wants one on)",))
 
 

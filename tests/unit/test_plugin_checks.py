@@ -121,3 +121,16 @@ def test_a_daemonset_short_of_a_pod_it_wants_is_reported_on_the_podless_node() -
         _mixed_fleet({"desiredNumberScheduled": 2, "currentNumberScheduled": 1, "numberReady": 1})))
     assert [d.code for d in found] == ["DEVICE_PLUGIN_NOT_RUNNING"]
     assert found[0].params["nodes"] == "a100-1" and found[0].params["status"] == "no pod"
+
+
+def test_a_gpu_node_without_cards_that_the_plugins_count_leaves_out_points_at_the_controller() -> None:
+    """The DaemonSet says it runs everywhere it should, yet a GPU node has no plugin pod and
+    registers no card: a stuck controller (or a selection we misread), not a taint to tolerate."""
+    facts = _mixed_fleet({"desiredNumberScheduled": 1, "currentNumberScheduled": 1, "numberReady": 1})
+    facts.nodes["qgpu-2"] = node("qgpu-2", {"qgpu-device-enable": "enable"},
+                                 {"tke.cloud.tencent.com/qgpu-core": "0", "tke.cloud.tencent.com/qgpu-memory": "0"})
+    facts.put("nodes", facts.nodes)
+    found = list(builtin_checks()["plugin.daemonset"].run(facts))
+    assert [d.params["nodes"] for d in found] == ["qgpu-2"]
+    assert found[0].params["status"] == "not scheduled, not counted by its controller"
+    assert "kube-controller-manager" in found[0].params["fix"] and "toleration" not in found[0].params["fix"]

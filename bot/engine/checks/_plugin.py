@@ -14,13 +14,15 @@ from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts, per_question
 from bot.engine.node_rows import ready_condition
 from bot.kube.affinity import node_matches, selects_nodes
-from bot.kube.daemonsets import Placement
+from bot.kube.daemonsets import UNCOUNTED, Placement
 from bot.kube.resources import GpuCapacity, node_gpu_capacity
 from bot.kube.runtime_class import parse as parse_runtime_refusal
 from bot.kube.scheduling import NOT_READY_TAINTS
 from bot.kube.taints import UNSCHEDULABLE_TAINT_KEY, untolerated_taints
 
 Obj = dict[str, Any]
+#: a DaemonSet whose own count leaves the node out (DESIRED = CURRENT) though it has no pod there
+NOT_COUNTED = "not scheduled, not counted by its controller"
 
 def gpu_machines(facts: Facts, names: list[str] | None = None) -> list[str]:
     """GPU machines among ``names`` (all nodes by default): a GPU label, an advertised GPU
@@ -89,7 +91,10 @@ def placement_status(p: Placement) -> str:
         if p.admission.labels:
             return f"not scheduled, node lacks {p.admission.wants()}"
         taints = [r for r in p.admission.reasons if r.startswith("taint ")]
-        return f"not scheduled, {taints[0]}" if taints else "not scheduled"
+        if taints:
+            return f"not scheduled, {taints[0]}"
+        uncounted = any(r.startswith(UNCOUNTED) for r in p.admission.reasons)
+        return NOT_COUNTED if uncounted else "not scheduled"
     return p.state
 
 

@@ -22,6 +22,7 @@ from typing import Any, TypedDict
 from bot.engine.check import Check, Code, Detection, node_subject, pod_subject
 from bot.engine.checks._common import PodItem, fmt_num, pod_ref
 from bot.engine.checks._plugin import (
+    NOT_COUNTED,
     blocking_taints,
     eligible_nodes,
     gpu_machines,
@@ -224,6 +225,11 @@ def _first_fix(prob: Problem, namespace: str, name: str) -> str:
                 "fix the labeller (Node Feature Discovery / GPU Feature Discovery must run on the node and use the "
                 "label name the chart expects), label the node yourself (kubectl label node NODE KEY=VALUE), or "
                 "change the DaemonSet's nodeSelector/affinity to a label the node has.")
+    if prob.status == NOT_COUNTED:
+        return (f"DaemonSet {namespace}/{name} reports a pod on every node it wants one on, yet this GPU node has "
+                "none and registers no GPU: check that kube-controller-manager (its DaemonSet controller) runs, then "
+                f"compare kubectl get ds -n {namespace} {name} -o yaml (nodeSelector, affinity, status) with kubectl "
+                "get node NODE --show-labels.")
     if prob.status.startswith("not scheduled"):
         return (f"Let DaemonSet {namespace}/{name} onto the node: add the toleration for the node's taint to its "
                 "pod template (tolerations), or remove the taint.")
