@@ -334,19 +334,19 @@ def _holed(step: str, name: str) -> str:
     at = step.find(name)
     while at >= 0:
         end = at + len(name)
-        before = step[at - 1] if at else " "
-        after = step[end : end + 2]
-        if not _word_char(before, dot=True) and not (
-            after[:1] and (_word_char(after[0], dot=False) or (after[0] == "." and _word_char(after[1:2], dot=False)))
-        ):
+        whole = not _in_name(step[at - 1 : at]) and step[at - 1 : at] != "." and not (
+            _in_name(step[end : end + 1]) or (step[end : end + 1] == "." and _in_name(step[end + 1 : end + 2]))
+        )
+        if whole:
             out += [step[start:at], _HOLE]
             start = end
-        at = step.find(name, end if start == end else at + 1)
-    return "".join(out) + step[start:] if out else step
+        at = step.find(name, end if whole else at + 1)
+    return "".join(out) + step[start:]
 
 
-def _word_char(ch: str, *, dot: bool) -> bool:
-    return bool(ch) and (ch.isalnum() or ch in ("_", "-") or (dot and ch == "."))
+def _in_name(ch: str) -> bool:
+    """``ch`` (one character or none) continues a name: a letter, a digit, ``_`` or ``-``."""
+    return bool(ch) and (ch.isalnum() or ch in "_-")
 
 
 def _one_per_shape(steps: Sequence[tuple[str, str]]) -> list[str]:
