@@ -149,7 +149,7 @@ JSON = Option(("--json",), "json", help="print one JSON object (the same as -o j
 #: output formats of a diagnosis; ``--json`` is ``-o json``
 OUTPUT_FORMATS = ("text", "json", "yaml", "wide")
 OUTPUT = Option(("-o", "--output"), "output", "text|json|yaml|wide",
-                "output format: text (default), json (one object), yaml, wide (text, lines never wrapped)",
+                "output format: text (default), json (one object), yaml, wide (text never wrapped, all evidence)",
                 surfaces=CLI_ONLY)
 #: ``audit`` and ``demo`` print text or JSON only
 OUTPUT_TEXT_JSON = Option(("-o", "--output"), "output", "text|json", "output format (default: text)",

@@ -2,8 +2,10 @@
 coloured for the terminal it goes to.
 
 text: the readable report, wrapped at the terminal's width on a TTY (100 columns on a pipe),
-severities coloured unless ``NO_COLOR``. wide: the same text, never wrapped (one line per item,
-for grep). json: one object (the public contract). yaml: the same object as YAML.
+severities coloured unless ``NO_COLOR``; a cause found on many objects shows the first of them
+and counts the rest. wide: the same text, never wrapped (one line per item, for grep), every
+object and evidence line listed. json: one object (the public contract). yaml: the same object as
+YAML.
 """
 
 from __future__ import annotations
@@ -49,4 +51,5 @@ def emit_report(report: Report, fmt: str) -> None:
         print(dump_yaml(report.to_dict(), width=WIDE), end="")
     else:
         term = terminal_for(sys.stdout)
-        print(render_text(report, width=WIDE if fmt == "wide" else term.width, term=term), end="")
+        wide = fmt == "wide"
+        print(render_text(report, width=WIDE if wide else term.width, term=term, full=wide), end="")

@@ -19,8 +19,14 @@ from bot.views.groups import FindingGroup, Fix, group_findings, verdict
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 
-#: targets named on an action's "the same for" line; the JSON output lists every one
+#: targets named on an action's "the same for" line (and objects on a cause's heading); the
+#: JSON output and ``-o wide`` list every one
 MAX_TARGETS_LISTED = 20
+#: members' titles listed under a cause found on many objects; ``-o wide`` lists every one
+TITLES_SHOWN = 8
+#: evidence lines under one cause (whole members, at least the first one's); ``-o wide`` shows all:
+#: a card-by-card note on a 40-node fleet was 400 lines between the causes and the prompt
+EVIDENCE_LINES_SHOWN = 16
 
 MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
 #: the colour of each severity's mark on a terminal
@@ -116,7 +122,7 @@ def _act_flags(fix: Fix) -> str:
     return "".join(f" --{k.replace('_', '-')} {v}" for k, v in sorted(fix.remediation.params.items()))
 
 
-def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int) -> list[str]:
+def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int, full: bool) -> list[str]:
     """``1. [CRITICAL] CODE: title`` (or ``on`` where, then each title), wrapped at ``width``; the
     mark is coloured after wrapping so escape codes never count as columns."""
     mark = MARK.get(group.severity, group.severity)
@@ -124,20 +130,41 @@ def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int) 
     if len(group.findings) == 1:
         lines = _wrap(f"{indent}{n}. {mark} {group.code}: {group.lead.title}", width, subsequent_indent=sub)
     else:
-        lines = _wrap(f"{indent}{n}. {mark} {group.code} on {group.where() or f'{len(group.findings)} objects'}",
-                      width, subsequent_indent=sub)
-        for title in group.titles:
+        where = group.where(None if full else MAX_TARGETS_LISTED) or f"{len(group.findings)} objects"
+        lines = _wrap(f"{indent}{n}. {mark} {group.code} on {where}", width, subsequent_indent=sub)
+        titles = group.titles
+        shown = titles if full else titles[:TITLES_SHOWN]
+        if len(shown) < len(titles):
+            shown = [*shown, f"… and {len(titles) - len(shown)} more (-o wide lists every one)"]
+        for title in shown:
             lines += _wrap(title, width, initial_indent=f"{indent}     * ", subsequent_indent=sub)
     painted = term.paint(mark, *MARK_STYLE.get(group.severity, ()))
     return [lines[0].replace(mark, painted, 1), *lines[1:]]
 
 
-def _evidence(group: FindingGroup, indent: str) -> list[str]:
-    return [f"{indent}       | {part}" for ev in group.evidence for part in (str(ev).splitlines() or [""])]
+def _evidence(group: FindingGroup, indent: str, full: bool) -> list[str]:
+    """The members' evidence; past ``EVIDENCE_LINES_SHOWN`` lines, the first members' whole and a
+    count of the rest (a member's lines are never cut in the middle, except the first's)."""
+    members = [[part for ev in f.evidence for part in (str(ev).splitlines() or [""])] for f in group.findings]
+    shown: list[str] = []
+    for taken, member in enumerate(members):
+        if not full and shown and len(shown) + len(member) > EVIDENCE_LINES_SHOWN:
+            hidden = sum(len(m) for m in members[taken:])
+            rest = len([m for m in members[taken:] if m])
+            shown.append(f"… {hidden} more line(s) about {rest} more {_kind_of(group)}: -o wide shows every one")
+            break
+        shown += member if full else member[:EVIDENCE_LINES_SHOWN]
+    return [f"{indent}       | {line}" for line in shown]
 
 
-def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> list[str]:
-    lines = _head(str(i), group, "", term, width) + _evidence(group, "")
+def _kind_of(group: FindingGroup) -> str:
+    """What the members are, for a count: ``node(s)`` when every one is a node."""
+    kinds = {subject.partition("/")[0] for subject in group.subjects}
+    return f"{kinds.pop()}(s)" if len(kinds) == 1 and "" not in kinds else "object(s)"
+
+
+def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal, full: bool) -> list[str]:
+    lines = _head(str(i), group, "", term, width, full) + _evidence(group, "", full)
     if group.explanation:
         lines += _wrap(group.explanation, width, initial_indent="     ", subsequent_indent="     ")
     if group.fixes:
@@ -151,15 +178,18 @@ def _group_lines(i: int, group: FindingGroup, width: int, term: Terminal) -> lis
         lines += _wrap(head, width, initial_indent="     - ", subsequent_indent="       ")
         lines += [f"         {part}" for part in rest]  # a YAML snippet keeps its shape
     for j, consequence in enumerate(group.consequences):
-        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term, width)
+        lines += _head(f"{i}{chr(ord('a') + j % 26)}", consequence, "   ", term, width, full)
         lines.append(f"          explained by {group.code} (fix that first); the evidence:")
-        lines += _evidence(consequence, "   ")
+        lines += _evidence(consequence, "   ", full)
     return lines
 
 
-def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN) -> str:
+def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN, full: bool = False) -> str:
     """The report as terminal text, wrapped at ``width``; ``term`` colours the severities and the
-    verdict when it is a colour terminal (the words are the same either way)."""
+    verdict when it is a colour terminal (the words are the same either way). The verdict comes
+    first, before any node table, so that a pager or a pipe into ``head`` opens on the root cause.
+    Without ``full`` a cause found on many objects names the first of them and counts the rest
+    (titles, evidence, the heading's objects): ``full`` (``-o wide``) lists every one."""
     if report.text:
         return report.text
     if report.pending is not None:
@@ -178,17 +208,14 @@ def render_text(report: Report, *, width: int = 100, term: Terminal = PLAIN) -> 
         *([f"Found: {found.counts}."] if found.counts else []),
         "",
     ]
-    if found is not None and found.incomplete:  # what could not be read is said before anything else
-        lines += said
-        said = []
+    lines += said
     if report.nodes:
         lines += render_node_table(report)
         lines.append("")
-    lines += said
     if report.story is not None:
         lines += render_story(report, width)
     for i, group in enumerate(group_findings(report.findings), 1):
-        lines += _group_lines(i, group, width, term)
+        lines += _group_lines(i, group, width, term, full)
         lines.append("")
     if report.skipped:
         lines.append("Skipped:")

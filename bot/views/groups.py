@@ -25,6 +25,8 @@ from bot.engine.unreadable import incomplete_line
 from bot.registry import ACTION_LABELS, action_label, action_target
 from bot.report import Finding, NodeRow, Remediation, Report
 
+#: objects of one kind (and targets of one fix) a verdict names before it counts the rest
+WHERE_NAMES_SHOWN = 20
 #: a fix's identity: the action and its sorted parameters
 FixKey = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -123,15 +125,24 @@ class FindingGroup:
                                    for f in self.findings if i < len(f.next_steps)])
         return _unique(out)
 
-    def where(self) -> str:
-        return where_text(self.subjects)
+    def where(self, limit: int | None = None) -> str:
+        """Where it was found (``nodes a, b``); past ``limit`` names a kind says how many more."""
+        return where_text(self.subjects, limit)
 
     def first_fix(self) -> str:
         """The first thing to do about this cause, as the verdict and the group's own fix list
-        both say it: the first offered action (merged across its targets), else the first next
-        step that is not background reading."""
+        both say it: each member's first offer, merged by action ("Restart qgpu-manager on a, b;
+        Restart kubelet on c"), else the first next step that is not background reading. A
+        zombie checkpoint on qGPU and on NVIDIA nodes is not fixed by the qGPU members' fix
+        alone: the verdict names what comes first on every node."""
         if self.fixes:
-            return fix_text(self.fixes)
+            firsts = {fix_key(f.remediations[0].action, f.remediations[0].params)
+                      for f in self.findings if f.remediations}
+            leading = [fix for fix in self.fixes if fix.key in firsts] or self.fixes
+            by_action: dict[str, list[Fix]] = {}
+            for fix in leading:
+                by_action.setdefault(fix.action, []).append(fix)
+            return "; ".join(fix_text(same) for same in by_action.values())
         return step_head(self.next_steps[0]) if self.next_steps and not _background(self.next_steps[0]) else ""
 
     def actions(self) -> list[list[Fix]]:
@@ -246,19 +257,22 @@ def verdict(report: Report) -> Verdict | None:
     cause = top.lead.title
     if len(top.findings) > 1:
         cause += f" (and the same on {len(top.findings) - 1} more)"
-    return Verdict(top.severity, cause, top.where(), top.first_fix(), incomplete, counts_text(groups))
+    return Verdict(top.severity, cause, top.where(WHERE_NAMES_SHOWN), top.first_fix(), incomplete, counts_text(groups))
 
 
 def fix_text(fixes: Sequence[Fix]) -> str:
     """The first action of ``fixes`` on every target it is offered for, in words:
-    ``Restart qgpu-manager on a, b``; one target alone reads as its offer's summary."""
+    ``Restart qgpu-manager on a, b`` (past ``WHERE_NAMES_SHOWN`` targets, ``and N more``); one
+    target alone reads as its offer's summary."""
     action = fixes[0].action
     same = [f for f in fixes if f.action == action]
     if len(same) == 1:
         return same[0].remediation.summary or same[0].label()
     targets = [f.target for f in same if f.target]
     words = ACTION_LABELS.get(action, action)
-    return f"{words} on {', '.join(targets)}" if targets else words
+    shown = targets[:WHERE_NAMES_SHOWN]
+    more = f" and {len(targets) - len(shown)} more" if len(targets) > len(shown) else ""
+    return f"{words} on {', '.join(shown)}{more}" if targets else words
 
 
 def step_head(step: str) -> str:
@@ -275,8 +289,10 @@ def _background(step: str) -> bool:
     return step.startswith("Background:")
 
 
-def where_text(subjects: Sequence[str]) -> str:
-    """``node/a``, ``node/b`` → ``nodes a, b``; ``pod/ns/p`` → ``pod ns/p``; mixed kinds joined."""
+def where_text(subjects: Sequence[str], limit: int | None = None) -> str:
+    """``node/a``, ``node/b`` → ``nodes a, b``; ``pod/ns/p`` → ``pod ns/p``; mixed kinds joined.
+    With ``limit``, a kind names that many and counts the rest (``nodes a, b and 448 more``): a
+    cause on a whole fleet is not a paragraph of names on top of the report."""
     by_kind: dict[str, list[str]] = {}
     for subject in subjects:
         kind, _, name = subject.partition("/")
@@ -285,10 +301,9 @@ def where_text(subjects: Sequence[str]) -> str:
         by_kind.setdefault(kind, []).append(name)
     parts = []
     for kind, names in by_kind.items():
-        if not kind:
-            parts.append(", ".join(names))
-        else:
-            parts.append(f"{kind}{'s' if len(names) > 1 else ''} {', '.join(names)}")
+        shown = names if limit is None else names[:limit]
+        listed = ", ".join(shown) + (f" and {len(names) - len(shown)} more" if len(names) > len(shown) else "")
+        parts.append(listed if not kind else f"{kind}{'s' if len(names) > 1 else ''} {listed}")
     return "; ".join(parts)
 
 

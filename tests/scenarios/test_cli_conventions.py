@@ -82,6 +82,34 @@ def test_output_formats_and_the_json_alias(capsys: pytest.CaptureFixture[str]) -
     assert "disagree" in _err(capsys)
 
 
+def test_a_fleet_wide_node_status_reads_root_cause_first_and_counts_what_repeats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a generated mixed fleet (qGPU and NVIDIA nodes, zombie checkpoints on both kinds, most
+    cards busy) the text opens on the verdict, whose fix covers both kinds of node, and a note
+    found on most nodes shows its first nodes and counts the rest; ``-o wide`` lists every line,
+    as many as the JSON holds."""
+    fleet = tmp_path / "fleet.yaml"
+    spec = "nodes=24,gpu_nodes=16,pods=200,seed=1,realistic=1"
+    assert main(["sim", "--generate", spec, "--write", str(fleet)]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["node-status", "--scenario", str(fleet)]) == ExitCode.FINDINGS
+    text = capsys.readouterr().out
+    assert text.index("Root cause:") < text.index("\nnode ") < text.index("\n1. [CRITICAL] CHECKPOINT_ZOMBIE")
+    verdict = " ".join(text[text.index("Root cause:"):text.index("Found:")].split())
+    assert "fix: Restart qgpu-manager on " in verdict and "; Restart kubelet on " in verdict, verdict
+    counted = [ln for ln in text.splitlines() if ln.strip().startswith("| … ")]
+    assert counted and all(ln.endswith("-o wide shows every one") for ln in counted)
+    assert main(["node-status", "--scenario", str(fleet), "-o", "wide"]) == ExitCode.FINDINGS
+    wide = capsys.readouterr().out
+    assert "-o wide shows every one" not in wide
+    assert main(["node-status", "--scenario", str(fleet), "--json"]) == ExitCode.FINDINGS
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    evidence = sum(len(line.splitlines() or [""]) for f in findings for line in f["evidence"])
+    assert sum(1 for ln in wide.splitlines() if ln.strip().startswith("| ")) == evidence
+    assert sum(1 for ln in text.splitlines() if ln.strip().startswith("| ")) < evidence / 2
+
+
 def test_all_namespaces_where_it_means_something(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["why-pending", "p", "-A"]) == ExitCode.USAGE
     assert "-A: why-pending diagnoses one pod or workload, so it needs its namespace: -n NAMESPACE" in _err(capsys)

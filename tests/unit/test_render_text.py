@@ -3,8 +3,10 @@ the verdict's fix the first fix the entry lists, and consequences folded under t
 
 from __future__ import annotations
 
+from bot.console import render_text as render_text_module
 from bot.console.render_text import MAX_TARGETS_LISTED, render_text
-from bot.report import Finding, Remediation, Report
+from bot.report import Finding, NodeRow, Remediation, Report
+from bot.views.groups import WHERE_NAMES_SHOWN
 
 
 def _zombie(node: str) -> Finding:
@@ -84,3 +86,64 @@ def test_a_step_that_introduces_a_snippet_is_not_a_verdict_ending_on_a_colon() -
     fix = "fix: Add this toleration to the pod template (spec.tolerations), as shown in the next steps"
     assert fix in verdict
     assert not verdict.split(" Found:")[0].endswith(":")
+
+
+def _nvidia_zombie(node: str) -> Finding:
+    """A zombie checkpoint on an NVIDIA node: no qGPU manager to restart, kubelet first."""
+    return Finding(
+        code="CHECKPOINT_ZOMBIE",
+        severity="critical",
+        title=f"The kubelet checkpoint on {node} holds devices of pods that no longer exist",
+        subject=f"node/{node}",
+        remediations=[Remediation("kubelet.restart", {"node": node}, f"Cordon {node}, restart kubelet, uncordon")],
+    )
+
+
+def test_the_verdict_of_a_mixed_group_names_the_first_fix_of_every_member() -> None:
+    findings = [_zombie("gpu-00"), _zombie("gpu-01"), _nvidia_zombie("gpu-02"), _nvidia_zombie("gpu-03")]
+    text = render_text(Report("node-status", {}, findings=findings))
+    verdict = " ".join(text.split("\n\n")[1].split())
+    assert "fix: Restart qgpu-manager on gpu-00, gpu-01; Restart kubelet on gpu-02, gpu-03 Found:" in verdict
+
+
+def _busy(node: str, cards: int) -> Finding:
+    evidence = [f"{node} GPU{i} busy: 20480 MiB, 71°C, 240 W" for i in range(cards)]
+    return Finding("GPU_BUSY", "info", f"{cards} GPU(s) on {node} are really working", evidence=evidence,
+                   subject=f"node/{node}")
+
+
+def test_a_note_on_a_whole_fleet_shows_the_first_nodes_and_counts_the_rest() -> None:
+    nodes = [f"gpu-{i:03d}" for i in range(40)]
+    report = Report("node-status", {}, findings=[_busy(n, 8) for n in nodes])
+    text = render_text(report)
+    evidence = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("|")]
+    # two nodes' whole evidence (8 lines each), then one line counting the rest
+    assert evidence[:16] == [f"| {line}" for n in nodes[:2] for line in _busy(n, 8).evidence]
+    assert evidence[16:] == ["| … 304 more line(s) about 38 more node(s): -o wide shows every one"]
+    titles = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("* ")]
+    assert titles[-1] == f"* … and {40 - render_text_module.TITLES_SHOWN} more (-o wide lists every one)"
+    assert len(titles) == render_text_module.TITLES_SHOWN + 1
+    head = " ".join(text.split("\n\n")[2].split("*")[0].split())
+    assert head.endswith(f"{nodes[MAX_TARGETS_LISTED - 1]} and {40 - MAX_TARGETS_LISTED} more")
+    # the verdict counts the rest too
+    said = " ".join(text.split("\n\n")[1].split())
+    assert f"{nodes[WHERE_NAMES_SHOWN - 1]} and {40 - WHERE_NAMES_SHOWN} more Found: 1 note." in said
+    wide = render_text(report, width=100_000, full=True)
+    assert sum(1 for ln in wide.splitlines() if ln.strip().startswith("|")) == 40 * 8
+    assert sum(1 for ln in wide.splitlines() if ln.strip().startswith("* ")) == 40
+    assert "more" not in wide.split("\n\n")[2].splitlines()[0]
+
+
+def test_the_first_members_evidence_is_shown_even_when_it_alone_is_long() -> None:
+    text = render_text(Report("node-status", {}, findings=[_busy("gpu-a", 40), _busy("gpu-b", 2)]))
+    evidence = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("|")]
+    assert len(evidence) == render_text_module.EVIDENCE_LINES_SHOWN + 1
+    assert evidence[0] == "| gpu-a GPU0 busy: 20480 MiB, 71°C, 240 W"
+    assert evidence[-1] == "| … 2 more line(s) about 1 more node(s): -o wide shows every one"
+
+
+def test_the_verdict_comes_before_the_node_table() -> None:
+    report = Report("node-status", {}, findings=[_zombie("gpu-00")])
+    report.nodes = [NodeRow(node=f"gpu-{i:02d}", ready=True, cordoned=False, ssh="ok") for i in range(3)]
+    text = render_text(report)
+    assert text.index("Root cause:") < text.index("node gpu-00  [Ready]") < text.index("1. [CRITICAL]")
