@@ -29,12 +29,19 @@ from bot.sim.kubeconfig import write_kubeconfig
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: sockets bound and never listening, held for the whole test process: a port let go at once
+#: could be taken by another worker's server (or an outgoing connection) before the test
+#: connects, and the answer was "connection closed" instead of "connection refused"
+_HELD: list[socket.socket] = []
+
+
 def refused_url() -> str:
-    """An http:// URL on 127.0.0.1 where nothing listens: the port was bound, then let go."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """An http:// URL on 127.0.0.1 where nothing listens: the port is bound and kept, never
+    listened on, so a connection to it is refused."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    _HELD.append(s)
+    return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 def tls_url(sim: SimCluster) -> str:
