@@ -28,7 +28,9 @@ class Detection:
 
     ``subject`` names the object the finding is about (``pod/ns/name``, ``node/NAME``); views
     group by it. ``role`` selects a case of the catalogue entry (``roles:`` in findings.yaml),
-    for instance ``cause`` when a Terminating holder is what blocks the asked pod.
+    for instance ``cause`` when a Terminating holder is what blocks the asked pod; ``ASIDE``
+    says that a finding about a node cannot be why the asked pod waits, so nothing about the pod
+    is folded under it (``bot.engine.consequences``).
     """
 
     code: str
@@ -37,6 +39,10 @@ class Detection:
     evidence: tuple[str, ...] = ()
     role: str = ""
 
+
+#: the role of a node's finding that is true but not why the asked pod waits (a Terminating pod
+#: holding one card where the pod needs eight): reported, never the pod's explanation
+ASIDE = "aside"
 
 #: the declared parameters of one finding code: a ``TypedDict``
 P = TypeVar("P", bound=Mapping[str, Any])

@@ -9,13 +9,20 @@ every view see the same folding.
 
 Two findings about nodes are related only when they are about the same node (a zombie entry on
 one node does not explain a leak on another); a finding about a pod or the cluster is explained
-by a cause on any node of the same report.
+by a cause on any node of the same report, except one its check set ``ASIDE`` (true of the node,
+but not why the pod waits: the check knows the pod's request and the node's room).
+
+A cause that explains what was asked about (a finding about the pod, not a node) is the answer:
+it goes before causes of the same severity that explain nothing of it, whatever their ranks. A
+zombie checkpoint on a full node is worth reporting beside a pending pod, but it is not why the
+scheduler refused it when a Terminating pod holds the cards the pod needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bot.engine.check import ASIDE
 from bot.report import Finding
 
 CausesOf = Callable[[str], Sequence[str]]
@@ -23,7 +30,9 @@ CausesOf = Callable[[str], Sequence[str]]
 
 def _related(consequence: Finding, cause: Finding) -> bool:
     both_nodes = consequence.subject.startswith("node/") and cause.subject.startswith("node/")
-    return not both_nodes or consequence.subject == cause.subject
+    if both_nodes:
+        return consequence.subject == cause.subject
+    return cause.role != ASIDE
 
 
 def _explainer(finding: Finding, findings: Sequence[Finding], causes_of: CausesOf) -> Finding | None:
@@ -49,3 +58,12 @@ def link_consequences(findings: Sequence[Finding], causes_of: CausesOf) -> None:
             seen.add(id(cause))
             cause = direct[id(cause)]
         finding.explained_by = root.code if root is not None else ""
+
+
+def answer_first(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` (sorted) with the causes of findings about the pod or the cluster moved ahead
+    of the other findings of their severity; the order is otherwise kept."""
+    answering = {f.explained_by for f in findings if f.explained_by and not f.subject.startswith("node/")}
+    if not answering:
+        return list(findings)
+    return sorted(findings, key=lambda f: (f.sort_key()[0], f.code not in answering))

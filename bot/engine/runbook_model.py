@@ -115,6 +115,7 @@ class FindingTemplate:
             next_steps=steps,
             remediations=remediations,
             rank=weight.rank if weight else self.rank,
+            role=role,
         )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from bot.engine import unreadable
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
-from bot.engine.consequences import link_consequences
+from bot.engine.consequences import answer_first, link_consequences
 from bot.engine.facts import Facts
 from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
@@ -149,7 +149,7 @@ def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[s
             findings.append(finding)
     findings.sort(key=Finding.sort_key)
     link_consequences(findings, lambda code: runbooks.template(code).consequence_of)
-    return findings
+    return answer_first(findings)
 
 
 async def run_diagnosis(

@@ -50,6 +50,8 @@ class Finding:
     #: the code of the finding in the same report that explains this one (the catalogue's
     #: ``consequence_of``); views fold it under that cause. Empty: it stands on its own
     explained_by: str = ""
+    #: the case of the catalogue entry it was worded in (``Detection.role``); not in the JSON
+    role: str = ""
 
     def sort_key(self) -> tuple[int, int]:
         """Most likely root cause first: severity, then rank."""
@@ -58,6 +60,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("rank")
+        data.pop("role")
         if not self.explained_by:  # additive: only consequences carry the field
             data.pop("explained_by")
         return data

@@ -131,13 +131,13 @@ class FindingGroup:
 
     def first_fix(self) -> str:
         """The first thing to do about this cause, as the verdict and the group's own fix list
-        both say it: each member's first offer, merged by action ("Restart qgpu-manager on a, b;
-        Restart kubelet on c"), else the first next step that is not background reading. A
-        zombie checkpoint on qGPU and on NVIDIA nodes is not fixed by the qGPU members' fix
-        alone: the verdict names what comes first on every node."""
+        both say it: each member's first action (on every target it offers it for), merged by
+        action ("Restart qgpu-manager on a, b; Restart kubelet on c"), else the first next step
+        that is not background reading. A zombie checkpoint on qGPU and on NVIDIA nodes is not
+        fixed by the qGPU members' fix alone: the verdict names what comes first on every node."""
         if self.fixes:
-            firsts = {fix_key(f.remediations[0].action, f.remediations[0].params)
-                      for f in self.findings if f.remediations}
+            firsts = {fix_key(r.action, r.params) for f in self.findings if f.remediations
+                      for r in f.remediations if r.action == f.remediations[0].action}
             leading = [fix for fix in self.fixes if fix.key in firsts] or self.fixes
             by_action: dict[str, list[Fix]] = {}
             for fix in leading:

@@ -19,6 +19,7 @@ import yaml
 
 from bot.cli import main
 from bot.exit_codes import ExitCode
+from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOMBIE = str(ROOT / "scenarios" / "zombie-checkpoint.yaml")
@@ -108,6 +109,33 @@ def test_a_fleet_wide_node_status_reads_root_cause_first_and_counts_what_repeats
     evidence = sum(len(line.splitlines() or [""]) for f in findings for line in f["evidence"])
     assert sum(1 for ln in wide.splitlines() if ln.strip().startswith("| ")) == evidence
     assert sum(1 for ln in text.splitlines() if ln.strip().startswith("| ")) < evidence / 2
+
+
+def test_on_a_generated_fleet_the_pending_pods_cause_is_the_holder_that_blocks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generated fleet's 8-GPU pod waits because every NVIDIA node is fully requested; two
+    nodes are full only by Terminating pods (8 cards each), two others hold zombie checkpoint
+    entries beside running pods that request every card. The answer is the Terminating holders
+    (their release gives the pod a node), not the zombies (the scheduler never counted those),
+    and the Terminating pods' idle cards are not called a leak."""
+    fleet = tmp_path / "fleet.yaml"
+    assert main(["sim", "--generate", "nodes=24,gpu_nodes=16,pods=200,seed=1,realistic=1", "--write", str(fleet)]) == 0
+    capsys.readouterr()
+    argv = ["why-pending", TARGET_POD, "-n", TARGET_NAMESPACE, "--scenario", str(fleet), "--json"]
+    assert main(argv) == ExitCode.FINDINGS
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert findings[0]["code"] == "TERMINATING_HOLDS_GPU" and findings[0]["severity"] == "critical"
+    refused = next(f for f in findings if f["code"] == "SCHED_INSUFFICIENT_GPU")
+    assert refused["explained_by"] == "TERMINATING_HOLDS_GPU"
+    assert "CHECKPOINT_ZOMBIE" in {f["code"] for f in findings}
+    assert main(["node-status", "--scenario", str(fleet), "--json"]) == ExitCode.FINDINGS
+    report = json.loads(capsys.readouterr().out)
+    terminating_only = {row["node"] for row in report["nodes"]
+                        if row["pods"] and all("[Terminating]" in line for line in row["pods"])}
+    assert terminating_only
+    leaks = {f["subject"].removeprefix("node/") for f in report["findings"] if f["code"] == "LEAK_LOGICAL_NOT_PHYSICAL"}
+    assert not leaks & terminating_only
 
 
 def test_all_namespaces_where_it_means_something(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, node_subject
 from bot.engine.facts import Facts
+from bot.kube.resources import gpu_family
 
 
 class CheckpointZombie(TypedDict):
@@ -47,7 +48,7 @@ def run(facts: Facts) -> Iterator[Detection]:
                 "count": len(uids),
                 "uids": ", ".join(uids[:5]),
                 "devices": sum(len(e.device_ids) for e in dead),
-                "qgpu": any(e.resource.startswith("tke.cloud.tencent.com/") for e in dead),
+                "qgpu": any(gpu_family(e.resource) == "qgpu" for e in dead),
             },
             evidence=evidence,
         )

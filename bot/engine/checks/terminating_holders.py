@@ -1,13 +1,19 @@
-"""Pods with a deletionTimestamp that still hold GPU resources on the nodes in scope."""
+"""Pods with a deletionTimestamp that still hold GPU resources on the nodes in scope.
+
+Beside a pending pod, the holders are its cause only where their release would make room for
+it: one card held on a node where the pod needs eight is true, and worth saying, but it is not
+why the pod waits.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TypedDict
 
-from bot.engine.check import Check, Code, Detection, node_subject
+from bot.engine.check import ASIDE, Check, Code, Detection, node_subject
 from bot.engine.checks._common import PodItem, fmt_num
 from bot.engine.facts import Facts
+from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
 
 class TerminatingHoldsGpu(TypedDict):
@@ -20,12 +26,39 @@ class TerminatingHoldsGpu(TypedDict):
 TERMINATING_HOLDS_GPU = Code("TERMINATING_HOLDS_GPU", TerminatingHoldsGpu)
 
 
+def _room_once_gone(facts: Facts, node: str, need: Mapping[str, float]) -> bool:
+    """Whether the node would have the asked pod's GPU request free once its Terminating pods are
+    gone: allocatable, less what the pods that stay ask for, covers every resource it asks."""
+    obj = facts.nodes.get(node)
+    if obj is None or not need:
+        return False
+    capacity = node_gpu_capacity(obj)
+    staying = [p for p in facts.node_pods.get(node, []) if p.live and not p.terminating]
+    for resource, amount in need.items():
+        if resource not in capacity:
+            return False
+        if capacity[resource][1] - sum(p.gpu.get(resource, 0.0) for p in staying) < amount:
+            return False
+    return True
+
+
+def _role(facts: Facts, node: str, need: Mapping[str, float] | None) -> str:
+    """``cause`` where the holders stand between the asked pod and this node, ``ASIDE`` where the
+    pod would not fit even without them; no role when no pod is waiting."""
+    if need is None:
+        return ""
+    return "cause" if _room_once_gone(facts, node, need) else ASIDE
+
+
 def run(facts: Facts) -> Iterator[Detection]:
-    """TERMINATING_HOLDS_GPU per node; role ``cause`` when the asked pod is waiting for a GPU."""
+    """TERMINATING_HOLDS_GPU per node; role ``cause`` when the asked pod waits for a GPU that
+    the holders' release would give it on that node."""
     holders = [p for pods in facts.node_pods.values() for p in pods if p.terminating and p.gpu and p.live]
-    role = "cause" if facts.pending_pod is not None else ""
+    pending = facts.pending_pod
+    need = pod_node_gpu_requests(pending) if pending is not None else None
     for node in sorted({p.node for p in holders}):
         mine = [p for p in holders if p.node == node]
+        role = _role(facts, node, need)
         yield TERMINATING_HOLDS_GPU.detect(
             node_subject(node),
             {
@@ -44,5 +77,8 @@ def run(facts: Facts) -> Iterator[Detection]:
 
 
 CHECK = Check(
-    name="terminating.holders", reads=("pending_pod", "node_pods"), emits=(TERMINATING_HOLDS_GPU,), run=run
+    name="terminating.holders",
+    reads=("pending_pod", "node_pods", "nodes"),
+    emits=(TERMINATING_HOLDS_GPU,),
+    run=run,
 )

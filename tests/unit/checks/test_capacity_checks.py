@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.engine.check import ASIDE
 from tests.facts import node, only, pod, run, slim
 
 QCORE = "tke.cloud.tencent.com/qgpu-core"
@@ -75,10 +76,22 @@ def test_capacity_nothing_for_a_pod_without_gpu_or_without_candidates() -> None:
 
 def test_terminating_holders_are_the_cause_for_a_waiting_pod() -> None:
     holders = {"a": [slim("old", "a", gpu=8, deleting="2026-01-01T00:00:00Z"), slim("live", "a")]}
-    d = only("terminating.holders", pod=pod(), node_pods=holders)
+    d = only("terminating.holders", pod=pod(), node_pods=holders, nodes=[node("a", gpu=8)])
     assert d.code == "TERMINATING_HOLDS_GPU" and d.role == "cause"
     assert d.params["holders"] == [{"namespace": "ml", "name": "old", "ref": "ml/old"}]
     assert d.params["count"] == 1 and d.params["node"] == "a"
+
+
+def test_terminating_holders_whose_release_would_not_fit_the_pod_are_aside() -> None:
+    """One card held where the pod needs eight and seven stay taken: reported, not its cause;
+    the same where the node does not offer what the pod asks, or its object was not read."""
+    holders = {"a": [slim("old", "a", gpu=1, deleting="t"), slim("live", "a", gpu=7)]}
+    d = only("terminating.holders", pod=pod(gpu=8), node_pods=holders, nodes=[node("a", gpu=8)])
+    assert d.role == ASIDE
+    assert only("terminating.holders", pod=pod(gpu=1), node_pods=holders, nodes=[node("a", gpu=8)]).role == "cause"
+    assert only("terminating.holders", pod=pod(gpu=1, resource=QCORE), node_pods=holders,
+                nodes=[node("a", gpu=8)]).role == ASIDE
+    assert only("terminating.holders", pod=pod(gpu=1), node_pods=holders, nodes=[]).role == ASIDE
 
 
 def test_terminating_holders_in_a_node_view_have_no_role() -> None:

@@ -63,9 +63,23 @@ def test_zombie_qgpu_entry_and_a_clean_checkpoint() -> None:
 
 
 def test_leak_allocated_but_idle_cards() -> None:
-    pods = {"g1": [slim("gone", "g1", deleting="t")]}
-    d = only("leak.triage", command="node-status", readings={"g1": obs(gpus=[card()])}, node_pods=pods)
+    """Idle cards that the checkpoint still gives to a pod the API no longer has."""
+    reading = obs(gpus=[card()], checkpoint=checkpoint(("dead-uid", "nvidia.com/gpu", ["GPU-a"])))
+    d = only("leak.triage", command="node-status", readings={"g1": reading}, node_pods={"g1": []})
     assert (d.code, d.params) == ("LEAK_LOGICAL_NOT_PHYSICAL", {"node": "g1", "qgpu": False})
+    assert d.evidence[0].startswith("g1 API allocation: none by live pods; checkpoint holds 1 entry(ies)")
+
+
+def test_idle_cards_a_terminating_pod_still_holds_are_not_a_leak() -> None:
+    """The API counts a Terminating pod's request until it is gone and its containers have
+    stopped: idle cards are what that looks like (TERMINATING_HOLDS_GPU's story, whose fix is the
+    pod, not the checkpoint)."""
+    pods = {"g1": [slim("old", "g1", deleting="t")]}
+    assert run("leak.triage", command="node-status", readings={"g1": obs(gpus=[card()])}, node_pods=pods) == []
+    # with a zombie entry beside it, the checkpoint does hold what nobody has
+    reading = obs(gpus=[card()], checkpoint=checkpoint(("dead-uid", "nvidia.com/gpu", ["GPU-b"])))
+    d = only("leak.triage", command="node-status", readings={"g1": reading}, node_pods=pods)
+    assert d.code == "LEAK_LOGICAL_NOT_PHYSICAL"
 
 
 def test_leak_real_use_is_allocation_real() -> None:
