@@ -35,6 +35,7 @@ from bot.slack.hooks import OfferButton
 from bot.slack.plaintext import describe_target
 from bot.slack.tables import logical_summary
 from bot.views.groups import (
+    WHERE_NAMES_SHOWN,
     FindingGroup,
     Fix,
     FixKey,
@@ -163,11 +164,12 @@ def _title_lines(group: FindingGroup) -> str:
     if len(group.findings) == 1:
         head = f"{marker} *{L.escape_mrkdwn(group.lead.title)}*  `{group.code}`"
         if group.subjects and not group.subjects[0].startswith("pod/"):
-            head += f"\n_on {L.escape_mrkdwn(group.where())}_"
+            head += f"\n_on {L.escape_mrkdwn(group.where(WHERE_NAMES_SHOWN))}_"
         return head
     titles = group.titles
     shown = titles[:MAX_TITLES_PER_GROUP]
-    lines = [f"{marker} `{group.code}` on *{L.escape_mrkdwn(group.where() or f'{len(titles)} objects')}*"]
+    where = group.where(WHERE_NAMES_SHOWN) or f"{len(titles)} objects"
+    lines = [f"{marker} `{group.code}` on *{L.escape_mrkdwn(where)}*"]
     lines += [f"• {L.escape_mrkdwn(t)}" for t in shown]
     if len(titles) > len(shown):
         lines.append(f"• … and {len(titles) - len(shown)} more (listed in the details)")
@@ -184,7 +186,7 @@ def _consequence_lines(group: FindingGroup) -> str:
     """What this cause explains, one line each; their evidence is in the thread."""
     lines = []
     for c in group.consequences:
-        where = f" on {L.escape_mrkdwn(c.where())}" if len(c.findings) > 1 else ""
+        where = f" on {L.escape_mrkdwn(c.where(WHERE_NAMES_SHOWN))}" if len(c.findings) > 1 else ""
         lines.append(f"• {severity_marker(c.severity)} `{c.code}`{where}: {L.escape_mrkdwn(c.lead.title)}")
     if not lines:
         return ""
@@ -246,8 +248,10 @@ def _fix_blocks(n: int, fixes: list[Fix], offers: Offers | None, max_buttons: in
                 index += 1
         out.append({"type": "actions", "block_id": f"remediate-{n}-{row}", "elements": elements})
     if unavailable or more:
-        why = why_none if offers is None else NOT_OFFERED
-        note = f"Without a button: {', '.join(unavailable)} ({why})" if unavailable else ""
+        if offers is None:  # no fix has a button here: the list above names them, once
+            note = f"No buttons: {why_none}; `gpubot act` runs the fixes above from a shell."
+        else:
+            note = f"Without a button: {', '.join(unavailable)} ({NOT_OFFERED})" if unavailable else ""
         if more:
             note += f" {more} more in the full report."
         out.append(context([L.clip(note.strip(), L.MAX_SECTION_TEXT)]))

@@ -278,3 +278,22 @@ def test_clip_prose_never_cuts_a_word() -> None:
     assert L.clip_prose(text, 100) == text
     assert L.clip_prose(text, 20, marker="…") == "alpha beta gamma…"
     assert L.clip_prose("One. Two three four five six seven.", 30, marker="…") == "One. Two three four five six…"
+
+
+def test_a_cause_on_a_whole_fleet_names_its_first_nodes_and_no_wall_of_unbuttoned_fixes() -> None:
+    """Forty zombie nodes, two fixes each, buttons not enabled: the heading names twenty nodes and
+    counts the rest, and the missing buttons are one short line, not eighty fix labels."""
+    nodes = [f"gpu-{i:03d}" for i in range(40)]
+    report = Report(command="node-status", target={}, cluster="sim")
+    for n in nodes:
+        report.add(Finding("CHECKPOINT_ZOMBIE", "critical", f"zombie on {n}", subject=f"node/{n}", remediations=[
+            Remediation("kubelet.restart", {"node": n}, f"Restart kubelet on {n}"),
+            Remediation("checkpoint.clear", {"node": n}, f"Clear the checkpoint on {n}"),
+        ]))
+    rendered = B.render_report(report, offers=None)
+    assert_within_limits(rendered)
+    texts = [json.dumps(b) for b in rendered.blocks]
+    head = next(t for t in texts if "`CHECKPOINT_ZOMBIE` on" in t)
+    assert "gpu-019 and 20 more" in head and "gpu-020" not in head.split("and 20 more")[0]
+    notes = [t for t in texts if B.NOT_ENABLED in t]
+    assert len(notes) == 1 and "gpu-0" not in notes[0]

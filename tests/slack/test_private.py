@@ -52,7 +52,7 @@ async def test_private_answers_only_the_asker_without_buttons(mock_slack: MockSl
     assert [r.body["response_type"] for r in replies] == ["ephemeral"] * 3  # diagnosing…, report, evidence
     report = json.dumps(replies[1].body["blocks"])
     assert "kubelet checkpoint holds devices of deleted pods" in report
-    named = json.dumps("Clear the device-plugin checkpoint · tcs-10-29-25-5")[1:-1]  # as json.dumps writes it
+    named = json.dumps("Cordon, stop kubelet…")[1:-1]  # the fix list's words, as json.dumps writes them
     assert '"actions"' not in report and named in report  # named, no button
     assert "without --private" in report
     assert "PodUID 9a15d2b5" in json.dumps(replies[2].body["blocks"])
