@@ -9,14 +9,17 @@ from bot.report import Finding, NodeRow, Remediation, Report
 from bot.views.groups import WHERE_NAMES_SHOWN
 
 
-def _zombie(node: str) -> Finding:
+def _zombie(node: str, *, qgpu: bool = True) -> Finding:
+    """A zombie checkpoint entry on ``node``: a qGPU node's first fix is the qGPU manager, an
+    NVIDIA node's (``qgpu=False``) the kubelet."""
+    manager = [Remediation("qgpu.restart-manager", {"node": node}, f"Restart the qgpu-manager pod on {node}")]
     return Finding(
         code="CHECKPOINT_ZOMBIE",
         severity="critical",
         title=f"The kubelet checkpoint on {node} holds devices of pods that no longer exist",
         subject=f"node/{node}",
         remediations=[
-            Remediation("qgpu.restart-manager", {"node": node}, f"Restart the qgpu-manager pod on {node}"),
+            *(manager if qgpu else []),
             Remediation("kubelet.restart", {"node": node}, f"Cordon {node}, restart kubelet, uncordon"),
         ],
     )
@@ -88,19 +91,8 @@ def test_a_step_that_introduces_a_snippet_is_not_a_verdict_ending_on_a_colon() -
     assert not verdict.split(" Found:")[0].endswith(":")
 
 
-def _nvidia_zombie(node: str) -> Finding:
-    """A zombie checkpoint on an NVIDIA node: no qGPU manager to restart, kubelet first."""
-    return Finding(
-        code="CHECKPOINT_ZOMBIE",
-        severity="critical",
-        title=f"The kubelet checkpoint on {node} holds devices of pods that no longer exist",
-        subject=f"node/{node}",
-        remediations=[Remediation("kubelet.restart", {"node": node}, f"Cordon {node}, restart kubelet, uncordon")],
-    )
-
-
 def test_the_verdict_of_a_mixed_group_names_the_first_fix_of_every_member() -> None:
-    findings = [_zombie("gpu-00"), _zombie("gpu-01"), _nvidia_zombie("gpu-02"), _nvidia_zombie("gpu-03")]
+    findings = [_zombie("gpu-00"), _zombie("gpu-01"), _zombie("gpu-02", qgpu=False), _zombie("gpu-03", qgpu=False)]
     text = render_text(Report("node-status", {}, findings=findings))
     verdict = " ".join(text.split("\n\n")[1].split())
     assert "fix: Restart qgpu-manager on gpu-00, gpu-01; Restart kubelet on gpu-02, gpu-03 Found:" in verdict
