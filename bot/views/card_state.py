@@ -6,7 +6,7 @@ holds (the card's verdict, the pods placed on it, the checkpoint entries of pods
 the node's readiness and read status), never from a finding about the node as a whole: a node-level
 finding is said beside the node, not painted onto cards it may not be about.
 
-- ``free``: idle, held by no pod;
+- ``free``: idle, held by no pod (and no more of them than the API leaves free);
 - ``busy``: computing;
 - ``allocated_idle``: a live pod holds it and it does nothing;
 - ``leaked``: idle and held by a pod that no longer exists (its kubelet checkpoint entry names the
@@ -59,13 +59,33 @@ def cards_from_capacity(row: NodeRow) -> int:
     return 0
 
 
+def _held_unplaced(row: NodeRow, states: Sequence[str]) -> int:
+    """Cards shown free that the API counts as requested: whole cards (``nvidia.com/gpu``, one
+    per card read) requested by pods that no placement ties to a card (the checkpoint could not
+    be read, or does not name them). Never more than the free cards."""
+    numbers = row.logical.get("nvidia.com/gpu")
+    if not numbers or int(numbers.get("capacity", 0)) != len(row.gpus):
+        return 0  # shared (time-slicing replicas) or MIG: the counts are not cards
+    free_slots = max(int(numbers.get("allocatable", 0) - numbers.get("requested", 0)), 0)
+    return max(states.count("free") - free_slots, 0)
+
+
 def node_card_states(row: NodeRow) -> list[str]:
-    """The state of each card of ``row``, in card order (from capacity when it was not read)."""
+    """The state of each card of ``row``, in card order (from capacity when it was not read).
+
+    A card is never shown free beyond what the API leaves free: with eight cards requested by a
+    Terminating pod whose cards nothing names, eight idle cards are "allocated, idle", not "free"
+    beside "requested 8/8". Which of the idle cards the pod holds is not known, so the last free
+    ones are marked; the count is what is true."""
     if row.ssh != "ok":
         return ["unreadable"] * max(cards_from_capacity(row), 1)
     states = [card_state(card, row) for card in row.gpus]
     if not states and not row.ready:
         return ["lost"] * max(cards_from_capacity(row), 1)
+    held = _held_unplaced(row, states)
+    for i in reversed(range(len(states))):
+        if held and states[i] == "free":
+            states[i], held = "allocated_idle", held - 1
     return states
 
 

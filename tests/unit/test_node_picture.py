@@ -69,3 +69,15 @@ def test_the_picture_is_a_png_of_every_node() -> None:
     assert png.startswith(PNG_MAGIC)
     width, height = struct.unpack(">II", png[16:24])
     assert width > 400 and height > 200
+
+
+def test_idle_cards_the_api_counts_as_requested_are_not_free() -> None:
+    """Eight whole cards requested by a pod no placement ties to a card (a Terminating pod whose
+    checkpoint entry was not read): none is free; two of eight: six are; shared or MIG counts are
+    not cards, so nothing changes there."""
+    idle = [_card(i, "idle") for i in range(8)]
+    assert node_card_states(_node("t", *idle, requested=8)) == ["allocated_idle"] * 8
+    assert node_card_states(_node("t", *idle, requested=2)) == ["free"] * 6 + ["allocated_idle"] * 2
+    placed = [_card(0, "idle", ["ai/p"]), *idle[1:]]
+    assert node_card_states(_node("t", *placed, requested=1)) == ["allocated_idle"] + ["free"] * 7
+    assert node_card_states(_node("s", *idle, gpus=32, requested=32)) == ["free"] * 8  # 4 replicas a card
