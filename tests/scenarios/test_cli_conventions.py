@@ -20,6 +20,7 @@ import yaml
 from bot.cli import main
 from bot.exit_codes import ExitCode
 from bot.synth.generate import TARGET_NAMESPACE, TARGET_POD
+from tests.faults.read_rig import refused_url
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOMBIE = str(ROOT / "scenarios" / "zombie-checkpoint.yaml")
@@ -286,7 +287,13 @@ async def test_completion_reads_names_from_a_live_cluster(tmp_path: Path) -> Non
     assert "gpu-full-5d8c6-q7wz2" in pods
     assert nodes == ["tcs-10-29-25-5", "tcs-10-29-25-6"]
     assert "ai" in namespaces
-    gone = await _run([*argv[:4], "node-status", *argv[4:], ""])  # the simulator has stopped
+    # the same kubeconfig aimed at a port nothing listens on (kept bound: the stopped simulator's
+    # own port could be taken by another worker's simulator of the same scenario, which answered)
+    stopped = tmp_path / "stopped-kubeconfig"
+    config = Path(kubeconfig).read_text()
+    assert sim.api.url in config
+    stopped.write_text(config.replace(sim.api.url, refused_url()))
+    gone = await _run([*argv[:4], "node-status", "--kubeconfig", str(stopped), ""])
     assert gone == []
 
 
