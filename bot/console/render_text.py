@@ -14,13 +14,13 @@ from bot.console.terminal import Terminal
 from bot.report import Report, skip_lines
 from bot.views.card_state import label as card_label
 from bot.views.card_state import node_card_states
-from bot.views.groups import FindingGroup, Fix, group_findings, verdict
+from bot.views.groups import WHERE_NAMES_SHOWN, FindingGroup, Fix, group_findings, verdict
 
 #: commands in the text must stay copy-pasteable: never split inside a word or at a hyphen
 _wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 
-#: targets named on an action's "the same for" line (and objects on a cause's heading); the
-#: JSON output and ``-o wide`` list every one
+#: targets named on an action's "the same for" line; the JSON output and ``-o wide`` list every
+#: one (a cause's heading names ``WHERE_NAMES_SHOWN`` objects, as the verdict and Slack do)
 MAX_TARGETS_LISTED = 20
 #: members' titles listed under a cause found on many objects; ``-o wide`` lists every one
 TITLES_SHOWN = 8
@@ -130,7 +130,7 @@ def _head(n: str, group: FindingGroup, indent: str, term: Terminal, width: int, 
     if len(group.findings) == 1:
         lines = _wrap(f"{indent}{n}. {mark} {group.code}: {group.lead.title}", width, subsequent_indent=sub)
     else:
-        where = group.where(None if full else MAX_TARGETS_LISTED) or f"{len(group.findings)} objects"
+        where = group.where(None if full else WHERE_NAMES_SHOWN) or f"{len(group.findings)} objects"
         lines = _wrap(f"{indent}{n}. {mark} {group.code} on {where}", width, subsequent_indent=sub)
         titles = group.titles
         shown = titles if full else titles[:TITLES_SHOWN]

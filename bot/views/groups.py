@@ -138,11 +138,8 @@ class FindingGroup:
         if self.fixes:
             firsts = {fix_key(r.action, r.params) for f in self.findings if f.remediations
                       for r in f.remediations if r.action == f.remediations[0].action}
-            leading = [fix for fix in self.fixes if fix.key in firsts] or self.fixes
-            by_action: dict[str, list[Fix]] = {}
-            for fix in leading:
-                by_action.setdefault(fix.action, []).append(fix)
-            return "; ".join(fix_text(same) for same in by_action.values())
+            leading = [[fix for fix in same if fix.key in firsts] for same in self.actions()]
+            return "; ".join(fix_text(same) for same in leading if same) or fix_text(self.fixes)
         return step_head(self.next_steps[0]) if self.next_steps and not _background(self.next_steps[0]) else ""
 
     def actions(self) -> list[list[Fix]]:

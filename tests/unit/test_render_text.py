@@ -116,7 +116,7 @@ def test_a_note_on_a_whole_fleet_shows_the_first_nodes_and_counts_the_rest() -> 
     assert titles[-1] == f"* … and {40 - render_text_module.TITLES_SHOWN} more (-o wide lists every one)"
     assert len(titles) == render_text_module.TITLES_SHOWN + 1
     head = " ".join(text.split("\n\n")[2].split("*")[0].split())
-    assert head.endswith(f"{nodes[MAX_TARGETS_LISTED - 1]} and {40 - MAX_TARGETS_LISTED} more")
+    assert head.endswith(f"{nodes[WHERE_NAMES_SHOWN - 1]} and {40 - WHERE_NAMES_SHOWN} more")
     # the verdict counts the rest too
     said = " ".join(text.split("\n\n")[1].split())
     assert f"{nodes[WHERE_NAMES_SHOWN - 1]} and {40 - WHERE_NAMES_SHOWN} more Found: 1 note." in said
