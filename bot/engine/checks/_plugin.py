@@ -51,6 +51,15 @@ def admitted_nodes(facts: Facts, pod: Obj) -> list[str]:
     return [n for n, node in facts.nodes.items() if node_matches(pod, node).ok]
 
 
+def may_land(facts: Facts, pod: Obj, name: str) -> bool:
+    """The scheduler could place the pod on the node at all, capacity aside: its nodeSelector and
+    required node affinity admit the node, and it tolerates every NoSchedule/NoExecute taint there,
+    a cordon's and a NotReady node's included (each of those, where it is why the pod waits, is a
+    finding of its own). False for a node whose object was not read."""
+    node = facts.nodes.get(name)
+    return node is not None and name in admitted_nodes(facts, pod) and not untolerated_taints(pod, node)
+
+
 @per_question
 def eligible_nodes(facts: Facts, pod: Obj) -> list[str]:
     """Ready GPU machines the pod's nodeSelector / required affinity admits; of those, the ones

@@ -1,4 +1,9 @@
-"""Live pods' requests fill the allocatable GPU resources on every candidate node.
+"""Live pods' requests fill the allocatable GPU resources on every node the pod could use.
+
+Could use: the node offers what the pod asks, and the pod may land there (its selector and
+affinity admit the node, it tolerates the node's taints, the node is not cordoned). A full node
+the pod may not use anyway is not why it waits, and where no node is left the selector, taint or
+cordon findings say why.
 
 The evidence names who holds the cards, most idle first (``_holders``): a full cluster of idle
 notebooks reads differently from one of busy training jobs.
@@ -12,6 +17,7 @@ from typing import TypedDict
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._holders import holder_lines
+from bot.engine.checks._plugin import may_land
 from bot.engine.facts import Facts
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
@@ -35,7 +41,9 @@ def run(facts: Facts) -> Iterator[Detection]:
     rows = []
     short: set[str] = set()
     fits_somewhere = False
-    for name, node in sorted(facts.candidates.items()):
+    usable = sorted(name for name in facts.candidates if may_land(facts, pod, name))
+    for name in usable:
+        node = facts.candidates[name]
         caps = node_gpu_capacity(node)
         live = [p for p in facts.node_pods.get(name, []) if p.live]
         node_fits = True
@@ -53,7 +61,7 @@ def run(facts: Facts) -> Iterator[Detection]:
         fits_somewhere = fits_somewhere or node_fits
     if rows and not fits_somewhere:
         # who holds the cards, most idle first (nvidia-smi from the node reads, and age)
-        held = holder_lines(facts, sorted(facts.candidates)) if facts.gathered("node_readings") else []
+        held = holder_lines(facts, usable) if facts.gathered("node_readings") else []
         yield CAPACITY_EXHAUSTED.detect(
             pod_subject(pod),
             {

@@ -1,8 +1,10 @@
 """Pods with a deletionTimestamp that still hold GPU resources on the nodes in scope.
 
 Beside a pending pod, the holders are its cause only where their release would make room for
-it: one card held on a node where the pod needs eight is true, and worth saying, but it is not
-why the pod waits.
+it on a node it may use: one card held on a node where the pod needs eight is true, and worth
+saying, but it is not why the pod waits; nor are eight cards held on a node the pod's selector
+excludes, whose taint it does not tolerate, or that is cordoned (a drain is the usual reason a
+node has Terminating pods) or NotReady.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import TypedDict
 
 from bot.engine.check import ASIDE, Check, Code, Detection, node_subject
 from bot.engine.checks._common import PodItem, fmt_num
+from bot.engine.checks._plugin import may_land
 from bot.engine.facts import Facts
+from bot.kube.objects import Obj
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
 
 
@@ -26,11 +30,12 @@ class TerminatingHoldsGpu(TypedDict):
 TERMINATING_HOLDS_GPU = Code("TERMINATING_HOLDS_GPU", TerminatingHoldsGpu)
 
 
-def _room_once_gone(facts: Facts, node: str, need: Mapping[str, float]) -> bool:
+def _room_once_gone(facts: Facts, pod: Obj, node: str, need: Mapping[str, float]) -> bool:
     """Whether the node would have the asked pod's GPU request free once its Terminating pods are
-    gone: allocatable, less what the pods that stay ask for, covers every resource it asks."""
+    gone: the pod may land there, and allocatable, less what the pods that stay ask for, covers
+    every resource it asks."""
     obj = facts.nodes.get(node)
-    if obj is None or not need:
+    if obj is None or not need or not may_land(facts, pod, node):
         return False
     capacity = node_gpu_capacity(obj)
     staying = [p for p in facts.node_pods.get(node, []) if p.live and not p.terminating]
@@ -42,12 +47,12 @@ def _room_once_gone(facts: Facts, node: str, need: Mapping[str, float]) -> bool:
     return True
 
 
-def _role(facts: Facts, node: str, need: Mapping[str, float] | None) -> str:
+def _role(facts: Facts, pod: Obj | None, node: str, need: Mapping[str, float] | None) -> str:
     """``cause`` where the holders stand between the asked pod and this node, ``ASIDE`` where the
-    pod would not fit even without them; no role when no pod is waiting."""
-    if need is None:
+    pod would not land or fit there even without them; no role when no pod is waiting."""
+    if pod is None or need is None:
         return ""
-    return "cause" if _room_once_gone(facts, node, need) else ASIDE
+    return "cause" if _room_once_gone(facts, pod, node, need) else ASIDE
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -58,7 +63,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     need = pod_node_gpu_requests(pending) if pending is not None else None
     for node in sorted({p.node for p in holders}):
         mine = [p for p in holders if p.node == node]
-        role = _role(facts, node, need)
+        role = _role(facts, pending, node, need)
         yield TERMINATING_HOLDS_GPU.detect(
             node_subject(node),
             {

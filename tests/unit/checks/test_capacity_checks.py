@@ -71,6 +71,19 @@ def test_capacity_nothing_for_a_pod_without_gpu_or_without_candidates() -> None:
     assert run("capacity.gpu", pod=pod(), nodes=[node("cpu", gpu=None)]) == []
 
 
+def test_capacity_counts_only_nodes_the_pod_may_land_on() -> None:
+    """A cordoned node or one whose taint the pod does not tolerate is not a node it could use:
+    full, it is not in the table; with room, it does not make the pod fit; and where no node is
+    left, the cordon or taint finding says why it waits, not this one."""
+    full = {"a": [slim("x", "a", gpu=8)], "b": [slim("y", "b", gpu=8)]}
+    d = only("capacity.gpu", pod=pod(), nodes=[node("a"), node("b", unschedulable=True)], node_pods=full)
+    assert [line.split(":")[0] for line in d.evidence if "allocatable" in line] == ["a"]
+    taint = {"key": "pool", "value": "infer", "effect": "NoSchedule"}
+    room = {"a": [slim("x", "a", gpu=8)]}
+    assert only("capacity.gpu", pod=pod(), nodes=[node("a"), node("b", taints=[taint])], node_pods=room)
+    assert run("capacity.gpu", pod=pod(), nodes=[node("a", unschedulable=True)], node_pods=room) == []
+
+
 # ------------------------------------------------------------------ terminating.holders
 
 
@@ -92,6 +105,27 @@ def test_terminating_holders_whose_release_would_not_fit_the_pod_are_aside() -> 
     assert only("terminating.holders", pod=pod(gpu=1, resource=QCORE), node_pods=holders,
                 nodes=[node("a", gpu=8)]).role == ASIDE
     assert only("terminating.holders", pod=pod(gpu=1), node_pods=holders, nodes=[]).role == ASIDE
+
+
+def test_terminating_holders_on_a_node_the_pod_may_not_use_are_aside() -> None:
+    """Eight cards held on a node whose release would fit the pod, but where the pod may not land:
+    its selector excludes the node, the node's taint is not tolerated, or it is cordoned (a drain).
+    Where it tolerates the taint (a cordon's included) or its selector names the node, a cause."""
+    holders = {"a": [slim("old", "a", gpu=8, deleting="t")]}
+    taint = {"key": "pool", "value": "train", "effect": "NoSchedule"}
+    tolerate = {"tolerations": [{"key": "pool", "operator": "Equal", "value": "train", "effect": "NoSchedule"}]}
+    cordon = {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}
+
+    def role(p: dict[str, object], n: dict[str, object]) -> str:
+        return only("terminating.holders", pod=p, node_pods=holders, nodes=[n]).role
+
+    assert role(pod(gpu=8, spec={"nodeSelector": {"pool": "infer"}}), node("a", gpu=8)) == ASIDE
+    assert role(pod(gpu=8, spec={"nodeSelector": {"pool": "infer"}}),
+                node("a", gpu=8, labels={"pool": "infer"})) == "cause"
+    assert role(pod(gpu=8), node("a", gpu=8, taints=[taint])) == ASIDE
+    assert role(pod(gpu=8, spec=tolerate), node("a", gpu=8, taints=[taint])) == "cause"
+    assert role(pod(gpu=8), node("a", gpu=8, unschedulable=True)) == ASIDE
+    assert role(pod(gpu=8, spec=cordon), node("a", gpu=8, unschedulable=True)) == "cause"
 
 
 def test_terminating_holders_in_a_node_view_have_no_role() -> None:
