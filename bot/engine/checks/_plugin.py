@@ -57,7 +57,13 @@ def may_land(facts: Facts, pod: Obj, name: str) -> bool:
     a cordon's and a NotReady node's included (each of those, where it is why the pod waits, is a
     finding of its own). False for a node whose object was not read."""
     node = facts.nodes.get(name)
-    return node is not None and name in admitted_nodes(facts, pod) and not untolerated_taints(pod, node)
+    return node is not None and name in _admitted_set(facts, pod) and not untolerated_taints(pod, node)
+
+
+@per_question
+def _admitted_set(facts: Facts, pod: Obj) -> frozenset[str]:
+    """``admitted_nodes`` as a set: asked once per candidate node, of thousands of nodes."""
+    return frozenset(admitted_nodes(facts, pod))
 
 
 @per_question
