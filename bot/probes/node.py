@@ -448,17 +448,16 @@ async def observe_many(
                         held = False
                         gate.release()
 
-                _SLOT_FREE.set(free)  # the read's task runs in a copy of this context
-                task = asyncio.ensure_future(observe(node, budget))
+                _SLOT_FREE.set(free)  # this task's own context: the read below runs in it
+                hold = budget if until is None else fair_hold(until - now, slots, waiting)
+                # silent at the end of its share: the next node starts while this one goes on (a
+                # timer, not a task of its own to wait on: one less task per node of a fleet)
+                timer = asyncio.get_running_loop().call_later(hold, free) if hold < budget else None
                 try:
-                    hold = budget if until is None else fair_hold(until - now, slots, waiting)
-                    done, _ = await asyncio.wait({task}, timeout=hold)
-                    if not done:  # silent so far: the next node starts while this one goes on
-                        free()
-                    return await task
-                except BaseException:
-                    task.cancel()
-                    raise
+                    return await observe(node, budget)
+                finally:
+                    if timer is not None:
+                        timer.cancel()
             finally:
                 if held:
                     gate.release()
