@@ -11,10 +11,13 @@ from collections import Counter
 from bot.engine.cards import gone_holders
 from bot.engine.checks._common import fmt_num
 from bot.engine.facts import Facts
+from bot.engine.working import Verdict
 from bot.errors import NodeProbeError
 from bot.kube.gpu import is_gpu_component
 from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import node_gpu_capacity
+from bot.probes.nvidia_smi import GpuRow
+from bot.probes.observation import NodeObservation
 from bot.probes.slim import SlimPod
 from bot.report import CardRow, NodeRow
 
@@ -70,8 +73,10 @@ def _logical(node: Obj, pods: list[SlimPod]) -> dict[str, dict[str, float]]:
     }
 
 
-def _fill_physical(row: NodeRow, facts: Facts) -> None:
-    result = facts.node_readings.get(row.node)
+def _fill_physical(row: NodeRow, result: NodeObservation | NodeProbeError | None, pods: list[SlimPod],
+                   verdicts: list[tuple[GpuRow, Verdict]], placed: dict[str, list[tuple[SlimPod, str]]]) -> None:
+    """The node's reading beside its row: one card row per card nvidia-smi listed (built for
+    every card of every node of a fleet-wide node-status: positional, one lookup each)."""
     if result is None:
         return
     if isinstance(result, NodeProbeError):
@@ -79,30 +84,24 @@ def _fill_physical(row: NodeRow, facts: Facts) -> None:
         return
     row.ssh, row.kubelet, row.driver = "ok", result.kubelet, result.driver_version
     row.cuda, row.driver_path = result.cuda_version, result.driver_path
-    row.notes = list(result.notes[:10]) + ([result.checkpoint_error] if result.checkpoint_error else [])
-    placed = facts.card_pods.get(row.node, {})
-    gone = gone_holders(result, {p.uid for p in facts.node_pods.get(row.node, []) if p.live})
+    row.notes = result.notes[:10] + ([result.checkpoint_error] if result.checkpoint_error else [])
+    gone = gone_holders(result, {p.uid for p in pods if p.live}) if result.checkpoint is not None else {}
     processes = Counter(p.gpu_uuid for p in result.processes if p.gpu_uuid)  # once a node, not once a card
-    for g, verdict in facts.card_verdicts.get(row.node, []):
-        row.gpus.append(CardRow(
-            index=g.index,
-            uuid=g.uuid,
-            name=g.name,
-            utilization=g.utilization_gpu,
-            memory_used_mib=g.memory_used_mib,
-            memory_total_mib=g.memory_total_mib,
-            temperature_c=g.temperature_c,
-            power_w=g.power_w,
-            processes=processes[g.uuid] if g.uuid else 0,
-            verdict=verdict.state,
-            pods=[p.ref for p, _ in placed.get(g.uuid, [])],
-            gone_holders=gone.get(g.uuid, []),
+    cards = row.gpus
+    for g, verdict in verdicts:
+        uuid = g.uuid
+        held = placed.get(uuid)
+        cards.append(CardRow(
+            g.index, uuid, g.name, g.utilization_gpu, g.memory_used_mib, g.memory_total_mib, g.temperature_c,
+            g.power_w, processes[uuid] if uuid else 0, verdict.state, [p.ref for p, _ in held] if held else [],
+            gone.get(uuid, []) if gone else [],
         ))
     row.gone_holders = gone.get("", [])
 
 
 def build_node_rows(facts: Facts) -> list[NodeRow]:
     rows = []
+    readings, verdicts, placed = facts.node_readings, facts.card_verdicts, facts.card_pods
     for name in facts.scope_nodes:
         node = facts.nodes[name]
         pods = facts.node_pods.get(name, [])
@@ -116,7 +115,7 @@ def build_node_rows(facts: Facts) -> list[NodeRow]:
             pods=[_pod_line(p) for p in pods if p.gpu],
             components=_components(facts.components.pods_on(name), pods),
         )
-        _fill_physical(row, facts)
+        _fill_physical(row, readings.get(name), pods, verdicts.get(name, []), placed.get(name, {}))
         rows.append(row)
     if not rows and not facts.inv.nodes:
         facts.skip("node-status", "no GPU node found (no GPU resource, GPU label or GPU device-plugin pod)")
