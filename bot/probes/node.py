@@ -18,6 +18,7 @@ This module must never run anything but ``READ_COMMANDS``, and never change a no
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import logging
 import time
@@ -295,6 +296,45 @@ async def _nvidia_smi_elsewhere(run: RunReads, results: dict[str, CommandResult]
 _SLOT_FREE: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("slot_free", default=None)
 
 
+class _OnePerTurn:
+    """Lets one waiter go per turn of the event loop, in order of arrival.
+
+    Parsing a node's answer is the bot's own work and on no node's critical path; the reads' own
+    events (a next node's connect, an answer coming in) are. Several answers that came in at once
+    would otherwise be parsed back to back in one turn, and the events of that turn queue behind
+    all of them; one at a time, at most one parse stands before them."""
+
+    def __init__(self) -> None:
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def turn(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop (a test's, or a one-shot command's): start afresh
+            self._waiting, self._scheduled, self._loop = collections.deque(), False, loop
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(waiter)
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._release)
+        await waiter
+
+    def _release(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # a cancelled waiter gives its turn to the next
+                waiter.set_result(None)
+                break
+        if self._waiting:
+            asyncio.get_running_loop().call_soon(self._release)  # the next one, on the next turn
+        else:
+            self._scheduled = False
+
+
+_PARSE_TURNS = _OnePerTurn()
+
+
 async def _reads_are_in() -> None:
     """Every read of this node is in: free its slot of the fan-out before the answer is parsed,
     and let the next node's read start first.
@@ -302,14 +342,15 @@ async def _reads_are_in() -> None:
     A slot bounds the reads in flight (what the nodes and the API server carry); parsing is the
     bot's own CPU. Parsed while it held the slot, each node's ~0.4 ms of parsing and card
     verdicts came, on every slot, before the next node's connect, all on one event loop: at 500
-    nodes through the agent the fan-out took 0.87-0.89 s; freed first, 0.79-0.81 s. Two turns of
-    the loop: the waiter of the freed slot starts the next node's read, and that read sends its
-    connect, before this node's answer is parsed."""
+    nodes through the agent the fan-out took 0.87-0.89 s; freed first, 0.79-0.81 s. A turn of
+    the loop lets the waiter of the freed slot start the next node's read; then the answer waits
+    for its parse turn (``_OnePerTurn``): at 500 nodes the fan-out took 0.80-0.85 s parsed as
+    soon as possible, 0.78-0.80 s one parse per turn (three alternating pairs)."""
     free = _SLOT_FREE.get()
     if free is not None:
         free()
         await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await _PARSE_TURNS.turn()
 
 
 async def observe_with(run: RunReads, node: str, *, agent: bool = False) -> NodeObservation:

@@ -141,3 +141,42 @@ async def test_a_node_frees_its_slot_once_its_reads_are_in_not_once_its_answer_i
     assert log.index("read b") < log.index("answered a")
     assert max(i for i, e in enumerate(log) if e == "read a") < log.index("read b")  # a's reads all came first
     assert all(isinstance(r, NodeObservation) for r in results.values())
+
+
+async def test_answers_that_come_in_together_are_parsed_one_per_turn_of_the_loop() -> None:
+    """Four nodes whose reads end in the same turn: their answers are parsed (and handed on) one
+    per turn of the event loop, in order, so the turns between them are free for the reads'
+    own events. Counted by a ticker that advances once a turn."""
+    turns = 0
+    ticking = True
+
+    async def ticker() -> None:
+        nonlocal turns
+        while ticking:
+            turns += 1
+            await asyncio.sleep(0)
+
+    seen: list[tuple[str, int]] = []
+    tick = asyncio.create_task(ticker())
+    try:
+        await observe_many(ReadingTransport([]), ["a", "b", "c", "d"], concurrency=4, deadline=1.0,
+                           answered=lambda node, _: seen.append((node, turns)))
+    finally:
+        ticking = False
+        await tick
+    assert [node for node, _ in seen] == ["a", "b", "c", "d"]
+    at = [turn for _, turn in seen]
+    assert all(later > earlier for earlier, later in zip(at, at[1:], strict=False)), seen
+
+
+async def test_a_cancelled_read_gives_its_parse_turn_to_the_next() -> None:
+    """A node read cancelled while it waits for its parse turn (the command's deadline) does not
+    hold up the nodes behind it."""
+    from bot.probes.node import _OnePerTurn
+
+    turns = _OnePerTurn()
+    first = asyncio.ensure_future(turns.turn())
+    second = asyncio.ensure_future(turns.turn())
+    first.cancel()
+    await asyncio.wait_for(second, 1.0)
+    assert first.cancelled()
