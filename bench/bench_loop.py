@@ -42,6 +42,7 @@ import aiohttp
 
 from bench.common import ROOT, emit, percentile, sim_process, table
 from bench.slack_side import SECRET, Command, SlackSide, signed, slash_body
+from bot import event_loop
 from bot.cli import tune_gc
 from bot.server import freeze_startup_heap, set_switch_interval
 from bot.sim.scenario_include import read_yaml, resolve_base
@@ -260,7 +261,7 @@ def main() -> None:
     ap.add_argument("--commands", type=int, default=50)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpubot-bench-loop-") as tmp:
-        r = asyncio.run(run(args.events, args.commands, Path(tmp)))
+        r = event_loop.run(run(args.events, args.commands, Path(tmp)))  # serve's loop
     headers = [
         "events",
         "acks (during the diagnosis)",

@@ -33,6 +33,7 @@ from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
 from bench.warm_child import time_physical_probe
+from bot import event_loop
 from bot.cli import tune_gc
 from bot.commands import parse_invocation
 from bot.probes.node import ssh_target_for
@@ -174,7 +175,9 @@ def main() -> None:
             )
             with sim_process(spec) as sim:
                 for transport in args.transports.split(","):
-                    r = asyncio.run(measure(sim, size, args.runs, transport, silent, keep=not args.fresh))
+                    coro = measure(sim, size, args.runs, transport, silent, keep=not args.fresh)
+                    # serve's loop as serve picks it (bot/event_loop.py); --fresh is the one-shot CLI's
+                    r = asyncio.run(coro) if args.fresh else event_loop.run(coro)
                     results.append({**r, "latency_ms": args.latency_ms})
     rows = [
         [

@@ -39,6 +39,7 @@ import aiohttp
 from bench.bench_loop import StallProbe, command_body, http_settings, settle
 from bench.common import emit, percentile, sim_process, table
 from bench.slack_side import Command, SlackSide, signed
+from bot import event_loop
 from bot.cli import tune_gc
 from bot.server import SWITCH_INTERVAL_S, freeze_startup_heap, set_switch_interval
 from bot.service import Service
@@ -153,7 +154,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=Settings().max_concurrent_diagnoses, help="max_concurrent_diagnoses")
     ap.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S, help="seconds (CPython: 0.005)")
     args = ap.parse_args()
-    r = asyncio.run(run(args.size, args.diagnoses, args.commands, args.limit, args.switch_interval))
+    r = event_loop.run(run(args.size, args.diagnoses, args.commands, args.limit, args.switch_interval))
     rows = [
         [
             r["size"],

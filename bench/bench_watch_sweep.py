@@ -21,7 +21,6 @@ the last (a sweep that kept what it read, 1,000 nodes' readings, would add more 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import resource
@@ -32,6 +31,7 @@ from typing import Any
 
 from bench.bench_node_status import DEADLINE_S, round_trip
 from bench.common import RSS_GROWTH_LIMIT_MB, SimProc, emit, median, rss_text, sim_process, table
+from bot import event_loop
 from bot.commands import Invocation
 from bot.proactive import Problem, Watcher
 from bot.proactive.stream import NodeStream
@@ -203,7 +203,8 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         spec = f"nodes={size},gpu_nodes={size},pods={size * 4},seed=1,silent_nodes=1,latency_ms={args.latency_ms}"
         with sim_process(spec) as sim:
-            results.append({**asyncio.run(measure(sim, size, args.runs)), "latency_ms": args.latency_ms})
+            # the sweep runs in serve, on serve's loop
+            results.append({**event_loop.run(measure(sim, size, args.runs)), "latency_ms": args.latency_ms})
     rows = [
         [
             r["nodes"],

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from bench.common import ROOT, RSS_GROWTH_LIMIT_MB, machine, md_table, median, rss_text
+from bot import event_loop
 
 RESULTS = ROOT / "bench" / "results" / "LATEST.md"
 NOTES = ROOT / "bench" / "notes.yaml"
@@ -679,7 +680,9 @@ def report(
         f"Load average (1 min) at the start of each benchmark: {', '.join(f'{x:.2f}' for x in loads)}; at the end "
         f"{os.getloadavg()[0]:.2f}. On a shared machine other processes slow every figure.",
         "Produced by one `./scripts/bench.sh` run (→ `python -m bench.run_all`). The simulator runs in its own "
-        f"process on the same machine, on {sim_loop()} (see bench/simproc.py)."
+        f"process on the same machine, on {sim_loop()} (see bench/simproc.py). What `gpubot serve` does (warm "
+        f"answers, Slack acks, node-status through the kept service, the sweeps) is measured on serve's loop, "
+        f"{event_loop.chosen('auto')} (bot/event_loop.py); the one-shot CLI runs on asyncio's."
         + (
             f" Resumed run: the results of {', '.join(reused)} come from the interrupted run's log (`--resume`), "
             "the wall time and load averages above are the resumed part's."

@@ -7,12 +7,12 @@ SSH fleet, writes ``WORKDIR/info.json`` (kubeconfig, SSH targets, keys, how long
 loading took, the size distribution of the served pods and nodes), then serves until its stdin
 closes. Loopback only; it never reaches anything else.
 
-It runs on uvloop where installed (the dev extra installs it): the simulator stands in for a
-multi-core API server and hundreds of nodes that answer in parallel, yet here one Python event
-loop serves every exec and SSH session on the cores the bot is measured on, and the default
-loop's own overhead queued 16 concurrent node reads behind each other (node-status through the
-agent: the fan-out took ~1.15 s on it, ~0.95 s on uvloop, with the same bot and the same CPU
-seconds in the simulator). ``info.json`` says which loop served (``sim_loop``).
+It runs on uvloop where installed (a runtime dependency: gpubot serve runs on it too): the
+simulator stands in for a multi-core API server and hundreds of nodes that answer in parallel,
+yet here one Python event loop serves every exec and SSH session on the cores the bot is
+measured on, and the default loop's own overhead queued 16 concurrent node reads behind each
+other (node-status through the agent: the fan-out took ~1.15 s on it, ~0.95 s on uvloop, with
+the same bot and the same CPU seconds in the simulator). ``info.json`` says which loop served (``sim_loop``).
 
 For the same reason each node's answer to the combined read is rendered once and kept
 (``SshFleet.keep_combined``; a command that changes the node renews it): real nodes render their
@@ -105,7 +105,7 @@ async def main(spec: str, workdir: Path) -> None:
 def _run(coro: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
-    except ImportError:  # without the dev extra: the default loop (slower, see the docstring)
+    except ImportError:  # where uvloop is not installed: the default loop (slower, see the docstring)
         asyncio.run(coro)
     else:
         uvloop.run(coro)

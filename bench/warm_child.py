@@ -13,7 +13,6 @@ harness's heap (``rss_before_mb`` was 219 MB there before the service existed).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import SimProc, median
+from bot import event_loop
 from bot.cli import tune_gc
 from bot.commands import parse_invocation
 from bot.engine.gather import LOADERS
@@ -111,7 +111,7 @@ async def warm(sim: SimProc, namespace: str, pod: str, runs: int) -> dict[str, A
 def main(info_path: str, sim_pid: str, namespace: str, pod: str, runs: str) -> None:
     info = json.loads(Path(info_path).read_text())
     sim = SimProc(int(sim_pid), info, Path(info_path).parent)
-    print(json.dumps(asyncio.run(warm(sim, namespace, pod, int(runs)))), flush=True)
+    print(json.dumps(event_loop.run(warm(sim, namespace, pod, int(runs)))), flush=True)  # serve's loop
 
 
 if __name__ == "__main__":

@@ -351,9 +351,11 @@ def _cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from bot import event_loop
     from bot.server import serve
 
-    asyncio.run(serve(_settings(args)))
+    settings = _settings(args)
+    event_loop.run(serve(settings), settings.event_loop)
     return 0
 
 

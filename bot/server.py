@@ -22,6 +22,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from bot import dataclass_code
+from bot.event_loop import running_loop_name
 from bot.observability import configure_logging, log_event
 from bot.remediation import ClusterClients
 from bot.settings import Settings
@@ -73,6 +74,7 @@ async def serve(
     try:
         await bot.start()
         freeze_startup_heap()
+        log_event(log, "serving", event_loop=running_loop_name())
         # every replica answers commands and clicks; the singletons run only in the leader
         leadership = asyncio.create_task(bot.leader.run(leader_stop))
         for factory in singletons(bot, stop):

@@ -35,6 +35,7 @@ ENV_PREFIX = "GPUBOT_"
 SlackMode = Literal["socket", "http"]
 #: how node reads reach a GPU node: exec into the gpubot-node agent pod, or SSH
 NodeAccess = Literal["auto", "agent", "ssh"]
+EventLoop = Literal["auto", "uvloop", "asyncio"]
 #: where pending actions, the audit trail and retry keys live: one SQLite file (one replica; the
 #: CLI and the demo) or objects on the Kubernetes API (several replicas; the Helm chart's default)
 StateBackend = Literal["sqlite", "kubernetes"]
@@ -181,6 +182,9 @@ class Settings:
     #: node, in ``namespace``), "ssh" (the settings below), or "auto": the agent when its pods
     #: exist in ``namespace``, else SSH when a key is set, else no node reads (said in one line)
     node_access: NodeAccess = "auto"
+    #: the event loop ``gpubot serve`` runs on: "uvloop" (C, less CPU per Slack ack and per node read:
+    #: bot/event_loop.py), "asyncio" (Python's own), or "auto": uvloop where it is installed
+    event_loop: EventLoop = "auto"
     #: the namespace gpubot and its node agents run in
     namespace: str = "gpubot"
     #: beside the node reads, GET /metrics of the dcgm-exporter pod on each read node (GPU Operator's
@@ -468,6 +472,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"setting state: {s.state!r} is not 'sqlite' or 'kubernetes'")
     if s.leader_lease_s < 2:
         raise ConfigError("setting leader_lease_s: must be at least 2 seconds")
+    if s.event_loop not in get_args(EventLoop):
+        raise ConfigError(f"setting event_loop: {s.event_loop!r} is not 'auto', 'uvloop' or 'asyncio'")
     if s.node_access not in get_args(NodeAccess):
         raise ConfigError(f"setting node_access: {s.node_access!r} is not 'auto', 'agent' or 'ssh'")
     if s.log_level not in get_args(LogLevel):

@@ -62,6 +62,8 @@ async def test_killing_the_leader_hands_leadership_sweeps_and_posting_to_the_oth
         await rig.wait_for(posted, timeout=60)
         leader = rig.replica_of(first)
         assert leader is not None
+        # what follows runs on the loop serve picks where uvloop is installed (bot/event_loop.py)
+        assert all('"event_loop": "uvloop"' in r.log.read_text() for r in rig.replicas)
         survivor = next(r for r in rig.replicas if r is not leader)
         # an offer that runs out while nobody leads: only the next leader's sweep can expire it
         short = ConfirmFlow(rig.store, rig.audit, ApproverPolicy({"*": (APPROVER,)}, False), ttl_s=1)
@@ -154,6 +156,8 @@ async def test_a_leader_shut_down_gracefully_hands_the_lease_over_at_once(tmp_pa
         first = await current_leader(rig)
         leader = rig.replica_of(first)
         assert leader is not None
+        # what follows runs on the loop serve picks where uvloop is installed (bot/event_loop.py)
+        assert all('"event_loop": "uvloop"' in r.log.read_text() for r in rig.replicas)
         survivor = next(r for r in rig.replicas if r is not leader)
         leader.proc.send_signal(signal.SIGTERM)  # a rolling update: it releases the Lease first
         stopped_at = time.monotonic()
