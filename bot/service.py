@@ -100,7 +100,6 @@ class Service:
             ssh_concurrency=self.settings.ssh_concurrency,
             deadline=deadline,
         )
-        spent(facts)  # a one-shot process keeps it to its exit, not freed before the answer is shown
         report = await run_diagnosis(
             runbook,
             self.runbooks,
@@ -112,6 +111,7 @@ class Service:
         report.cluster = cluster.name
         report.read_as = str(inv.identity) if inv.identity is not None else ""
         report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+        spent(facts)  # freed after the caller has the report (kept to the exit in a one-shot process)
         return report
 
     async def sources(

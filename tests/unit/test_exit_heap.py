@@ -1,9 +1,10 @@
 """What a diagnosis was built from is kept to the exit only by the one-shot ``gpubot`` process
 (``bot.exit_heap``): there it is dropped with the heap instead of being freed before the answer is
-printed; the long-running bot frees it as soon as each answer is made."""
+printed; the long-running bot frees it on the event loop's turn after the caller has the answer."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 from pathlib import Path
@@ -47,6 +48,34 @@ async def test_the_long_running_bot_frees_what_an_answer_was_built_from(
     monkeypatch.setattr(exit_heap, "_kept", None)
     made = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
     assert made and all(ref() is None for ref in made)
+
+
+async def test_the_long_running_bot_frees_it_after_the_caller_has_the_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not while the diagnosis returns (the asker would wait for the freeing): the caller resumes
+    with the facts still alive, and they go on the loop's next turn."""
+    monkeypatch.setattr(exit_heap, "_kept", None)
+    made: list[weakref.ref[Facts]] = []
+    real_init = Facts.__init__
+
+    def init(self: Facts, *args: object, **kwargs: object) -> None:
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(Facts, "__init__", init)
+    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
+        service = Service(sim.settings())
+        try:
+            report = await service.run(parse_invocation(["node-status"]))
+            alive_on_return = [ref() is not None for ref in made]
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            gc.collect()
+            alive_a_turn_later = [ref() is not None for ref in made]
+        finally:
+            await service.close()
+    assert report.nodes and alive_on_return == [True] and alive_a_turn_later == [False]
 
 
 async def test_a_process_that_asked_keeps_it_to_its_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
