@@ -121,9 +121,10 @@ TOP = {
     "aio", "commands", "errors", "exit_codes", "identity", "log_stream", "names", "observability",
     "registry", "suggest", "version",
     # how the interpreter starts gpubot: the client imported by the piece, dataclass methods and
-    # regular expressions kept compiled, results derived from gpubot's own files kept (kept.py);
-    # and how a one-shot process ends: what its answer was built from dropped with the heap
-    "dataclass_code", "exit_heap", "kept", "kube_import", "regex_code",
+    # regular expressions kept compiled, results derived from gpubot's own files kept (kept.py),
+    # the event loop serve runs on; and how a one-shot process ends: what its answer was built
+    # from dropped with the heap
+    "dataclass_code", "event_loop", "exit_heap", "kept", "kube_import", "regex_code",
 }
 
 
