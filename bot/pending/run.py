@@ -96,15 +96,21 @@ class _Outcome:
 
 
 def short_fix(finding: Finding | None) -> str:
-    """The fix in a few words: the finding's first fix, else its first next step, cut at a word."""
+    """The fix in a few words: the finding's first fix, else its first next step, cut at a word.
+
+    Where the finding offers the same action on several objects (three Terminating holders to
+    delete), the line says how many more: the first alone would read as the whole fix."""
     if finding is None:
         return "nothing found: run why-pending on it"
-    text = finding.remediations[0].summary if finding.remediations else (finding.next_steps or [finding.title])[0]
+    offers = finding.remediations
+    text = offers[0].summary if offers else (finding.next_steps or [finding.title])[0]
+    more = sum(1 for r in offers[1:] if r.action == offers[0].action)
+    tail = f" (+{more} more)" if more else ""
     text = " ".join(text.split())
-    if len(text) <= FIX_CHARS:
-        return text
-    cut = text[: FIX_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:")
-    return cut + "…"
+    if len(text) + len(tail) <= FIX_CHARS:
+        return text + tail
+    cut = text[: FIX_CHARS - 1 - len(tail)].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…" + tail
 
 
 def _cause(report: Report) -> Finding | None:
