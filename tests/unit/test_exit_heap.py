@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,17 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "zombie-checkpoint.yaml"
 
 
-async def _facts_of_one_diagnosis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[weakref.ref[Facts]]:
+@dataclass
+class _Diagnosed:
+    """The Facts one diagnosis made (weak references), and which were alive as the caller got the
+    report and a turn of the loop later."""
+
+    made: list[weakref.ref[Facts]]
+    alive_on_return: list[bool]
+    alive_a_turn_later: list[bool]
+
+
+async def _facts_of_one_diagnosis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> _Diagnosed:
     made: list[weakref.ref[Facts]] = []
     real_init = Facts.__init__
 
@@ -35,18 +46,23 @@ async def _facts_of_one_diagnosis(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         service = Service(sim.settings())
         try:
             report = await service.run(parse_invocation(["node-status"]))
+            on_return = [ref() is not None for ref in made]
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            gc.collect()
+            a_turn_later = [ref() is not None for ref in made]
         finally:
             await service.close()
     assert report.nodes, "the diagnosis ran"
     gc.collect()
-    return made
+    return _Diagnosed(made, on_return, a_turn_later)
 
 
 async def test_the_long_running_bot_frees_what_an_answer_was_built_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(exit_heap, "_kept", None)
-    made = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
+    made = (await _facts_of_one_diagnosis(tmp_path, monkeypatch)).made
     assert made and all(ref() is None for ref in made)
 
 
@@ -56,32 +72,14 @@ async def test_the_long_running_bot_frees_it_after_the_caller_has_the_answer(
     """Not while the diagnosis returns (the asker would wait for the freeing): the caller resumes
     with the facts still alive, and they go on the loop's next turn."""
     monkeypatch.setattr(exit_heap, "_kept", None)
-    made: list[weakref.ref[Facts]] = []
-    real_init = Facts.__init__
-
-    def init(self: Facts, *args: object, **kwargs: object) -> None:
-        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
-        made.append(weakref.ref(self))
-
-    monkeypatch.setattr(Facts, "__init__", init)
-    async with SimCluster.from_file(SCENARIO, workdir=tmp_path) as sim:
-        service = Service(sim.settings())
-        try:
-            report = await service.run(parse_invocation(["node-status"]))
-            alive_on_return = [ref() is not None for ref in made]
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-            gc.collect()
-            alive_a_turn_later = [ref() is not None for ref in made]
-        finally:
-            await service.close()
-    assert report.nodes and alive_on_return == [True] and alive_a_turn_later == [False]
+    diagnosed = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
+    assert diagnosed.alive_on_return == [True] and diagnosed.alive_a_turn_later == [False]
 
 
 async def test_a_process_that_asked_keeps_it_to_its_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(exit_heap, "_kept", None)
     exit_heap.keep_until_exit()
-    made = await _facts_of_one_diagnosis(tmp_path, monkeypatch)
+    made = (await _facts_of_one_diagnosis(tmp_path, monkeypatch)).made
     assert made and all(ref() is not None for ref in made)
     assert [ref() for ref in made] == [k for k in exit_heap._kept or [] if isinstance(k, Facts)]
 
