@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from bot.sim.resource_type import PrinterColumn, ResourceType
@@ -315,11 +316,14 @@ class ObjectStore:
             coll = self.collections[rtype]
             keys = coll.candidates(namespace, node_name, name)
             start = bisect.bisect_right(keys, after) if after is not None else 0
+            entries = coll.entries
+            if limit is None:  # one pass, no bookkeeping: a cluster-wide selector walks every pod
+                found = map(entries.__getitem__, islice(keys, start, None))
+                return Page([e for e in found if match(e.obj)] if match is not None else list(found), None, None)
             out: list[Entry] = []
             idx = start
             n = len(keys)
-            entries = coll.entries
-            while idx < n and (limit is None or len(out) < limit):
+            while idx < n and len(out) < limit:
                 entry = entries[keys[idx]]
                 idx += 1
                 if match is None or match(entry.obj):

@@ -72,3 +72,24 @@ def test_field_selectors_as_the_api_applies_them() -> None:
         parse_field_selector("spec.bogus=1", "Pod")
     with pytest.raises(SelectorError, match="can't understand"):
         parse_field_selector("spec.nodeName", "Pod")
+
+
+@pytest.mark.parametrize(("text", "matches"), [
+    ("status.phase!=Running,status.phase!=Succeeded,status.phase!=Failed", [False, True, False, True]),
+    ("status.phase=Pending", [False, True, False, False]),
+    ("status.phase=Pending,status.phase=Running", [False, False, False, False]),  # two values: none
+    ("status.phase=Pending,status.phase==Pending", [False, True, False, False]),
+    ("spec.hostNetwork=false,status.phase!=Failed", [True, True, False, True]),  # unset: Go's zero value
+    ("spec.nodeName=", [False, True, True, True]),  # missing: the empty string
+])
+def test_field_requirements_on_one_field_combine_as_the_api_ands_them(text: str, matches: list[bool]) -> None:
+    pods = [
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu-1"}, "status": {"phase": "Running"}},
+        {"metadata": {"name": "b"}, "spec": {}, "status": {"phase": "Pending"}},
+        {"metadata": {"name": "c"}, "spec": {"hostNetwork": True}, "status": {"phase": "Failed"}},
+        {"metadata": {"name": "d"}, "spec": {"nodeName": None}},
+    ]
+    match = matcher((), parse_field_selector(text, "Pod"))
+    assert match is not None
+    assert [match(p) for p in pods] == matches
+    assert matches == [all(f.matches(p) for f in parse_field_selector(text, "Pod")) for p in pods]
