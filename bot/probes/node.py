@@ -38,7 +38,6 @@ from bot.probes.gpu_health import (
     parse_ecc_report,
     parse_handle_errors,
     parse_kernel_log,
-    parse_table,
 )
 from bot.probes.nvidia_smi import (
     APPS_QUERY,
@@ -134,12 +133,12 @@ def _read_nvidia_smi(obs: NodeObservation, gpu: CommandResult, apps: CommandResu
     if summary.exit_status == 0:
         obs.cuda_version = parse_cuda_version(summary.stdout) or ""
         obs.driver_version = parse_driver_version(summary.stdout) or ""
-        obs.table = parse_table(summary.stdout)
+        obs.table_text = summary.stdout  # parsed where it is used (``NodeObservation.table``)
     for row in obs.gpus if "[GPU is lost]" in gpu.stdout else ():  # the usual answer has none
         if any(v.strip() == "[GPU is lost]" for v in row.raw.values()):
             text = f"GPU {row.index} {row.uuid}: [GPU is lost]"
             lost.append(LostGpu(pci="", index=row.index, source="query", text=text))
-    for card in obs.table:
+    for card in obs.table if "ERR!" in obs.table_text else ():
         # one ERR! can be a broken fan sensor; a card whose readings are mostly ERR! is unreachable
         if card.err_cells >= 2 and all(lost_gpu.pci != card.pci for lost_gpu in lost):
             lost.append(LostGpu(pci=card.pci, index=card.index, source="table", text=card.text))

@@ -203,8 +203,9 @@ def _physical(health: NodeHealth, obs: NodeObservation, node: Obj, rows: Mapping
             [f"kubelet checkpoint: the device plugin registered {uuid}; nvidia-smi does not list it"],
         )
     expected = _labelled_count(node)
-    shown = {t.pci for t in obs.table} | {f"index:{i}" for i in listed}
-    unlisted = [c for c in health.by_class("lost") if c.key not in shown]
+    lost_cards = health.by_class("lost")
+    shown = {t.pci for t in obs.table} | {f"index:{i}" for i in listed} if lost_cards else set()
+    unlisted = [c for c in lost_cards if c.key not in shown]
     missing = (expected or 0) - len(obs.gpus) - len(unlisted)
     for n in range(max(missing, 0)):
         key = f"missing:{n}"
