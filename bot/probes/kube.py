@@ -460,7 +460,7 @@ class KubeReader(DerivedViews):
         now = time.monotonic()
         if self._discovery is None or now - self._discovery[0] > DISCOVERY_TTL_S:
             body = await self._call(ApiRead("list", "API groups"), client.ApisApi(self._client).get_api_versions,
-                                    _path="/apis")
+                                    _path="/apis/")
             found = {
                 str(v.get("groupVersion"))
                 for g in body.get("groups") or []
