@@ -60,7 +60,10 @@ def run(facts: Facts) -> Iterator[Detection]:
     for node, obs in sorted(observed.items()):
         all_pods = facts.node_pods.get(node, [])
         pods = [p for p in all_pods if p.live and p.gpu]
-        allocated = {k: sum(p.gpu.get(k, 0) for p in pods) for p in pods for k in p.gpu}
+        allocated: dict[str, float] = {}
+        for p in pods:
+            for k, v in p.gpu.items():
+                allocated[k] = allocated.get(k, 0) + v
         running = [p for p in pods if p.phase == "Running" and not p.terminating]
         # a live pod bound here that is still starting (pulling its image, waiting for a volume or
         # its sandbox) holds its GPU for real: the cards are idle because it has not started, so
