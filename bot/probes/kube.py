@@ -327,6 +327,8 @@ class KubeReader(DerivedViews):
         limit = max(self.page_size, int(kwargs.pop("page_size", 0) or 0))
         query = {"labelSelector": kwargs.get("label_selector", ""), "fieldSelector": kwargs.get("field_selector", "")}
         query = {k: v for k, v in query.items() if v} | {"limit": str(limit)}
+        if set(kwargs) - {"label_selector", "field_selector"}:
+            _path = ""  # a parameter the query above does not carry: the client's method builds it
 
         async def page(token: str) -> Obj:
             page_kwargs = dict(kwargs, limit=limit)
