@@ -212,7 +212,7 @@ def plan(stuck: Sequence[Stuck], bound: int) -> tuple[list[Stuck], list[Stuck]]:
             queues[s.signature] = []
         elif s.signature in queues:
             queues[s.signature].append(s)
-    seen = {sig: {first.namespace} for sig, first in ((c.signature, c) for c in chosen)}
+    seen = {c.signature: {c.namespace} for c in chosen}
     taken = dict.fromkeys(queues, 0)
     order = sorted(queues, key=lambda sig: -len(queues[sig]))  # stable: first seen first on a tie
     while len(chosen) < bound:

@@ -45,7 +45,7 @@ class NodeObservation:
     nvidia_smi_error: str = ""
     #: cards the driver could not reach (handle errors, [GPU is lost] values, ERR! table cells)
     lost_gpus: list[LostGpu] = field(default_factory=list)
-    #: the default table's text, parsed into ``table`` when first asked for (``defer_table``)
+    #: the default table's text, parsed into ``table`` when first asked for
     table_text: str = field(default="", repr=False)
     _table: list[TableGpu] | None = field(default=None, repr=False)
     #: ECC counters, retired pages and remapped rows per card (empty: not read)
@@ -72,14 +72,10 @@ class NodeObservation:
         """The default table's cards: index, PCI address, ERR! cells. Parsed on first use: a
         healthy node's table (no ``ERR!`` cell) is read only where a card turns out lost or a
         PCI address is needed, and a fleet-wide node-status parses 500 answers on its event loop
-        (the table was a third of each parse)."""
+        (the table was half of each nvidia-smi parse)."""
         if self._table is None:
             self._table = parse_table(self.table_text)
         return self._table
-
-    @table.setter
-    def table(self, cards: list[TableGpu]) -> None:
-        self._table = cards
 
     def index_of(self, pci: str) -> int | None:
         """The nvidia-smi index of the card at ``pci`` (from the table), if it was listed."""
