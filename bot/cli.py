@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -459,8 +460,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+def quiet_library_warnings() -> None:
+    """asyncssh names cryptography's DSA types at import, and recent cryptography releases (51
+    here) warn about DSA there: three warnings on the stderr of every command that reads a node,
+    about a library's import rather than anything the user did or can act on. Set when a command
+    starts, not when ``bot`` is imported: the filter's patterns would be compiled by every process
+    that imports gpubot (bot/regex_code.py keeps only what gpubot's modules compile)."""
+    warnings.filterwarnings("ignore", message="DSA is deprecated", module=r"asyncssh(\.|$)")
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     tune_gc()
+    quiet_library_warnings()
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["__complete"]:  # hidden: what the completion scripts ask for (bot.console.completion)
         from bot.console.completion import complete_main
