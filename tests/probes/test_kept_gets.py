@@ -276,3 +276,108 @@ def test_what_the_client_must_send_itself_goes_through_it(tmp_path: Path) -> Non
     assert KeptGets.for_client(named) is None
     impersonating = _api(tmp_path, "http://127.0.0.1:4", identity=Identity(user="alice", groups=("sre",)))
     assert KeptGets.for_client(impersonating) is None
+
+
+def test_a_chunked_answer_after_an_informational_one_is_read_whole(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path
+) -> None:
+    """The API server sends large lists in chunks; a 1xx answer (never sent for a GET, but legal)
+    comes before the one that counts. Chunks split across socket writes, an extension, a trailer."""
+    body = POD_LIST * 50
+
+    def chunked(conn: socket.socket) -> None:
+        with conn:
+            while _read_request(conn):
+                conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for i in range(0, len(body), 1000):
+                    part = body[i:i + 1000]
+                    frame = f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n"
+                    conn.sendall(frame[:7])
+                    conn.sendall(frame[7:])
+                conn.sendall(b"0\r\nX-Trailer: t\r\n\r\n")
+
+    with _serving(raw_server, tmp_path, chunked) as (gets, seen):
+        assert gets.get("/api/v1/pods", 5) == body
+        assert gets.get("/api/v1/pods", 5) == body  # the connection was left at the answer's end
+    assert len(seen) == 1
+
+
+def test_connection_close_is_honoured_and_the_next_get_opens_another(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path
+) -> None:
+    def close_after_one(conn: socket.socket) -> None:
+        with conn:
+            if _read_request(conn):
+                conn.sendall(_answer(200, POD_LIST).replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1))
+
+    with _serving(raw_server, tmp_path, close_after_one) as (gets, seen):
+        assert gets.get("/api/v1/pods", 5) == POD_LIST
+        assert gets.get("/api/v1/pods", 5) == POD_LIST
+    assert len(seen) == 2
+
+
+@pytest.mark.parametrize("answer", [
+    _answer(200, POD_LIST)[:-5],  # the body is shorter than its Content-Length
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nshort",  # a chunk cut short
+    b"HTTP/1.1 200 OK\r\nContent-Le",  # the head cut short
+    b"SSH-2.0-OpenSSH_9.6\r\n\r\n",  # not HTTP at all
+])
+def test_an_answer_cut_short_or_not_http_is_a_reset_not_a_partial_body(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path, answer: bytes
+) -> None:
+    def cut(conn: socket.socket) -> None:
+        with conn:
+            if _read_request(conn):
+                conn.sendall(answer)
+
+    with _serving(raw_server, tmp_path, cut) as (gets, _), pytest.raises(ConnectionResetError):
+        gets.get("/api/v1/pods", 5)
+    assert classify(ConnectionResetError())[0] in ("unreachable", "failed")
+
+
+def test_a_credential_that_would_break_its_header_line_is_refused_without_being_shown(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path
+) -> None:
+    heard: list[bytes] = []
+
+    def record(conn: socket.socket) -> None:
+        with conn:
+            heard.append(_read_request(conn))
+
+    url, _ = raw_server(record)
+    api = _api(tmp_path, url)
+    api.configuration.refresh_api_key_hook = None  # else the kubeconfig's token is read again
+    for key in ("authorization", "BearerToken"):  # the client's key before 36, and from 36 on
+        api.configuration.api_key[key] = "Bearer secret-token\r\nX-Injected: 1"
+    gets = KeptGets.for_client(api)
+    assert gets is not None
+    try:
+        with pytest.raises(ValueError) as caught:
+            gets.get("/api/v1/pods", 5)
+    finally:
+        gets.close()
+    assert "secret-token" not in str(caught.value)
+    assert not any(b"X-Injected" in h for h in heard)
+
+
+def test_the_request_is_one_http_1_1_get_with_the_host_and_the_credentials(
+    raw_server: Callable[..., tuple[str, list[int]]], tmp_path: Path
+) -> None:
+    heard: list[bytes] = []
+
+    def record(conn: socket.socket) -> None:
+        with conn:
+            while request := _read_request(conn):
+                heard.append(request)
+                conn.sendall(_answer(200, POD_LIST))
+
+    with _serving(raw_server, tmp_path, record) as (gets, _):
+        gets.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&limit=500", 5)
+        with pytest.raises(ValueError):
+            gets.get("/api/v1/pods?x=a b", 5)  # never a space (or a line break) in the request line
+    head = heard[0].decode("latin-1").split("\r\n")
+    assert head[0] == "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dn1&limit=500 HTTP/1.1"
+    port = head[1].rsplit(":", 1)[1]
+    assert head[1] == f"Host: 127.0.0.1:{port}"
+    assert "authorization: bearer kept-gets-token" in heard[0].decode("latin-1").lower()
+    assert len(heard) == 1
