@@ -7,10 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot.commands import parse_invocation
 from bot.engine.facts import Facts
-from bot.kube.gpu import marks_gpu, nodes_that_may_offer
+from bot.kube.gpu import (
+    GPU_LABEL_KEYS,
+    GPU_LABEL_VALUES,
+    advertised_gpu_resources,
+    gpu_labels,
+    marks_gpu,
+    nodes_that_may_offer,
+)
 from bot.kube.node_map import NodeMap
 from bot.service import Service
 from bot.sim.cluster import SimCluster
@@ -101,3 +110,35 @@ async def test_the_api_readers_plain_map_is_marked_once_for_the_whole_question(
     assert isinstance(nodes, NodeMap) and nodes.mark is marks_gpu
     assert nodes.marked == {name for name, node in nodes.items() if marks_gpu(node)} and nodes.marked
     assert made[-1].gpu_nodes == sorted(nodes.marked | made[-1].components.nodes_running_components())
+
+
+_PLAIN_LABELS = {"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "z1", "team": "gpu"}
+_LABEL_KEYS = [*GPU_LABEL_KEYS, *GPU_LABEL_VALUES, "feature.node.kubernetes.io/pci-0302_10de.present",
+               "feature.node.kubernetes.io/pci-0300_1002.present", *_PLAIN_LABELS]
+_LABEL_VALUES = ["true", "True", "enable", "on", "false", "", "linux", "Tesla-T4"]
+_RESOURCES = ["cpu", "memory", "pods", "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "amd.com/gpu",
+              "tke.cloud.tencent.com/qgpu-core", "example.com/fpga", "hugepages-2Mi"]
+
+
+def _marks_as_written_out(node: Obj) -> bool:
+    return bool(advertised_gpu_resources(node) or gpu_labels(node))
+
+
+@given(
+    labels=st.dictionaries(st.sampled_from(_LABEL_KEYS), st.sampled_from(_LABEL_VALUES), max_size=6),
+    capacity=st.dictionaries(st.sampled_from(_RESOURCES), st.sampled_from(["0", "1", "8"]), max_size=4),
+)
+def test_marks_gpu_is_a_gpu_resource_or_a_gpu_label_whatever_the_node_carries(
+    labels: dict[str, str], capacity: dict[str, str]
+) -> None:
+    """The quick answer every cold question asks of every node says what the two full readings say."""
+    node = {"metadata": {"name": "n", "labels": labels}, "status": {"capacity": capacity}}
+    assert marks_gpu(node) is _marks_as_written_out(node)
+
+
+@pytest.mark.parametrize("key", [*_LABEL_KEYS])
+@pytest.mark.parametrize("value", ["true", "enable", "on", "linux"])
+def test_each_gpu_label_alone_among_plain_ones_marks_as_it_reads(key: str, value: str) -> None:
+    node = {"metadata": {"name": "n", "labels": {**_PLAIN_LABELS, key: value}},
+            "status": {"capacity": {"cpu": "8", "memory": "64Gi", "pods": "110"}}}
+    assert marks_gpu(node) is _marks_as_written_out(node)
