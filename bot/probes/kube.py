@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -208,6 +208,10 @@ def _listing(resource: str, namespace: str, sel: dict[str, str], group: str = ""
     return ApiRead("list", resource, namespace, group=group, selector=",".join(sel.values()))
 
 
+#: what a request hands back to the event loop (``KubeReader._send``)
+_T = TypeVar("_T")
+
+
 def _check_declared(group: str, plural: str) -> None:
     """A custom read outside ``bot.kube.custom_resources`` is a bug: the chart grants no RBAC for it."""
     if not declared(group, plural):
@@ -263,35 +267,60 @@ class KubeReader(DerivedViews):
         """One request with bounded retries on transient failures; returns the parsed body. Over
         the kept connection where there is one and ``_path`` (what ``fn(*args, **kwargs)`` GETs,
         with its query) is given; else through the client's ``fn``."""
-        call = getattr(fn, "__name__", read.text())
-        if _path and self._gets is not None:
-            return await self._send(read, call, partial(self._gets.get, _path))
+        send = self._sender(fn, args, kwargs, _path)
+        return await self._send(read, getattr(fn, "__name__", read.text()), send, partial(self._parsed, read))
+
+    def _sender(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], path: str
+    ) -> Callable[[float], bytes]:
+        """``send(timeout)`` → the raw answer of ``fn(*args, **kwargs)``: over the kept connection
+        where there is one and the request's ``path`` is known, else through the client's method."""
+        if path and self._gets is not None:
+            return partial(self._gets.get, path)
 
         def send(timeout: float) -> bytes:
             return bytes(fn(*args, **kwargs, _preload_content=False, _request_timeout=timeout).data)
 
-        return await self._send(read, call, send)
+        return send
 
-    async def _send(self, read: ApiRead, call: str, send: Callable[[float], bytes]) -> Obj:
+    def _parsed(self, read: ApiRead, data: bytes) -> Obj:
+        """An answer's JSON object (orjson: a third of json.loads's time on API lists)."""
+        try:
+            parsed = orjson.loads(data)
+        except ValueError:
+            raise KubeApiError(f"{read.text()}: API answered something that is not JSON", kind="failed",
+                               read=read, server=self.server, detail="an answer that is not JSON") from None
+        if not isinstance(parsed, dict):
+            raise KubeApiError(f"{read.text()}: API answered an unexpected document", kind="failed",
+                               read=read, server=self.server, detail="an unexpected document")
+        return parsed
+
+    def _kept_page(self, read: ApiRead, keep: Callable[[Obj], Any] | None, data: bytes) -> tuple[list[Any], str]:
+        """One list page's items, each with its ``kind`` (list items carry none) and kept as
+        ``keep(item)``, and the page's continue token. Run in the reading thread with the request,
+        so a page costs the event loop one hand-over, whatever its size."""
+        body = self._parsed(read, data)
+        kind = str(body.get("kind", "")).removesuffix("List")
+        items: list[Any] = []
+        for item in body.get("items") or []:
+            if kind and "kind" not in item:
+                item["kind"] = kind
+            items.append(keep(item) if keep is not None else item)
+        return items, str(meta_of(body).get("continue") or "")
+
+    async def _send(
+        self, read: ApiRead, call: str, send: Callable[[float], bytes], finish: Callable[[bytes], _T]
+    ) -> _T:
         """One request (``send(timeout)`` → the body) with bounded retries on transient failures;
-        returns the parsed body. ``call`` names it in the stats."""
-        what = read.text()
+        returns ``finish(body)``, worked out in the same reading thread. ``call`` names it in the stats."""
 
-        def do(timeout: float) -> Obj:
+        def do(timeout: float) -> _T:
             try:
                 data = send(timeout)
             except Exception as exc:  # noqa: BLE001 - translated at this boundary
                 raise _api_error(exc, read, self.server, timeout_s=timeout) from None
             self.stats.record(call, len(data))
-            try:
-                parsed = orjson.loads(data)  # a third of json.loads's time on API lists
-            except ValueError:
-                raise KubeApiError(f"{what}: API answered something that is not JSON", kind="failed",
-                                   read=read, server=self.server, detail="an answer that is not JSON") from None
-            if not isinstance(parsed, dict):
-                raise KubeApiError(f"{what}: API answered an unexpected document", kind="failed",
-                                   read=read, server=self.server, detail="an unexpected document")
-            return parsed
+            return finish(data)
 
         loop = asyncio.get_running_loop()
         tries = 0
@@ -322,22 +351,27 @@ class KubeReader(DerivedViews):
         self, read: ApiRead, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any,
         _path: str = "", **kwargs: Any,
     ) -> list[Any]:
-        """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go.
-        ``_path``: the list's API path, for the kept connection (``_call``)."""
+        """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go;
+        ``keep`` runs in the reading thread (it must only read the item). ``_path``: the list's API
+        path, for the kept connection (``_call``)."""
         limit = max(self.page_size, int(kwargs.pop("page_size", 0) or 0))
         query = {"labelSelector": kwargs.get("label_selector", ""), "fieldSelector": kwargs.get("field_selector", "")}
         query = {k: v for k, v in query.items() if v} | {"limit": str(limit)}
         if set(kwargs) - {"label_selector", "field_selector"}:
             _path = ""  # a parameter the query above does not carry: the client's method builds it
-
-        async def page(token: str) -> Obj:
+        call = getattr(fn, "__name__", read.text())
+        finish = partial(self._kept_page, read, keep)
+        items: list[Any] = []
+        token = ""
+        while True:
             page_kwargs = dict(kwargs, limit=limit)
             if token:
                 page_kwargs["_continue"] = token
             path = _path and f"{_path}?{urlencode({**query, 'continue': token} if token else query)}"
-            return await self._call(read, fn, *args, _path=path, **page_kwargs)
-
-        return await self._pages(page, keep)
+            kept, token = await self._send(read, call, self._sender(fn, args, page_kwargs, path), finish)
+            items += kept
+            if not token:
+                return items
 
     async def _pods_of_node(self, node: str) -> list[SlimPod]:
         """The pods bound to ``node``, slimmed."""
@@ -345,21 +379,6 @@ class KubeReader(DerivedViews):
         read = ApiRead("list", "pods", selector=selector)
         return await self._walk(read, slim, self._core.list_pod_for_all_namespaces, field_selector=selector,
                                 _path="/api/v1/pods")
-
-    async def _pages(self, page: Callable[[str], Awaitable[Obj]], keep: Callable[[Obj], Any] | None) -> list[Any]:
-        """Every item of the pages ``page(continue_token)`` answers, kept as ``keep(item)``."""
-        items: list[Any] = []
-        token = ""
-        while True:
-            body = await page(token)
-            kind = str(body.get("kind", "")).removesuffix("List")
-            for item in body.get("items") or []:
-                if kind and "kind" not in item:
-                    item["kind"] = kind
-                items.append(keep(item) if keep is not None else item)
-            token = str(meta_of(body).get("continue") or "")
-            if not token:
-                return items
 
     async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
         """Read one object; raises NotFoundError when it does not exist."""
@@ -394,13 +413,19 @@ class KubeReader(DerivedViews):
         """
         few = nodes is not None and len(nodes) <= min(PER_NODE_SLIM_LIMIT, PER_NODE_SLIM_SHARE * all_nodes)
         if nodes is not None and few and not field_selector:
-            gate = asyncio.Semaphore(PER_NODE_CONCURRENCY)
+            ordered = sorted(nodes)
+            queue = iter(ordered)
+            found: dict[str, list[SlimPod]] = {}
 
-            async def on(node: str) -> list[SlimPod]:
-                async with gate:
-                    return await self._pods_of_node(node)
+            async def reader() -> None:
+                # PER_NODE_CONCURRENCY readers take the nodes in turn: 500 nodes are 500 requests,
+                # not 500 tasks queued on a semaphore (with each page slimmed in its reading
+                # thread: 500 lists at 5,000 nodes 117 -> 108 ms)
+                for node in queue:
+                    found[node] = await self._pods_of_node(node)
 
-            return [p for batch in await asyncio.gather(*(on(n) for n in sorted(nodes))) for p in batch]
+            await asyncio.gather(*(reader() for _ in range(min(PER_NODE_CONCURRENCY, len(ordered)))))
+            return [p for node in ordered for p in found[node]]
         sel = {"field_selector": field_selector} if field_selector else {}
         wanted = nodes
 
