@@ -22,6 +22,7 @@ outside too), requests, bytes and the counts read.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import sys
@@ -41,6 +42,21 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib keeps the floor usable
     loads = json.loads
     PARSER = "json"
+
+
+def _node_image_cut() -> Any:
+    """``bot.probes.node_images.without_images``, loaded from its file alone: the CLI cuts each
+    node's image list before parsing a node page, so the floor does too, without importing gpubot
+    (whose package start-up the floor must not pay)."""
+    path = Path(__file__).resolve().parents[1] / "bot" / "probes" / "node_images.py"
+    spec = importlib.util.spec_from_file_location("_floor_node_images", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.without_images
+
+
+without_images = _node_image_cut()
 
 
 class Reader:
@@ -107,7 +123,7 @@ class Reader:
         return data[:length]
 
     def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
-        """One GET, decoded."""
+        """One GET, decoded (a node list with its image lists cut first, as the CLI reads it)."""
         conn = self._conn()
         target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
         conn.sendall(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: application/json\r\n"
@@ -116,7 +132,7 @@ class Reader:
         with self.lock:
             self.requests += 1
             self.bytes += len(data)
-        body = loads(data)
+        body = loads(without_images(data) if path == "/api/v1/nodes" else data)
         return body if isinstance(body, dict) else {}
 
     def walk(self, path: str, page_size: int, **selectors: str) -> Iterator[dict[str, Any]]:

@@ -18,6 +18,7 @@ RBAC is that method's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -35,6 +36,7 @@ from bot.kube.custom_resources import declared
 from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import remaining
 from bot.probes.kept_gets import KeptGets
+from bot.probes.node_images import without_images
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
 from bot.probes.views import DerivedViews, FailedRead
@@ -295,11 +297,20 @@ class KubeReader(DerivedViews):
                                read=read, server=self.server, detail="an unexpected document")
         return parsed
 
-    def _kept_page(self, read: ApiRead, keep: Callable[[Obj], Any] | None, data: bytes) -> tuple[list[Any], str]:
+    def _kept_page(
+        self, read: ApiRead, keep: Callable[[Obj], Any] | None, shrink: Callable[[bytes], bytes] | None, data: bytes
+    ) -> tuple[list[Any], str]:
         """One list page's items, each with its ``kind`` (list items carry none) and kept as
         ``keep(item)``, and the page's continue token. Run in the reading thread with the request,
-        so a page costs the event loop one hand-over, whatever its size."""
-        body = self._parsed(read, data)
+        so a page costs the event loop one hand-over, whatever its size. ``shrink``: what is cut
+        from the answer before it is parsed (``bot.probes.node_images``); should the cut answer
+        not parse, the answer is parsed as it came."""
+        body: Obj | None = None
+        if shrink is not None and (small := shrink(data)) is not data:
+            with contextlib.suppress(KubeApiError):
+                body = self._parsed(read, small)
+        if body is None:
+            body = self._parsed(read, data)
         kind = str(body.get("kind", "")).removesuffix("List")
         items: list[Any] = []
         for item in body.get("items") or []:
@@ -349,7 +360,7 @@ class KubeReader(DerivedViews):
 
     async def _walk(
         self, read: ApiRead, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any,
-        _path: str = "", **kwargs: Any,
+        _path: str = "", _shrink: Callable[[bytes], bytes] | None = None, **kwargs: Any,
     ) -> list[Any]:
         """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go;
         ``keep`` runs in the reading thread (it must only read the item). ``_path``: the list's API
@@ -360,7 +371,7 @@ class KubeReader(DerivedViews):
         if set(kwargs) - {"label_selector", "field_selector"}:
             _path = ""  # a parameter the query above does not carry: the client's method builds it
         call = getattr(fn, "__name__", read.text())
-        finish = partial(self._kept_page, read, keep)
+        finish = partial(self._kept_page, read, keep, _shrink)
         items: list[Any] = []
         token = ""
         while True:
@@ -426,7 +437,7 @@ class KubeReader(DerivedViews):
 
             await asyncio.gather(*(reader() for _ in range(min(PER_NODE_CONCURRENCY, len(ordered)))))
             return [p for node in ordered for p in found[node]]
-        sel = {"field_selector": field_selector} if field_selector else {}
+        sel: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
         wanted = nodes
 
         def keep(pod: Obj) -> SlimPod | None:
@@ -441,8 +452,11 @@ class KubeReader(DerivedViews):
         return [p for p in pods if p is not None]
 
     async def list_nodes(self, *, label_selector: str = "") -> list[Obj]:
-        sel = {"label_selector": label_selector} if label_selector else {}
-        return await self._list(_listing("nodes", "", sel), self._core.list_node, _path="/api/v1/nodes", **sel)
+        """Every node, its ``status.images`` left empty: no check reads it, and it is most of a node's
+        JSON (``bot.probes.node_images``; the watch-fed cache drops it too)."""
+        sel: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+        return await self._walk(_listing("nodes", "", sel), None, self._core.list_node, _path="/api/v1/nodes",
+                                _shrink=without_images, **sel)
 
     async def list_namespaces(self) -> list[Obj]:
         return await self._list(ApiRead("list", "namespaces"), self._core.list_namespace, _path="/api/v1/namespaces")
