@@ -229,7 +229,9 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
     out += [
         "",
         "- **Floor** (necessary reads): a fresh Python process that downloads and parses, with "
-        f"{big['floor_parser']} over keep-alive connections, exactly the objects the diagnosis needs with the "
+        f"{big['floor_parser']} over keep-alive connections (HTTP/1.1 spoken by hand, each node's image list cut "
+        "before parsing, a gpubot command's collector thresholds: as the CLI reads), exactly the objects the "
+        "diagnosis needs with the "
         "CLI's own selectors and page sizes: the pod, its events (`involvedObject.name=`), every node, and the "
         "pods on the candidate (GPU) nodes, one `spec.nodeName=` list per node where the CLI does that, else "
         "every pod in pages of 2000 (bench/floor_child.py `necessary`, planned from gpubot's own constants); it "
@@ -243,7 +245,7 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
         + ". The CLI's cold requests and MB are beside it: the CLI reads a little more (API discovery, the "
         "GPU-stack DaemonSets, quotas).",
         "- **Download all / time to warm**: a fresh process that downloads and parses every node and pod "
-        "(bench/floor_child.py `everything`, pages of 2000): "
+        "(bench/floor_child.py `everything`, pages of 2000, read as the floor reads): "
         + ", ".join(f"{r.get('download_bytes', 0) / 1e6:.0f} MB at {r['pods']} pods" for r in sizes)
         + ". The cache sync is the time from the start of a service with the watch cache (what `gpubot serve` "
         "runs) until every store has synced; until then each question is answered cold through the API reader, "
