@@ -364,7 +364,8 @@ class KubeReader(DerivedViews):
     ) -> list[Any]:
         """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go;
         ``keep`` runs in the reading thread (it must only read the item). ``_path``: the list's API
-        path, for the kept connection (``_call``)."""
+        path, for the kept connection (``_call``); ``_shrink``: what to cut from each page before it
+        is parsed (``_kept_page``)."""
         limit = max(self.page_size, int(kwargs.pop("page_size", 0) or 0))
         query = {"labelSelector": kwargs.get("label_selector", ""), "fieldSelector": kwargs.get("field_selector", "")}
         query = {k: v for k, v in query.items() if v} | {"limit": str(limit)}
