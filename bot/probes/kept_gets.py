@@ -54,6 +54,10 @@ _HEAD_READ = 64 * 1024
 _MAX_HEAD = 64 * 1024
 
 
+#: how a connection ends under a read: plain TCP's reset or broken pipe, TLS's close or its EOF
+_ENDED = (ConnectionResetError, BrokenPipeError, ssl.SSLZeroReturnError, ssl.SSLEOFError)
+
+
 class _NoAnswer(Exception):
     """The connection ended before the first byte of an answer."""
 
@@ -72,12 +76,16 @@ class _Connection:
         self.pending = b""
         self.answered = 0
 
-    def recv(self, deadline: float) -> bytes:
-        """One socket read, waiting no longer than what is left of the request's time."""
+    def wait_until(self, deadline: float) -> None:
+        """The socket's next wait is no longer than what is left of the request's time."""
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("no whole answer within the timeout")
         self.sock.settimeout(left)
+
+    def recv(self, deadline: float) -> bytes:
+        """One socket read within the request's time."""
+        self.wait_until(deadline)
         return self.sock.recv(_HEAD_READ)
 
 
@@ -170,10 +178,10 @@ class KeptGets:
 
     def _exchange(self, conn: _Connection, request: bytes, deadline: float) -> tuple[int, str, bytes, bool]:
         """Send ``request``, read its answer: (status, reason, body, whether the connection ends)."""
+        conn.wait_until(deadline)
         try:
-            conn.sock.settimeout(max(deadline - time.monotonic(), 0.001))
             conn.sock.sendall(request)
-        except (BrokenPipeError, ConnectionResetError):
+        except _ENDED:
             raise _NoAnswer from None
         buffer, conn.pending = conn.pending, b""
         while True:  # informational answers (1xx) come before the one that counts
@@ -183,7 +191,7 @@ class KeptGets:
                     raise _Cut("headers too long")
                 try:
                     chunk = conn.recv(deadline)
-                except (ConnectionResetError, BrokenPipeError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                except _ENDED:
                     raise (_Cut("reset") if buffer else _NoAnswer) from None
                 if not chunk:
                     raise _Cut("closed in the headers") if buffer else _NoAnswer
@@ -268,13 +276,10 @@ def _exactly(conn: _Connection, buffer: bytes, length: int, deadline: float) -> 
     body[: len(buffer)] = buffer
     view, got = memoryview(body), len(buffer)
     while got < length:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no whole answer within the timeout")
-        conn.sock.settimeout(left)
+        conn.wait_until(deadline)
         try:
             n = conn.sock.recv_into(view[got:], min(length - got, 4 * _CHUNK))
-        except (ConnectionResetError, BrokenPipeError):
+        except _ENDED:
             raise _Cut("reset in the body") from None
         if not n:
             raise _Cut(f"closed after {got} of {length} bytes")
@@ -293,7 +298,7 @@ def _chunked(conn: _Connection, buffer: bytes, deadline: float) -> tuple[bytes, 
         while len(data) - at < n:
             try:
                 chunk = conn.recv(deadline)
-            except (ConnectionResetError, BrokenPipeError):
+            except _ENDED:
                 raise _Cut("reset in the body") from None
             if not chunk:
                 raise _Cut("closed in a chunked body")
