@@ -8,32 +8,41 @@ decode every pod of the cluster to find theirs. The answer is the same either wa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from kubernetes import config
 
-from bot.probes.kube import KubeReader
+from bot.errors import KubeApiError
+from bot.probes.deadline import until
+from bot.probes.kube import PER_NODE_CONCURRENCY, KubeReader
 from bot.probes.slim import SlimPod
 from bot.sim.kube_api import KubeApiServer
 from bot.sim.kubeconfig import write_kubeconfig
-from bot.sim.scenario import scenario_from_dict
+from bot.sim.scenario import ApiFault, scenario_from_dict
 from bot.sim.threaded import LoopThread
 from bot.synth.generate import generate_scenario
 
 
 @pytest.fixture
-async def reader(tmp_path: Path) -> AsyncIterator[KubeReader]:
+def server() -> Iterator[KubeApiServer]:
     loop = LoopThread("slim-pods-sim")
-    server = KubeApiServer(scenario_from_dict(generate_scenario(nodes=40, gpu_nodes=8, pods=400, seed=5)))
-    loop.call(server.start())
+    api = KubeApiServer(scenario_from_dict(generate_scenario(nodes=40, gpu_nodes=8, pods=400, seed=5)))
+    loop.call(api.start())
+    yield api
+    loop.call(api.stop())
+    loop.close()
+
+
+@pytest.fixture
+async def reader(tmp_path: Path, server: KubeApiServer) -> AsyncIterator[KubeReader]:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
     r = KubeReader(config.new_client_from_config(config_file=str(kubeconfig)))
     yield r
     r.close()
-    loop.call(server.stop())
-    loop.close()
 
 
 def _names(pods: Sequence[SlimPod]) -> list[tuple[str, str, str]]:
@@ -49,3 +58,49 @@ async def test_a_fifth_of_the_nodes_is_read_node_by_node(reader: KubeReader) -> 
     assert reader.stats.requests - before == len(gpu)  # one field-selected list per node, no walk
     everything = await reader.slim_pods()
     assert _names(picked) == _names([p for p in everything if p.node in gpu]) and picked
+
+
+# -- the per-node lists' reading threads (``KubeReader._per_node_lists``) -------------------------
+# Each thread reads its nodes one after another, retries included, outside the event loop: what
+# the loop did for every request (retries, the command's deadline, stopping at the first
+# failure) must hold there too.
+
+
+async def _node_names(reader: KubeReader) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in await reader.list_nodes())
+
+
+async def test_a_transient_failure_of_one_nodes_list_is_retried_in_its_thread(
+    reader: KubeReader, server: KubeApiServer
+) -> None:
+    nodes = await _node_names(reader)
+    wanted = set(nodes[:12])
+    expected = _names(await reader.slim_pods(nodes=wanted, all_nodes=100))
+    server.faults.add(ApiFault(match=f"spec.nodeName%3D{nodes[3]}", verb="GET", status=429, times=1))
+    before, served = reader.stats.requests, server.stats.requests
+    assert _names(await reader.slim_pods(nodes=wanted, all_nodes=100)) == expected
+    assert reader.stats.requests - before == len(wanted)  # every list answered once ...
+    assert server.stats.requests - served == len(wanted) + 1  # ... one of them on its second try
+
+
+async def test_the_first_failed_node_stops_the_other_threads(reader: KubeReader, server: KubeApiServer) -> None:
+    nodes = await _node_names(reader)
+    server.faults.add(ApiFault(match=f"spec.nodeName%3D{nodes[0]}", verb="GET", status=403))
+    before = reader.stats.requests
+    with pytest.raises(KubeApiError) as caught:
+        await reader.slim_pods(nodes=set(nodes), all_nodes=100)
+    assert caught.value.kind == "forbidden" and nodes[0] in caught.value.user_message
+    # the other threads finish the node they hold and take no other (none reads on, unseen, after
+    # the command has its answer): far fewer than the 40 lists, however long one waits
+    await asyncio.sleep(0.5)
+    assert reader.stats.requests - before < len(nodes) - PER_NODE_CONCURRENCY
+
+
+async def test_the_commands_deadline_bounds_the_reading_threads(reader: KubeReader, server: KubeApiServer) -> None:
+    nodes = await _node_names(reader)
+    server.faults.add(ApiFault(match=f"spec.nodeName%3D{nodes[5]}", verb="GET", hang=True))
+    started = time.monotonic()
+    with until(started + 0.5), pytest.raises(KubeApiError) as caught:
+        await reader.slim_pods(nodes=set(nodes), all_nodes=100)
+    assert caught.value.kind == "timeout"
+    assert time.monotonic() - started < 2.0  # the deadline, not the reader's 10 s timeout per try
