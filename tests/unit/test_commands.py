@@ -228,6 +228,28 @@ def test_argparse_and_the_slack_parser_accept_the_same_diagnosis_arguments(data:
         assert dataclasses.replace(from_slack, surface="cli") == from_cli, rest
 
 
+
+@pytest.mark.parametrize("cmd", commands_for("cli"), ids=lambda c: c.name)
+def test_the_parser_narrowed_to_a_command_reads_it_as_the_whole_parser_does(cmd: Command) -> None:
+    """``build_parser(words)`` builds only the typed command's parser: the same answer, the same
+    errors (with the command's usage), the same help as the parser of every command."""
+    argv = _sample_argv(cmd, "cli")
+    narrowed, whole = build_parser(argv), build_parser()
+    assert narrowed is not whole
+    assert vars(narrowed.parse_args(argv)) == vars(whole.parse_args(argv))
+    for bad in ([*argv, "--no-such-flag"], [*cmd.name.split(), *(["x-1"] * 5), "--json=1"]):
+        errors = []
+        for parser in (narrowed, whole):
+            with pytest.raises((UsageError, SystemExit)) as caught:
+                parser.parse_args(bad)
+            errors.append(str(getattr(caught.value, "user_message", caught.value)))
+        assert errors[0] == errors[1]
+
+
+def test_a_line_that_does_not_begin_with_a_command_gets_every_commands_parser() -> None:
+    for words in ([], ["--help"], ["-v", "why-pending", "p"], ["why-pendng", "p"], ["x"]):
+        assert build_parser(words) is build_parser()
+
 @pytest.mark.parametrize(
     "rest",
     [
