@@ -15,7 +15,6 @@ import json
 import sys
 
 from bot.commands import Command
-from bot.console.render_text import render_text
 from bot.console.terminal import terminal_for
 from bot.errors import UsageError
 from bot.names import printable
@@ -50,6 +49,8 @@ def emit_report(report: Report, fmt: str) -> None:
 
         print(dump_yaml(report.to_dict(), width=WIDE), end="")
     else:
+        from bot.console.render_text import render_text
+
         term = terminal_for(sys.stdout)
         wide = fmt == "wide"
         print(render_text(report, width=WIDE if wide else term.width, term=term, full=wide), end="")
