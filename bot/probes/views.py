@@ -66,12 +66,25 @@ class _Basics(Protocol):
     ) -> list[SlimPod]: ...
 
 
+def by_name(objects: list[Obj]) -> dict[str, Obj]:
+    """``objects`` by ``metadata.name`` (``name_of``). Indexed directly while every object has a
+    string name, as every object an API server serves has: ``name_of`` costs two calls an object,
+    ~4 ms of a cold diagnosis at 5,000 nodes."""
+    try:
+        found = {obj["metadata"]["name"]: obj for obj in objects}
+    except (KeyError, TypeError):
+        found = {}
+    if len(found) != len(objects) or not all(type(name) is str for name in found):
+        found = {name_of(obj): obj for obj in objects}
+    return found
+
+
 class DerivedViews:
     """The views derived from the basic reads of whatever reader inherits this (see the module)."""
 
     async def node_map(self: _Basics) -> dict[str, Obj]:
         """Every node by name."""
-        return {name_of(n): n for n in await self.list_nodes()}
+        return by_name(await self.list_nodes())
 
     async def component_pods(self: _Basics, controller: Obj) -> list[Obj]:
         """The pods a controller's selector selects in its namespace; none without a selector."""
