@@ -36,6 +36,7 @@ from bot.kube.custom_resources import declared
 from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import DEADLINE, remaining
 from bot.probes.kept_gets import KeptGets
+from bot.probes.lazy_api import LazyApi
 from bot.probes.node_images import without_images
 from bot.probes.read_errors import classify, safe_url
 from bot.probes.slim import SlimPod, slim
@@ -237,9 +238,10 @@ class KubeReader(DerivedViews):
         attempts: int = 3,
     ) -> None:
         self._client = api_client
-        self._core = client.CoreV1Api(api_client)
-        self._apps = client.AppsV1Api(api_client)
-        self._batch = client.BatchV1Api(api_client)
+        self._apis = {name: LazyApi(api_client, name) for name in (*_GROUPS, "CustomObjectsApi", "ApisApi")}
+        self._core = self._apis["CoreV1Api"]
+        self._apps = self._apis["AppsV1Api"]
+        self._batch = self._apis["BatchV1Api"]
         self.page_size = page_size
         self.timeout = timeout
         self.attempts = attempts
@@ -247,16 +249,14 @@ class KubeReader(DerivedViews):
         #: the API server's URL, without credentials, for reports of what could not be read
         self.server = safe_url(str(getattr(api_client.configuration, "host", "") or ""))
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kube-read")
-        self._custom = client.CustomObjectsApi(api_client)
+        self._custom = self._apis["CustomObjectsApi"]
         #: the per-node pod lists' kept connections, where the client's settings allow them
         self._gets = KeptGets.for_client(api_client)
         #: (read at, served group/versions) from ``/apis``: read once, shared by every command
         self._discovery: tuple[float, frozenset[str]] | None = None
 
-    def _api(self, name: str) -> Any:
-        if name in ("CoordinationV1Api", "NodeV1Api"):  # built on first use: few questions need them
-            return getattr(client, name)(self._client)
-        return {"CoreV1Api": self._core, "AppsV1Api": self._apps, "BatchV1Api": self._batch}[name]
+    def _api(self, name: str) -> LazyApi:
+        return self._apis[name]
 
     def _out_of_time(self, read: ApiRead, tries: int) -> KubeApiError:
         if tries:
@@ -570,7 +570,7 @@ class KubeReader(DerivedViews):
         cluster without Kueue or Volcano pays one read for all of them, then none."""
         now = time.monotonic()
         if self._discovery is None or now - self._discovery[0] > DISCOVERY_TTL_S:
-            body = await self._call(ApiRead("list", "API groups"), client.ApisApi(self._client).get_api_versions,
+            body = await self._call(ApiRead("list", "API groups"), self._apis["ApisApi"].get_api_versions,
                                     _path="/apis/")
             found = {
                 str(v.get("groupVersion"))
