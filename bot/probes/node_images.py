@@ -9,7 +9,7 @@ cut 37 ms of it, two ``bytes.find`` a node).
 How: an image list is ``"images":[{...},...,{...}]`` whose entries hold only names (image
 references, which cannot contain a brace, a bracket or a quote) and a size, so the first ``}]``
 after ``"images":[`` ends it. What is cut must be that: it starts with ``{`` and its braces and
-brackets balance (four ``bytes.count``), else the list is left as it is. The cut keeps
+brackets balance (``_balanced``), else the list is left as it is. The cut keeps
 ``"images":[]``, so the document keeps its shape. Should a server write something else there
 anyway, the cut document fails to parse and the reader parses the answer as it came
 (``bot.probes.kube``). Nothing here imports gpubot: the benchmark's necessary-reads floor loads this file as
@@ -40,8 +40,13 @@ def without_images(data: bytes) -> bytes:
     return b"".join(parts)
 
 
+#: every byte but braces and brackets: what ``_balanced`` deletes before it counts
+_NOT_NESTING = bytes(c for c in range(256) if c not in b"{}[]")
+
+
 def _balanced(data: bytes, start: int, end: int) -> bool:
-    """``data[start:end]`` opens as many braces and brackets as it closes."""
-    return data.count(b"{", start, end) == data.count(b"}", start, end) and data.count(
-        b"[", start, end
-    ) == data.count(b"]", start, end)
+    """``data[start:end]`` opens as many braces and brackets as it closes. Counted in what is left
+    once every other byte is deleted (a few dozen bytes of an image list's ~7 kB): four counts
+    over the whole list took 9.7 us a node, this 2.9 us (34 ms of a cold read of 5,000 nodes)."""
+    nesting = data[start:end].translate(None, _NOT_NESTING)
+    return nesting.count(b"{") == nesting.count(b"}") and nesting.count(b"[") == nesting.count(b"]")
