@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import contextlib
 import gc
 import logging
 import os
@@ -22,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot.commands import (
     GLOBAL_OPTIONS,
@@ -46,6 +47,9 @@ from bot.names import printable
 from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
 from bot.suggest import did_you_mean
 from bot.version import version
+
+if TYPE_CHECKING:
+    from bot.probes.clients import KubeClients
 
 log = logging.getLogger("gpubot")
 
@@ -279,6 +283,33 @@ def _node_access_and_scenario(args: argparse.Namespace, settings: Settings) -> S
     return with_node_access(settings, args.node_access)
 
 
+#: the diagnoses whose runbook reads every node (tests/unit/test_node_prefetch.py keeps this true)
+READS_EVERY_NODE = frozenset({"why-pending", "node-status", "verify"})
+
+
+def _reading_every_node(settings: Settings, cluster: str, deadline: float) -> KubeClients:
+    """The configured cluster's clients, built in a daemon thread that then asks for every node
+    (``KubeReader.start_node_prefetch``), while this thread goes on to import the engine.
+
+    The engine's start-up (its modules and checks, ~40 ms) does not need the cluster, and the
+    node list is the longest read of a cold diagnosis: this way they overlap (cold why-pending at
+    5,000 nodes, alternating runs: see the commit). A client that cannot be built here is built
+    again, and its error reported, by the command itself (``Service.sources``), which waits for
+    this build where it is still going (a kubeconfig credential plugin), within the deadline.
+    """
+    from bot.probes.clients import KubeClients
+    from bot.probes.deadline import until
+
+    clients = KubeClients(settings, prefetch_nodes=True)
+
+    def build() -> None:
+        with until(deadline), contextlib.suppress(Exception):
+            clients.for_cluster(cluster)
+
+    threading.Thread(target=build, name="client-build", daemon=True).start()
+    return clients
+
+
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     inv = invocation_from_args(args)
     _one_object(args.spec, args)
@@ -294,12 +325,17 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     gc.disable()
     if _EXITS_AFTER_ANSWER:
         keep_until_exit()  # freed with the heap at os._exit, not object by object before the answer
+    deadline = _started() + settings.command_deadline_s  # from process start, client setup included
+    clients = None
+    if not args.scenario and inv.identity is None and inv.command in READS_EVERY_NODE:
+        clients = _reading_every_node(settings, inv.cluster, deadline)
     from bot.oneshot import run_invocation
 
-    deadline = _started() + settings.command_deadline_s  # from process start, client setup included
     with progress_for(fmt) as progress:  # on a terminal: what is being read, erased before the answer
         report = asyncio.run(
-            run_invocation(inv, settings, scenario=args.scenario, deadline=deadline, progress=progress)
+            run_invocation(
+                inv, settings, scenario=args.scenario, deadline=deadline, progress=progress, clients=clients
+            )
         )
     emit_report(report, fmt)
     png = getattr(args, "png", "")

@@ -40,10 +40,12 @@ async def run_invocation(
     scenario: str = "",
     deadline: float | None = None,
     progress: Progress = no_progress,
+    clients: KubeClients | None = None,
 ) -> Report:
     """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
     (``time.monotonic()``) is when the answer is due (default: the command's deadline from now);
-    ``progress`` is told what is being done (the CLI's progress line).
+    ``progress`` is told what is being done (the CLI's progress line); ``clients``: the
+    configured cluster's, already being built (``bot.cli``).
 
     With a scenario, the time the simulator takes to start (imports, keys, servers) moves the deadline
     on: it stands in for a cluster that would already be running, so it is not the cluster's time.
@@ -64,7 +66,7 @@ async def run_invocation(
                 return await service.run(replace(inv, cluster=""), deadline=deadline, progress=progress)
             finally:
                 await service.close()
-    service = Service(settings)
+    service = Service(settings, clients=clients)
     try:
         return await service.run(inv, deadline=deadline, progress=progress)
     finally:

@@ -45,6 +45,7 @@ class Service:
         runbooks: RunbookSet | None = None,
         use_cache: bool = False,
         keep_connections: bool = False,
+        clients: KubeClients | None = None,
     ) -> None:
         self.settings = settings
         #: the long-running bot keeps each node's SSH connection for the next question
@@ -52,7 +53,8 @@ class Service:
         #: nodes whose last read timed out, read first next time (``Sources.slow_nodes``)
         self.slow_nodes: set[str] | None = set() if keep_connections else None
         #: the long-running bot reads through the watch-fed cache; the one-shot CLI never does
-        self.clients = KubeClients(settings, use_cache=use_cache and settings.cache_enabled)
+        #: (``clients``: ones the caller started building, the one-shot CLI's: see ``bot.cli``)
+        self.clients = clients or KubeClients(settings, use_cache=use_cache and settings.cache_enabled)
         # the packaged runbooks, with the files of ``runbook_dir`` (if set) replacing or adding to them
         self.runbooks = runbooks if runbooks is not None else load_with_overrides(settings.runbook_dir)
         self._ready = False

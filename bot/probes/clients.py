@@ -53,9 +53,12 @@ class Clients:
 class KubeClients:
     """Per-cluster clients for ``settings``; a watch-fed cache per cluster when ``use_cache``."""
 
-    def __init__(self, settings: Settings, *, use_cache: bool = False) -> None:
+    def __init__(self, settings: Settings, *, use_cache: bool = False, prefetch_nodes: bool = False) -> None:
         self.settings = settings
         self.use_cache = use_cache
+        #: each cluster's reader asks for every node as it is built (``KubeReader.start_node_prefetch``):
+        #: the one-shot CLI's diagnoses, which all read every node, and never with the cache
+        self.prefetch_nodes = prefetch_nodes and not use_cache
         self._clients: dict[str, Clients] = {}
         self._as: OrderedDict[tuple[str, Identity], Clients] = OrderedDict()
         self._lock = threading.RLock()
@@ -99,6 +102,8 @@ class KubeClients:
             api = new_api_client(cluster)
             reader = KubeReader(api, page_size=self.settings.page_size, timeout=self.settings.api_timeout_s)
             clients = Clients(api=api, reads=reader, reader=reader, exec=PodExec(new_api_client(cluster)))
+            if self.prefetch_nodes:  # before the clients can be seen (``cached`` takes no lock)
+                reader.start_node_prefetch()
             if self.use_cache:
                 from bot.probes.cache import WatchCache
 
