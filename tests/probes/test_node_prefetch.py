@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,7 +61,7 @@ async def test_a_failed_prefetch_fails_the_list_as_a_read_would(tmp_path: Path) 
         sim.api.faults.add(ApiFault(match="/api/v1/nodes", verb="GET", status=403))
         reader = KubeReader(new_api_client(sim.settings().clusters[0]))
         try:
-            with until(asyncio.get_running_loop().time() + 30):
+            with until(time.monotonic() + 30):
                 reader.start_node_prefetch()
             with pytest.raises(KubeApiError) as caught:
                 await reader.list_nodes()
@@ -95,3 +96,20 @@ async def test_the_cli_with_unreadable_nodes_says_so_and_concludes_nothing_from_
     assert report["complete"] is False and code != 0
     assert any("nodes" in u["read"] and u["error"] == "forbidden" for u in report["unreadable"]), report["unreadable"]
     assert not report["findings"] or all(f["code"] != "CHECKPOINT_ZOMBIE" for f in report["findings"])
+
+
+async def test_the_prefetch_reads_within_the_deadline_of_whoever_started_it(tmp_path: Path) -> None:
+    """The prefetch's thread carries the caller's deadline: a server that never answers costs the
+    deadline, not the reader's 10 s timeout a try."""
+    async with SimCluster(load_scenario(SCENARIO), workdir=tmp_path) as sim:
+        sim.api.faults.add(ApiFault(match="/api/v1/nodes", verb="GET", hang=True))
+        reader = KubeReader(new_api_client(sim.settings().clusters[0]))
+        started = time.monotonic()
+        try:
+            with until(started + 0.5):
+                reader.start_node_prefetch()
+            with pytest.raises(KubeApiError) as caught:
+                await reader.list_nodes()
+        finally:
+            reader.close()
+    assert caught.value.kind == "timeout" and time.monotonic() - started < 3.0
