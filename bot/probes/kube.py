@@ -451,15 +451,16 @@ class KubeReader(DerivedViews):
         Why threads that loop rather than a task a node: a task hands every request to a thread
         and back (a queue, a wake-up, the loop's self-pipe, the GIL changing hands), which at 500
         nodes cost more than the requests' own CPU (5,000 nodes: the whole command ~50 ms less
-        this way). The first failure stops every thread before its next node and is raised."""
+        this way). The first failure (or the command's cancellation) stops every thread before its
+        next node; the failure is raised."""
         queue = iter(nodes)
         taken = threading.Lock()
-        failed = threading.Event()
+        stop = threading.Event()
         found: dict[str, list[SlimPod]] = {}
         deadline = DEADLINE.get()
 
         def reader() -> None:
-            while not failed.is_set():
+            while not stop.is_set():
                 with taken:
                     node = next(queue, None)
                 if node is None:
@@ -467,12 +468,15 @@ class KubeReader(DerivedViews):
                 try:
                     found[node] = self._pods_of_node(node, deadline)
                 except BaseException:
-                    failed.set()
+                    stop.set()
                     raise
 
         loop = asyncio.get_running_loop()
         readers = min(PER_NODE_CONCURRENCY, len(nodes))
-        await asyncio.gather(*(loop.run_in_executor(self._pool, reader) for _ in range(readers)))
+        try:
+            await asyncio.gather(*(loop.run_in_executor(self._pool, reader) for _ in range(readers)))
+        finally:
+            stop.set()  # a failure or a cancelled command: no thread starts another node
         return found
 
     async def get_object(self, kind: str, name: str, namespace: str = "") -> Obj:
@@ -547,6 +551,10 @@ class KubeReader(DerivedViews):
         answer: concurrent.futures.Future[list[Obj]] = concurrent.futures.Future()
 
         def read() -> None:
+            # running from here on: a taker that gives up (cancelled) cannot cancel the answer
+            # under this thread, whose result would then have nowhere to go but a traceback
+            if not answer.set_running_or_notify_cancel():
+                return  # given up before the read began
             try:
                 answer.set_result(asyncio.run(self._read_nodes("")))
             except BaseException as exc:  # noqa: BLE001 - raised again by the list_nodes that takes it

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -113,3 +114,29 @@ async def test_the_prefetch_reads_within_the_deadline_of_whoever_started_it(tmp_
         finally:
             reader.close()
     assert caught.value.kind == "timeout" and time.monotonic() - started < 3.0
+
+
+async def test_a_taker_that_gives_up_leaves_no_traceback_behind(tmp_path: Path) -> None:
+    """Ctrl-C or a cancelled command while the prefetched list is awaited: the prefetch's thread
+    ends at the deadline without an exception of its own (it would print a traceback)."""
+    errors: list[threading.ExceptHookArgs] = []
+    previous, threading.excepthook = threading.excepthook, errors.append
+    try:
+        async with SimCluster(load_scenario(SCENARIO), workdir=tmp_path) as sim:
+            sim.api.faults.add(ApiFault(match="/api/v1/nodes", verb="GET", hang=True))
+            reader = KubeReader(new_api_client(sim.settings().clusters[0]))
+            try:
+                with until(time.monotonic() + 0.5):
+                    reader.start_node_prefetch()
+                taker = asyncio.create_task(reader.list_nodes())
+                await asyncio.sleep(0.1)
+                taker.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await taker
+                await asyncio.sleep(1.0)  # past the deadline: the thread has ended its read
+            finally:
+                reader.close()
+        assert not [t for t in threading.enumerate() if t.name == "node-prefetch"]
+    finally:
+        threading.excepthook = previous
+    assert not errors, [(e.exc_type, e.exc_value) for e in errors]
