@@ -1,13 +1,10 @@
 """The official client's API classes are imported only when a request needs the client itself
 (``bot.probes.lazy_api``): where every request goes over the kept connection, no generated API
-module is loaded; where one cannot (here: a reader without it), the same reads go through the
-client's own methods and answer the same."""
+module is loaded (tests/unit/test_kube_import.py); where one cannot (here: a reader without it),
+the same reads go through the client's own methods and answer the same."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from kubernetes import client
@@ -20,29 +17,6 @@ from bot.sim.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "zombie-checkpoint.yaml"
-
-
-def test_building_the_clients_loads_no_api_module(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
-        "users: [{name: u, user: {token: t}}]\n",
-        encoding="utf-8",
-    )
-    script = (
-        "import json, sys\n"
-        "from bot.probes.clients import KubeClients\n"
-        "from bot.settings import ClusterConfig, load_settings\n"
-        f"s = load_settings(env={{}}, clusters=(ClusterConfig(name='c', kubeconfig={str(kubeconfig)!r}),))\n"
-        "clients = KubeClients(s).for_cluster('')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('kubernetes.client.api.'))))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.splitlines()[-1]) == []
 
 
 def test_a_method_is_named_as_the_clients_and_built_once() -> None:
