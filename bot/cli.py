@@ -335,7 +335,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     with progress_for(fmt) as progress:  # on a terminal: what is being read, erased before the answer
         report = asyncio.run(
             run_invocation(
-                inv, settings, scenario=args.scenario, deadline=deadline, progress=progress, clients=clients
+                inv, settings, scenario=args.scenario, deadline=deadline, progress=progress, clients=clients,
+                started=_started(),
             )
         )
     emit_report(report, fmt)

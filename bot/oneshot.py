@@ -41,11 +41,13 @@ async def run_invocation(
     deadline: float | None = None,
     progress: Progress = no_progress,
     clients: KubeClients | None = None,
+    started: float | None = None,
 ) -> Report:
     """Run against the configured cluster, or a fresh simulator of ``scenario``; ``deadline``
     (``time.monotonic()``) is when the answer is due (default: the command's deadline from now);
     ``progress`` is told what is being done (the CLI's progress line); ``clients``: the
-    configured cluster's, already being built (``bot.cli``).
+    configured cluster's, already being built (``bot.cli``); ``started``: when the asker began to
+    wait (``Service.run``; a scenario's simulator starts after it, and is not counted).
 
     With a scenario, the time the simulator takes to start (imports, keys, servers) moves the deadline
     on: it stands in for a cluster that would already be running, so it is not the cluster's time.
@@ -68,7 +70,7 @@ async def run_invocation(
                 await service.close()
     service = Service(settings, clients=clients)
     try:
-        return await service.run(inv, deadline=deadline, progress=progress)
+        return await service.run(inv, deadline=deadline, progress=progress, started=started)
     finally:
         await service.close()
 

@@ -71,22 +71,30 @@ class Service:
         return self._ready
 
     async def run(
-        self, inv: Invocation, *, deadline: float | None = None, progress: Progress = no_progress
+        self,
+        inv: Invocation,
+        *,
+        deadline: float | None = None,
+        progress: Progress = no_progress,
+        started: float | None = None,
     ) -> Report:
         """Run one invocation; diagnosis problems come back inside the report, never as exceptions.
 
         ``deadline`` (``time.monotonic()``) is when the answer is due; by default the command's
         deadline from now. The CLI passes its process's start plus the deadline. ``progress`` is
-        told what is being read as it happens (the CLI's progress line).
+        told what is being read as it happens (the CLI's progress line). ``started``
+        (``time.monotonic()``): when the asker began to wait, which the report's elapsed time
+        counts from (default: now); the CLI passes its process's start, as it has already asked
+        for the node list by now (``bot.cli``).
         """
         if inv.command == "help":
             return Report(command="help", target={}, text=self.help_text(inv.surface))
         if inv.command == "runbook":
             return self._runbook(inv)
-        # the deadline and the elapsed time count from here: building a cluster's clients (seconds
-        # on a loaded machine, the first time; a kubeconfig exec plugin that hangs) is part of what
-        # the asker waits for
-        started = time.perf_counter()
+        # the deadline and the elapsed time count from here at the latest: building a cluster's
+        # clients (seconds on a loaded machine, the first time; a kubeconfig exec plugin that
+        # hangs) is part of what the asker waits for
+        begun = time.monotonic() if started is None else started
         if deadline is None:
             deadline = time.monotonic() + self.settings.command_deadline_s
         if inv.command == "pending":  # many why-pending diagnoses sharing their reads (bot.pending)
@@ -112,7 +120,7 @@ class Service:
         )
         report.cluster = cluster.name
         report.read_as = str(inv.identity) if inv.identity is not None else ""
-        report.elapsed_ms = int((time.perf_counter() - started) * 1000)
+        report.elapsed_ms = int((time.monotonic() - begun) * 1000)
         spent(facts)  # freed after the caller has the report (kept to the exit in a one-shot process)
         return report
 
