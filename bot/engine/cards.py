@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.engine.working import Verdict, card_readings, classify_card, profiles_from, thresholds_from
@@ -21,9 +22,26 @@ INFERRED = (
 )
 
 CardVerdicts = dict[str, list[tuple[GpuRow, Verdict]]]
-#: node -> (the reading, its cards' verdicts), worked out while the other nodes were being read
-EarlyCards = dict[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]]
-CardPods = dict[str, dict[str, list[tuple[SlimPod, str]]]]
+#: card UUID -> [(live GPU pod, how the card was found)] of one node
+Placed = dict[str, list[tuple[SlimPod, str]]]
+CardPods = dict[str, Placed]
+
+
+@dataclass(frozen=True)
+class EarlyNode:
+    """One node's card work, done as its reading arrived (``EarlyVerdicts``); it stands for that
+    very reading (and, for ``placed``, that very list of the node's pods) and no other."""
+
+    reading: NodeObservation
+    #: the cards' verdicts (None without the runbook's working tables)
+    verdicts: list[tuple[GpuRow, Verdict]] | None
+    #: the node's entry of ``node_pods`` the placement was worked out from (None: it had none)
+    pods: list[SlimPod] | None
+    placed: Placed
+
+
+#: node -> its card work, done while the other nodes were being read
+EarlyCards = dict[str, EarlyNode]
 
 
 class WorkingRules:
@@ -44,22 +62,32 @@ class WorkingRules:
 
 
 class EarlyVerdicts:
-    """Card verdicts worked out as each node's reading arrives, in the fan-out's idle moments,
-    rather than all after it (500 nodes' cards cost ~0.05 s that the asker would otherwise wait
-    for after the last node). The node-readings loader feeds it and puts ``done`` beside its fact."""
+    """Card verdicts and placements worked out as each node's reading arrives, in the fan-out's
+    idle moments, rather than all after it (500 nodes' cards cost ~0.05 s that the asker would
+    otherwise wait for after the last node). The node-readings loader feeds it and puts ``done``
+    beside its fact. Both rest only on what the read itself gave (the cards, their processes, the
+    checkpoint), never on what is added to a reading after the fan-out (the kubelet's state from
+    its Lease, dcgm-exporter's notes)."""
 
-    def __init__(self, signals: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, signals: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]],
+                 node_pods: Mapping[str, list[SlimPod]] | None = None) -> None:
         self.signals, self.profiles = signals, profiles
+        self.node_pods = node_pods if node_pods is not None else {}
         self._rules: WorkingRules | None = None
         self.done: EarlyCards = {}
 
     def answered(self, node: str, result: object) -> None:
-        """One node's reading is in: its cards' verdicts now (nothing without working tables)."""
-        if not isinstance(result, NodeObservation) or not self.signals:
+        """One node's reading is in: its cards' verdicts (where the runbook has working tables)
+        and which pods sit on which card, now."""
+        if not isinstance(result, NodeObservation):
             return
-        if self._rules is None:
-            self._rules = WorkingRules(self.signals, self.profiles)
-        self.done[node] = (result, self._rules.node(result))
+        verdicts = None
+        if self.signals:
+            if self._rules is None:
+                self._rules = WorkingRules(self.signals, self.profiles)
+            verdicts = self._rules.node(result)
+        pods = self.node_pods.get(node)
+        self.done[node] = EarlyNode(result, verdicts, pods, node_card_pods(result, pods or []))
 
 
 def card_verdicts(
@@ -67,7 +95,7 @@ def card_verdicts(
     signals: Sequence[Mapping[str, Any]],
     profiles: Sequence[Mapping[str, Any]],
     *,
-    early: Mapping[str, tuple[NodeObservation, list[tuple[GpuRow, Verdict]]]] | None = None,
+    early: Mapping[str, EarlyNode] | None = None,
 ) -> CardVerdicts:
     """node -> [(card, verdict)] from the runbook's ``working_signals`` and ``working_profiles``.
 
@@ -78,7 +106,8 @@ def card_verdicts(
     out: CardVerdicts = {}
     for node, obs in sorted(observed.items()):
         done = early.get(node)
-        out[node] = done[1] if done is not None and done[0] is obs else rules.node(obs)
+        kept = done.verdicts if done is not None and done.reading is obs else None
+        out[node] = kept if kept is not None else rules.node(obs)
     return out
 
 
@@ -121,26 +150,41 @@ def _checkpoint_cards(obs: NodeObservation, uid: str) -> list[GpuRow]:
     return list({c.uuid: c for c in cards}.values())
 
 
-def card_pods(observed: Mapping[str, NodeObservation], node_pods: Mapping[str, list[SlimPod]]) -> CardPods:
-    """node -> card UUID -> [(live GPU pod, how the card was found)].
+def card_pods(observed: Mapping[str, NodeObservation], node_pods: Mapping[str, list[SlimPod]],
+              *, early: Mapping[str, EarlyNode] | None = None) -> CardPods:
+    """node -> card UUID -> [(live GPU pod, how the card was found)] (``node_card_pods``).
+
+    ``early``: placements already worked out while the other nodes were still being read (kept
+    only where they are of the very reading and the very pod list at hand)."""
+    early = early or {}
+    out: CardPods = {}
+    for node, obs in observed.items():
+        done = early.get(node)
+        pods = node_pods.get(node)
+        if done is not None and done.reading is obs and done.pods is pods:
+            out[node] = done.placed
+        else:
+            out[node] = node_card_pods(obs, pods or [])
+    return out
+
+
+def node_card_pods(obs: NodeObservation, pods: Sequence[SlimPod]) -> Placed:
+    """card UUID -> [(live GPU pod, how the card was found)] of one node.
 
     The API does not say which card a pod (least of all a qGPU slice) landed on. First choice:
     the kubelet checkpoint's entry for the pod's UID. Fallback, for qGPU only: when a node has
     exactly one running qGPU pod left unplaced and exactly one card with processes, that pod is
     taken to be on that card.
     """
-    out: CardPods = {}
-    for node, obs in observed.items():
-        placed: dict[str, list[tuple[SlimPod, str]]] = {}
-        unplaced = []
-        for p in (p for p in node_pods.get(node, []) if p.live and p.gpu):
-            cards = _checkpoint_cards(obs, p.uid)
-            for c in cards:
-                placed.setdefault(c.uuid, []).append((p, FROM_CHECKPOINT))
-            if not cards and p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE):
-                unplaced.append(p)
-        active = [g for g in obs.gpus if any(q.gpu_uuid == g.uuid for q in obs.processes)]
-        if len(unplaced) == 1 and len(active) == 1:
-            placed.setdefault(active[0].uuid, []).append((unplaced[0], INFERRED))
-        out[node] = placed
-    return out
+    placed: Placed = {}
+    unplaced = []
+    for p in (p for p in pods if p.live and p.gpu):
+        cards = _checkpoint_cards(obs, p.uid)
+        for c in cards:
+            placed.setdefault(c.uuid, []).append((p, FROM_CHECKPOINT))
+        if not cards and p.phase == "Running" and not p.terminating and p.gpu.get(QGPU_CORE):
+            unplaced.append(p)
+    active = [g for g in obs.gpus if any(q.gpu_uuid == g.uuid for q in obs.processes)]
+    if len(unplaced) == 1 and len(active) == 1:
+        placed.setdefault(active[0].uuid, []).append((unplaced[0], INFERRED))
+    return placed

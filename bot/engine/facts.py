@@ -214,10 +214,13 @@ class QuotaFacts:
     pods: list[Obj] = field(default_factory=list)
 
 
-#: what the node-readings loader puts beside its fact: the card verdicts it worked out while the
-#: other nodes were being read (``bot.engine.cards.EarlyVerdicts``); ``card_verdicts`` keeps those
-#: of the very reading it has, and works out the rest
+#: what the node-readings loader puts beside its fact: the card verdicts and placements it worked
+#: out while the other nodes were being read (``bot.engine.cards.EarlyVerdicts``); ``card_verdicts``
+#: and ``card_pods`` keep those of the very reading they have, and work out the rest
 EARLY_CARD_VERDICTS = "early_card_verdicts"
+#: and, where the runbook shows the node table (``Facts.node_table``), the table's rows built as
+#: each node answered (``bot.engine.node_rows.EarlyRows``), which ``build_node_rows`` completes
+EARLY_NODE_ROWS = "early_node_rows"
 
 #: derived fact -> the base facts it is computed from (the runner gathers those)
 DERIVED: dict[str, tuple[str, ...]] = {
@@ -261,6 +264,9 @@ class Facts:
         self.failures: list[Unreadable] = []
         #: what ``per_question`` derivations worked out: (function, argument ids) -> (arguments, value)
         self._derived: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+        #: the runbook shows node-status's table: its rows are built as each node answers (set by
+        #: ``bot.engine.runner.run_diagnosis``, which knows the runbook)
+        self.node_table = False
 
     # ------------------------------------------------------------------ filling (loaders only)
 
@@ -270,6 +276,10 @@ class Facts:
 
     def gathered(self, name: str) -> bool:
         return name in self._values
+
+    def beside(self, name: str) -> Any:
+        """What a loader put beside its fact (``EARLY_CARD_VERDICTS``, ``EARLY_NODE_ROWS``); None if nothing."""
+        return self._values.get(name)
 
     def share(self, other: Facts, names: Iterable[str]) -> None:
         """Take ``other``'s base facts ``names`` as read, with what could not be read of them:
@@ -474,7 +484,7 @@ class Facts:
     @cached_property
     def card_verdicts(self) -> CardVerdicts:
         """node -> [(card, the "really working" verdict)], per the runbook's working tables."""
-        early: EarlyCards | None = self._values.get(EARLY_CARD_VERDICTS)
+        early: EarlyCards | None = self.beside(EARLY_CARD_VERDICTS)
         return card_verdicts(
             self.observations, self.table("working_signals"), self.table("working_profiles"), early=early
         )
@@ -482,7 +492,7 @@ class Facts:
     @cached_property
     def card_pods(self) -> CardPods:
         """node -> card UUID -> [(pod, how the card was found)]."""
-        return card_pods(self.observations, self.node_pods)
+        return card_pods(self.observations, self.node_pods, early=self.beside(EARLY_CARD_VERDICTS))
 
 
 def component_pods(pods: Sequence[Obj]) -> list[Obj]:

@@ -166,6 +166,7 @@ async def run_diagnosis(
     checks = checks if checks is not None else builtin_checks()
     strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
+    facts.node_table = "node_table" in runbook.views
     await gather(facts, sources, reads_of(runbook, checks))
     sources.progress(f"running {len(runbook.checks)} checks")
     # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)

@@ -21,6 +21,7 @@ from aiohttp import web
 from bot.commands import parse_invocation
 from bot.engine.facts import GpuComponents
 from bot.engine.gather import dcgm
+from bot.engine.node_rows import EarlyRows
 from bot.probes.observation import NodeObservation
 from bot.report import NodeRow, Report
 from bot.service import Service
@@ -121,6 +122,31 @@ async def test_the_exporters_last_xid_stands_in_for_an_unreadable_kernel_log(
     assert any(n.startswith("Xid events from dcgm-exporter's last-Xid field") for n in row.notes)
     (summary,) = [n for n in row.notes if n.startswith("dcgm-exporter gpu-operator/nvidia-dcgm-exporter-7xk2p: ")]
     assert "GPU 5: 0 MiB used, 0% busy, last Xid 94" in summary
+
+
+async def test_rows_built_as_the_nodes_answer_show_what_the_readings_got_after_the_fan_out(
+    exporter: tuple[int, list[str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """node-status builds each row as its node answers (``EarlyRows``); the kubelet's state from its
+    Lease and the exporter's notes and Xid come after the fan-out and still show: the table is the
+    one built from scratch after every read."""
+    port, _ = exporter
+    data = _with_exporter(port, agent_kernel_log="none", agent_systemd=False)  # the kubelet from its Lease
+    built: list[str] = []
+    build = EarlyRows.answered
+
+    def counted(self: EarlyRows, node: str, card: Any) -> None:
+        build(self, node, card)
+        built.extend([node] if node in self.done else [])
+
+    monkeypatch.setattr(EarlyRows, "answered", counted)
+    early, row = await _node_status(data)
+    monkeypatch.setattr(EarlyRows, "answered", lambda self, node, card: None)  # every row built after the reads
+    late, _ = await _node_status(data)
+    assert NODE in built
+    assert [r.to_dict() for r in early.nodes] == [r.to_dict() for r in late.nodes]
+    assert row.kubelet == "active" and any(n.endswith("(no host systemd to ask from here)") for n in row.notes)
+    assert any(n.startswith("Xid events from dcgm-exporter's last-Xid field") for n in row.notes)
 
 
 async def test_with_the_kernel_log_read_the_exporter_only_adds_its_note(exporter: tuple[int, list[str]]) -> None:

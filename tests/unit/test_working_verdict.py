@@ -153,8 +153,8 @@ def test_verdicts_worked_out_during_the_fan_out_are_the_ones_worked_out_after_it
     facts.put(EARLY_CARD_VERDICTS, fan_out.done)
     early = facts.card_verdicts
     late = card_verdicts(readings_now, tables["working_signals"], tables["working_profiles"])
-    assert early["a"] is fan_out.done["a"][1]  # worked out once, during the fan-out
-    assert early["b"] is not fan_out.done["b"][1]  # not of the kept reading: worked out again
+    assert early["a"] is fan_out.done["a"].verdicts  # worked out once, during the fan-out
+    assert early["b"] is not fan_out.done["b"].verdicts  # not of the kept reading: worked out again
     assert {n: [(g.uuid, v) for g, v in rows] for n, rows in early.items()} == {
         n: [(g.uuid, v) for g, v in rows] for n, rows in late.items()
     }

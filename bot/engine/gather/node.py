@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bot.engine.cards import EarlyVerdicts
-from bot.engine.facts import EARLY_CARD_VERDICTS, Facts
+from bot.engine.facts import EARLY_CARD_VERDICTS, EARLY_NODE_ROWS, Facts
 from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
+from bot.engine.node_rows import EarlyRows
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.objects import meta_of
 from bot.kube.resources import pod_gpu_requests
@@ -179,8 +180,10 @@ async def _no_exec(
     raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
 
 
-def _counting(early: EarlyVerdicts, src: Sources, total: int) -> Callable[[str, Any], None]:
-    """``early.answered``, also telling the progress line how many of ``total`` nodes answered."""
+def _counting(early: EarlyVerdicts, rows: EarlyRows | None, src: Sources,
+              total: int) -> Callable[[str, Any], None]:
+    """``early.answered`` (and the table's ``rows.answered``), also telling the progress line how
+    many of ``total`` nodes answered."""
     done = 0
     src.progress(f"reading {total} node(s) ({src.settings.node_access})")
 
@@ -188,6 +191,8 @@ def _counting(early: EarlyVerdicts, src: Sources, total: int) -> Callable[[str, 
         nonlocal done
         done += 1
         early.answered(node, result)
+        if rows is not None:
+            rows.answered(node, early.done.get(node))
         src.progress(f"reading nodes: {done} of {total} answered")
 
     return answered
@@ -201,8 +206,9 @@ async def readings(facts: Facts, src: Sources) -> None:
         facts.put("node_readings", {})
         return
     todo = [n for n in names if n not in results]
-    early = EarlyVerdicts(facts.table("working_signals"), facts.table("working_profiles"))
-    answered = _counting(early, src, len(todo))
+    early = EarlyVerdicts(facts.table("working_signals"), facts.table("working_profiles"), facts.node_pods)
+    rows = EarlyRows(facts) if facts.node_table else None
+    answered = _counting(early, rows, src, len(todo))
     if src.node_memo is not None:
         transport = src.node_memo.wrap(transport)
     results.update(
@@ -237,3 +243,5 @@ async def readings(facts: Facts, src: Sources) -> None:
             facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
     facts.put(EARLY_CARD_VERDICTS, early.done)
+    if rows is not None:
+        facts.put(EARLY_NODE_ROWS, rows.done)
