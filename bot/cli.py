@@ -19,7 +19,6 @@ import re
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from bot.console.scenario_files import resolve_scenario
 from bot.errors import ConfigError, GpubotError, RunbookError, ScenarioError, UsageError
 from bot.exit_codes import ExitCode, diagnosis_status
 from bot.exit_heap import keep_until_exit
+from bot.library_warnings import quiet_library_warnings
 from bot.log_stream import CurrentStderrHandler
 from bot.names import printable
 from bot.settings import ClusterConfig, Settings, load_settings, with_node_access
@@ -512,15 +512,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _START = None
         if collecting:
             gc.enable()
-
-
-def quiet_library_warnings() -> None:
-    """asyncssh names cryptography's DSA types at import, and recent cryptography releases (51
-    here) warn about DSA there: three warnings on the stderr of every command that reads a node,
-    about a library's import rather than anything the user did or can act on. Set when a command
-    starts, not when ``bot`` is imported: the filter's patterns would be compiled by every process
-    that imports gpubot (bot/regex_code.py keeps only what gpubot's modules compile)."""
-    warnings.filterwarnings("ignore", message="DSA is deprecated", module=r"asyncssh(\.|$)")
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

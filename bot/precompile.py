@@ -15,9 +15,11 @@ from __future__ import annotations
 import sys
 
 from bot import dataclass_code, regex_code
+from bot.library_warnings import quiet_library_warnings
 
 
 def main() -> int:
+    quiet_library_warnings()  # importing every module imports asyncssh: an installer's log is read too
     patterns = 0
 
     def import_everything() -> None:
