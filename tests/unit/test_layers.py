@@ -122,9 +122,10 @@ TOP = {
     "registry", "suggest", "version",
     # how the interpreter starts gpubot: the client imported by the piece, dataclass methods and
     # regular expressions kept compiled, results derived from gpubot's own files kept (kept.py),
-    # the event loop serve runs on; and how a one-shot process ends: what its answer was built
-    # from dropped with the heap
-    "dataclass_code", "event_loop", "exit_heap", "kept", "kube_import", "regex_code",
+    # the event loop serve runs on, the libraries' import warnings quieted (imported by precompile
+    # before it records the patterns gpubot's imports compile: it imports nothing else); and how a
+    # one-shot process ends: what its answer was built from dropped with the heap
+    "dataclass_code", "event_loop", "exit_heap", "kept", "kube_import", "library_warnings", "regex_code",
 }
 
 
