@@ -267,6 +267,10 @@ class Facts:
         #: the runbook shows node-status's table: its rows are built as each node answers (set by
         #: ``bot.engine.runner.run_diagnosis``, which knows the runbook)
         self.node_table = False
+        #: base facts not read because the question turned out to have no subject (the asked pod or
+        #: workload does not exist, ``no_subject``): not unknown, just not needed; checks resting
+        #: on them do not run and nothing is said of them
+        self.not_needed: set[str] = set()
 
     # ------------------------------------------------------------------ filling (loaders only)
 
@@ -276,6 +280,15 @@ class Facts:
 
     def gathered(self, name: str) -> bool:
         return name in self._values
+
+    def no_subject(self) -> bool:
+        """The question is about a pod or workload the API does not have (read, not failed):
+        nothing but that, and the close names, is worth reading for it. Known once the target's
+        loader has finished (it puts the fact before its reads)."""
+        if not self.gathered("target") or "target" in self.unreadable:
+            return False
+        t: TargetFacts = self._values["target"]
+        return bool(t.kind) and t.pod is None and t.workload is None
 
     def beside(self, name: str) -> Any:
         """What a loader put beside its fact (``EARLY_CARD_VERDICTS``, ``EARLY_NODE_ROWS``); None if nothing."""

@@ -59,6 +59,8 @@ def run_checks(
     not_run: list[str] = []
     for name in runbook.checks:
         check = checks[name]
+        if facts.not_needed and direct_facts((*check.reads, *check.refines)) & facts.not_needed:
+            continue  # the asked object does not exist: nothing to conclude about it (``Facts.no_subject``)
         if facts.unreadable and direct_facts(check.reads) & facts.unreadable:
             not_run.append(name)  # an unreadable fact is unknown, not empty: no conclusion
             continue

@@ -52,6 +52,18 @@ def test_a_check_that_raises_costs_only_itself() -> None:
     assert [(s.what, s.why) for s in facts.skipped] == [("check test.boom", "internal error (ValueError)")]
 
 
+def test_a_check_resting_on_a_fact_not_needed_is_not_run_and_nothing_is_said_of_it() -> None:
+    """The asked pod does not exist: the node list was not read (``Facts.no_subject``). A check on
+    the nodes would conclude from an empty list; it is not run, and the report does not call the
+    list unread (it was not needed)."""
+    on_nodes = Check("test.on_nodes", ("nodes",), ("NODE_UNREACHABLE",), _stray)
+    facts = Facts(parse_invocation(["why-pending", "p", "-n", "ml"]))
+    facts.not_needed.add("nodes")
+    facts.put("nodes", {})
+    assert run_checks(_runbook(on_nodes), facts, {"test.on_nodes": on_nodes}) == []  # type: ignore[arg-type]
+    assert facts.skipped == []
+
+
 async def test_the_order_of_checks_in_a_runbook_does_not_change_the_report() -> None:
     """The old engine lost nvidia-smi evidence when two checks swapped places; facts make order moot."""
     runbooks = load_runbooks()

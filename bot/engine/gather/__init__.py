@@ -155,18 +155,29 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
 
     A loader still running at the deadline is cancelled; its fact stays empty and the report says
     it was skipped. The node loader hands in what it has before then (per-node results). Facts
-    already there (``Facts.share``) are not read again.
+    already there (``Facts.share``) are not read again. Where the asked pod or workload turns out
+    not to exist (``Facts.no_subject``), the reads still going are cancelled and the rest are not
+    started: they are not needed (``Facts.not_needed``), and a typo is answered without waiting
+    for every node of a large cluster (at 5,000 nodes, ~0.3 s of ~0.4 s).
     """
-    for level in levels({name for name in base_facts(reads) if not facts.gathered(name)}):
+    todo = levels({name for name in base_facts(reads) if not facts.gathered(name)})
+    for index, level in enumerate(todo):
         sources.progress("reading " + ", ".join(LOADERS[name].label for name in level))
         with until(facts.deadline):  # the tasks copy the deadline with the context
             tasks = {asyncio.ensure_future(_load(name, facts, sources)): name for name in level}
         timeout = None if facts.deadline is None else max(0.0, facts.deadline - time.monotonic()) + GRACE_S
-        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        target = next((task for task, name in tasks.items() if name == "target"), None)
+        pending = await _settled(tasks, facts, timeout, target)
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        if target is not None and target not in pending and facts.no_subject():
+            unread = [tasks[t] for t in pending] + [name for later in todo[index + 1:] for name in later]
+            for name in unread:
+                facts.not_needed.add(name)
+                facts.put(name, LOADERS[name].empty())
+            return
         for task in pending:
             name = tasks[task]
             loader = LOADERS[name]
@@ -174,6 +185,21 @@ async def gather(facts: Facts, sources: Sources, reads: Iterable[str]) -> None:
             loader.not_taken(facts, DEADLINE_SKIP if loader.named_parts(facts) else late)
             facts.cannot_read(name, Unreadable(loader.label, "timeout", late))
             facts.put(name, loader.empty())
+
+
+async def _settled(
+    tasks: Iterable[asyncio.Task[None]], facts: Facts, timeout: float | None, target: asyncio.Task[None] | None
+) -> set[asyncio.Task[None]]:
+    """Wait for every task, at most ``timeout`` seconds, or until the ``target`` loader has found
+    that the question has no subject; what is still running."""
+    end = None if timeout is None else time.monotonic() + timeout
+    pending = set(tasks)
+    while pending:
+        left = None if end is None else max(0.0, end - time.monotonic())
+        done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        if not done or (target in done and facts.no_subject()):
+            break
+    return pending
 
 
 __all__ = [
