@@ -73,6 +73,34 @@ def per_question(fn: _Derivation) -> _Derivation:
     return cast(_Derivation, once)
 
 
+def per_cluster(*reads: str) -> Callable[[_Derivation], _Derivation]:
+    """Work ``fn(facts, *args)`` out once per value of the base facts ``reads`` (compared by
+    identity) and the arguments (compared by value: a resource name, never an object).
+
+    Why: ``gpubot pending`` runs one diagnosis per workload on the same cluster-wide facts
+    (``Facts.share``), and what a check works out of the nodes alone, not of the asking pod (the
+    tainted nodes, the qGPU nodes, what each resource's nodes offer), every diagnosis worked out
+    again: at 5,000 nodes a third of a qGPU diagnosis's checks. Facts that share base facts share
+    these values; ``fn`` must read nothing but ``reads`` (and its arguments), and callers must
+    not change what it returns.
+    """
+
+    def decorate(fn: _Derivation) -> _Derivation:
+        @functools.wraps(fn)
+        def once(facts: Facts, *args: Any) -> Any:
+            values = tuple(facts._values.get(name) for name in reads)
+            key = (fn, *args)
+            hit = facts._cluster.get(key)
+            if hit is None or any(kept is not value for kept, value in zip(hit[0], values, strict=True)):
+                # two diagnoses' threads may both work it out: the same value, either one kept
+                hit = facts._cluster[key] = (values, fn(facts, *args))
+            return hit[1]
+
+        return cast(_Derivation, once)
+
+    return decorate
+
+
 @dataclass
 class TargetFacts:
     """What the user asked about, resolved."""
@@ -264,6 +292,9 @@ class Facts:
         self.failures: list[Unreadable] = []
         #: what ``per_question`` derivations worked out: (function, argument ids) -> (arguments, value)
         self._derived: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+        #: what ``per_cluster`` derivations worked out: (function, arguments) -> (the base facts'
+        #: values it was worked out of, value); one dict for all facts that share base facts
+        self._cluster: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
         #: the runbook shows node-status's table: its rows are built as each node answers (set by
         #: ``bot.engine.runner.run_diagnosis``, which knows the runbook)
         self.node_table = False
@@ -305,6 +336,7 @@ class Facts:
         for failure in other.failures:
             if failure not in self.failures:
                 self.failures.append(failure)
+        self._cluster = other._cluster  # its entries stand only for the very values they were worked out of
         if set(DERIVED["gpu_nodes"]) <= set(names) and "gpu_nodes" in other.__dict__:
             self.__dict__["gpu_nodes"] = other.__dict__["gpu_nodes"]  # a cached_property, worked out once
 

@@ -1,11 +1,12 @@
-"""``per_question``: a derivation several checks ask for is worked out once per question."""
+"""``per_question`` and ``per_cluster``: a derivation several checks ask for is worked out once per
+question, or once for every diagnosis of one answer where it rests on the cluster-wide facts alone."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bot.engine.checks._plugin import admitted_nodes, eligible_nodes
-from bot.engine.facts import Facts, per_question
+from bot.engine.facts import Facts, per_cluster, per_question
 from tests.facts import facts, node, pod
 
 calls: list[str] = []
@@ -56,3 +57,43 @@ def test_the_plugin_checks_node_scope_is_the_pods_selection_of_ready_gpu_nodes()
     assert admitted_nodes(f, p) == ["sel", "down", "cpu"]
     assert eligible_nodes(f, p) == ["sel"]
     assert eligible_nodes(f, p) is eligible_nodes(f, p)
+
+
+cluster_calls: list[str] = []
+
+
+@per_cluster("nodes")
+def node_names(f: Facts, prefix: str) -> list[str]:
+    cluster_calls.append(prefix)
+    return sorted(n for n in f.nodes if n.startswith(prefix))
+
+
+def test_what_rests_on_the_nodes_alone_is_worked_out_once_for_every_diagnosis_sharing_them() -> None:
+    """``gpubot pending``'s diagnoses share the cluster-wide facts (``Facts.share``): a value worked
+    out of those alone is worked out by the first that asks, whatever pod each is about."""
+    cluster_calls.clear()
+    base = facts("node-status", nodes=[node("gpu-a"), node("gpu-b"), node("cpu-a")])
+    first, second = facts(pod=pod("p")), facts(pod=pod("q"))
+    first.share(base, ["nodes"])
+    second.share(base, ["nodes"])
+    assert node_names(first, "gpu") == ["gpu-a", "gpu-b"]
+    assert node_names(second, "gpu") is node_names(first, "gpu")
+    # arguments are compared by value: an equal string built apart is the same question
+    assert node_names(second, "".join(["g", "pu"])) == ["gpu-a", "gpu-b"]
+    assert node_names(second, "cpu") == ["cpu-a"]
+    assert cluster_calls == ["gpu", "cpu"]
+
+
+def test_other_nodes_are_another_cluster() -> None:
+    """A value stands only for the very node map it was worked out of: a diagnosis with nodes of
+    its own (not shared), or nodes put again, works it out afresh."""
+    cluster_calls.clear()
+    base = facts("node-status", nodes=[node("gpu-a")])
+    shared, own = facts(pod=pod("p")), facts(pod=pod("q"), nodes=[node("gpu-z")])
+    shared.share(base, ["nodes"])
+    assert node_names(shared, "gpu") == ["gpu-a"]
+    assert node_names(own, "gpu") == ["gpu-z"]
+    base.put("nodes", {"gpu-b": node("gpu-b")})
+    shared.share(base, ["nodes"])
+    assert node_names(shared, "gpu") == ["gpu-b"]
+    assert cluster_calls == ["gpu", "gpu", "gpu"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bot.engine.facts import Facts, per_question
+from bot.engine.facts import Facts, per_cluster
 from bot.kube.objects import Obj, annotations_of, meta_of, name_of
 from bot.kube.resources import gpu_family, pod_gpu_requests
 from bot.kube.vgpu import HAMI_DEFAULT_SCHEDULER, HAMI_NODE_SELECTOR, HAMI_REGISTER, flag_value
@@ -115,7 +115,7 @@ class HamiInstall:
                       if (p.get("spec") or {}).get("nodeName")}
 
 
-@per_question  # two checks ask, each over every GPU-stack pod
+@per_cluster("components")  # two checks of every diagnosis ask, each over every GPU-stack pod
 def hami_install(facts: Facts) -> HamiInstall:
     comps = facts.components
     plugin_pods = _named(comps.pods, HAMI_PLUGIN_NAMES)
@@ -127,6 +127,7 @@ def hami_install(facts: Facts) -> HamiInstall:
     )
 
 
+@per_cluster("components")
 def vcuda_admission(facts: Facts) -> list[Obj]:
     """tkestack gpu-admission controllers and pods, in whatever namespace."""
     comps = facts.components

@@ -10,13 +10,13 @@ ever offer; allocatable is shown beside it (cards withdrawn as unhealthy are ano
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from typing import Any, TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import admitted_nodes, blocking_taints
-from bot.engine.facts import Facts
+from bot.engine.facts import Facts, per_cluster
 from bot.kube.gpu import nodes_that_may_offer
 from bot.kube.resources import container_gpu_resources, node_gpu_capacity, pod_node_gpu_requests, quantity_or_none
 
@@ -35,7 +35,7 @@ REQUEST_EXCEEDS_NODE = Code("REQUEST_EXCEEDS_NODE", RequestExceedsNode)
 Obj = dict[str, Any]
 
 
-def usable_nodes(facts: Facts, pod: Obj, among: set[str]) -> list[str]:
+def usable_nodes(facts: Facts, pod: Obj, among: Set[str]) -> list[str]:
     """Nodes the pod's node selection admits (all when none does), narrowed to the tolerated ones
     when it tolerates any; only those ``among`` (the nodes that matter) are returned, sorted, so
     the taints of the thousands of other nodes are not read one by one."""
@@ -49,6 +49,12 @@ def usable_nodes(facts: Facts, pod: Obj, among: set[str]) -> list[str]:
 def _offer_some(node: Obj, resource: str) -> bool:
     """The node's capacity has some of ``resource`` (what ``node_gpu_capacity`` would say)."""
     return (quantity_or_none(((node.get("status") or {}).get("capacity") or {}).get(resource, 0)) or 0) > 0
+
+
+@per_cluster("nodes")
+def _having(facts: Facts, resource: str) -> frozenset[str]:
+    """The nodes whose capacity has some of ``resource``."""
+    return frozenset(n for n in nodes_that_may_offer(facts.nodes, [resource]) if _offer_some(facts.nodes[n], resource))
 
 
 def _per_container(pod: Mapping[str, Any], resource: str) -> str:
@@ -69,7 +75,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     if not asks:
         return
     for resource, want in sorted(asks.items()):
-        having = {n for n in nodes_that_may_offer(facts.nodes, [resource]) if _offer_some(facts.nodes[n], resource)}
+        having = _having(facts, resource)
         nodes = usable_nodes(facts, pod, among=having) if having else []
         offering = {n: node_gpu_capacity(facts.nodes[n])[resource] for n in nodes}
         if not offering:

@@ -8,8 +8,8 @@ from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection
 from bot.engine.checks._common import asks_qgpu
-from bot.engine.checks._qgpu import DEFAULT_NS_LABEL, POLICY_LABEL, fmt_labels, labels
-from bot.engine.facts import Facts
+from bot.engine.checks._qgpu import DEFAULT_NS_LABEL, fmt_labels, labels, policy_on_nodes
+from bot.engine.facts import Facts, per_cluster
 
 
 class NsSystemClassified(TypedDict):
@@ -26,13 +26,20 @@ NS_SYSTEM_CLASSIFIED = Code("NS_SYSTEM_CLASSIFIED", NsSystemClassified)
 BUILTIN_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "default"}
 
 
-def _working_namespace(facts: Facts, *, exclude: str) -> str:
-    """The namespace with the most running GPU pods, other than the target's."""
+@per_cluster("node_pods")
+def _running_gpu_pods(facts: Facts) -> dict[str, int]:
+    """How many running GPU pods each namespace has on the GPU nodes."""
     counts: dict[str, int] = {}
     for pods in facts.node_pods.values():
         for p in pods:
-            if p.phase == "Running" and p.gpu and p.namespace != exclude:
+            if p.phase == "Running" and p.gpu:
                 counts[p.namespace] = counts.get(p.namespace, 0) + 1
+    return counts
+
+
+def _working_namespace(facts: Facts, *, exclude: str) -> str:
+    """The namespace with the most running GPU pods, other than the target's."""
+    counts = {n: c for n, c in _running_gpu_pods(facts).items() if n != exclude}
     return max(sorted(counts), key=lambda n: counts[n]) if counts else ""
 
 
@@ -41,7 +48,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     pod, t = facts.pod, facts.target
     if pod is None or not asks_qgpu(pod) or t.namespace in BUILTIN_NAMESPACES:
         return
-    if any(POLICY_LABEL in labels(node) for node in facts.nodes.values()):
+    if policy_on_nodes(facts):
         return  # TKE style (policy on the node pool): the TCE System/Tenant split does not apply
     mine = labels(facts.namespaces.get(t.namespace))
     if set(mine) - {DEFAULT_NS_LABEL}:

@@ -8,7 +8,7 @@ from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import QGPU_CORE, asks_qgpu, pod_ref
-from bot.engine.checks._qgpu import POLICIES, POLICY_LABEL, fmt_labels, is_qgpu, labels
+from bot.engine.checks._qgpu import POLICIES, POLICY_LABEL, fmt_labels, is_qgpu, labels, qgpu_nodes
 from bot.engine.facts import Facts
 from bot.kube.objects import name_of
 
@@ -64,11 +64,8 @@ def run(facts: Facts) -> Iterator[Detection]:
         ]
         evidence = ["qGPU controllers found: " + (", ".join(found) or "none"), "running qgpu-manager pods: 0"]
         yield QGPU_OPERATOR_MISSING.detect(subject, {"pod": ref}, evidence=evidence)
-    qgpu_nodes = {
-        n: o for n, o in facts.nodes.items()
-        if float(((o.get("status") or {}).get("capacity") or {}).get(QGPU_CORE, 0) or 0) > 0
-    }
-    if not qgpu_nodes:
+    node_values = qgpu_nodes(facts)
+    if not node_values:
         marked = [n for n, o in facts.nodes.items() if labels(o).get("qgpu-device-enable") == "enable"]
         yield QGPU_NODE_NO_CAPACITY.detect(
             subject,
@@ -80,7 +77,6 @@ def run(facts: Facts) -> Iterator[Detection]:
         )
     namespace = facts.namespaces.get(t.namespace)
     ns_value = labels(namespace).get(POLICY_LABEL)
-    node_values = {n: labels(o).get(POLICY_LABEL) for n, o in qgpu_nodes.items()}
     ns_subject = f"namespace/{t.namespace}"
     if ns_value is not None:
         if ns_value not in POLICIES:

@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import fmt_num, pod_ref
 from bot.engine.checks._plugin import admitted_nodes
-from bot.engine.facts import Facts, per_question
+from bot.engine.facts import Facts, per_cluster
 from bot.kube.gpu import nodes_that_may_offer
 from bot.kube.resources import is_gpu_resource, pod_gpu_requests, quantity_or_none
 from bot.kube.taints import has_taints, untolerated_taints
@@ -68,7 +68,7 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     # the one allocatable value per node, not every GPU resource of every node, and only of the
     # nodes that may offer it (the kubelet lists a resource in allocatable as in capacity)
     nodes = facts.nodes
-    offers = {n for n in nodes_that_may_offer(nodes, [resource]) if (allocatable(nodes[n], resource) or 0) > 0}
+    offers = _offering(facts, resource)
     if not offers:
         return None
     # reaches_resource_fit, with the node-selection half worked out once per question (it is shared)
@@ -78,7 +78,14 @@ def _lacking(facts: Facts, pod: dict[str, Any], resource: str) -> int | None:
     return len(lacking) - sum(1 for n in lacking & _tainted(facts) if untolerated_taints(pod, nodes[n]))
 
 
-@per_question
+@per_cluster("nodes")
+def _offering(facts: Facts, resource: str) -> frozenset[str]:
+    """The nodes whose allocatable has some of ``resource``."""
+    nodes = facts.nodes
+    return frozenset(n for n in nodes_that_may_offer(nodes, [resource]) if (allocatable(nodes[n], resource) or 0) > 0)
+
+
+@per_cluster("nodes")
 def _tainted(facts: Facts) -> frozenset[str]:
     """The nodes with a taint or a cordon."""
     return frozenset(n for n, node in facts.nodes.items() if has_taints(node))

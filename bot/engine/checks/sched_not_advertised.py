@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from bot.engine.check import Check, Code, Detection, pod_subject
 from bot.engine.checks._common import pod_ref
-from bot.engine.facts import Facts
+from bot.engine.facts import DERIVED, Facts, per_cluster
 from bot.kube.gpu import advertised_gpu_resources, gpu_labels
 from bot.kube.objects import name_of
 from bot.kube.resources import node_gpu_capacity, pod_node_gpu_requests
@@ -52,6 +52,13 @@ def _node_line(facts: Facts, name: str) -> str:
     return f"{name} ({'; '.join(why) or 'GPU node'}): advertises {offers or 'no GPU resource'}"
 
 
+@per_cluster(*DERIVED["gpu_nodes"])
+def _advertised(facts: Facts, resource: str) -> float:
+    """How much of ``resource`` the GPU nodes have allocatable, together (a node that offers a GPU
+    resource advertises it, so it is a GPU node: the rest need no look)."""
+    return sum(node_gpu_capacity(facts.nodes[n]).get(resource, (0.0, 0.0))[1] for n in facts.gpu_nodes)
+
+
 def run(facts: Facts) -> Iterator[Detection]:
     """GPU_RESOURCE_NOT_ADVERTISED naming every requested resource with zero allocatable on every node.
 
@@ -65,9 +72,7 @@ def run(facts: Facts) -> Iterator[Detection]:
     # scheduler that expects them on nodes), so only node-advertised resources are judged here.
     missing = {}
     for resource, want in sorted(pod_node_gpu_requests(pod).items()):
-        # a node that offers a GPU resource advertises it, so it is a GPU node: the rest need no look
-        total = sum(node_gpu_capacity(facts.nodes[n]).get(resource, (0.0, 0.0))[1] for n in facts.gpu_nodes)
-        if total <= 0:
+        if _advertised(facts, resource) <= 0:
             missing[resource] = want
     if not missing:
         return
