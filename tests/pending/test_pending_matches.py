@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from bot.engine.checks import sched_events
 from bot.exit_codes import ExitCode
 from bot.pending import run as pending_run
 from bot.pending.scan import is_stuck_gpu_pod
@@ -111,6 +112,25 @@ def test_pending_does_not_read_every_pod(generated: ReadRig) -> None:
     read, report = _bytes_of(generated, ["pending", "-A"])
     assert report["pending"]["stuck_pods"] >= 20 and report["complete"] is True
     assert read < every / 2, (read, every)
+
+
+def test_what_rests_on_the_nodes_alone_is_worked_out_once_for_the_whole_answer(
+    generated: ReadRig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every diagnosis of a ``pending -A`` answer shares the cluster-wide facts; what a check works
+    out of the nodes alone (here: which nodes have a taint or a cordon) is worked out once for the
+    answer, not once a diagnosis (``bot.engine.facts.per_cluster``)."""
+    asked: list[str] = []
+    has_taints = sched_events.has_taints
+
+    def counted(node: dict[str, Any], **kwargs: Any) -> bool:
+        asked.append(str(node["metadata"]["name"]))
+        return has_taints(node, **kwargs)
+
+    monkeypatch.setattr(sched_events, "has_taints", counted)
+    _, report = _bytes_of(generated, ["pending", "-A"])
+    assert report["complete"] is True and report["pending"]["diagnoses"] >= 2
+    assert asked and len(asked) == len(set(asked))  # each node once, though every diagnosis asks
 
 
 @contextlib.contextmanager
