@@ -91,10 +91,10 @@ def per_cluster(*reads: str) -> Callable[[_Derivation], _Derivation]:
             values = tuple(facts._values.get(name) for name in reads)
             key = (fn, *args)
             hit = facts._cluster.get(key)
-            if hit is None or any(kept is not value for kept, value in zip(hit[0], values, strict=True)):
+            if hit is None or any(kept is not value for kept, value in zip(hit[1], values, strict=True)):
                 # two diagnoses' threads may both work it out: the same value, either one kept
-                hit = facts._cluster[key] = (values, fn(facts, *args))
-            return hit[1]
+                hit = facts._cluster[key] = (reads, values, fn(facts, *args))
+            return hit[2]
 
         return cast(_Derivation, once)
 
@@ -292,9 +292,9 @@ class Facts:
         self.failures: list[Unreadable] = []
         #: what ``per_question`` derivations worked out: (function, argument ids) -> (arguments, value)
         self._derived: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
-        #: what ``per_cluster`` derivations worked out: (function, arguments) -> (the base facts'
-        #: values it was worked out of, value); one dict for all facts that share base facts
-        self._cluster: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+        #: what ``per_cluster`` derivations worked out: (function, arguments) -> (the base facts it
+        #: reads, their values it was worked out of, value); one dict for all facts sharing base facts
+        self._cluster: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[Any, ...], Any]] = {}
         #: the runbook shows node-status's table: its rows are built as each node answers (set by
         #: ``bot.engine.runner.run_diagnosis``, which knows the runbook)
         self.node_table = False
@@ -308,6 +308,10 @@ class Facts:
     def put(self, name: str, value: Any) -> None:
         self._values[name] = value
         self._derived.clear()  # worked out from what was there before
+        # the same object put again may have been changed in place: what rests on it goes too
+        for key, entry in list(self._cluster.items()):
+            if name in entry[0]:
+                self._cluster.pop(key, None)
 
     def gathered(self, name: str) -> bool:
         return name in self._values

@@ -18,13 +18,13 @@ from bot.engine import unreadable
 from bot.engine.check import Check, Detection
 from bot.engine.checks import builtin_checks
 from bot.engine.consequences import answer_first, link_consequences
-from bot.engine.facts import Facts
+from bot.engine.facts import Facts, per_cluster
 from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
 from bot.engine.runbooks import Runbook, RunbookSet
 from bot.errors import GpubotError
-from bot.kube.resources import capacities_remembered
+from bot.kube.resources import CapacityMemory, capacities_remembered
 from bot.report import Finding, Report, Skipped
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,13 @@ def run_checks(
     return found
 
 
+@per_cluster("nodes")
+def _capacities(facts: Facts) -> CapacityMemory:
+    """The memory of ``node_gpu_capacity`` for these node objects: one for every diagnosis that
+    shares them (``gpubot pending``), each asking it of the same candidate nodes."""
+    return {}
+
+
 def _conclude(
     runbook: Runbook,
     runbooks: RunbookSet,
@@ -97,7 +104,7 @@ def _conclude(
     strict: bool,
     command_prefix: str,
 ) -> Report:
-    with capacities_remembered():  # every check and the node table ask it of the same nodes
+    with capacities_remembered(_capacities(facts)):  # every check and the node table ask it of the same nodes
         # what could not be read comes first: it is why the rest of the answer is incomplete
         detections = [*unreadable.detections(facts.failures), *run_checks(runbook, facts, checks, strict=strict)]
         report = Report(command=runbook.command, target=facts.inv.target())

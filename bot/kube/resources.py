@@ -309,21 +309,23 @@ def spec_problems(pod: Mapping[str, Any]) -> list[SpecProblem]:
 GpuCapacity = Mapping[str, tuple[float, float]]
 
 
-#: node_gpu_capacity's answers by node object, while ``capacities_remembered`` is in force
-_REMEMBERED: ContextVar[dict[int, tuple[Mapping[str, Any], dict[str, tuple[float, float]]]] | None] = ContextVar(
-    "gpu_capacities", default=None
-)
+#: node_gpu_capacity's answers by node id, each kept with its node (an id names one live object)
+CapacityMemory = dict[int, tuple[Mapping[str, Any], dict[str, tuple[float, float]]]]
+#: the memory in force, while ``capacities_remembered`` is
+_REMEMBERED: ContextVar[CapacityMemory | None] = ContextVar("gpu_capacities", default=None)
 
 
 @contextmanager
-def capacities_remembered() -> Iterator[None]:
+def capacities_remembered(memory: CapacityMemory | None = None) -> Iterator[None]:
     """Within it, ``node_gpu_capacity`` works each node object out once.
 
     A question's checks and views ask it of every candidate node, five to ten times each (the
     plugin, sharing, capacity and health checks, the node table): at 10,000 nodes that was ~5,000
     parses of the same quantities a question. A node object does not change during a question; a
-    memory that lives as long as the question keeps nothing stale."""
-    token = _REMEMBERED.set({})
+    memory that lives as long as the question keeps nothing stale. ``memory``: one that outlives
+    this block, for the diagnoses of one answer that read the same node objects (``gpubot
+    pending``); by default a fresh one."""
+    token = _REMEMBERED.set({} if memory is None else memory)
     try:
         yield
     finally:

@@ -97,3 +97,33 @@ def test_other_nodes_are_another_cluster() -> None:
     shared.share(base, ["nodes"])
     assert node_names(shared, "gpu") == ["gpu-b"]
     assert cluster_calls == ["gpu", "gpu", "gpu"]
+
+
+def test_a_fact_put_again_after_a_change_in_place_is_seen() -> None:
+    """Identity alone cannot tell a node map changed in place and put again: ``put`` lets go of
+    what rested on it."""
+    cluster_calls.clear()
+    f = facts("node-status", nodes=[node("gpu-a")])
+    assert node_names(f, "gpu") == ["gpu-a"]
+    f.nodes["gpu-b"] = node("gpu-b")
+    f.put("nodes", f.nodes)
+    assert node_names(f, "gpu") == ["gpu-a", "gpu-b"]
+    assert cluster_calls == ["gpu", "gpu"]
+
+
+def test_diagnoses_sharing_the_nodes_share_what_their_gpu_capacities_are() -> None:
+    """Each diagnosis asks ``node_gpu_capacity`` of the same candidate nodes: the diagnoses of one
+    answer (sharing the node objects) share the memory of it, one that outlives each conclusion."""
+    from bot.engine.runner import _capacities
+    from bot.kube.resources import capacities_remembered, node_gpu_capacity
+
+    base = facts("node-status", nodes=[node("gpu-a")])
+    first, second, own = facts(pod=pod("p")), facts(pod=pod("q")), facts(pod=pod("r"), nodes=[node("gpu-a")])
+    first.share(base, ["nodes"])
+    second.share(base, ["nodes"])
+    memory = _capacities(first)
+    assert _capacities(second) is memory and _capacities(own) is not memory
+    with capacities_remembered(memory):
+        asked = node_gpu_capacity(first.nodes["gpu-a"])
+    with capacities_remembered(_capacities(second)):
+        assert node_gpu_capacity(second.nodes["gpu-a"]) is asked  # worked out once, for both

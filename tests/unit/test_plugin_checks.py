@@ -134,3 +134,47 @@ def test_a_gpu_node_without_cards_that_the_plugins_count_leaves_out_points_at_th
     assert [d.params["nodes"] for d in found] == ["qgpu-2"]
     assert found[0].params["status"] == "not scheduled, not counted by its controller"
     assert "kube-controller-manager" in found[0].params["fix"] and "toleration" not in found[0].params["fix"]
+
+
+def test_diagnoses_sharing_the_cluster_examine_each_node_once_and_say_what_one_alone_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gpubot pending``'s diagnoses share the nodes and the GPU stack (``Facts.share``): two pods
+    that select the same nodes have the plugin's absence there examined once, and each gets the
+    finding a diagnosis of its own would give."""
+    from bot.engine.checks import plugin_daemonset
+
+    def pending(name: str) -> dict[str, Any]:
+        return {**PENDING, "metadata": {"name": name, "namespace": "ns"}}
+
+    def diagnosis(pod: dict[str, Any]) -> Facts:
+        return make_facts("why-pending", kind="Pod", name=pod["metadata"]["name"], namespace="ns", pod=pod,
+                          tables={})
+
+    base = _mixed_fleet({"desiredNumberScheduled": 2, "currentNumberScheduled": 1, "numberReady": 1})
+    base.nodes["a100-1"]["status"]["allocatable"] = {"nvidia.com/gpu": "0"}  # no plugin registers its cards
+    check = builtin_checks()["plugin.daemonset"]
+    alone = [list(check.run(_with_fleet(diagnosis(pending(n)), base))) for n in ("p", "q")]
+    examined: list[str] = []
+    examine = plugin_daemonset._examine
+
+    def counted(facts: Facts, stack: Any, node: str, *args: Any) -> None:
+        examined.append(node)
+        examine(facts, stack, node, *args)
+
+    monkeypatch.setattr(plugin_daemonset, "_examine", counted)
+    shared = []
+    for n in ("p", "q"):
+        f = diagnosis(pending(n))
+        f.share(base, ["nodes", "components"])
+        shared.append(list(check.run(f)))
+    assert [[d.params for d in found] for found in shared] == [[d.params for d in found] for found in alone]
+    assert shared[0] and shared[0][0].params["nodes"] == "a100-1"
+    assert examined == ["a100-1", "qgpu-1"]  # each node short of nvidia.com/gpu, once for both diagnoses
+
+
+def _with_fleet(f: Facts, fleet: Facts) -> Facts:
+    """``f`` with its own copy of the fleet's nodes and GPU stack (nothing shared)."""
+    f.put("nodes", dict(fleet.nodes))
+    f.put("components", fleet.components)
+    return f

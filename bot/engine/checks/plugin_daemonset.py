@@ -37,7 +37,7 @@ from bot.engine.checks._plugin import (
     sandbox_fix,
     short_of,
 )
-from bot.engine.facts import Facts
+from bot.engine.facts import Facts, per_cluster
 from bot.kube.daemonsets import Placement, counts, placement
 from bot.kube.gpu_stack import (
     CORE_STAGES,
@@ -262,12 +262,24 @@ def _detections(
                 "count": len(prob.nodes),
                 "message": prob.message,
                 "label": ", ".join(sorted(prob.labels)) or "none",
-                "crashing": prob.crashing,
+                "crashing": list(prob.crashing),  # the problem may be shared (``_examined``)
                 "pod": pod,
                 "resource": resource,
             },
             evidence=evidence,
         )
+
+
+@per_cluster("nodes", "components")
+def _examined(facts: Facts, short: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], Problem]:
+    """What keeps a plugin from each (node, family) of ``short``, examined in that order: the
+    nodes and the GPU stack's alone, so the diagnoses of one ``gpubot pending`` answer whose pods
+    select the same nodes share it (shared: callers do not change it)."""
+    problems: dict[tuple[str, str], Problem] = {}
+    stack = _Stack.of(facts)
+    for node, family in short:
+        _examine(facts, stack, node, {family}, problems)
+    return problems
 
 
 def run(facts: Facts) -> Iterator[Detection]:
@@ -279,9 +291,9 @@ def run(facts: Facts) -> Iterator[Detection]:
             return
         asks = pod_gpu_requests(pod)
         lead: list[str] = []
+        short: list[tuple[str, str]] = []
         seen: set[tuple[str, str]] = set()
         eligible = eligible_nodes(facts, pod)
-        stack = _Stack.of(facts)
         for resource, want in sorted(asks.items()):
             family = gpu_family(resource)
             if family is None:
@@ -289,11 +301,11 @@ def run(facts: Facts) -> Iterator[Detection]:
             for node in eligible:
                 if (node, family) in seen:
                     continue
-                caps = node_gpu_capacity(facts.nodes[node])  # asked once here, used three times
+                caps = node_gpu_capacity(facts.nodes[node])  # asked once here, used twice
                 if not short_of(facts.nodes[node], resource, caps):
                     continue
                 seen.add((node, family))
-                _examine(facts, stack, node, {family}, problems, caps)
+                short.append((node, family))
                 lead.append(f"{node}: {offer_text(facts.nodes[node], resource, caps)}; "
                             f"{pod_ref(pod)} asks {resource}: {fmt_num(want)}")
                 taints = blocking_taints(pod, facts.nodes[node])
@@ -302,6 +314,7 @@ def run(facts: Facts) -> Iterator[Detection]:
                     lead.append(f"{node}: {pod_ref(pod)} does not tolerate {shown} here either; "
                                 "it needs that toleration too")
         resources = ", ".join(sorted(asks))
+        problems = _examined(facts, tuple(short))
         yield from _detections(problems, pod_subject(pod), lead, pod=pod_ref(pod), resource=resources)
         return
     # node-status: any plugin may serve a node; with none installed, the NVIDIA one is the one missing
