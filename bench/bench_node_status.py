@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from bench.common import SimProc, emit, median, sim_process, table
@@ -157,6 +158,15 @@ async def measure(
     }
 
 
+def _core_layouts(args: argparse.Namespace, silent: bool) -> tuple[bool, ...]:
+    """Whether each measurement of a row runs with the simulator's and the bot's cores apart: the
+    verdict's own first, then (``--also-shared``, rows without a silent node) a shared-cores one
+    for comparison."""
+    if args.shared_cores:
+        return (False,)
+    return (True, False) if args.also_shared and not silent else (True,)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="500")
@@ -165,6 +175,10 @@ def main() -> None:
     ap.add_argument("--transports", default="ssh,agent")
     ap.add_argument("--no-silent", action="store_true", help="skip the runs with one silent node")
     ap.add_argument("--fresh", action="store_true", help="no cache, no kept SSH connections (the one-shot CLI's case)")
+    ap.add_argument("--shared-cores", action="store_true",
+                    help="leave the simulator and the bot to the scheduler (see SimProc.cores_apart)")
+    ap.add_argument("--also-shared", action="store_true",
+                    help="measure the runs without a silent node with shared cores too (reported, no verdict)")
     args = ap.parse_args()
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -175,10 +189,13 @@ def main() -> None:
             )
             with sim_process(spec) as sim:
                 for transport in args.transports.split(","):
-                    coro = measure(sim, size, args.runs, transport, silent, keep=not args.fresh)
-                    # serve's loop as serve picks it (bot/event_loop.py); --fresh is the one-shot CLI's
-                    r = asyncio.run(coro) if args.fresh else event_loop.run(coro)
-                    results.append({**r, "latency_ms": args.latency_ms})
+                    for apart in _core_layouts(args, silent):
+                        with sim.cores_apart() if apart else nullcontext("shared") as cores:
+                            coro = measure(sim, size, args.runs, transport, silent, keep=not args.fresh)
+                            # serve's loop as serve picks it (bot/event_loop.py); --fresh is the one-shot CLI's
+                            r = asyncio.run(coro) if args.fresh else event_loop.run(coro)
+                        results.append({**r, "latency_ms": args.latency_ms, "cores": cores,
+                                        "comparison_only": not apart and not args.shared_cores})
     rows = [
         [
             r["transport"],
@@ -193,6 +210,7 @@ def main() -> None:
             r["budget_s"],
             "met" if r["met"] else "missed",
             f"{r['bot_cpu_s']:.2f}+{r['sim_cpu_s']:.2f}",
+            r["cores"] + (" (comparison)" if r["comparison_only"] else ""),
             f"{r['load_avg']:.2f}",
         ]
         for r in results
@@ -210,6 +228,7 @@ def main() -> None:
         "budget s",
         "target",
         "CPU s bot+sim",
+        "cores",
         "load",
     ]
     emit("node_status", table(headers, rows), {"sizes": results})
