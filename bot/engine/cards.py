@@ -21,7 +21,9 @@ INFERRED = (
     "(the API does not say which card a slice is on)"
 )
 
-CardVerdicts = dict[str, list[tuple[GpuRow, Verdict]]]
+#: one node's cards, each with its "really working" verdict
+NodeVerdicts = list[tuple[GpuRow, Verdict]]
+CardVerdicts = dict[str, NodeVerdicts]
 #: card UUID -> [(live GPU pod, how the card was found)] of one node
 Placed = dict[str, list[tuple[SlimPod, str]]]
 CardPods = dict[str, Placed]

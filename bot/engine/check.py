@@ -20,6 +20,7 @@ from bot.report import Skipped
 
 if TYPE_CHECKING:
     from bot.engine.facts import Facts
+    from bot.engine.per_node import PerNode
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class Check:
     #: facts gathered for it that only sharpen its answer: when one may not be read (per-user
     #: authority) the check still runs and sees it empty, instead of being skipped
     refines: tuple[str, ...] = ()
+    #: the parts of ``run`` that rest on one node's reading (``bot.engine.per_node.PerNode``):
+    #: worked out as each node answers, where the runbook reads the nodes
+    per_node: tuple[PerNode[Any], ...] = ()
 
     @property
     def doc(self) -> str:

@@ -298,6 +298,9 @@ class Facts:
         #: the runbook shows node-status's table: its rows are built as each node answers (set by
         #: ``bot.engine.runner.run_diagnosis``, which knows the runbook)
         self.node_table = False
+        #: the runbook's checks' per-node parts (``bot.engine.per_node``), worked out as each node
+        #: answers (set by ``run_diagnosis`` too)
+        self.early_parts: Sequence[Any] = ()
         #: base facts not read because the question turned out to have no subject (the asked pod or
         #: workload does not exist, ``no_subject``): not unknown, just not needed; checks resting
         #: on them do not run and nothing is said of them

@@ -22,6 +22,7 @@ from bot.engine.facts import Facts, per_cluster
 from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
+from bot.engine.per_node import parts_of
 from bot.engine.runbooks import Runbook, RunbookSet
 from bot.errors import GpubotError
 from bot.kube.resources import CapacityMemory, capacities_remembered
@@ -176,6 +177,7 @@ async def run_diagnosis(
     strict = strict or STRICT_EVERYWHERE
     started = time.perf_counter()
     facts.node_table = "node_table" in runbook.views
+    facts.early_parts = parts_of(checks[name] for name in runbook.checks)
     await gather(facts, sources, reads_of(runbook, checks))
     sources.progress(f"running {len(runbook.checks)} checks")
     # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)

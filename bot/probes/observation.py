@@ -62,6 +62,14 @@ class NodeObservation:
     #: anything odd worth showing beside the facts (unreadable lines, failed commands)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    #: how many times something was added to the reading after it was read (the kubelet's Lease,
+    #: dcgm-exporter): a value worked out of the reading as it arrived stands only for its
+    #: revision then (``bot.engine.per_node``)
+    revision: int = field(default=0, repr=False, compare=False)
+
+    def revise(self) -> None:
+        """Say that the reading was just added to (call it with every change after the read)."""
+        self.revision += 1
 
     @property
     def device_skew(self) -> timedelta | None:

@@ -205,3 +205,26 @@ async def test_an_exporter_that_lets_a_read_time_out_is_not_asked_again_at_once(
                            "no answer within 0.2s"]
     assert second.notes[0].startswith("dcgm-exporter gpu-operator/nvidia-dcgm-exporter-7xk2p not asked: it did not "
                                       f"answer at 127.0.0.1:{port} within the timeout on an earlier read")
+
+
+async def test_a_check_part_worked_out_as_the_node_answered_gives_way_to_what_came_after_the_fan_out(
+    exporter: tuple[int, list[str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node's GPU health is worked out as it answers (``bot.engine.per_node``), before the
+    exporter's last Xid is added to its reading; the reading's revision says it changed, so the
+    check works the health out again and the card is reported."""
+    from bot.engine import per_node
+
+    port, _ = exporter
+    worked: list[int] = []
+    answered = per_node.EarlyParts.answered
+
+    def counted(self: per_node.EarlyParts, node: str, result: object) -> None:
+        answered(self, node, result)
+        worked.extend(kept[1] for (part, n), kept in self.done.items() if n == NODE and part.__name__ == "_health")
+
+    monkeypatch.setattr(per_node.EarlyParts, "answered", counted)
+    report, _ = await _node_status(_with_exporter(port, agent_kernel_log="none"))
+    assert worked == [0], "the health was worked out once, as the node answered, of the reading's first revision"
+    (finding,) = [f for f in report.findings if f.code == "GPU_UNHEALTHY"]
+    assert any("Xid 94" in e for e in finding.evidence), finding.evidence

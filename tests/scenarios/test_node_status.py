@@ -379,3 +379,38 @@ async def test_the_command_deadline_bounds_a_fleet_with_many_hung_nodes() -> Non
     assert sorted(named) == sorted(unread) and len(unread) >= 30
     assert any(r.ssh == "ok" and r.gpus for r in report.nodes)
     assert not any(f.code == "NODE_UNREACHABLE" and "deadline" in f.title for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "tce-qgpu-healthy.yaml", "leak.yaml", "zombie-checkpoint.yaml", "gpu-unhealthy-xid94-h100.yaml",
+        "xid79-fallen-off-bus-rtx4090.yaml", "plugin-nvml-crashloop-k8s124.yaml", "lab-mixed-k8s131.yaml",
+        "terminating-holder-cordoned.yaml", "unreachable-node.yaml", "mig-mixed-healthy-k8s131.yaml",
+    ],
+)
+def test_checks_worked_out_as_the_nodes_answer_say_what_they_say_worked_out_after(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    """The checks' per-node parts (``bot.engine.per_node``), worked out as each node answers and
+    taken at the end where the reading is the very one, give the report of the parts all worked
+    out after the fan-out; and they were taken, not worked out again."""
+    from bot.engine import per_node, runner
+
+    taken: list[str] = []
+    call = per_node.PerNode.__call__
+
+    def counted(self: per_node.PerNode[Any], facts: Any, node: str, reading: Any) -> Any:
+        value = call(self, facts, node, reading)
+        kept = (facts.beside(per_node.EARLY_PER_NODE) or {}).get((self, node))
+        taken.extend([node] if kept is not None and kept[2] is value else [])
+        return value
+
+    monkeypatch.setattr(per_node.PerNode, "__call__", counted)
+    early = run_cli(capsys, scenario, "node-status")
+    assert taken, "no part was worked out as its node answered"
+    monkeypatch.setattr(runner, "parts_of", lambda checks: [])
+    late = run_cli(capsys, scenario, "node-status")
+    for report in (early, late):
+        report.pop("elapsed_ms")
+    assert early == late

@@ -222,6 +222,14 @@ def node_health(facts: Facts, name: str, xids: Mapping[str, Mapping[str, Any]] |
     """Everything known about the GPUs of ``name`` (needs nodes, node_readings, components).
     ``xids``: ``xid_rows(facts)`` where the caller asks for many nodes (the table read once, not
     once a node: at 500 nodes that was 40% of health.gpus)."""
+    return node_health_of(facts, name, facts.node_readings.get(name), xids)
+
+
+def node_health_of(
+    facts: Facts, name: str, reading: object, xids: Mapping[str, Mapping[str, Any]] | None = None
+) -> NodeHealth:
+    """``node_health`` of ``reading`` (the node's reading, its read error, or None: not read),
+    which needs no ``node_readings``: it can be worked out as the node answers."""
     health = NodeHealth(name)
     node = facts.nodes.get(name) or {}
     for resource, (capacity, allocatable) in node_gpu_capacity(node).items():
@@ -232,11 +240,10 @@ def node_health(facts: Facts, name: str, xids: Mapping[str, Mapping[str, Any]] |
         for p in facts.components.pods_on(name)
         if "device-plugin" in name_of(p)
     ]
-    reading = facts.node_readings.get(name)
     if isinstance(reading, NodeProbeError):
         health.unread = f"ssh {reading.reason}"
         return health
-    if reading is None:
+    if not isinstance(reading, NodeObservation):
         health.unread = "not read"
         return health
     _physical(health, reading, node, xid_rows(facts) if xids is None else xids)

@@ -19,11 +19,13 @@ from collections.abc import Iterator
 from typing import TypedDict
 
 from bot.engine.check import Check, Code, Outcome, node_subject
-from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health, plugin_running, xid_rows
-from bot.engine.facts import Facts
+from bot.engine.checks._gpu_health import CardProblem, NodeHealth, node_health_of, plugin_running, xid_rows
+from bot.engine.facts import Facts, per_question
+from bot.engine.per_node import PerNode
 from bot.kube.objects import meta_of
 from bot.kube.pod_status import CRASH_REASONS, classify
 from bot.kube.resources import node_gpu_capacity, pod_gpu_requests
+from bot.probes.observation import NodeObservation
 from bot.report import Skipped
 
 
@@ -148,13 +150,25 @@ def _cordoned(facts: Facts, name: str) -> bool:
     return bool((facts.nodes.get(name, {}).get("spec") or {}).get("unschedulable"))
 
 
+#: the Xid table keyed for lookups, once a question (not once a node)
+_xids = per_question(xid_rows)
+
+
+@PerNode
+def _health(facts: Facts, name: str, reading: NodeObservation) -> NodeHealth:
+    """One read node's GPU health, worked out as it answers."""
+    return node_health_of(facts, name, reading, _xids(facts))
+
+
 def run(facts: Facts) -> Iterator[Outcome]:
     """GPU_LOST and GPU_UNHEALTHY per node in scope."""
     pending = facts.pending_pod if facts.inv.kind else None  # node-status has no target
     asks = pod_gpu_requests(pending) if pending is not None else {}  # once, not per node
-    xids = xid_rows(facts)
+    readings = facts.node_readings
     for name, place in sorted(_scope(facts).items()):
-        health = node_health(facts, name, xids)
+        reading = readings.get(name)
+        health = (_health(facts, name, reading) if isinstance(reading, NodeObservation)
+                  else node_health_of(facts, name, reading, _xids(facts)))
         if health.unread == "kernel log not readable":
             yield Skipped(f"Xid check on {name}", "the kernel log is not readable (journalctl and dmesg refused)")
         lost = health.by_class("lost")
@@ -224,4 +238,5 @@ CHECK = Check(
     emits=(GPU_LOST, GPU_UNHEALTHY),
     run=run,
     tables=("xid_codes",),
+    per_node=(_health,),
 )

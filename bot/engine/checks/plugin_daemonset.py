@@ -16,7 +16,7 @@ operand (driver, toolkit, validator) is left to GPU_OPERATOR_NOT_READY.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from bot.engine.check import Check, Code, Detection, node_subject, pod_subject
@@ -37,7 +37,8 @@ from bot.engine.checks._plugin import (
     sandbox_fix,
     short_of,
 )
-from bot.engine.facts import Facts, per_cluster
+from bot.engine.facts import Facts, per_cluster, per_question
+from bot.engine.per_node import of_api
 from bot.kube.daemonsets import Placement, counts, placement
 from bot.kube.gpu_stack import (
     CORE_STAGES,
@@ -317,13 +318,44 @@ def run(facts: Facts) -> Iterator[Detection]:
         problems = _examined(facts, tuple(short))
         yield from _detections(problems, pod_subject(pod), lead, pod=pod_ref(pod), resource=resources)
         return
-    # node-status: any plugin may serve a node; with none installed, the NVIDIA one is the one missing
-    stack = _Stack.of(facts)
-    families = set().union(*(k.families for k in PLUGIN_KINDS)) if stack.plugins else {"nvidia"}
+    # node-status: every ready GPU node in scope, each examined as it answered where it did
     for node in gpu_machines(facts, facts.scope_nodes):
         if is_ready(facts.nodes[node]):
-            _examine(facts, stack, node, families, problems)
+            _merge(problems, _node_problems(facts, node, None))
     yield from _detections(problems, "", [], pod="", resource="GPU")
+
+
+#: what every node's examination shares, once a question
+_stack = per_question(_Stack.of)
+
+
+@of_api(asked=lambda facts: not facts.inv.kind)  # node-status's, not a pending pod's
+def _node_problems(facts: Facts, node: str, _reading: object) -> dict[tuple[str, str], Problem]:
+    """node-status: what keeps a plugin from ``node``, examined alone (the API's facts only).
+    Any plugin may serve a node; with none installed, the NVIDIA one is the one missing."""
+    stack = _stack(facts)
+    families = set().union(*(k.families for k in PLUGIN_KINDS)) if stack.plugins else {"nvidia"}
+    problems: dict[tuple[str, str], Problem] = {}
+    _examine(facts, stack, node, families, problems)
+    return problems
+
+
+def _merge(into: dict[tuple[str, str], Problem], problems: dict[tuple[str, str], Problem]) -> None:
+    """Add one node's problems to those of the nodes before it, as examining them in turn would
+    (the first node's message and fix stand for the group). ``problems`` is left as it was: it
+    is the one worked out early."""
+    for key, prob in problems.items():
+        kept = into.get(key)
+        if kept is None:
+            into[key] = replace(prob, nodes=list(prob.nodes), lines=list(prob.lines), labels=set(prob.labels),
+                                crashing=list(prob.crashing))
+            continue
+        kept.nodes += prob.nodes
+        kept.lines += prob.lines
+        kept.labels |= prob.labels
+        kept.crashing += prob.crashing
+        if not kept.message:
+            kept.message, kept.sandbox = prob.message, prob.sandbox
 
 
 CHECK = Check(
@@ -331,4 +363,5 @@ CHECK = Check(
     reads=("pending_pod", "nodes", "components", "scope_nodes"),
     emits=(DEVICE_PLUGIN_NOT_RUNNING,),
     run=run,
+    per_node=(_node_problems,),
 )

@@ -72,6 +72,7 @@ def _card_text(card: DcgmCard) -> str:
 
 def apply(obs: NodeObservation, reading: DcgmReading, pod: str) -> None:
     """Add the exporter's answer to the node's reading (see the module docstring)."""
+    obs.revise()
     obs.dcgm = reading
     for problem in reading.problems:
         obs.notes.append(f"dcgm-exporter {pod}: {problem}")
@@ -106,6 +107,7 @@ async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any
         if _SILENT.get((ip, port), 0.0) > time.monotonic():
             obs.notes.append(f"dcgm-exporter {pod} not asked: it did not answer at {ip}:{port} within the "
                              f"timeout on an earlier read (asked again {SILENT_FOR_S / 60:g} minutes after that)")
+            obs.revise()
             return
         async with gate:
             try:
@@ -116,6 +118,7 @@ async def dcgm_for_readings(components: GpuComponents, results: Mapping[str, Any
                 why = f"no answer within {timeout:g}s" if isinstance(exc, TimeoutError) else (
                     str(exc) or type(exc).__name__)
                 obs.notes.append(f"dcgm-exporter {pod} not readable at {ip}:{port}: {why}"[:300])
+                obs.revise()
                 return
             _SILENT.pop((ip, port), None)
         apply(obs, parse_metrics(text), pod)

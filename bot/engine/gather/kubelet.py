@@ -36,10 +36,12 @@ async def kubelet_from_leases(kube: KubeReads, nodes: Mapping[str, Any], results
             except GpubotError as exc:
                 obs.notes.append(f"kubelet state unknown: systemctl gave none and the Lease could not be read "
                                  f"({exc.user_message})")
+                obs.revise()
                 return
         live = kubelet_liveness(lease, nodes.get(obs.node), datetime.now(UTC))
         obs.kubelet = live.state
         obs.kubelet_source = "lease"
         obs.notes.append(f"{live.evidence} (no host systemd to ask from here)")
+        obs.revise()
 
     await asyncio.gather(*(one(o) for o in todo))

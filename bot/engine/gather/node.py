@@ -19,6 +19,7 @@ from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.engine.node_rows import EarlyRows
+from bot.engine.per_node import EARLY_PER_NODE, EarlyParts
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.objects import meta_of
 from bot.kube.resources import pod_gpu_requests
@@ -180,10 +181,10 @@ async def _no_exec(
     raise NodeProbeError(pod, "error", "exec is not available here", via="agent")
 
 
-def _counting(early: EarlyVerdicts, rows: EarlyRows | None, src: Sources,
+def _counting(early: EarlyVerdicts, rows: EarlyRows | None, parts: EarlyParts | None, src: Sources,
               total: int) -> Callable[[str, Any], None]:
-    """``early.answered`` (and the table's ``rows.answered``), also telling the progress line how
-    many of ``total`` nodes answered."""
+    """``early.answered`` (and the table's ``rows.answered``, the checks' per-node ``parts``),
+    also telling the progress line how many of ``total`` nodes answered."""
     done = 0
     src.progress(f"reading {total} node(s) ({src.settings.node_access})")
 
@@ -193,6 +194,8 @@ def _counting(early: EarlyVerdicts, rows: EarlyRows | None, src: Sources,
         early.answered(node, result)
         if rows is not None:
             rows.answered(node, early.done.get(node))
+        if parts is not None:
+            parts.answered(node, result)
         src.progress(f"reading nodes: {done} of {total} answered")
 
     return answered
@@ -207,8 +210,11 @@ async def readings(facts: Facts, src: Sources) -> None:
         return
     todo = [n for n in names if n not in results]
     early = EarlyVerdicts(facts.table("working_signals"), facts.table("working_profiles"), facts.node_pods)
+    # beside the fact from now on, filled as the nodes answer: the per-node parts read the cards' verdicts
+    facts.put(EARLY_CARD_VERDICTS, early.done)
     rows = EarlyRows(facts) if facts.node_table else None
-    answered = _counting(early, rows, src, len(todo))
+    parts = EarlyParts(facts, facts.early_parts) if facts.early_parts else None
+    answered = _counting(early, rows, parts, src, len(todo))
     if src.node_memo is not None:
         transport = src.node_memo.wrap(transport)
     results.update(
@@ -242,6 +248,7 @@ async def readings(facts: Facts, src: Sources) -> None:
         elif isinstance(result, NodeProbeError) and result.reason != "agent-missing":
             facts.skip(f"{NODE_READ_SKIP} {node}", f"{result.via} {result.reason}")
     facts.put("node_readings", {n: r for n, r in results.items() if n not in late})
-    facts.put(EARLY_CARD_VERDICTS, early.done)
     if rows is not None:
         facts.put(EARLY_NODE_ROWS, rows.done)
+    if parts is not None:
+        facts.put(EARLY_PER_NODE, parts.done)
