@@ -20,7 +20,6 @@ from bot.report import Skipped
 
 if TYPE_CHECKING:
     from bot.engine.facts import Facts
-    from bot.engine.per_node import PerNode
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class Check:
     refines: tuple[str, ...] = ()
     #: the parts of ``run`` that rest on one node's reading (``bot.engine.per_node.PerNode``):
     #: worked out as each node answers, where the runbook reads the nodes
-    per_node: tuple[PerNode[Any], ...] = ()
+    per_node: tuple[Any, ...] = ()  # PerNode (which imports this module)
 
     @property
     def doc(self) -> str:

@@ -301,6 +301,9 @@ class Facts:
         #: the runbook's checks' per-node parts (``bot.engine.per_node``), worked out as each node
         #: answers (set by ``run_diagnosis`` too)
         self.early_parts: Sequence[Any] = ()
+        #: words one detection of those parts as the catalogue does (set by ``run_diagnosis``):
+        #: the findings of a node's parts are worded as it answers, too
+        self.early_words: Callable[[Any], Any] | None = None
         #: base facts not read because the question turned out to have no subject (the asked pod or
         #: workload does not exist, ``no_subject``): not unknown, just not needed; checks resting
         #: on them do not run and nothing is said of them

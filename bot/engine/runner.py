@@ -22,7 +22,7 @@ from bot.engine.facts import Facts, per_cluster
 from bot.engine.gather import Sources, direct_facts, gather
 from bot.engine.node_rows import READS as NODE_TABLE_READS
 from bot.engine.node_rows import build_node_rows
-from bot.engine.per_node import parts_of
+from bot.engine.per_node import EARLY_WORDS, parts_of
 from bot.engine.runbooks import Runbook, RunbookSet
 from bot.errors import GpubotError
 from bot.kube.resources import CapacityMemory, capacities_remembered
@@ -110,7 +110,7 @@ def _conclude(
         detections = [*unreadable.detections(facts.failures), *run_checks(runbook, facts, checks, strict=strict)]
         report = Report(command=runbook.command, target=facts.inv.target())
         report.unreadable = unreadable.unique(facts.failures)
-        report.findings = word(detections, runbooks, {"gpubot": command_prefix})
+        report.findings = word(detections, runbooks, wording(command_prefix), early=facts.beside(EARLY_WORDS))
         if report.unreadable:
             _withhold_offers(report, facts)
         if "node_table" in runbook.views:
@@ -140,19 +140,39 @@ def capped(evidence: Iterable[str]) -> list[str]:
     return out
 
 
-def word(detections: Iterable[Detection], runbooks: RunbookSet, extra: Mapping[str, object]) -> list[Finding]:
+def wording(command_prefix: str) -> dict[str, object]:
+    """What every finding's text may name besides its own parameters: the command to type."""
+    return {"gpubot": command_prefix}
+
+
+def render(d: Detection, runbooks: RunbookSet, extra: Mapping[str, object]) -> Finding:
+    """One detection in the catalogue's words (a new ``Finding``: its caller may change it)."""
+    finding = runbooks.template(d.code).render({**d.params, **extra}, evidence=capped(d.evidence), role=d.role)
+    finding.subject = d.subject
+    return finding
+
+
+def word(
+    detections: Iterable[Detection],
+    runbooks: RunbookSet,
+    extra: Mapping[str, object],
+    *,
+    early: Mapping[int, tuple[Detection, Finding]] | None = None,
+) -> list[Finding]:
     """Findings in the catalogue's words, redundant ones (``unless:``) and repeats dropped, sorted,
-    consequences of another finding marked (``consequence_of:``)."""
+    consequences of another finding marked (``consequence_of:``). ``early``: detections already
+    worded as their node answered (``bot.engine.per_node.EARLY_WORDS``), each taken at most once."""
     detections = list(detections)
     present = {d.code for d in detections}
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    early = dict(early or {})
     for d in detections:
         template = runbooks.template(d.code)
         if template.suppressed_by(present):
             continue
-        finding = template.render({**d.params, **extra}, evidence=capped(d.evidence), role=d.role)
-        finding.subject = d.subject
+        kept = early.pop(id(d), None)
+        finding = kept[1] if kept is not None and kept[0] is d else render(d, runbooks, extra)
         key = (finding.code, finding.title)
         if key not in seen:
             seen.add(key)
@@ -178,6 +198,8 @@ async def run_diagnosis(
     started = time.perf_counter()
     facts.node_table = "node_table" in runbook.views
     facts.early_parts = parts_of(checks[name] for name in runbook.checks)
+    extra = wording(command_prefix)
+    facts.early_words = lambda d: render(d, runbooks, extra)
     await gather(facts, sources, reads_of(runbook, checks))
     sources.progress(f"running {len(runbook.checks)} checks")
     # checks and wording are pure CPU: in a worker thread the event loop keeps answering (Slack acks)

@@ -414,3 +414,25 @@ def test_checks_worked_out_as_the_nodes_answer_say_what_they_say_worked_out_afte
     for report in (early, late):
         report.pop("elapsed_ms")
     assert early == late
+
+
+def test_the_findings_of_a_nodes_parts_are_worded_as_it_answers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPU_BUSY and ALLOCATION_REAL of a node come from its parts, so they are worded as it answers
+    (``EARLY_WORDS``): the report's findings are those very objects, in the report's own order."""
+    from bot.engine import runner
+
+    taken: list[str] = []
+    word = runner.word
+
+    def counted(detections: Any, runbooks: Any, extra: Any, *, early: Any = None) -> Any:
+        findings = word(detections, runbooks, extra, early=early)
+        worded = [kept[1] for kept in (early or {}).values()]
+        taken.extend(f.code for f in findings if any(f is w for w in worded))
+        return findings
+
+    monkeypatch.setattr(runner, "word", counted)
+    report = run_cli(capsys, "leak.yaml", "node-status")
+    assert {"GPU_BUSY", "ALLOCATION_REAL", "LEAK_LOGICAL_NOT_PHYSICAL"} <= set(taken)
+    assert "gpu-b" in findings(report, "ALLOCATION_REAL")[0]["title"]

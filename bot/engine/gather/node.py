@@ -19,7 +19,7 @@ from bot.engine.gather.dcgm import dcgm_for_readings
 from bot.engine.gather.kubelet import kubelet_from_leases
 from bot.engine.gather.sources import Sources
 from bot.engine.node_rows import EarlyRows
-from bot.engine.per_node import EARLY_PER_NODE, EarlyParts
+from bot.engine.per_node import EARLY_PER_NODE, EARLY_WORDS, EarlyParts
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
 from bot.kube.objects import meta_of
 from bot.kube.resources import pod_gpu_requests
@@ -252,3 +252,4 @@ async def readings(facts: Facts, src: Sources) -> None:
         facts.put(EARLY_NODE_ROWS, rows.done)
     if parts is not None:
         facts.put(EARLY_PER_NODE, parts.done)
+        facts.put(EARLY_WORDS, parts.words)
