@@ -96,7 +96,6 @@ class EarlyParts:
             except Exception:  # noqa: BLE001 - early is an optimisation: the check works it out at the end
                 log.debug("%r for %s not worked out early", part, node, exc_info=True)
 
-
     def _word(self, value: object) -> None:
         """The check takes the value's detections as they are (``PerNode``), so their findings
         can be worded now: at 500 nodes ~4 ms less after the last answer."""

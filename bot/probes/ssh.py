@@ -322,21 +322,23 @@ async def run_command(
         raise ValueError(f"command not in the allow-list: {command!r}")
     import asyncssh
 
+    from bot.probes.ssh_session import gather_output
+
     name = node or str(conn.get_extra_info("peername", ("?",))[0])
     try:
         async with asyncio.timeout(timeout):
             # bytes, decoded leniently below: one stray byte must not make a node look unreachable
-            result = await conn.run(command, check=False, stdin=asyncssh.DEVNULL, encoding=None)
+            stdout, stderr, status, ended = await gather_output(conn, command)
     except (asyncssh.Error, OSError, TimeoutError) as exc:
         raise _translate(name, exc) from None
-    if result.exit_status is None and result.exit_signal is None:
+    if not ended:
         # the channel closed without an exit status: the connection was lost mid-command, so
         # nothing is known about the outcome; an error, never a result to interpret
         raise TransientSshError(name, "connection lost before the command finished")
     return CommandResult(
-        stdout=_text(result.stdout),
-        stderr=_text(result.stderr),
-        exit_status=result.exit_status if result.exit_status is not None else -1,
+        stdout=_text(stdout),
+        stderr=_text(stderr),
+        exit_status=status if status is not None else -1,
     )
 
 
