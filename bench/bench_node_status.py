@@ -124,6 +124,7 @@ async def measure(
         report = await service.run(inv)
         walls.append(time.perf_counter() - t)
         unreachable = len([s for s in report.skipped if "timeout" in s.why or "answer" in s.why])
+        del report  # answered: a served bot keeps no answer while it works out the next one
     sim_cpu, own_cpu = sim.cpu_s() - cpu0, time.process_time() - own0
     await service.close()
     if keep:
