@@ -89,8 +89,8 @@ def _card_rows(row: NodeRow, result: NodeObservation, pods: list[SlimPod],
         held = placed.get(uuid)
         cards.append(CardRow(
             g.index, uuid, g.name, g.utilization_gpu, g.memory_used_mib, g.memory_total_mib, g.temperature_c,
-            g.power_w, processes[uuid] if uuid else 0, verdict.state, [p.ref for p, _ in held] if held else [],
-            gone.get(uuid, []) if gone else [],
+            g.power_w, processes[uuid] if uuid else 0, verdict.state, tuple(p.ref for p, _ in held) if held else (),
+            tuple(gone.get(uuid, ())) if gone else (),
         ))
     row.gone_holders = gone.get("", [])
 
