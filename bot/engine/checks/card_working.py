@@ -36,14 +36,18 @@ def run(facts: Facts) -> Iterator[Outcome]:
             yield from _outcomes(node, rows)
 
 
-@PerNode
-def _early_cards(facts: Facts, node: str, obs: NodeObservation) -> tuple[Outcome, ...]:
+def _node_cards(facts: Facts, node: str, obs: NodeObservation) -> tuple[Outcome, ...]:
     """One node's outcomes from the verdicts worked out as it answered (``EarlyVerdicts``, the
     very ones ``card_verdicts`` takes for this reading)."""
     done = (facts.beside(EARLY_CARD_VERDICTS) or {}).get(node)
     if done is None or done.reading is not obs or done.verdicts is None:
         raise LookupError(f"no card verdicts worked out for {node} as it answered")
     return tuple(_outcomes(node, done.verdicts))
+
+
+#: worked out early only where the runbook has the working tables (else no verdict is worked out
+#: as the node answers, and every node's part would fail there)
+_early_cards = PerNode(_node_cards, asked=lambda facts: bool(facts.table("working_signals")))
 
 
 def _outcomes(node: str, rows: NodeVerdicts) -> Iterator[Outcome]:
