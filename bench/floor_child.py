@@ -8,7 +8,10 @@ page sizes: the pod (one GET), its events (``involvedObject.name=`` in its names
 (few candidate nodes), else every pod in the CLI's slim page size. The plan (pod, candidate
 nodes, page sizes, the per-node rule's outcome) is worked out by the benchmark from gpubot's own
 constants and written to ``PLAN_JSON``, so this process imports nothing of gpubot, builds no
-client and runs no check: no cold diagnosis that needs those objects can be faster.
+client and runs no check. Its reads come one after another, each list page after page: the
+floor is the cost of those reads themselves. The CLI overlaps some of them with other work (the
+node list with its imports; a list's next page, asked for while it parses the one before), and
+the benchmark's report says so beside the ratio.
 
 ``python -m bench.floor_child everything API_URL PAGE_SIZE``: every node and every pod, page by
 page: what a cache must download before it is warm (the time-to-warm reference).

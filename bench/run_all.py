@@ -234,8 +234,11 @@ def why_pending_section(wp: dict[str, Any]) -> list[str]:
         "diagnosis needs with the "
         "CLI's own selectors and page sizes: the pod, its events (`involvedObject.name=`), every node, and the "
         "pods on the candidate (GPU) nodes, one `spec.nodeName=` list per node where the CLI does that, else "
-        "every pod in pages of 2000 (bench/floor_child.py `necessary`, planned from gpubot's own constants); it "
-        "reads "
+        "every pod in pages of 2000 (bench/floor_child.py `necessary`, planned from gpubot's own constants). It "
+        "makes these reads one after another, each list page after page (the per-node lists eight at a time, as "
+        "the CLI reads them); the CLI overlaps some of its reads with other work: it reads the nodes while it "
+        "imports its engine, and asks for a list's next page while it parses the one before "
+        "(bot/probes/list_pages.py). It reads "
         + ", ".join(
             f"{r['floor_bytes'] / 1e6:.1f} MB in {r.get('floor_requests', '?')} requests at {r['pods']} pods "
             f"({r.get('floor_candidates', '?')} candidate nodes, "
