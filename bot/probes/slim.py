@@ -45,12 +45,13 @@ class SlimPod:
 
 
 def _asks_gpu(spec: dict[str, Any]) -> bool:
-    """Cheap pre-check: does any container name a GPU resource at all? Most pods do not."""
+    """Cheap pre-check: does any container name a GPU resource at all? Most pods do not.
+    (``map`` rather than a generator: asked of every pod on every GPU node a question reads.)"""
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or ():
             resources = container.get("resources") or {}
             for section in ("limits", "requests"):
-                if any(is_gpu_resource(name) for name in resources.get(section) or ()):
+                if any(map(is_gpu_resource, resources.get(section) or ())):
                     return True
     return False
 
@@ -62,8 +63,11 @@ def _ready(status: dict[str, Any]) -> bool:
 def slim(pod: dict[str, Any]) -> SlimPod:
     meta = meta_of(pod)
     spec = pod.get("spec") or {}
-    owners = meta.get("ownerReferences") or []
-    owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners if o.get("controller")), "")
+    owner = ""
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            owner = f"{ref.get('kind')}/{ref.get('name')}"
+            break
     asks = _asks_gpu(spec)
     return SlimPod(
         name=str(meta.get("name", "")),
