@@ -85,8 +85,33 @@ SUITE: dict[str, dict[str, list[str]]] = {
 }
 
 
-def run(module: str, args: list[str], loads: list[float]) -> dict[str, Any]:
+#: a benchmark of a measuring run starts once the 1-minute load average is at most this per core
+QUIET_LOAD_PER_CORE = 0.5
+#: and waits no longer than this for it (the load it started at is in the report either way)
+SETTLE_MAX_S = 90.0
+
+
+def settle(
+    *, cores: int | None = None, limit_s: float = SETTLE_MAX_S, load: Any = os.getloadavg, sleep: Any = time.sleep,
+    clock: Any = time.monotonic,
+) -> float:
+    """Wait until the machine is quiet (the 1-minute load average at most ``QUIET_LOAD_PER_CORE``
+    a core), at most ``limit_s``; the seconds waited.
+
+    Why: the first benchmark of a suite started right after the test suite (both cores busy, a
+    load of 1.9) measured the cold CLI 8% slower against its floor than the runs that began
+    quiet; the load average decays within a minute or so of the work that raised it."""
+    quiet = QUIET_LOAD_PER_CORE * (cores or os.cpu_count() or 1)
+    start = clock()
+    while load()[0] > quiet and clock() - start < limit_s:
+        sleep(2.0)
+    return clock() - start
+
+
+def run(module: str, args: list[str], loads: list[float], *, quiet: bool = False) -> dict[str, Any]:
     print(f"\n== {module} {' '.join(args)}", flush=True)
+    if quiet and (waited := settle()) >= 1:
+        print(f"(waited {waited:.0f} s for the load average to fall: {os.getloadavg()[0]:.2f})", flush=True)
     loads.append(os.getloadavg()[0])
     proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, check=False)
     sys.stdout.write(proc.stdout)
@@ -688,7 +713,9 @@ def report(
         f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['platform']}.",
         f"Whole suite: {elapsed:.0f} s wall{' — QUICK smoke run: reduced sizes and runs' if quick else ''}. "
         f"Load average (1 min) at the start of each benchmark: {', '.join(f'{x:.2f}' for x in loads)}; at the end "
-        f"{os.getloadavg()[0]:.2f}. On a shared machine other processes slow every figure.",
+        f"{os.getloadavg()[0]:.2f}. On a shared machine other processes slow every figure; each benchmark of a "
+        f"measuring run waits (at most {SETTLE_MAX_S:.0f} s) for the load to fall to {QUIET_LOAD_PER_CORE:g} a core "
+        "before it starts.",
         "Produced by one `./scripts/bench.sh` run (→ `python -m bench.run_all`). The simulator runs in its own "
         f"process on the same machine, on {sim_loop()} (see bench/simproc.py). What `gpubot serve` does (warm "
         f"answers, Slack acks, node-status through the kept service, the sweeps) is measured on serve's loop, "
@@ -750,7 +777,7 @@ def main() -> None:
     # a tiny run measures nothing, so its benchmarks need not wait for each other (most of their
     # time is starting simulators and processes); a measuring run has the machine to itself
     with ThreadPoolExecutor(max_workers=3 if mode == "tiny" else 1) as pool:
-        for r in pool.map(lambda job: run(*job, loads), todo):
+        for r in pool.map(lambda job: run(*job, loads, quiet=mode != "tiny"), todo):
             results[str(r.pop("bench"))] = r
     text = report(results, time.perf_counter() - t0, mode != "full", loads, sorted(done))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
