@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,9 @@ SETTLE_MAX_S = 90.0
 
 
 def settle(
-    *, cores: int | None = None, limit_s: float = SETTLE_MAX_S, load: Any = os.getloadavg, sleep: Any = time.sleep,
-    clock: Any = time.monotonic,
+    *, cores: int | None = None, limit_s: float = SETTLE_MAX_S,
+    load: Callable[[], tuple[float, float, float]] = os.getloadavg, sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> float:
     """Wait until the machine is quiet (the 1-minute load average at most ``QUIET_LOAD_PER_CORE``
     a core), at most ``limit_s``; the seconds waited.
@@ -777,7 +779,7 @@ def main() -> None:
     # a tiny run measures nothing, so its benchmarks need not wait for each other (most of their
     # time is starting simulators and processes); a measuring run has the machine to itself
     with ThreadPoolExecutor(max_workers=3 if mode == "tiny" else 1) as pool:
-        for r in pool.map(lambda job: run(*job, loads, quiet=mode != "tiny"), todo):
+        for r in pool.map(lambda job: run(job[0], job[1], loads, quiet=mode != "tiny"), todo):
             results[str(r.pop("bench"))] = r
     text = report(results, time.perf_counter() - t0, mode != "full", loads, sorted(done))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -438,6 +438,7 @@ class KubeReader(DerivedViews):
         call = getattr(fn, "__name__", read.text())
         ahead = _PagesAhead(self, read, call, page, partial(self._kept_page, read, keep, _shrink), DEADLINE.get())
         items: list[Any] = []
+        asked = None
         try:
             kept, token, asked = await self._send(read, call, page(""), ahead.finish)
             while True:
@@ -448,9 +449,13 @@ class KubeReader(DerivedViews):
                     kept, token, asked = await asyncio.wrap_future(asked[1])
                 else:  # read ahead with another token (or not at all): that answer is not used
                     ahead.stopped = True
+                    if asked is not None:
+                        asked[1].cancel()  # not sent at all if no reading thread has taken it yet
                     kept, token, asked = await self._send(read, call, page(token), ahead.finish)
         finally:
             ahead.stopped = True  # a failed or cancelled walk asks for no further page
+            if asked is not None:
+                asked[1].cancel()
 
     def _paging(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], path: str
