@@ -79,9 +79,9 @@ async def test_an_answer_asked_for_with_a_token_read_wrong_is_not_used(
             misread.close()
         asked = sim.api.stats.requests - before
     assert got == expected and len(expected) >= 3
-    # one page a node, and the one answer asked for with the wrong token, which was not used
-    # (the server refused that token); nothing more was asked ahead after it
-    assert asked == len(expected) + 1
+    # one page a node, and at most the one answer asked for with the wrong token (not used, and
+    # cancelled if no reading thread had sent it yet); nothing more was asked ahead after it
+    assert len(expected) <= asked <= len(expected) + 1
 
 
 async def test_a_page_asked_ahead_is_retried_and_refused_as_any_page(tmp_path: Path) -> None:
