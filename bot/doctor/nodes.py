@@ -140,7 +140,7 @@ async def check_nodes(clients: Clients, settings: Settings, nodes: list[Obj]) ->
                           fix="install the chart's node agent (nodeAgent.enabled), or configure SSH (ssh_key_path)")]
     if decision.transport == "agent":
         try:
-            agents = await agent_states(clients.reader, ns, gpus)
+            agents = await agent_states(clients.reader, ns, gpus, decision.agent_pods)
         except GpubotError as exc:
             return [CheckLine("agents", "unknown", f"cannot list the node agents in {ns}: {exc.user_message}",
                               fix=f"grant list pods in {ns} and list daemonsets (the chart's roles do)")]

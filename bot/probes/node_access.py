@@ -6,7 +6,8 @@ line that names both ways to turn them on. The CLI and the chart thus share one 
 does the right thing on a cluster with the chart, on a lab with SSH keys, and on a laptop with
 only a kubeconfig, where the old SSH default failed every node with a host-key error.
 
-The decision costs one label-selected list of pods in one namespace and is kept per cluster
+The decision costs one label-selected list of pods in one namespace (the pods it found go on to
+the agent transport, which would otherwise list them again) and is kept per cluster
 for the life of the process (a one-shot command decides once). Only a found agent is kept for
 good: "no agent" is asked again after ``RECHECK_S``, since the long-running bot usually starts
 at the same moment as the DaemonSet whose pods it is looking for. Read-only, like every probe.
@@ -15,10 +16,11 @@ at the same moment as the DaemonSet whose pods it is looking for. Read-only, lik
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.errors import GpubotError
+from bot.kube.objects import Obj
 from bot.probes.kube import KubeReads
 from bot.probes.node_agent import AGENT_NAME, AGENT_SELECTOR
 from bot.settings import ClusterConfig, Settings
@@ -36,6 +38,10 @@ class Decision:
     transport: Transport
     #: why (shown as the skipped reason when ``transport`` is "none")
     why: str = ""
+    #: the agent pods this decision was just made from (None for a kept decision): the agent
+    #: transport takes its agents' states from them instead of listing the same pods again, one
+    #: round trip to the API server fewer before the first node read
+    agent_pods: tuple[Obj, ...] | None = field(default=None, compare=False, repr=False)
 
 
 #: (cluster name, kubeconfig, context, namespace) -> (decision, monotonic time it stops holding)
@@ -76,8 +82,8 @@ async def decide(settings: Settings, cluster: ClusterConfig, kube: KubeReads) ->
     else:
         transport: Transport = "ssh" if ssh_configured(settings, cluster) else "none"
         decision, until = Decision(transport, no_node_reads(settings)), time.monotonic() + RECHECK_S
-    _DECIDED[key] = (decision, until)
-    return decision
+    _DECIDED[key] = (decision, until)  # kept without the pods: a later read lists them afresh
+    return replace(decision, agent_pods=tuple(agents))
 
 
 def forget() -> None:

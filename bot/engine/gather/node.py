@@ -9,8 +9,9 @@ A node that does not answer costs at most the per-node deadline and becomes a sk
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from bot.engine.cards import EarlyVerdicts
@@ -21,7 +22,7 @@ from bot.engine.gather.sources import Sources
 from bot.engine.node_rows import EarlyRows
 from bot.engine.per_node import EARLY_PER_NODE, EARLY_WORDS, EarlyParts
 from bot.errors import GpubotError, KubeApiError, NodeProbeError
-from bot.kube.objects import meta_of
+from bot.kube.objects import Obj, meta_of
 from bot.kube.resources import pod_gpu_requests
 from bot.probes.kube import KubeReads
 from bot.probes.node import NodeTransport, SshTransport, observe_many, ssh_target_for
@@ -115,15 +116,21 @@ def ssh_targets(
     return targets, failed
 
 
-async def agent_states(kube: KubeReads, namespace: str, nodes: Mapping[str, Any]) -> dict[str, AgentState]:
-    """Each node's gpubot-node agent in ``namespace`` (``find_agents``); GpubotError if unlistable."""
-    pods = await kube.list_pods(namespace, label_selector=AGENT_SELECTOR)
-    daemonsets = [
-        d
-        for d in await kube.list_daemonsets(label_selector=AGENT_SELECTOR)
-        if meta_of(d).get("namespace") == namespace
-    ]
-    return find_agents(nodes, pods, daemonsets)
+async def agent_states(
+    kube: KubeReads, namespace: str, nodes: Mapping[str, Any], pods: Sequence[Obj] | None = None
+) -> dict[str, AgentState]:
+    """Each node's gpubot-node agent in ``namespace`` (``find_agents``); GpubotError if unlistable.
+
+    ``pods``: the agent pods just listed (``Decision.agent_pods``), not asked for again; else they
+    are listed beside the DaemonSets, both at once (one round trip, not two, on a distant API)."""
+    agent_daemonsets = kube.list_daemonsets(label_selector=AGENT_SELECTOR)
+    if pods is None:
+        listed, found = await asyncio.gather(kube.list_pods(namespace, label_selector=AGENT_SELECTOR),
+                                             agent_daemonsets)
+    else:
+        listed, found = list(pods), await agent_daemonsets
+    daemonsets = [d for d in found if meta_of(d).get("namespace") == namespace]
+    return find_agents(nodes, listed, daemonsets)
 
 
 def agents_unlisted(names: Iterable[str], exc: GpubotError) -> dict[str, NodeProbeError]:
@@ -152,7 +159,7 @@ async def _transport(
                 n: NodeProbeError(n, "error", "exec is not available here", via="agent") for n in names
             }
         try:
-            agents = await agent_states(src.kube, s.namespace, nodes)
+            agents = await agent_states(src.kube, s.namespace, nodes, decision.agent_pods)
         except GpubotError as exc:
             # the readings rest on a read that failed: say so, claim nothing from them
             failure = Unreadable.of(exc) if isinstance(exc, KubeApiError) else None
