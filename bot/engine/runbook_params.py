@@ -95,6 +95,9 @@ def check_params(
 
 @dataclass(frozen=True)
 class _Entry:
+    """One finding's catalogue entry with the parameters its code declares, checked together so a
+    misspelt placeholder is reported at its ``file:line`` rather than printed to a user."""
+
     doc: _Doc
     code: str
     decl: Declared

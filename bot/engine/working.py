@@ -65,6 +65,9 @@ class Profile:
 
 @dataclass
 class Verdict:
+    """Whether one card is really working, with each reading's vote and a line of evidence, so the
+    report shows why and a card without decisive readings stays unknown."""
+
     state: State
     votes: dict[str, Vote] = field(default_factory=dict)
     #: the field-notes profile the readings sit closest to, when any reading exists

@@ -27,6 +27,9 @@ _FORBIDDEN = re.compile(r"is (?:forbidden|invalid): (?P<detail>.*)", re.S)
 
 @dataclass(frozen=True)
 class CreateRefusal:
+    """Why the API refused to create a workload's pods, sorted by kind, so the finding can give the
+    fix for that kind (a Pod Security level, a LimitRange, a missing service account)."""
+
     #: pod_security | limit_range | service_account | other
     kind: str
     #: the refusal's own words after the pod name (the violated rules, the limit)

@@ -29,6 +29,9 @@ WHY: tuple[tuple[re.Pattern[str], str], ...] = (
 
 @dataclass(frozen=True)
 class PodClaim:
+    """One of a pod's resource claims with the ResourceClaim it resolves to, so a finding can name the
+    claim the user wrote as well as the object the scheduler waits for."""
+
     name: str
     #: "ResourceClaim NAME" or "ResourceClaimTemplate NAME (claim NAME)"
     source: str

@@ -46,6 +46,9 @@ class NoSuchKey:
 
 @dataclass(frozen=True)
 class Semver:
+    """A ``semver()`` value of DRA's CEL: numbers compared part by part, so ``10.0.0`` is above
+    ``9.0.0`` where strings would not be."""
+
     parts: tuple[int, ...]
 
 

@@ -23,6 +23,9 @@ _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
 
 @dataclass(frozen=True)
 class ClaimRequest:
+    """One request of a ResourceClaim: how many devices of which DeviceClass, and its own selectors,
+    so the published devices it could get can be counted against it."""
+
     name: str
     device_class: str
     count: int

@@ -37,6 +37,9 @@ NO_DRIVER = re.compile(
 
 @dataclass(frozen=True)
 class RuntimeRefusal:
+    """A refusal found in a kubelet or API message: whether the RuntimeClass or the node's handler is
+    missing decides the fix, so the kind is kept beside the name and the quoted text."""
+
     kind: str
     name: str
     text: str

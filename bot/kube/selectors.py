@@ -69,6 +69,9 @@ class LabelRequirement:
 
 @dataclass(frozen=True)
 class FieldRequirement:
+    """One ``field=value`` (or ``!=``) term of a field selector, matched the way the API server
+    matches it, so the simulator answers a field-selected list as a real server would."""
+
     field: str
     value: str
     negate: bool

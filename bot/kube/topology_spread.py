@@ -24,6 +24,9 @@ TERMINAL = ("Succeeded", "Failed")
 
 @dataclass(frozen=True)
 class Domain:
+    """One value of a constraint's ``topologyKey``: its usable nodes, the matching pods on them, and
+    whether this pod may go there, so a message can name the domain that blocks it."""
+
     value: str
     nodes: int
     count: int

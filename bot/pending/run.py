@@ -93,6 +93,9 @@ RUNBOOK = "why-pending"
 
 @dataclass
 class _Outcome:
+    """One stuck workload's diagnosis as the table needs it: the first finding, and the reads that
+    failed, so a row never shows a cause that rests on something unread."""
+
     stuck: Stuck
     cause: Finding | None
     failures: list[Unreadable]

@@ -54,6 +54,8 @@ class AlertPayloadError(GpubotError):
 
 @dataclass(frozen=True)
 class Alert:
+    """One alert of an Alertmanager webhook, reduced to what routing and the thread read."""
+
     status: str
     name: str
     labels: Mapping[str, str]
@@ -62,6 +64,9 @@ class Alert:
 
 @dataclass(frozen=True)
 class AlertGroup:
+    """One Alertmanager notification: its group key keeps a storm of repeats in one thread, and
+    ``truncated`` says how many alerts it left out rather than dropping them silently."""
+
     group_key: str
     status: str
     receiver: str

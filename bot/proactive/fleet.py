@@ -28,6 +28,9 @@ class Diagnoses(Protocol):
 
 @dataclass
 class _Read:
+    """A fleet-wide node-status in flight and when it began, so watches asking at the same time share
+    it instead of reading every node again."""
+
     started: float
     task: asyncio.Task[Report]
 

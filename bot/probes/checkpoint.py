@@ -38,6 +38,9 @@ class CheckpointEntry:
 
 @dataclass
 class Checkpoint:
+    """The kubelet checkpoint as parsed: its allocations and the devices the plugin registered, in
+    either format, so zombie allocations are found by comparing plain sets."""
+
     entries: list[CheckpointEntry]
     #: resource name -> device ids the plugin registered
     registered: dict[str, list[str]]

@@ -16,6 +16,9 @@ from bot.kube.resources import is_gpu_resource, pod_gpu_requests
 
 @dataclass(frozen=True, slots=True)
 class SlimPod:
+    """What the checks read of a pod on a GPU node, kept instead of the whole object: a cold read of
+    100,000 pods, or the watch cache that holds them all, pays for these fields only."""
+
     name: str
     namespace: str
     uid: str

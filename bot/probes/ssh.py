@@ -180,6 +180,9 @@ class SshTarget:
 
 @dataclass(frozen=True)
 class CommandResult:
+    """One allow-listed command's output and exit status, the same whether it ran over SSH or by
+    exec in the node agent, so the parsers never need to know the transport."""
+
     stdout: str
     stderr: str
     exit_status: int

@@ -29,6 +29,9 @@ ID_FORMS = (_USER_RE, _GROUP_RE, _CLI_RE)
 
 @dataclass(frozen=True)
 class Decision:
+    """Whether one click may approve one action, with the reason shown to the clicker and written to
+    the audit trail, so a refusal is never silent."""
+
     allowed: bool
     #: why, in one line a person can read (shown to the clicker and written to the audit trail)
     reason: str
@@ -50,6 +53,9 @@ class Approvers:
 
 @dataclass(frozen=True)
 class _Approvers:
+    """The users and groups allowed to approve one action, as sets, so each click is checked by
+    membership."""
+
     key: str
     users: frozenset[str]
     groups: frozenset[str]

@@ -60,6 +60,9 @@ class StoryContainer:
 
 @dataclass(frozen=True)
 class StoryCondition:
+    """One of the pod's conditions as the story shows it: plain strings, so views and JSON render it
+    without the API object."""
+
     type: str
     status: str
     reason: str = ""

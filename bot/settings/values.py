@@ -183,6 +183,9 @@ LOUD = frozenset({"critical"})
 
 @dataclass(frozen=True)
 class QuietHours:
+    """A daily span in a time zone during which proactive posts wait, parsed once from the settings
+    so a typo is a configuration error at start-up and not a silent always-on."""
+
     start: time
     end: time
     zone: ZoneInfo

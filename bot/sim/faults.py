@@ -17,6 +17,9 @@ from bot.sim.scenario import ApiFault
 
 @dataclass
 class _Armed:
+    """A fault and how many more requests it may hit (None: every one), so a scenario can fail the
+    first tries of a read and let the retry through."""
+
     fault: ApiFault
     left: int | None
 

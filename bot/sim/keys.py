@@ -29,6 +29,9 @@ class NodeKeys:
 
 @dataclass(frozen=True)
 class FleetKeys:
+    """The client key and every simulated node's host keys, generated per run so no key lives in the
+    repository."""
+
     client: asyncssh.SSHKey
     nodes: Mapping[str, NodeKeys]
 

@@ -299,6 +299,8 @@ def _cell(value: float | str | None, spec: _Field, *, units: bool) -> str:
 
 @dataclass(frozen=True)
 class _Format:
+    """The ``--format=csv[,noheader][,nounits]`` options, which change the text the parsers must read."""
+
     header: bool = True
     units: bool = True
 
@@ -312,6 +314,9 @@ def _parse_format(value: str) -> _Format | None:
 
 @dataclass
 class _Args:
+    """The simulated ``nvidia-smi`` command line, parsed as the real tool parses it, so a query the
+    real one would refuse is refused here too."""
+
     query_gpu: str | None = None
     query_apps: str | None = None
     fmt: str | None = None

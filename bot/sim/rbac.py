@@ -26,6 +26,9 @@ _BOT_SUBJECT = f"user:{BOT_USER}"
 
 @dataclass(frozen=True)
 class RbacRule:
+    """One allow rule of the simulated API server's RBAC: who may do which verbs on which resources,
+    and where."""
+
     subjects: frozenset[str]
     verbs: frozenset[str]
     resources: frozenset[str]
@@ -44,6 +47,9 @@ class RbacRule:
 
 @dataclass(frozen=True)
 class RbacTable:
+    """The simulated API server's RBAC, so tests see the 403 a real server gives a bot with too few
+    rights."""
+
     rules: tuple[RbacRule, ...]
 
     def allows(self, user: str, groups: Iterable[str], verb: str, resource: str, namespace: str | None) -> bool:

@@ -70,6 +70,8 @@ class GpuFacts:
 
 @dataclass
 class ProcessFacts:
+    """One process on a card, as ``nvidia-smi --query-compute-apps`` lists it on a simulated node."""
+
     pid: int
     name: str
     gpu_uuid: str
@@ -98,6 +100,8 @@ class KernelLine:
 
 @dataclass
 class DevFile:
+    """One ``/dev/nvidia*`` device file and its time, as ``ls`` shows it on a simulated node."""
+
     name: str
     mtime: str
 
@@ -179,6 +183,9 @@ class ApiFault:
 
 @dataclass
 class Expectation:
+    """What a scenario promises for one command: the codes that must and must not appear and the
+    root cause that must come first, checked by the scenario tests."""
+
     run: str
     codes: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)
@@ -188,6 +195,9 @@ class Expectation:
 
 @dataclass
 class Scenario:
+    """A simulated cluster: its API objects, what each node and container shows, the API faults to
+    inject, and what gpubot must find."""
+
     name: str
     summary: str
     version: str

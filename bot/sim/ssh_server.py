@@ -74,6 +74,9 @@ class CommandRecord:
 
 @dataclass(frozen=True)
 class _Answer:
+    """What a simulated node answers to one command, and whether the command was allowed and
+    changes the node, so tests can prove that probes only read."""
+
     stdout: str
     stderr: str
     exit_status: int

@@ -231,6 +231,9 @@ class Collection:
 
 @dataclass
 class Page:
+    """One page of a list: its entries, where the next page starts and how many remain, as the API
+    server's ``continue`` and ``remainingItemCount`` say."""
+
     entries: list[Entry]
     last_key: Key | None  # set when more keys follow (the continue position)
     remaining: int | None  # remainingItemCount, only when no selector narrowed the list

@@ -43,6 +43,9 @@ _INSTALL_HINT = "the node-status picture needs the optional 'png' extra: pip ins
 
 @dataclass(frozen=True)
 class Layout:
+    """The picture's measures, worked out once from the number of nodes, their names and the widest
+    row, so every row and label lines up."""
+
     cell: int
     font: int
     indices: bool

@@ -46,6 +46,9 @@ class CardProblem:
 
 @dataclass
 class NodeHealth:
+    """What one node's reads say about its cards, kept per node so each finding can say which card
+    is sick and whether the node was read at all, never concluding from a read that failed."""
+
     node: str
     #: GPU resource -> (capacity, allocatable) where the plugin withdrew cards
     withdrawn: dict[str, tuple[float, float]] = field(default_factory=dict)

@@ -22,6 +22,9 @@ MAX_HOLDERS = 12
 
 @dataclass(frozen=True)
 class Holder:
+    """A live GPU pod and the cards it holds, so the list of who holds a full set of nodes can put
+    the idle holders first."""
+
     pod: SlimPod
     cards: tuple[GpuRow, ...]
 

@@ -70,6 +70,9 @@ Obj = dict[str, Any]
 
 @dataclass
 class Problem:
+    """One broken operand stage and the nodes where it is the first broken one, gathered so a
+    fleet-wide failure is one finding that lists its nodes, not one finding a node."""
+
     state: StageState
     status: str
     nodes: list[str] = field(default_factory=list)

@@ -32,6 +32,9 @@ LoadFn = Callable[[Facts, Sources], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Loader:
+    """How one base fact is read: the function, the facts it rests on, and what the fact is when the
+    read fails, so a failed read shows as nothing known rather than as a crash."""
+
     fn: LoadFn
     #: base facts this loader reads
     needs: tuple[str, ...] = ()

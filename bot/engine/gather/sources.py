@@ -17,6 +17,9 @@ NO_EXEC = "exec is not available for this cluster"
 
 @dataclass
 class Sources:
+    """Everything a loader may read through, built once per question: the loaders take what they
+    need from here and never build a client of their own."""
+
     kube: KubeReads
     settings: Settings
     cluster: ClusterConfig
