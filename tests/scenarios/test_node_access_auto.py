@@ -96,6 +96,9 @@ async def test_the_decision_is_made_once_per_process() -> None:
             await clients.close()
     assert first.transport == again.transport == "agent"
     assert sim.api.stats.requests == asked, "a second decision costs no API request"
+    # the first hands its freshly listed pods to the agent transport; a kept one carries none
+    assert first.agent_pods and all(p["metadata"]["name"].startswith("gpubot-node-") for p in first.agent_pods)
+    assert again.agent_pods is None, "pods kept for good would go stale"
 
 
 async def test_the_agent_pods_the_decision_listed_are_not_listed_again() -> None:
@@ -106,20 +109,6 @@ async def test_the_agent_pods_the_decision_listed_are_not_listed_again() -> None
     assert {r.via for r in sim.ssh.command_log} == {"agent"}
     assert {r.node for r in report.nodes if r.gpus} == {"gpu-ok-1", "gpu-ok-2", "gpu-refused", "gpu-rekeyed"}
     assert listed == 1, "the agent transport takes the pods the decision found: one list, not two"
-
-
-async def test_a_kept_decision_carries_no_pods_and_the_transport_lists_them_afresh() -> None:
-    async with SimCluster(_scenario(agents=True)) as sim:
-        settings = sim.settings(node_access="auto")
-        clients = KubeClients(settings)
-        try:
-            reads, cluster = clients.for_cluster("").reads, settings.cluster(None)
-            first = await node_access.decide(settings, cluster, reads)
-            again = await node_access.decide(settings, cluster, reads)
-        finally:
-            await clients.close()
-    assert first.agent_pods and all(p["metadata"]["name"].startswith("gpubot-node-") for p in first.agent_pods)
-    assert again.transport == "agent" and again.agent_pods is None, "pods kept for good would go stale"
 
 
 def test_a_node_read_failure_names_the_transport_and_the_switch(capsys: pytest.CaptureFixture[str]) -> None:

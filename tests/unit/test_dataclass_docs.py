@@ -21,11 +21,11 @@ def _is_dataclass_decorator(node: ast.expr) -> bool:
     )
 
 
-def _undocumented(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+def _undocumented(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each dataclass in ``source`` without a docstring of its own."""
     return [
-        f"{path.relative_to(BOT.parent)}:{node.lineno} {node.name}"
-        for node in ast.walk(tree)
+        (node.lineno, node.name)
+        for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ClassDef)
         and any(_is_dataclass_decorator(d) for d in node.decorator_list)
         and ast.get_docstring(node) is None
@@ -33,31 +33,21 @@ def _undocumented(path: Path) -> list[str]:
 
 
 def test_every_dataclass_has_a_docstring() -> None:
-    missing = [where for path in sorted(BOT.rglob("*.py")) for where in _undocumented(path)]
+    missing = [
+        f"{path.relative_to(BOT.parent)}:{line} {name}"
+        for path in sorted(BOT.rglob("*.py"))
+        for line, name in _undocumented(path.read_text(encoding="utf-8"))
+    ]
     assert not missing, "dataclasses without a docstring:\n" + "\n".join(missing)
 
 
-def test_the_check_sees_a_dataclass_without_one(tmp_path: Path) -> None:
-    source = tmp_path / "sample.py"
-    source.write_text(
+def test_the_check_sees_a_dataclass_without_one() -> None:
+    source = (
         "from dataclasses import dataclass\nimport dataclasses\n\n"
         "@dataclass(frozen=True)\nclass Bare:\n    x: int\n\n"
         "@dataclasses.dataclass\nclass AlsoBare:\n    y: int\n\n"
         '@dataclass\nclass Told:\n    """Why."""\n\n    z: int\n\n'
-        "class Plain:\n    pass\n",
-        encoding="utf-8",
+        "class Plain:\n    pass\n"
     )
-    names = [line.split()[-1] for line in _undocumented_outside(source)]
-    assert names == ["Bare", "AlsoBare"]
+    assert [name for _, name in _undocumented(source)] == ["Bare", "AlsoBare"]
 
-
-def _undocumented_outside(path: Path) -> list[str]:
-    """``_undocumented`` for a file outside ``bot`` (the check's own test)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef)
-        and any(_is_dataclass_decorator(d) for d in node.decorator_list)
-        and ast.get_docstring(node) is None
-    ]
