@@ -20,6 +20,25 @@ from bot.report import Finding, Remediation, Severity
 SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
 
 
+def applies(params: Mapping[str, object], when: str, when_not: str) -> bool:
+    """``when`` (a finding parameter that must be truthy) and ``when_not`` (falsy) hold; unset
+    ones hold always."""
+    return not (when and not params.get(when)) and not (when_not and params.get(when_not))
+
+
+@dataclass(frozen=True)
+class StepTemplate:
+    """A next step of a finding, shown only where ``when``/``when_not`` hold, as an offer is.
+
+    Why: the first step is the fix a report leads with (``fix:`` beside the root cause), and some
+    findings fail for different reasons in different cases: a node read over SSH wants the node's
+    address and key checked, one through the agent wants the bot's exec right checked."""
+
+    text: str
+    when: str = ""
+    when_not: str = ""
+
+
 @dataclass(frozen=True)
 class OfferTemplate:
     """A fix a finding offers, with its action parameters bound from the finding's parameters.
@@ -38,9 +57,7 @@ class OfferTemplate:
 
     def bind(self, params: Mapping[str, object]) -> list[Remediation]:
         """The concrete offers for one finding; an offer with an unbound parameter is dropped."""
-        if self.when and not params.get(self.when):
-            return []
-        if self.when_not and params.get(self.when_not):
+        if not applies(params, self.when, self.when_not):
             return []
         scopes: list[Mapping[str, object]] = [params]
         if self.each:
@@ -73,7 +90,7 @@ class FindingTemplate:
     severity: Severity
     title: str
     explanation: str
-    next_steps: list[str] = field(default_factory=list)
+    next_steps: list[StepTemplate] = field(default_factory=list)
     #: in fix order, least invasive first
     offers: list[OfferTemplate] = field(default_factory=list)
     #: 0-100; lower = more likely the root cause among findings of equal severity
@@ -103,7 +120,8 @@ class FindingTemplate:
         """A ``Finding`` with every text and offer filled from ``params``."""
         weight = self.roles.get(role)
         remediations = [r for offer in self.offers for r in offer.bind(params)]
-        steps = [render_template(s, params).strip() for s in self.next_steps]
+        steps = [render_template(s.text, params).strip() for s in self.next_steps
+                 if applies(params, s.when, s.when_not)]
         if self.docs:
             steps.append(render_template(DOCS_STEP, {**params, "docs": self.docs}))
         return Finding(

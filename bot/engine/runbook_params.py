@@ -108,18 +108,27 @@ class _Entry:
             self.text(entry.get(key), (*path, key), self.decl.names)
         steps = entry.get("next_steps")
         for i, step in enumerate(steps if isinstance(steps, list) else []):
-            self.text(step, (*path, "next_steps", i), self.decl.names)
+            spath = (*path, "next_steps", i)
+            if isinstance(step, dict):  # {step: text, when: param}
+                self.conditions(step, spath)
+                self.text(step.get("step"), (*spath, "step"), self.decl.names)
+            else:
+                self.text(step, spath, self.decl.names)
         offers = entry.get("offers")
         for i, offer in enumerate(offers if isinstance(offers, list) else []):
             if isinstance(offer, dict):
                 self.offer(offer, (*path, "offers", i))
 
+    def conditions(self, item: Mapping[Any, Any], path: YamlPath) -> None:
+        """An offer's or a step's ``when``/``when_not``: parameters the code declares."""
+        for key in ("when", "when_not"):
+            value = item.get(key)
+            if isinstance(value, str) and value and value not in self.decl.names:
+                self.unknown(value, (*path, key), self.decl.names, f"'{key}' names")
+
     def offer(self, offer: Mapping[Any, Any], path: YamlPath) -> None:
         names = self.decl.names
-        for key in ("when", "when_not"):
-            value = offer.get(key)
-            if isinstance(value, str) and value and value not in names:
-                self.unknown(value, (*path, key), names, f"'{key}' names")
+        self.conditions(offer, path)
         each = offer.get("each")
         if isinstance(each, str) and each:
             if each in self.decl.lists:

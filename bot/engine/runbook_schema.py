@@ -23,6 +23,7 @@ from bot.engine.runbook_model import (
     OfferTemplate,
     Role,
     Runbook,
+    StepTemplate,
 )
 from bot.engine.runbook_text import MAX_TITLE, placeholder_problems, template_fields
 from bot.registry import ACTIONS
@@ -44,6 +45,7 @@ _FINDING_KEYS = (
     {"rank", "offers", "roles", "unless", "consequence_of", "docs"},
 )
 _OFFER_KEYS = ({"action", "summary"}, {"params", "when", "when_not", "each"})
+_STEP_KEYS = ({"step"}, {"when", "when_not"})
 _ROLE_KEYS = ({"rank"}, {"severity"})
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 #: report sections a diagnosis runbook may ask for besides its findings
@@ -177,11 +179,9 @@ def _read_finding(
     if len(title.strip()) > MAX_TITLE:
         doc.err((*path, "title"), f"title of {code} is {len(title.strip())} characters; at most {MAX_TITLE}")
     explanation = _text(doc, entry, "explanation", path)
-    steps = _text_list(doc, entry, "next_steps", path)
+    steps = _steps(doc, code, entry.get("next_steps"), (*path, "next_steps"), declared)
     _placeholders(doc, title, (*path, "title"), declared)
     _placeholders(doc, explanation, (*path, "explanation"), declared)
-    for i, step in enumerate(steps):
-        _placeholders(doc, step, (*path, "next_steps", i), declared)
     offers = _offers(doc, code, entry.get("offers"), (*path, "offers"), declared)
     roles = _roles(doc, code, entry.get("roles"), (*path, "roles"), severity)
     unless = _text_list(doc, entry, "unless", path)
@@ -263,16 +263,52 @@ def _offers(
             params[str(key)] = value
         for missing in sorted(ACTIONS[action] - set(params)):
             doc.err((*opath, "params"), f"offer {action} of {code} does not bind required parameter '{missing}'")
-        conds = {}
-        for key in ("when", "when_not", "each"):
-            value = item.get(key, "")
-            if value and (not isinstance(value, str) or not _IDENT.match(value)):
-                doc.err((*opath, key), f"'{key}' must name a finding parameter (lower_snake_case)")
-                value = ""
-            elif value and declared and value not in declared:
-                doc.err((*opath, key), f"'{key}': unknown parameter '{value}' (not in the catalogue's placeholders)")
-            conds[key] = str(value or "")
+        conds = _conditions(doc, item, opath, declared, ("when", "when_not", "each"))
         out.append(OfferTemplate(action, summary.strip(), params, conds["when"], conds["when_not"], conds["each"]))
+    return out
+
+
+def _conditions(
+    doc: Doc, item: Mapping[Any, Any], path: YamlPath, declared: frozenset[str], keys: tuple[str, ...]
+) -> dict[str, str]:
+    """An offer's or a step's ``when``/``when_not`` (and an offer's ``each``): each a parameter the
+    catalogue declares, "" where unset or wrong (the wrong one reported)."""
+    conds = {}
+    for key in keys:
+        value = item.get(key, "")
+        if value and (not isinstance(value, str) or not _IDENT.match(value)):
+            doc.err((*path, key), f"'{key}' must name a finding parameter (lower_snake_case)")
+            value = ""
+        elif value and declared and value not in declared:
+            doc.err((*path, key), f"'{key}': unknown parameter '{value}' (not in the catalogue's placeholders)")
+        conds[key] = str(value or "")
+    return conds
+
+
+def _steps(doc: Doc, code: str, raw: object, path: YamlPath, declared: frozenset[str]) -> list[StepTemplate]:
+    """The next steps of one finding: text, or ``{step: text, when: param}`` for a step that
+    applies only where a parameter is truthy (``when_not``: falsy)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        doc.err(path, f"'next_steps' must be a list, not {type_name(raw)}")
+        return []
+    out: list[StepTemplate] = []
+    for i, item in enumerate(raw):
+        spath = (*path, i)
+        if isinstance(item, dict):
+            check_keys(doc, item, spath, _STEP_KEYS, f"a next step of {code}")
+            conds = _conditions(doc, item, spath, declared, ("when", "when_not"))
+            if "step" not in item:
+                continue  # reported by check_keys
+            text, tpath = item["step"], (*spath, "step")
+        else:
+            text, conds, tpath = item, {"when": "", "when_not": ""}, spath
+        if not isinstance(text, str) or not text.strip():
+            doc.err(tpath, f"'next_steps' item {i + 1} must be non-empty text, not {type_name(text)}")
+            continue
+        _placeholders(doc, text, tpath, declared)
+        out.append(StepTemplate(text, conds["when"], conds["when_not"]))
     return out
 
 

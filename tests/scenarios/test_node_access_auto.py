@@ -111,6 +111,21 @@ async def test_the_agent_pods_the_decision_listed_are_not_listed_again() -> None
     assert listed == 1, "the agent transport takes the pods the decision found: one list, not two"
 
 
+@pytest.mark.parametrize(("access", "first", "not_shown"), [
+    ("ssh", "the bot's SSH key", "pods/exec"),
+    ("agent", "pods/exec", "known_hosts"),
+])
+async def test_an_unreachable_node_leads_with_the_fix_of_its_transport(access: str, first: str, not_shown: str) -> None:
+    scenario = scenario_from_dict(yaml_data.load_file(SCENARIO), source="unreachable")
+    async with SimCluster(scenario) as sim:
+        report = await _node_status(sim, sim.settings(node_access=access))
+    unreachable = [f for f in report.findings if f.code == "NODE_UNREACHABLE"]
+    assert unreachable, [f.code for f in report.findings]
+    for finding in unreachable:
+        assert first in finding.next_steps[0], finding.next_steps
+        assert not any(not_shown in step for step in finding.next_steps), finding.next_steps
+
+
 def test_a_node_read_failure_names_the_transport_and_the_switch(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["node-status", "--scenario", str(SCENARIO), "--node-access", "ssh"])
     out = capsys.readouterr().out

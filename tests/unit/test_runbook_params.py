@@ -114,3 +114,13 @@ def test_when_and_each_bind_to_declared_parameters(tmp_path: Path, old: str, new
         assert len(problems) == 1 and "not in the catalogue's placeholders" in problems[0], problems
     else:
         assert problems == [f"{catalogue}:{line}: {problem}"]
+
+
+def test_a_step_condition_binds_to_a_declared_parameter(tmp_path: Path) -> None:
+    # 'cordoned' is a placeholder of the catalogue (another code has it), so only the declaration can tell
+    host_key = '      - step: "A host key'
+    catalogue, line = _edited(tmp_path, f"        when: over_ssh\n{host_key}", f"        when: cordoned\n{host_key}")
+    assert validate_dir(catalogue.parent) == [
+        f"{catalogue}:{line}: 'when' names 'cordoned': NODE_UNREACHABLE has no such parameter "
+        "(bot/engine/checks/node_reachability.py declares node, over_ssh, reason, via)"
+    ]

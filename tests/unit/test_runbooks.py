@@ -308,7 +308,9 @@ def test_every_catalogue_text_fills_completely_from_the_declared_placeholders(mi
     params: dict[str, object] = {name: f"<{name}>" for name in rs.placeholders}
     for code, template in rs.catalogue.items():
         finding = template.render(params)
-        texts = [finding.title, finding.explanation, *finding.next_steps]
+        # every step, whatever its condition (the params above make each ``when`` true)
+        steps = [render_template(step.text, params) for step in template.next_steps]
+        texts = [finding.title, finding.explanation, *finding.next_steps, *steps]
         for text in texts:
             assert not re.search(r"\{[A-Za-z_]\w*\}", text), (code, text)
         assert "\n" not in finding.title and len(finding.title) <= 150, code
@@ -732,3 +734,13 @@ def test_the_xid_table_is_the_same_in_both_diagnoses() -> None:
     assert all(r.get("name") and r.get("meaning") and r.get("action") for r in rows.values())
     causes = {r["cause"] for r in pending["admission_causes"]}
     assert causes == {"lost", "stale", "full", "plugin", "unregistered", "topology", "other"}
+
+
+def test_a_step_follows_its_condition_as_an_offer_does(mine: RunbookSet) -> None:
+    template = mine.template("NODE_UNREACHABLE")
+    base = {"node": "n1", "reason": "refused", "via": "SSH"}
+    over_ssh = template.render({**base, "over_ssh": True}).next_steps
+    assert "SSH key" in over_ssh[0] and not any("pods/exec" in s for s in over_ssh)
+    through_agent = template.render({**base, "over_ssh": False}).next_steps
+    assert "pods/exec" in through_agent[0] and not any("known_hosts" in s for s in through_agent)
+    assert through_agent[-1].startswith("Background:"), "the guide stays the last step"

@@ -14,6 +14,8 @@ class NodeUnreachable(TypedDict):
     node: str
     reason: str
     via: str
+    #: the read went over SSH (else by exec into the agent): the next steps differ
+    over_ssh: bool
 
 
 NODE_UNREACHABLE = Code("NODE_UNREACHABLE", NodeUnreachable)
@@ -24,13 +26,14 @@ def run(facts: Facts) -> Iterator[Detection]:
     for node, result in sorted(facts.node_readings.items()):
         # a node without a working agent pod is NODE_AGENT_MISSING (node_agent), not unreachable
         if isinstance(result, NodeProbeError) and result.reason != "agent-missing":
-            via = "SSH" if result.via == "ssh" else "exec into its gpubot-node agent"
+            over_ssh = result.via == "ssh"
             yield NODE_UNREACHABLE.detect(
                 node_subject(node),
                 {
                     "node": node,
                     "reason": result.reason,
-                    "via": via,
+                    "via": "SSH" if over_ssh else "exec into its gpubot-node agent",
+                    "over_ssh": over_ssh,
                 },
                 evidence=[result.user_message],
             )
