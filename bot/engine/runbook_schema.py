@@ -230,13 +230,8 @@ def _offers(
     doc: Doc, code: str, raw: object, path: YamlPath, declared: frozenset[str]
 ) -> list[OfferTemplate]:
     """The offers of one finding: known actions, every required parameter bound, plain templates."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        doc.err(path, f"'offers' must be a list, not {type_name(raw)}")
-        return []
     out: list[OfferTemplate] = []
-    for i, item in enumerate(raw):
+    for i, item in enumerate(_listed(doc, raw, path, "offers")):
         opath = (*path, i)
         if not isinstance(item, dict):
             doc.err(opath, f"offer {i + 1} of {code} must be a mapping with action and summary")
@@ -268,6 +263,16 @@ def _offers(
     return out
 
 
+def _listed(doc: Doc, raw: object, path: YamlPath, key: str) -> list[Any]:
+    """``raw`` as the list ``key`` must be: none is empty, anything else is reported and empty."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        doc.err(path, f"'{key}' must be a list, not {type_name(raw)}")
+        return []
+    return raw
+
+
 def _conditions(
     doc: Doc, item: Mapping[Any, Any], path: YamlPath, declared: frozenset[str], keys: tuple[str, ...]
 ) -> dict[str, str]:
@@ -288,13 +293,8 @@ def _conditions(
 def _steps(doc: Doc, code: str, raw: object, path: YamlPath, declared: frozenset[str]) -> list[StepTemplate]:
     """The next steps of one finding: text, or ``{step: text, when: param}`` for a step that
     applies only where a parameter is truthy (``when_not``: falsy)."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        doc.err(path, f"'next_steps' must be a list, not {type_name(raw)}")
-        return []
     out: list[StepTemplate] = []
-    for i, item in enumerate(raw):
+    for i, item in enumerate(_listed(doc, raw, path, "next_steps")):
         spath = (*path, i)
         if isinstance(item, dict):
             check_keys(doc, item, spath, _STEP_KEYS, f"a next step of {code}")
