@@ -60,6 +60,23 @@ def _odd_pods() -> list[Obj]:
             "status": {"phase": "Running", "containerStatuses": [{"name": "plugin", "restartCount": 3}]},
         },
         {"metadata": {"name": "bare", "namespace": "default", "uid": "u-3"}, "spec": {}, "status": {}},
+        {  # a GPU pod not ready, its Ready condition not first; labels but no DaemonSet; nulls
+            "metadata": {
+                "name": "not-ready",
+                "namespace": "ml",
+                "uid": "u-4",
+                "labels": {"app": "trainer"},
+                "deletionTimestamp": None,
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "trainer-7f", "controller": True}],
+            },
+            "spec": {"nodeName": "gpu-2", "initContainers": None, "containers": [{"name": "main", "resources": {
+                "limits": gpu}}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "False", "reason": "ContainersNotReady"},
+                {"type": "ContainersReady", "status": "False"},
+            ]},
+        },
     ]
 
 
@@ -89,6 +106,8 @@ def test_lazily_parsed_pages_keep_what_whole_pages_keep(monkeypatch: pytest.Monk
     odd = lazy["ml", "sidecar-gpu"]  # the init container runs beside the sidecar: 4 + 2
     assert odd.gpu == {"nvidia.com/gpu": 6.0} and odd.terminating and odd.ready and odd.owner == "Job/train"
     assert any(p.gpu for p in lazy.values() if p.name != "sidecar-gpu")
+    not_ready = lazy["ml", "not-ready"]
+    assert not_ready.ready is False and not not_ready.terminating and not_ready.owner == "ReplicaSet/trainer-7f"
 
 
 def test_the_parser_is_reused_and_dropped_at_install(monkeypatch: pytest.MonkeyPatch) -> None:
