@@ -163,9 +163,23 @@ class Verdict:
     incomplete: str = ""
 
     @property
+    def problem(self) -> bool:
+        """The top finding is something wrong (critical: the cause; warning: will bite), not a
+        note (info: context, such as a pod that runs or cards really in use)."""
+        return self.severity in ("critical", "warning")
+
+    @property
     def cause_label(self) -> str:
-        """What the cause is called: with failed reads it is only what the rest showed."""
-        return "Found in what could be read" if self.incomplete else "Root cause"
+        """What the cause is called: with failed reads it is only what the rest showed; where only
+        notes were found there is no cause, and calling a running pod a root cause misleads."""
+        if self.incomplete:
+            return "Found in what could be read"
+        return "Root cause" if self.problem else "No problem found"
+
+    @property
+    def fix_label(self) -> str:
+        """A note's first step is a thing to look at next, not a fix."""
+        return "fix" if self.problem else "next"
 
     #: "1 cause, 2 consequences": how many causes the report holds and what they explain
     counts: str = ""
@@ -177,7 +191,7 @@ class Verdict:
             if self.where:
                 parts.append(f"where: {self.where}")
             if self.fix:
-                parts.append(f"fix: {self.fix}")
+                parts.append(f"{self.fix_label}: {self.fix}")
         line = " — ".join(parts)
         if self.incomplete:
             return f"Incomplete: {self.incomplete}" + (f" {line}" if line else " Nothing was concluded from it.")

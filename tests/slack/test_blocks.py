@@ -297,3 +297,12 @@ def test_a_cause_on_a_whole_fleet_names_its_first_nodes_and_no_wall_of_unbuttone
     assert "gpu-019 and 20 more" in head and "gpu-020" not in head.split("and 20 more")[0]
     notes = [t for t in texts if B.NOT_ENABLED in t]
     assert len(notes) == 1 and "gpu-0" not in notes[0]
+
+
+def test_a_report_of_notes_only_says_no_problem_and_what_to_look_at_next() -> None:
+    report = Report(command="why-pending", target={"kind": "Pod", "name": "p", "namespace": "ai"})
+    report.add(Finding("POD_RUNNING", "info", "ai/p is running on node n1", subject="pod/ai/p",
+                       next_steps=["Read GPU load on the pod's own node: gpubot node-status n1"]))
+    verdict = B.render_report(report).blocks[1]["text"]["text"]
+    assert verdict.startswith("*No problem found:* ai/p is running on node n1")
+    assert "*Next:* Read GPU load" in verdict and "Fix first" not in verdict and "Root cause" not in verdict

@@ -139,3 +139,18 @@ def test_the_verdict_comes_before_the_node_table() -> None:
     report.nodes = [NodeRow(node=f"gpu-{i:02d}", ready=True, cordoned=False, ssh="ok") for i in range(3)]
     text = render_text(report)
     assert text.index("Root cause:") < text.index("node gpu-00  [Ready]") < text.index("1. [CRITICAL]")
+
+
+def test_a_report_of_notes_only_names_no_root_cause() -> None:
+    """A running pod or cards really in use is context: no root cause, and its step is what to look
+    at next, not a fix. A warning is a problem and keeps both words."""
+    running = Finding("POD_RUNNING", "info", "ai/p is running on node gpu-00", subject="pod/ai/p",
+                      next_steps=["Read GPU load on the pod's own node: gpubot node-status gpu-00"])
+    text = render_text(Report("why-pending", {"kind": "Pod", "name": "p", "namespace": "ai"}, findings=[running]))
+    verdict = " ".join(text.split("\n\n")[1].split())
+    assert verdict.startswith("No problem found: ai/p is running on node gpu-00")
+    assert "next: Read GPU load on the pod's own node" in verdict and "Root cause" not in text
+    stale = Finding("SCHED_STALE_EVENT", "warning", "The scheduler's last word on ai/p is history", subject="pod/ai/p",
+                    next_steps=["Ask again in a minute"])
+    verdict = " ".join(render_text(Report("why-pending", {}, findings=[stale, running])).split("\n\n")[1].split())
+    assert verdict.startswith("Root cause: The scheduler's last word") and "fix: Ask again in a minute" in verdict
