@@ -288,9 +288,12 @@ def fix_text(fixes: Sequence[Fix]) -> str:
 
 def step_head(step: str) -> str:
     """A next step's first line as a sentence: a step that introduces a snippet (``Add this
-    toleration …:`` then YAML) says where the snippet is instead of ending on a colon."""
+    toleration …:`` then YAML) says where the snippet is instead of ending on a colon, and one that
+    opens with ``Fix:`` loses it (the verdict line says ``fix:`` itself: not ``fix: Fix: …``)."""
     head, _, rest = step.strip().partition("\n")
     head = head.rstrip()
+    if head[:4].lower() == "fix:":
+        head = head[4:].lstrip()
     if head.endswith(":"):
         head = head[:-1].rstrip() + (", as shown in the next steps" if rest.strip() else "")
     return head

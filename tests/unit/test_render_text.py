@@ -154,3 +154,12 @@ def test_a_report_of_notes_only_names_no_root_cause() -> None:
                     next_steps=["Ask again in a minute"])
     verdict = " ".join(render_text(Report("why-pending", {}, findings=[stale, running])).split("\n\n")[1].split())
     assert verdict.startswith("Root cause: The scheduler's last word") and "fix: Ask again in a minute" in verdict
+
+
+def test_a_step_that_opens_with_fix_is_not_a_verdict_saying_fix_twice() -> None:
+    bypass = Finding("VGPU_SCHEDULER_BYPASSED", "critical", "ai/p was handled by default-scheduler",
+                     next_steps=["Fix: set spec.schedulerName: hami-scheduler in the pod template"], subject="pod/ai/p")
+    text = render_text(Report("why-pending", {"kind": "Pod", "name": "p", "namespace": "ai"}, findings=[bypass]))
+    verdict = " ".join(text.split("\n\n")[1].split())
+    assert "fix: set spec.schedulerName: hami-scheduler in the pod template" in verdict
+    assert "Fix: set spec.schedulerName" in text.split("\n\n", 2)[2], "the step itself keeps its words"
