@@ -285,7 +285,7 @@ def verdict_block(v: Verdict) -> Block:
     if v.where:
         extra.append(f"*Where:* {L.escape_mrkdwn(v.where)}")
     if v.fix:
-        extra.append(f"*{'Fix first' if v.fix_label == 'fix' else 'Next'}:* {L.escape_mrkdwn(v.fix)}")
+        extra.append(f"*{'Fix first' if v.problem else 'Next'}:* {L.escape_mrkdwn(v.fix)}")
     if extra:
         text += "\n" + " · ".join(extra)
     if v.counts:
