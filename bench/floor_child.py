@@ -5,11 +5,13 @@ downloads and parses exactly the objects the diagnosis needs, with the CLI's own
 page sizes: the pod (one GET), its events (``involvedObject.name=`` in its namespace), every node
 (pages of the CLI's ``page_size``), and the pods on the candidate nodes: one
 ``spec.nodeName=``-selected list per node with the CLI's concurrency where the CLI does that
-(few candidate nodes), else every pod in the CLI's slim page size. The plan (pod, candidate
-nodes, page sizes, the per-node rule's outcome) is worked out by the benchmark from gpubot's own
-constants and written to ``PLAN_JSON``, so this process imports nothing of gpubot, builds no
-client and runs no check. Its reads come one after another, each list page after page: the
-floor is the cost of those reads themselves. The CLI overlaps some of them with other work (the
+(few candidate nodes), else every pod in the CLI's slim page size, each page parsed lazily and
+only the candidate nodes' pods' few fields built, as the CLI's walk does
+(``bot.probes.lazy_pods``). The plan (pod, candidate nodes, page sizes, the per-node rule's
+outcome) is worked out by the benchmark from gpubot's own constants and written to
+``PLAN_JSON``, so this process imports nothing of gpubot, builds no client and runs no check.
+Its reads come one after another, each list page after page: the floor is the cost of those
+reads themselves. The CLI overlaps some of them with other work (the
 node list with its imports; a list's next page, asked for while it parses the one before), and
 the benchmark's report says so beside the ratio.
 
@@ -49,19 +51,21 @@ except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib kee
     PARSER = "json"
 
 
-def _node_image_cut() -> Any:
-    """``bot.probes.node_images.without_images``, loaded from its file alone: the CLI cuts each
-    node's image list before parsing a node page, so the floor does too, without importing gpubot
-    (whose package start-up the floor must not pay)."""
-    path = Path(__file__).resolve().parents[1] / "bot" / "probes" / "node_images.py"
-    spec = importlib.util.spec_from_file_location("_floor_node_images", path)
+def _gpubot_file(name: str) -> Any:
+    """``bot/probes/NAME.py``, loaded from its file alone, without importing gpubot (whose package
+    start-up the floor must not pay): the CLI cuts each node's image list before parsing a node
+    page (``node_images``) and parses the pages of every pod lazily (``lazy_pods``), so the floor
+    does too."""
+    path = Path(__file__).resolve().parents[1] / "bot" / "probes" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_floor_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.without_images
+    return module
 
 
-without_images = _node_image_cut()
+without_images = _gpubot_file("node_images").without_images
+lazy_pods = _gpubot_file("lazy_pods")
 
 
 class Reader:
@@ -127,8 +131,8 @@ class Reader:
         self.local.pending = data[length:]
         return data[:length]
 
-    def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
-        """One GET, decoded (a node list with its image lists cut first, as the CLI reads it)."""
+    def fetch(self, path: str, query: dict[str, str] | None = None) -> bytes:
+        """One GET's body, as it came."""
         conn = self._conn()
         target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
         conn.sendall(f"GET {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: application/json\r\n"
@@ -137,8 +141,37 @@ class Reader:
         with self.lock:
             self.requests += 1
             self.bytes += len(data)
+        return data
+
+    def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """One GET, decoded (a node list with its image lists cut first, as the CLI reads it)."""
+        data = self.fetch(path, query)
         body = loads(without_images(data) if path == "/api/v1/nodes" else data)
         return body if isinstance(body, dict) else {}
+
+    def pods_on(self, wanted: set[str], page_size: int) -> int:
+        """How many pods the wanted nodes hold, from every pod page by page, as the CLI's walk reads
+        them (``KubeReader.slim_pods``): each page parsed lazily and the few fields of the wanted
+        nodes' pods built (``lazy_pods.skeleton``), or decoded whole where a page does not parse so."""
+
+        def keep(pod: Any) -> Any:
+            if lazy_pods.node_of(pod) not in wanted:
+                return None
+            return pod if isinstance(pod, dict) else lazy_pods.skeleton(pod)
+
+        token, count = "", 0
+        while True:
+            query = {"limit": str(page_size), **({"continue": token} if token else {})}
+            data = self.fetch("/api/v1/pods", query)
+            page = lazy_pods.kept_items(data, keep)
+            if page is None:
+                body = loads(data)
+                kept_whole = [keep(p) for p in body.get("items") or []]
+                page = kept_whole, str((body.get("metadata") or {}).get("continue") or "")
+            kept, token = page
+            count += sum(1 for p in kept if p is not None)
+            if not token:
+                return count
 
     def walk(self, path: str, page_size: int, **selectors: str) -> Iterator[dict[str, Any]]:
         """Every item of a list at ``path``, page by page (``limit``/``continue``, as the bot reads)."""
@@ -176,12 +209,7 @@ def necessary(reader: Reader, plan: dict[str, Any]) -> dict[str, Any]:
         with ThreadPoolExecutor(max_workers=max(1, int(plan["concurrency"]))) as pool:
             pods = sum(pool.map(on, candidates))
     else:
-        wanted = set(candidates)
-        pods = sum(
-            1
-            for p in reader.walk("/api/v1/pods", plan["slim_page_size"])
-            if str((p.get("spec") or {}).get("nodeName") or "") in wanted
-        )
+        pods = reader.pods_on(set(candidates), plan["slim_page_size"])
     return {"events": events, "nodes": nodes, "pods": pods, "candidates": len(candidates)}
 
 

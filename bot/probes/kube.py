@@ -39,6 +39,7 @@ from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import DEADLINE, remaining
 from bot.probes.kept_gets import KeptGets
 from bot.probes.lazy_api import LazyApi
+from bot.probes.lazy_pods import kept_items, node_of, skeleton
 from bot.probes.list_pages import continue_ahead
 from bot.probes.node_images import without_images
 from bot.probes.read_errors import classify, safe_url
@@ -340,13 +341,18 @@ class KubeReader(DerivedViews):
         return parsed
 
     def _kept_page(
-        self, read: ApiRead, keep: Callable[[Obj], Any] | None, shrink: Callable[[bytes], bytes] | None, data: bytes
+        self, read: ApiRead, keep: Callable[[Obj], Any] | None, shrink: Callable[[bytes], bytes] | None, data: bytes,
+        *, lazy: bool = False,
     ) -> tuple[list[Any], str]:
         """One list page's items, each with its ``kind`` (list items carry none) and kept as
         ``keep(item)``, and the page's continue token. Run in the reading thread with the request,
         so a page costs the event loop one hand-over, whatever its size. ``shrink``: what is cut
         from the answer before it is parsed (``bot.probes.node_images``); should the cut answer
-        not parse, the answer is parsed as it came."""
+        not parse, the answer is parsed as it came. ``lazy``: ``keep`` takes lazily parsed items
+        too (``bot.probes.lazy_pods``), which carry no ``kind``; a page that does not parse so is
+        decoded whole."""
+        if lazy and keep is not None and (page := kept_items(data, keep)) is not None:
+            return page
         body: Obj | None = None
         if shrink is not None and (small := shrink(data)) is not data:
             with contextlib.suppress(KubeApiError):
@@ -428,15 +434,16 @@ class KubeReader(DerivedViews):
 
     async def _walk(
         self, read: ApiRead, keep: Callable[[Obj], Any] | None, fn: Callable[..., Any], *args: Any,
-        _path: str = "", _shrink: Callable[[bytes], bytes] | None = None, **kwargs: Any,
+        _path: str = "", _shrink: Callable[[bytes], bytes] | None = None, _lazy: bool = False, **kwargs: Any,
     ) -> list[Any]:
         """Walk every page, keeping ``keep(item)`` (or the item) so each page can be freed as we go;
         ``keep`` runs in the reading thread (it must only read the item). ``_path``: the list's API
         path, for the kept connection (``_call``); ``_shrink``: what to cut from each page before it
-        is parsed (``_kept_page``)."""
+        is parsed, and ``_lazy``: whether ``keep`` takes lazily parsed items (``_kept_page``)."""
         page = self._paging(fn, args, kwargs, _path)
         call = getattr(fn, "__name__", read.text())
-        ahead = _PagesAhead(self, read, call, page, partial(self._kept_page, read, keep, _shrink), DEADLINE.get())
+        finish = partial(self._kept_page, read, keep, _shrink, lazy=_lazy)
+        ahead = _PagesAhead(self, read, call, page, finish, DEADLINE.get())
         items: list[Any] = []
         asked = None
         try:
@@ -568,14 +575,16 @@ class KubeReader(DerivedViews):
         sel: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
         wanted = nodes
 
-        def keep(pod: Obj) -> SlimPod | None:
-            if wanted is not None and str((pod.get("spec") or {}).get("nodeName") or "") not in wanted:
+        def keep(pod: Any) -> SlimPod | None:
+            # parsed lazily (the pages of every pod: only the kept pods' few fields are built, and
+            # only of the pods on the wanted nodes), or whole where a page does not parse so
+            if wanted is not None and node_of(pod) not in wanted:
                 return None
-            return slim(pod)
+            return slim(pod if isinstance(pod, dict) else skeleton(pod))
 
         pods = await self._walk(
             _listing("pods", "", sel), keep, self._core.list_pod_for_all_namespaces, page_size=SLIM_PAGE_SIZE,
-            _path="/api/v1/pods", **sel,
+            _path="/api/v1/pods", _lazy=True, **sel,
         )
         return [p for p in pods if p is not None]
 

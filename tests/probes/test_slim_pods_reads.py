@@ -17,6 +17,8 @@ import pytest
 from kubernetes import config
 
 from bot.errors import KubeApiError
+from bot.probes import kube as kube_module
+from bot.probes import lazy_pods
 from bot.probes.deadline import until
 from bot.probes.kube import PER_NODE_CONCURRENCY, KubeReader
 from bot.probes.slim import SlimPod
@@ -117,3 +119,46 @@ async def test_a_cancelled_command_stops_the_reading_threads(reader: KubeReader,
         await task
     await asyncio.sleep(0.5)  # time for all 40 at 8 a time, had the threads gone on
     assert server.stats.requests - served < len(nodes) - PER_NODE_CONCURRENCY
+
+
+# -- the walk over every pod (``slim_pods`` where the nodes hold most pods) ----------------------
+# Its pages are parsed lazily (``bot.probes.lazy_pods``): only the wanted nodes' pods, and only the
+# fields their records read, are built. The records must be those of pages decoded whole.
+
+
+async def test_the_lazily_parsed_walk_keeps_what_a_whole_decoded_walk_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = LoopThread("slim-walk-sim")
+    realistic = generate_scenario(nodes=12, gpu_nodes=10, pods=300, seed=3, realistic=1)
+    api = KubeApiServer(scenario_from_dict(realistic))
+    loop.call(api.start())
+    reader = KubeReader(config.new_client_from_config(config_file=str(write_kubeconfig(tmp_path / "kc", api.url))))
+    try:
+        nodes = await _node_names(reader)
+        wanted = set(nodes[:10])
+        built: list[object] = []
+        monkeypatch.setattr(kube_module, "skeleton", lambda pod: built.append(pod) or lazy_pods.skeleton(pod))
+        before = reader.stats.requests
+        lazy = await reader.slim_pods(nodes=wanted, all_nodes=len(nodes))  # 10 of 12: the walk
+        assert reader.stats.requests - before == 1, "one page of every pod, not a list per node"
+        monkeypatch.setattr(lazy_pods, "simdjson", None)  # pages decoded whole, as without simdjson
+        whole = await reader.slim_pods(nodes=wanted, all_nodes=len(nodes))
+    finally:
+        reader.close()
+        loop.call(api.stop())
+        loop.close()
+    assert len(built) == len(lazy), "each kept pod was built from its lazily parsed page, no other"
+    assert sorted(lazy, key=lambda p: p.uid) == sorted(whole, key=lambda p: p.uid)
+    assert {p.node for p in lazy} <= wanted and len(lazy) > 100
+    assert any(p.gpu for p in lazy) and any(p.ready for p in lazy) and any(p.owner for p in lazy)
+
+
+def test_a_page_that_does_not_parse_lazily_is_left_to_the_whole_decode() -> None:
+    def keep(item: object) -> object:
+        return item
+
+    assert lazy_pods.kept_items(b"not json", keep) is None
+    assert lazy_pods.kept_items(b"[1, 2]", keep) is None  # a document, but not a list object
+    kept = lazy_pods.kept_items(b'{"metadata": {"continue": "t2"}, "items": [{"a": 1}]}', lambda i: i.as_dict())
+    assert kept == ([{"a": 1}], "t2")
