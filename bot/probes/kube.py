@@ -39,7 +39,6 @@ from bot.kube.objects import Obj, meta_of
 from bot.probes.deadline import DEADLINE, remaining
 from bot.probes.kept_gets import KeptGets
 from bot.probes.lazy_api import LazyApi
-from bot.probes.lazy_pods import kept_items, node_of, skeleton
 from bot.probes.list_pages import continue_ahead
 from bot.probes.node_images import without_images
 from bot.probes.read_errors import classify, safe_url
@@ -351,8 +350,11 @@ class KubeReader(DerivedViews):
         not parse, the answer is parsed as it came. ``lazy``: ``keep`` takes lazily parsed items
         too (``bot.probes.lazy_pods``), which carry no ``kind``; a page that does not parse so is
         decoded whole."""
-        if lazy and keep is not None and (page := kept_items(data, keep)) is not None:
-            return page
+        if lazy and keep is not None:
+            from bot.probes.lazy_pods import kept_items  # with simdjson: only where a walk is lazy
+
+            if (page := kept_items(data, keep)) is not None:
+                return page
         body: Obj | None = None
         if shrink is not None and (small := shrink(data)) is not data:
             with contextlib.suppress(KubeApiError):
@@ -572,6 +574,8 @@ class KubeReader(DerivedViews):
             ordered = sorted(nodes)
             found = await self._per_node_lists(ordered)
             return [p for node in ordered for p in found[node]]
+        from bot.probes.lazy_pods import node_of, skeleton  # simdjson: not in the per-node reads above
+
         sel: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
         wanted = nodes
 

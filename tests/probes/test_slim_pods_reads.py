@@ -17,7 +17,6 @@ import pytest
 from kubernetes import config
 
 from bot.errors import KubeApiError
-from bot.probes import kube as kube_module
 from bot.probes import lazy_pods
 from bot.probes.deadline import until
 from bot.probes.kube import PER_NODE_CONCURRENCY, KubeReader
@@ -138,7 +137,8 @@ async def test_the_lazily_parsed_walk_keeps_what_a_whole_decoded_walk_keeps(
         nodes = await _node_names(reader)
         wanted = set(nodes[:10])
         built: list[object] = []
-        monkeypatch.setattr(kube_module, "skeleton", lambda pod: built.append(pod) or lazy_pods.skeleton(pod))
+        real = lazy_pods.skeleton
+        monkeypatch.setattr(lazy_pods, "skeleton", lambda pod: built.append(pod) or real(pod))
         before = reader.stats.requests
         lazy = await reader.slim_pods(nodes=wanted, all_nodes=len(nodes))  # 10 of 12: the walk
         assert reader.stats.requests - before == 1, "one page of every pod, not a list per node"
